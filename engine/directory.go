@@ -1,0 +1,44 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/switchboard/notify/notifytype"
+)
+
+// Role is a human's role in a team (D2, SPEC-0033 stand-in).
+type Role string
+
+const (
+	RoleNone   Role = ""
+	RoleOwner  Role = "owner"
+	RoleAdmin  Role = "admin"
+	RoleMember Role = "member"
+)
+
+// CanConfigure reports whether the role may write a team's sinks,
+// subscriptions and digests (owners and admins).
+func (r Role) CanConfigure() bool { return r == RoleOwner || r == RoleAdmin }
+
+// Resource names a kind of host object a subscription filter can name.
+type Resource string
+
+const (
+	ResourceQueue    Resource = "queue"
+	ResourceEndpoint Resource = "endpoint"
+	ResourceWebhook  Resource = "webhook"
+	ResourceTodo     Resource = "todo"
+)
+
+// Directory is what the engine asks of the host. The reference host
+// implements it over its own tables (host.Directory); an embedder with its
+// own schema implements it over theirs.
+type Directory interface {
+	// TeamRole returns the human's role in the team, RoleNone when the
+	// human is not a member.
+	TeamRole(ctx context.Context, humanID, teamID int64) (Role, error)
+
+	// Owned returns which of ids are objects of the given kind in scope.
+	// The engine refuses a filter naming any id not returned.
+	Owned(ctx context.Context, scope notifytype.OwnerScope, kind Resource, ids []int64) ([]int64, error)
+}

@@ -1,0 +1,18 @@
+// Package engine is the public face of Switchboard Notify for an embedding
+// server.
+//
+// An embedder calls Emit inside the transaction that changes its state (a
+// todo dead-letters, a delivery is quarantined, a rule matches), so the
+// notification exists exactly when the change commits. It runs Serve to
+// deliver what was emitted, reads Status to watch the per-sink actors, and
+// manages sinks, subscriptions and connections through the management
+// service (CreateSink, UpdateSink, SetSubscriptions, ...), which holds every
+// rule of the spec so that every surface (web UI, REST API, MCP) passes the
+// same checks.
+//
+// The engine knows nothing of a particular host. What it must ask of the
+// surrounding system (a human's role in a team, whether a queue, endpoint or
+// webhook belongs to an owner scope) it asks through Directory, which the
+// embedder implements; the reference host in package host does so over its
+// own tables.
+package engine

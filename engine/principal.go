@@ -1,0 +1,27 @@
+package engine
+
+import "github.com/switchboard/notify/notifytype"
+
+// Principal is who acts on the management service: a human (web UI,
+// operator API), or an endpoint with its accountable human (MCP). Every
+// write records both where an endpoint acted (REQ-5).
+type Principal struct {
+	// HumanID is the acting human, or the endpoint's accountable human.
+	HumanID int64
+
+	// EndpointID is set when an endpoint acts; zero for a human.
+	EndpointID int64
+
+	// EndpointScope is the endpoint's owner scope. An endpoint acts only
+	// there, with the permissions its accountable human has in it.
+	EndpointScope notifytype.OwnerScope
+}
+
+// HumanPrincipal is a human acting for themself.
+func HumanPrincipal(humanID int64) Principal { return Principal{HumanID: humanID} }
+
+// EndpointPrincipal is an endpoint acting in its owner scope for its
+// accountable human.
+func EndpointPrincipal(endpointID, accountableHumanID int64, scope notifytype.OwnerScope) Principal {
+	return Principal{HumanID: accountableHumanID, EndpointID: endpointID, EndpointScope: scope}
+}
