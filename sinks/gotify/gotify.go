@@ -1,0 +1,96 @@
+package gotify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks"
+)
+
+// kind names the adapter in errors and String.
+const kind = "gotify"
+
+// Config is one Gotify sink as the engine resolved it: its connection's
+// base URL and token, and its options.
+type Config struct {
+	// BaseURL is the server's base URL, the connection's account key; it
+	// may carry a path prefix ("https://push.example.net/gotify").
+	BaseURL string
+	// Token is the application token, the connection's secret. It is sent
+	// only in the X-Gotify-Key header.
+	Token notifytype.Secret
+	// Options are the sink's options; a zero value means the defaults.
+	Options Options
+}
+
+// Gotify delivers messages to one Gotify server (REQ-3). It is safe for
+// concurrent use, and prints and logs without its token.
+type Gotify struct {
+	cfg    *Config // a pointer, so printing the struct shows an address, not the secret
+	client *http.Client
+	now    func() time.Time
+}
+
+var _ sinks.Adapter = (*Gotify)(nil)
+
+// New returns the adapter for cfg sending through client, which should be
+// the guarded client (sinks.NewClient).
+func New(cfg Config, client *http.Client) *Gotify {
+	return &Gotify{cfg: &cfg, client: client, now: time.Now}
+}
+
+type payload struct {
+	Title    string `json:"title"`
+	Message  string `json:"message"`
+	Priority int    `json:"priority"`
+}
+
+// Deliver makes one attempt: POST {base}/message with the token in
+// X-Gotify-Key and {title, message, priority}. Any 2xx is delivered.
+func (g *Gotify) Deliver(ctx context.Context, msg sinks.Message) sinks.Result {
+	endpoint, err := sinks.Endpoint(g.cfg.BaseURL, "message")
+	if err != nil {
+		return sinks.ErrorResult(kind, err)
+	}
+	body, err := json.Marshal(payload{Title: msg.Title, Message: msg.Body, Priority: g.cfg.Options.Priority(msg.Severity)})
+	if err != nil {
+		return sinks.ErrorResult(kind, fmt.Errorf("error encoding message: %w", err))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint.String(), bytes.NewReader(body))
+	if err != nil {
+		return sinks.ErrorResult(kind, sinks.ErrInvalidURL)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("X-Gotify-Key", g.cfg.Token.Reveal())
+
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return sinks.ErrorResult(kind, err)
+	}
+	defer sinks.Drain(resp.Body)
+	return sinks.StatusResult(kind, resp, sinks.ClassifyStatus(resp.StatusCode), g.now())
+}
+
+// String names the sink by its base URL, never its token.
+func (g Gotify) String() string {
+	if g.cfg == nil {
+		return kind + "(unconfigured)"
+	}
+	return kind + "(" + sinks.DisplayURL(g.cfg.BaseURL) + ")"
+}
+
+// GoString is String.
+func (g Gotify) GoString() string { return g.String() }
+
+// Format prints String for every verb, so no verb reaches the token.
+func (g Gotify) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(g.String())) }
+
+// LogValue implements slog.LogValuer.
+func (g Gotify) LogValue() slog.Value { return slog.StringValue(g.String()) }
