@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchboard/notify/sinks/apprise"
 )
 
 // Defaults and operator bounds. Each Config field says which applies.
@@ -21,14 +23,6 @@ const (
 	BudgetBurstMaxDefault   = 30
 	QuarantineWindowDefault = 10 * time.Minute
 )
-
-// AppriseSchemesExcludedDefault are the schemes the default Apprise
-// allowlist leaves out (REQ-4): the generic HTTP schemes, which would turn a
-// sink into a request to any URL, and the local-system schemes.
-var AppriseSchemesExcludedDefault = []string{
-	"json", "jsons", "xml", "xmls", "form", "forms",
-	"windows", "dbus", "gnome", "macosx", "syslog",
-}
 
 // Config configures an Engine. The zero value of every optional field means
 // its default.
@@ -52,8 +46,10 @@ type Config struct {
 	// (SWITCHBOARD_PUSH_ALLOW_HTTP). Defaults to false: HTTPS only.
 	PushAllowHTTP bool
 
-	// AppriseSchemesDenied replaces the Apprise schemes refused at save.
-	// Defaults to AppriseSchemesExcludedDefault. Any other scheme is allowed.
+	// AppriseSchemesDenied replaces the Apprise schemes refused when a
+	// stateless sink or its connection is saved (REQ-4). Defaults to
+	// apprise.DefaultDeniedSchemes: the generic HTTP and local-system
+	// schemes. Every other scheme is allowed.
 	AppriseSchemesDenied []string
 
 	// MaxSinksPerScope is the ceiling of sinks per owner scope. Defaults to
@@ -80,7 +76,7 @@ type Config struct {
 func (c Config) WithDefaults() Config {
 	c.BaseURL = cmp.Or(c.BaseURL, "http://localhost:8080")
 	if c.AppriseSchemesDenied == nil {
-		c.AppriseSchemesDenied = AppriseSchemesExcludedDefault
+		c.AppriseSchemesDenied = apprise.DefaultDeniedSchemes
 	}
 	c.MaxSinksPerScope = cmp.Or(c.MaxSinksPerScope, MaxSinksPerScopeDefault)
 	c.BudgetPerHourMin = cmp.Or(c.BudgetPerHourMin, BudgetPerHourMinDefault)

@@ -1,0 +1,14 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/switchboard/notify/notifytype"
+)
+
+// OpenConnectionForTest exposes openConnection, the check delivery runs on
+// every use of a connection, to the external tests.
+func (e *Engine) OpenConnectionForTest(ctx context.Context, id int64, scope notifytype.OwnerScope, kind string) (notifytype.Secret, error) {
+	_, s, err := e.openConnection(ctx, e.cfg.Pool, id, scope, kind)
+	return s, err
+}

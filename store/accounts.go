@@ -1,0 +1,182 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard/notify/notifytype"
+)
+
+// Human is a person who signs in and owns things (D1, SPEC-0033 stand-in).
+type Human struct {
+	ID        int64
+	Name      string
+	Email     string
+	CreatedAt time.Time
+}
+
+// Team is a group of humans with roles (D2).
+type Team struct {
+	ID        int64
+	Name      string
+	CreatedAt time.Time
+}
+
+const humanColumns = `h.id, h.name, h.email, h.created_at`
+
+func scanHuman(row pgx.Row) (Human, error) {
+	var h Human
+	err := row.Scan(&h.ID, &h.Name, &h.Email, &h.CreatedAt)
+	return h, err
+}
+
+// notFound turns pgx.ErrNoRows into notifytype's not_found for what.
+func notFound(err error, what string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notifytype.NotFound(what)
+	}
+	return err
+}
+
+// InsertHuman inserts a human. An email already taken is an error.
+func InsertHuman(ctx context.Context, db DBTX, name, email string) (Human, error) {
+	h, err := scanHuman(db.QueryRow(ctx, `INSERT INTO humans AS h (name, email) VALUES ($1, $2)
+		RETURNING `+humanColumns, name, email))
+	if err != nil {
+		return Human{}, fmt.Errorf("error inserting human: %w", err)
+	}
+	return h, nil
+}
+
+// EnsureHuman returns the human with email, inserting one named name if
+// none exists; created says which happened. Safe under concurrent callers.
+func EnsureHuman(ctx context.Context, db DBTX, name, email string) (h Human, created bool, err error) {
+	h, err = scanHuman(db.QueryRow(ctx, `INSERT INTO humans AS h (name, email) VALUES ($1, $2)
+		ON CONFLICT (email) DO NOTHING RETURNING `+humanColumns, name, email))
+	if err == nil {
+		return h, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return Human{}, false, fmt.Errorf("error inserting human: %w", err)
+	}
+	h, err = HumanByEmail(ctx, db, email)
+	return h, false, err
+}
+
+// HumanByEmail returns the human with email, or not_found.
+func HumanByEmail(ctx context.Context, db DBTX, email string) (Human, error) {
+	h, err := scanHuman(db.QueryRow(ctx, `SELECT `+humanColumns+` FROM humans h WHERE h.email = $1`, email))
+	if err != nil {
+		return Human{}, fmt.Errorf("error reading human: %w", notFound(err, "human"))
+	}
+	return h, nil
+}
+
+// HumanByID returns the human with id, or not_found.
+func HumanByID(ctx context.Context, db DBTX, id int64) (Human, error) {
+	h, err := scanHuman(db.QueryRow(ctx, `SELECT `+humanColumns+` FROM humans h WHERE h.id = $1`, id))
+	if err != nil {
+		return Human{}, fmt.Errorf("error reading human: %w", notFound(err, "human"))
+	}
+	return h, nil
+}
+
+// CountHumans returns how many humans exist.
+func CountHumans(ctx context.Context, db DBTX) (int, error) {
+	var n int
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM humans`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("error counting humans: %w", err)
+	}
+	return n, nil
+}
+
+// InsertTeam inserts a team. A name already taken is an error.
+func InsertTeam(ctx context.Context, db DBTX, name string) (Team, error) {
+	var t Team
+	err := db.QueryRow(ctx, `INSERT INTO teams (name) VALUES ($1) RETURNING id, name, created_at`, name).
+		Scan(&t.ID, &t.Name, &t.CreatedAt)
+	if err != nil {
+		return Team{}, fmt.Errorf("error inserting team: %w", err)
+	}
+	return t, nil
+}
+
+// UpsertTeamMember makes the human a member of the team with role (owner,
+// admin or member), replacing any role it had.
+func UpsertTeamMember(ctx context.Context, db DBTX, teamID, humanID int64, role string) error {
+	_, err := db.Exec(ctx, `INSERT INTO team_members (team_id, human_id, role) VALUES ($1, $2, $3)
+		ON CONFLICT (team_id, human_id) DO UPDATE SET role = excluded.role`, teamID, humanID, role)
+	if err != nil {
+		return fmt.Errorf("error writing team member: %w", err)
+	}
+	return nil
+}
+
+// TeamRole returns the human's role in the team, "" when not a member.
+func TeamRole(ctx context.Context, db DBTX, teamID, humanID int64) (string, error) {
+	var role string
+	err := db.QueryRow(ctx, `SELECT role FROM team_members WHERE team_id = $1 AND human_id = $2`, teamID, humanID).Scan(&role)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("error reading team role: %w", err)
+	}
+	return role, nil
+}
+
+// InsertAPIToken stores the SHA-256 hash of an operator API token for the
+// human and returns the token's row id. The token itself is never stored.
+func InsertAPIToken(ctx context.Context, db DBTX, humanID int64, tokenHash []byte) (int64, error) {
+	var id int64
+	err := db.QueryRow(ctx, `INSERT INTO api_tokens (human_id, token_hash) VALUES ($1, $2) RETURNING id`,
+		humanID, tokenHash).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("error inserting api token: %w", err)
+	}
+	return id, nil
+}
+
+// HumanByAPITokenHash returns the human holding the unrevoked API token
+// with this hash, or not_found.
+func HumanByAPITokenHash(ctx context.Context, db DBTX, tokenHash []byte) (Human, error) {
+	h, err := scanHuman(db.QueryRow(ctx, `SELECT `+humanColumns+`
+		FROM api_tokens t JOIN humans h ON h.id = t.human_id
+		WHERE t.token_hash = $1 AND t.revoked_at IS NULL`, tokenHash))
+	if err != nil {
+		return Human{}, fmt.Errorf("error reading api token: %w", notFound(err, "api token"))
+	}
+	return h, nil
+}
+
+// InsertLoginLink stores the SHA-256 hash of a one-time login link token
+// for the human, valid for ttl from the database's now, and returns when it
+// expires.
+func InsertLoginLink(ctx context.Context, db DBTX, humanID int64, tokenHash []byte, ttl time.Duration) (time.Time, error) {
+	var expires time.Time
+	err := db.QueryRow(ctx, `INSERT INTO login_links (token_hash, human_id, expires_at)
+		VALUES ($1, $2, now() + make_interval(secs => $3)) RETURNING expires_at`, tokenHash, humanID, ttl.Seconds()).Scan(&expires)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("error inserting login link: %w", err)
+	}
+	return expires, nil
+}
+
+// UseLoginLink marks the unused, unexpired login link with this hash used
+// and returns its human; any other link answers not_found. One statement,
+// so a link is used at most once however many callers race for it.
+func UseLoginLink(ctx context.Context, db DBTX, tokenHash []byte) (Human, error) {
+	h, err := scanHuman(db.QueryRow(ctx, `WITH used AS (
+			UPDATE login_links SET used_at = now()
+			WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
+			RETURNING human_id)
+		SELECT `+humanColumns+` FROM used JOIN humans h ON h.id = used.human_id`, tokenHash))
+	if err != nil {
+		return Human{}, fmt.Errorf("error using login link: %w", notFound(err, "login link"))
+	}
+	return h, nil
+}
