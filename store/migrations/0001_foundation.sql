@@ -152,6 +152,7 @@ CREATE INDEX outbox_finished ON outbox (finished_at) WHERE finished_at IS NOT NU
 -- insert takes no lock on the outbox row. The janitor removes orphans.
 CREATE TABLE outbox_repeats (
     outbox_id   bigint NOT NULL,
+    sink_id     bigint NOT NULL,
     created_at  timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX outbox_repeats_row ON outbox_repeats (outbox_id);
