@@ -1,0 +1,52 @@
+package host
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store"
+)
+
+// Directory answers the engine's questions about owners and ownership over
+// the reference host's tables. It implements engine.Directory.
+type Directory struct {
+	db store.DBTX
+}
+
+var _ engine.Directory = (*Directory)(nil)
+
+// NewDirectory returns a directory reading db: a *pgxpool.Pool, or a pgx.Tx
+// to answer inside a transaction.
+func NewDirectory(db store.DBTX) *Directory {
+	if db == nil {
+		panic("host: NewDirectory needs a database")
+	}
+	return &Directory{db: db}
+}
+
+// TeamRole returns the human's role in the team, engine.RoleNone when the
+// human is not a member (or the team does not exist).
+func (d *Directory) TeamRole(ctx context.Context, humanID, teamID int64) (engine.Role, error) {
+	role, err := store.TeamRole(ctx, d.db, teamID, humanID)
+	if err != nil {
+		return engine.RoleNone, err
+	}
+	return engine.Role(role), nil
+}
+
+// Owned returns, in ascending order and without repeats, which of ids are
+// queues, endpoints, webhooks or todos (by kind) of scope. An id of another
+// scope, or of no object, is left out.
+func (d *Directory) Owned(ctx context.Context, scope notifytype.OwnerScope, kind engine.Resource, ids []int64) ([]int64, error) {
+	switch kind {
+	case engine.ResourceQueue, engine.ResourceEndpoint, engine.ResourceWebhook, engine.ResourceTodo:
+	default:
+		return nil, fmt.Errorf("error reading owned ids: unknown resource %q", kind)
+	}
+	if !scope.Valid() {
+		return []int64{}, nil
+	}
+	return store.OwnedIDs(ctx, d.db, scope.String(), string(kind), ids)
+}

@@ -1,0 +1,19 @@
+// Package host is the reference host: just enough of the system around
+// Switchboard Notify to drive every event source for real, over its own
+// tables in the foundation schema. It stands in for specs that live
+// elsewhere (DECISIONS.md D15-D18) and is what our server embeds the engine
+// in; an embedder with its own schema replaces it.
+//
+// Directory implements engine.Directory: team roles from team_members, and
+// ownership of queues, endpoints, webhooks and todos by their owner column.
+//
+// Todos is the queues-and-todos stand-in (SPEC-0003, D15) with its attempt
+// history (SPEC-0034, D16): enqueue, claim under a lease, heartbeat,
+// complete, fail, the lease reaper, endpoint revocation, interrupt and a
+// human's re-queue. Every dead letter calls the engine's Emit in the same
+// transaction as the state change, so a notification exists exactly when
+// the dead letter commits (REQ-10), and the todo ends the same whether or
+// not any sink hears of it (REQ-1).
+//
+// Accounts creates humans and teams and mints their credentials (D4).
+package host
