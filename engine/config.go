@@ -2,12 +2,16 @@ package engine
 
 import (
 	"cmp"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/switchboard/notify/sinks/apprise"
 )
@@ -22,6 +26,11 @@ const (
 	BudgetBurstMinDefault   = 1
 	BudgetBurstMaxDefault   = 30
 	QuarantineWindowDefault = 10 * time.Minute
+	ClaimTTLDefault         = 2 * time.Minute
+	PollIntervalDefault     = time.Second
+	NotifyDebounceDefault   = 50 * time.Millisecond
+	RetentionDefault        = 30 * 24 * time.Hour
+	JanitorIntervalDefault  = time.Hour
 )
 
 // Config configures an Engine. The zero value of every optional field means
@@ -64,9 +73,53 @@ type Config struct {
 	// and 30.
 	BudgetBurstMin, BudgetBurstMax int
 
-	// Clock tells the time; tests give a fake one. Defaults to the system
-	// clock.
-	Clock Clock
+	// PrivateHosts is the operator's private-host allowlist: address
+	// ranges the SSRF guard lets deliveries reach although they are
+	// private, loopback or otherwise special-purpose
+	// (SWITCHBOARD_PRIVATE_HOSTS). Defaults to none.
+	PrivateHosts []netip.Prefix
+
+	// Instance names this engine in claims and logs. Defaults to
+	// "<hostname>-<pid>-<random>".
+	Instance string
+
+	// ClaimTTL is how long a claimed row stays this instance's before
+	// another instance may deliver it (at least once, should this one die).
+	// Each attempt extends it. Defaults to ClaimTTLDefault (2 minutes).
+	ClaimTTL time.Duration
+
+	// PollInterval is how often the claimer looks for due rows without a
+	// notification (wall time). Defaults to PollIntervalDefault (1 s).
+	PollInterval time.Duration
+
+	// NotifyDebounce is the least wall time between two NOTIFYs that Emit
+	// sends to wake claimers: PostgreSQL serialises the commits of
+	// notifying transactions, so a storm notifies once per window and the
+	// claimer's poll covers the rest. Defaults to NotifyDebounceDefault
+	// (50 ms); negative notifies on every emit that adds a due row.
+	NotifyDebounce time.Duration
+
+	// ActorIdleAfter is how long a sink actor with nothing to do lives on
+	// (wall time). Defaults to one minute.
+	ActorIdleAfter time.Duration
+
+	// Retention is how long delivery records and finished outbox rows are
+	// kept (REQ-10). Defaults to RetentionDefault (30 days).
+	Retention time.Duration
+
+	// JanitorInterval is how often one instance removes what is older than
+	// Retention. Defaults to JanitorIntervalDefault (1 hour).
+	JanitorInterval time.Duration
+
+	// OnAttempt, when set, is called after every delivery attempt (and
+	// every row held), on the sink actor's goroutine: keep it quick. For
+	// metrics and tests.
+	OnAttempt func(Attempt)
+
+	// Clock tells the time of everything the engine stores or compares
+	// (due times, budgets, windows, retries); tests give a fake one.
+	// Defaults to the real clock.
+	Clock clockwork.Clock
 
 	// Logger receives the engine's logs. Defaults to slog.Default().
 	Logger *slog.Logger
@@ -84,8 +137,17 @@ func (c Config) WithDefaults() Config {
 	c.BudgetBurstMin = cmp.Or(c.BudgetBurstMin, BudgetBurstMinDefault)
 	c.BudgetBurstMax = cmp.Or(c.BudgetBurstMax, BudgetBurstMaxDefault)
 	if c.Clock == nil {
-		c.Clock = SystemClock{}
+		c.Clock = clockwork.NewRealClock()
 	}
+	if c.Instance == "" {
+		host, _ := os.Hostname()
+		c.Instance = fmt.Sprintf("%s-%d-%s", cmp.Or(host, "switchboard"), os.Getpid(), rand.Text()[:6])
+	}
+	c.ClaimTTL = cmp.Or(c.ClaimTTL, ClaimTTLDefault)
+	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
+	c.NotifyDebounce = cmp.Or(c.NotifyDebounce, NotifyDebounceDefault)
+	c.Retention = cmp.Or(c.Retention, RetentionDefault)
+	c.JanitorInterval = cmp.Or(c.JanitorInterval, JanitorIntervalDefault)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -109,9 +171,8 @@ func (c Config) validate() error {
 	return errors.Join(errs...)
 }
 
-// Clock tells the time. The engine reads every time it stores or compares
-// (due times, budgets, windows) from its Clock, so a fake clock drives it
-// whole.
+// Clock tells the time: what a host needs of a clock (a
+// clockwork.Clock is one).
 type Clock interface {
 	Now() time.Time
 }

@@ -81,7 +81,7 @@ func connectionOut(c store.Connection) Connection {
 	}
 }
 
-func (e *Engine) vault() *vault.Vault { return vault.New(e.cfg.SecretKey) }
+func (e *Engine) vault() *vault.Vault { return e.vlt }
 
 // CreateConnection validates and stores a connection with its secret sealed
 // to the new row. Only a human creates connections (an endpoint gets

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -43,6 +44,7 @@ func (e *Engine) Emit(ctx context.Context, tx pgx.Tx, ev Event) error {
 	if err != nil {
 		return err
 	}
+	p.Notify = !p.DueAt.After(e.cfg.Clock.Now()) && e.mayNotify()
 	for range emitRaceRetries {
 		r, err := store.EmitTx(ctx, tx, p, windowed)
 		if err != nil {
@@ -135,4 +137,17 @@ func (e *Engine) emitParams(ev Event) (p store.EmitParams, windowed bool, err er
 		}
 	}
 	return p, windowed, nil
+}
+
+// mayNotify reports whether this emit should NOTIFY the claimers: at most
+// once per Config.NotifyDebounce of wall time, since PostgreSQL serialises
+// the commits of notifying transactions. An emit that skips it is found by
+// the claimers' poll.
+func (e *Engine) mayNotify() bool {
+	if e.cfg.NotifyDebounce < 0 {
+		return true
+	}
+	now := time.Now().UnixNano()
+	last := e.lastNotify.Load()
+	return now-last >= int64(e.cfg.NotifyDebounce) && e.lastNotify.CompareAndSwap(last, now)
 }

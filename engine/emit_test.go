@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -15,11 +17,6 @@ import (
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store/storetest"
 )
-
-// fixedClock is a clock that stays where it is put.
-type fixedClock struct{ t time.Time }
-
-func (c fixedClock) Now() time.Time { return c.t }
 
 // emitDirectory answers nothing: Emit never asks the directory.
 type emitDirectory struct{}
@@ -43,7 +40,7 @@ func setupEmit(t *testing.T) *emitBundle {
 	t.Helper()
 	pool := storetest.New(t)
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: fixedClock{now}})
+	eng, err := engine.New(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clockwork.NewFakeClockAt(now)})
 	require.NoError(t, err)
 	return &emitBundle{pool: pool, f: storetest.NewFactory(t, pool), eng: eng, now: now}
 }

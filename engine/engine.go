@@ -1,15 +1,33 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/thejerf/suture/v4"
+
+	"github.com/switchboard/notify/actors"
+	"github.com/switchboard/notify/engine/vault"
+	"github.com/switchboard/notify/sinks"
 )
 
 // Engine is one instance of Switchboard Notify inside an embedding server.
 // Several engines may share one database; they coordinate only through it.
 type Engine struct {
-	cfg Config
-	log *slog.Logger
+	cfg      Config
+	log      *slog.Logger
+	instance string
+	vlt      *vault.Vault
+	client   *http.Client // the guarded client every delivery goes through
+
+	actors     *actors.Supervisor
+	claimer    *claimer
+	lastNotify atomic.Int64 // wall-clock nanoseconds of the last NOTIFY Emit sent
+	serving    atomic.Bool
 }
 
 // New validates cfg, fills its defaults and returns an engine. It starts
@@ -19,8 +37,53 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("error configuring engine: %w", err)
 	}
 	cfg = cfg.WithDefaults()
-	return &Engine{cfg: cfg, log: cfg.Logger}, nil
+	e := &Engine{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		instance: cfg.Instance,
+		vlt:      vault.New(cfg.SecretKey),
+		client: sinks.NewClient(sinks.GuardConfig{
+			AllowHTTP:       cfg.PushAllowHTTP,
+			AllowedPrefixes: cfg.PrivateHosts,
+		}),
+	}
+	e.actors = actors.NewSupervisor(actors.Config{
+		IdleAfter: cfg.ActorIdleAfter,
+		Clock:     cfg.Clock,
+		Logger:    cfg.Logger.With("component", "actors"),
+	}, worker{e})
+	e.claimer = newClaimer(e)
+	return e, nil
 }
 
 // Config returns the engine's configuration with its defaults filled in.
 func (e *Engine) Config() Config { return e.cfg }
+
+// Serve delivers until ctx ends: the claimer feeds due rows to one actor
+// per sink, a listener wakes the claimer when Emit commits, and a janitor
+// removes what is past retention. It returns ctx's error. An engine is
+// served once.
+func (e *Engine) Serve(ctx context.Context) error {
+	if !e.serving.CompareAndSwap(false, true) {
+		return errors.New("engine is already serving")
+	}
+	root := suture.New("switchboard-notify", suture.Spec{
+		EventHook: func(ev suture.Event) { e.log.Warn("supervisor event", "event", ev.String()) },
+	})
+	root.Add(e.actors)
+	root.Add(e.claimer)
+	root.Add(&listener{e: e})
+	root.Add(&janitor{e: e})
+	err := root.Serve(ctx)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// ActorStatus is one sink actor's status.
+type ActorStatus = actors.Status
+
+// Status returns the status of every active sink actor of this instance,
+// by sink id. It never blocks an actor.
+func (e *Engine) Status() []ActorStatus { return e.actors.Status() }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -17,25 +19,10 @@ import (
 )
 
 // fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type fakeClock = clockwork.FakeClock
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 9, 22, 9, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+	return clockwork.NewFakeClockAt(time.Date(2026, 9, 22, 9, 0, 0, 0, time.UTC))
 }
 
 // recorder remembers every event the host asks to emit, then lets the real

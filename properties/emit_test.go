@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
@@ -26,10 +28,6 @@ func (nopDirectory) TeamRole(context.Context, int64, int64) (engine.Role, error)
 func (nopDirectory) Owned(context.Context, notifytype.OwnerScope, engine.Resource, []int64) ([]int64, error) {
 	return nil, nil
 }
-
-type clock struct{}
-
-func (clock) Now() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) }
 
 // The world each check draws: three owner scopes, each with queues and
 // webhooks of its own, and sinks with random subscriptions.
@@ -138,7 +136,7 @@ func TestEmitProperties(t *testing.T) {
 	pool := storetest.New(t)
 	f := storetest.NewFactory(t, pool)
 	ctx := context.Background()
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: nopDirectory{}, Clock: clock{}})
+	eng, err := engine.New(engine.Config{Pool: pool, Directory: nopDirectory{}, Clock: clockwork.NewFakeClockAt(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))})
 	require.NoError(t, err)
 
 	rapid.Check(t, func(rt *rapid.T) {

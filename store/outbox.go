@@ -27,6 +27,9 @@ type EmitParams struct {
 	// the engine uses it to finish a windowed emit that raced a concurrent
 	// first insert of the same key.
 	OnlySinks []int64
+	// Notify wakes listening claimers when a row was inserted (delivered
+	// at commit).
+	Notify bool
 }
 
 // EmitResult says what one emit statement did, by sink id.
@@ -61,6 +64,13 @@ const insertColumnsSQL = `
     FROM m ORDER BY m.sink_id
     ON CONFLICT (sink_id, dedup_key) WHERE state IN ('pending', 'held')`
 
+// notifySQL wakes listening claimers (at commit) when the statement
+// inserted a row and the engine asked for it ($14).
+const notifySQL = `
+n AS (
+    SELECT pg_notify('switchboard_outbox', '') FROM (SELECT 1 FROM ins LIMIT 1) AS inserted WHERE $14
+)`
+
 // emitOccurrenceSQL writes events whose key names one occurrence (a todo's
 // n-th dead letter) or that have no key. A repeat of the same occurrence is
 // the same dead letter and adds nothing, except that relay.exhausted
@@ -71,8 +81,8 @@ ins AS (` + insertColumnsSQL + `
                   payload = excluded.payload, include_excerpt = excluded.include_excerpt
     WHERE outbox.event_type = 'todo.dead_lettered' AND excluded.event_type = 'relay.exhausted'
     RETURNING sink_id
-)
-SELECT array(SELECT sink_id FROM m), array(SELECT sink_id FROM ins), '{}'::bigint[]`
+),` + notifySQL + `
+SELECT array(SELECT sink_id FROM m), array(SELECT sink_id FROM ins), '{}'::bigint[], (SELECT count(*) FROM n)`
 
 // emitWindowSQL writes events whose key spans a window (a webhook's
 // quarantine storm, a rule's subject). The first event opens a row; a
@@ -95,8 +105,8 @@ rep AS (
     WHERE o.dedup_key = $9 AND o.state IN ('pending', 'held')
       AND NOT EXISTS (SELECT 1 FROM ins WHERE ins.sink_id = o.sink_id)
     RETURNING sink_id
-)
-SELECT array(SELECT sink_id FROM m), array(SELECT sink_id FROM ins), array(SELECT sink_id FROM rep)`
+),` + notifySQL + `
+SELECT array(SELECT sink_id FROM m), array(SELECT sink_id FROM ins), array(SELECT sink_id FROM rep), (SELECT count(*) FROM n)`
 
 // EmitTx runs one emit statement in tx: one round trip.
 func EmitTx(ctx context.Context, tx pgx.Tx, p EmitParams, windowed bool) (EmitResult, error) {
@@ -111,8 +121,8 @@ func EmitTx(ctx context.Context, tx pgx.Tx, p EmitParams, windowed bool) (EmitRe
 	var r EmitResult
 	err := tx.QueryRow(ctx, sql,
 		p.Owner, p.MatchTypes, p.SeverityRank, p.QueueID, p.EndpointID, p.WebhookID,
-		p.EventType, p.Severity, p.DedupKey, p.Payload, p.PayloadFull, p.DueAt, only,
-	).Scan(&r.Matched, &r.Inserted, &r.Repeated)
+		p.EventType, p.Severity, p.DedupKey, p.Payload, p.PayloadFull, p.DueAt, only, p.Notify,
+	).Scan(&r.Matched, &r.Inserted, &r.Repeated, nil)
 	if err != nil {
 		return EmitResult{}, fmt.Errorf("error writing outbox rows: %w", err)
 	}

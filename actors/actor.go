@@ -1,0 +1,229 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/thejerf/suture/v4"
+	"golang.org/x/time/rate"
+
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store"
+)
+
+// Worker does an actor's work for one sink. Its methods must not block on
+// the actor (they run on its goroutine) and must wrap their own errors into
+// the Outcome: an actor never stops because a delivery failed.
+type Worker interface {
+	// Deliver attempts one claimed row: reserves a token, sends, records.
+	Deliver(ctx context.Context, row store.OutboxRow) Outcome
+	// Flush sends every held row of the sink as one coalesced message when
+	// a token is available.
+	Flush(ctx context.Context, sinkID int64) Outcome
+}
+
+// Outcome is what one step of an actor left behind.
+type Outcome struct {
+	// HeldUntil is set when rows of the sink are held until a token returns
+	// then (D9).
+	HeldUntil time.Time
+	// Held is how many rows of the sink are held after the step.
+	Held int
+	// Class is the failure class of the attempt, "" when it was delivered
+	// or no attempt was made.
+	Class notifytype.ErrorClass
+	// Budget and TAT mirror the sink's bucket after the step (TAT zero
+	// when the step read no budget).
+	Budget Budget
+	TAT    time.Time
+}
+
+// Budget is the bucket's shape, for the mirror.
+type Budget struct {
+	PerHour int
+	Burst   int
+}
+
+// State is what an actor is doing.
+type State string
+
+const (
+	StateIdle       State = "idle"
+	StateDelivering State = "delivering"
+	StateHolding    State = "holding"
+	StateStopped    State = "stopped"
+)
+
+// Status is a snapshot of one actor, readable without blocking it.
+type Status struct {
+	SinkID    int64                 `json:"sink_id"`
+	State     State                 `json:"state"`
+	Tokens    float64               `json:"tokens"`
+	Held      int                   `json:"held"`
+	Queued    int                   `json:"queued"`
+	InFlight  int                   `json:"in_flight"`
+	NextWake  time.Time             `json:"next_wake,omitzero"`
+	LastClass notifytype.ErrorClass `json:"last_error_class,omitempty"`
+	Restarts  int                   `json:"restarts"`
+	Delivered int64                 `json:"attempts"`
+}
+
+// SinkActor delivers the rows of one sink, one at a time.
+type SinkActor struct {
+	sinkID  int64
+	sup     *Supervisor
+	mailbox chan store.OutboxRow
+	poke    chan struct{}
+
+	// Owned by the actor's goroutine.
+	limiter   *rate.Limiter
+	flushAt   time.Time
+	lastClass notifytype.ErrorClass
+	held      int
+	attempts  int64
+	starts    int
+
+	status atomic.Pointer[Status]
+}
+
+func newSinkActor(sup *Supervisor, sinkID int64) *SinkActor {
+	a := &SinkActor{
+		sinkID:  sinkID,
+		sup:     sup,
+		mailbox: make(chan store.OutboxRow, sup.cfg.MailboxSize),
+		poke:    make(chan struct{}, 1),
+	}
+	a.publish(StateIdle, 0)
+	return a
+}
+
+// String names the actor in suture's logs.
+func (a *SinkActor) String() string { return fmt.Sprintf("sink-actor-%d", a.sinkID) }
+
+// Status returns the actor's latest snapshot.
+func (a *SinkActor) Status() Status {
+	s := *a.status.Load()
+	s.Queued = len(a.mailbox)
+	return s
+}
+
+// Serve runs the actor until its context ends or it has been idle for the
+// supervisor's idle period, when it returns suture.ErrDoNotRestart.
+func (a *SinkActor) Serve(ctx context.Context) error {
+	a.starts++
+	clock := a.sup.cfg.Clock
+	idle := time.NewTimer(a.sup.cfg.IdleAfter)
+	defer idle.Stop()
+	var flush clockwork.Timer
+	flushC := func() <-chan time.Time {
+		if flush == nil {
+			return nil
+		}
+		return flush.Chan()
+	}
+	arm := func(o Outcome) {
+		a.observe(o)
+		if o.HeldUntil.IsZero() {
+			return
+		}
+		if flush != nil {
+			flush.Stop()
+		}
+		a.flushAt = o.HeldUntil
+		flush = clock.NewTimer(max(o.HeldUntil.Sub(clock.Now()), 0))
+	}
+	defer func() {
+		if flush != nil {
+			flush.Stop()
+		}
+		a.publish(StateStopped, 0)
+	}()
+
+	for {
+		a.publish(a.restingState(), 0)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case row := <-a.mailbox:
+			a.sup.signalRoom()
+			a.publish(StateDelivering, 1)
+			arm(a.sup.worker.Deliver(ctx, row))
+		case <-a.poke:
+			a.publish(StateDelivering, 1)
+			arm(a.sup.worker.Flush(ctx, a.sinkID))
+		case <-flushC():
+			flush, a.flushAt = nil, time.Time{}
+			a.publish(StateDelivering, 1)
+			arm(a.sup.worker.Flush(ctx, a.sinkID))
+		case <-idle.C:
+			if flush == nil && a.sup.retire(a) {
+				return fmt.Errorf("sink %d idle: %w", a.sinkID, suture.ErrDoNotRestart)
+			}
+		}
+		if !idle.Stop() {
+			select {
+			case <-idle.C:
+			default:
+			}
+		}
+		idle.Reset(a.sup.cfg.IdleAfter)
+	}
+}
+
+func (a *SinkActor) restingState() State {
+	if a.held > 0 || !a.flushAt.IsZero() {
+		return StateHolding
+	}
+	return StateIdle
+}
+
+// observe folds an outcome into the actor's own state and its mirror.
+func (a *SinkActor) observe(o Outcome) {
+	a.attempts++
+	a.lastClass = o.Class
+	a.held = o.Held
+	if o.Budget.PerHour > 0 && !o.TAT.IsZero() {
+		a.limiter = mirror(o.Budget, o.TAT, a.sup.cfg.Clock.Now())
+	}
+}
+
+// mirror builds a limiter holding the tokens the database's bucket holds.
+func mirror(b Budget, tat, now time.Time) *rate.Limiter {
+	every := time.Hour / time.Duration(max(b.PerHour, 1))
+	lim := rate.NewLimiter(rate.Every(every), b.Burst)
+	used := float64(b.Burst) - tokensAt(b, tat, now)
+	if used > 0 {
+		lim.ReserveN(now, int(used+0.999999))
+	}
+	return lim
+}
+
+func tokensAt(b Budget, tat, now time.Time) float64 {
+	every := time.Hour / time.Duration(max(b.PerHour, 1))
+	if tat.Before(now) {
+		tat = now
+	}
+	t := float64(now.Add(time.Duration(b.Burst)*every).Sub(tat)) / float64(every)
+	return min(max(t, 0), float64(b.Burst))
+}
+
+func (a *SinkActor) publish(state State, inFlight int) {
+	s := &Status{
+		SinkID:    a.sinkID,
+		State:     state,
+		Held:      a.held,
+		InFlight:  inFlight,
+		NextWake:  a.flushAt,
+		LastClass: a.lastClass,
+		Restarts:  max(a.starts-1, 0),
+		Delivered: a.attempts,
+		Tokens:    -1,
+	}
+	if a.limiter != nil {
+		s.Tokens = a.limiter.TokensAt(a.sup.cfg.Clock.Now())
+	}
+	a.status.Store(s)
+}

@@ -1,0 +1,172 @@
+package actors
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/thejerf/suture/v4"
+
+	"github.com/switchboard/notify/store"
+)
+
+// Defaults of Config.
+const (
+	MailboxSizeDefault = 8
+	CapacityDefault    = 256
+	IdleAfterDefault   = time.Minute
+)
+
+// Config configures a Supervisor.
+type Config struct {
+	// MailboxSize is how many claimed rows one actor may queue. Defaults to
+	// MailboxSizeDefault (8): with 10 s per attempt, a full mailbox drains
+	// well within a claim's lifetime.
+	MailboxSize int
+	// Capacity is how many claimed rows all actors together may queue.
+	// Defaults to CapacityDefault (256).
+	Capacity int
+	// IdleAfter is how long an actor with nothing to do lives on (wall
+	// time). Defaults to IdleAfterDefault (1 minute).
+	IdleAfter time.Duration
+	// Clock drives held-row timers. Defaults to the real clock.
+	Clock clockwork.Clock
+	// Logger receives supervisor events. Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	c.MailboxSize = cmp.Or(c.MailboxSize, MailboxSizeDefault)
+	c.Capacity = cmp.Or(c.Capacity, CapacityDefault)
+	c.IdleAfter = cmp.Or(c.IdleAfter, IdleAfterDefault)
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Supervisor starts, feeds and stops the sink actors of one instance.
+type Supervisor struct {
+	cfg    Config
+	worker Worker
+	sup    *suture.Supervisor
+
+	mu     sync.Mutex
+	actors map[int64]*SinkActor
+	room   chan struct{}
+}
+
+// NewSupervisor returns a supervisor delivering through worker.
+func NewSupervisor(cfg Config, worker Worker) *Supervisor {
+	cfg = cfg.withDefaults()
+	s := &Supervisor{cfg: cfg, worker: worker, actors: map[int64]*SinkActor{}, room: make(chan struct{}, 1)}
+	s.sup = suture.New("sink-actors", suture.Spec{
+		EventHook: func(e suture.Event) {
+			cfg.Logger.Warn("sink actor event", "event", e.String())
+		},
+		// An actor that keeps panicking backs off rather than spinning.
+		FailureThreshold: 5,
+		FailureBackoff:   5 * time.Second,
+	})
+	return s
+}
+
+// Serve runs the actors until ctx ends.
+func (s *Supervisor) Serve(ctx context.Context) error { return s.sup.Serve(ctx) }
+
+// String names the supervisor in its parent's logs.
+func (s *Supervisor) String() string { return "sink-actors" }
+
+// Room returns how many more rows the actors can take, and the sinks whose
+// mailbox is full.
+func (s *Supervisor) Room() (free int, full []int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	queued := 0
+	for id, a := range s.actors {
+		n := len(a.mailbox)
+		queued += n
+		if n >= s.cfg.MailboxSize {
+			full = append(full, id)
+		}
+	}
+	return max(s.cfg.Capacity-queued, 0), full
+}
+
+// RoomFreed is signalled when an actor takes a row from its mailbox.
+func (s *Supervisor) RoomFreed() <-chan struct{} { return s.room }
+
+// Dispatch hands a claimed row to its sink's actor, starting the actor if
+// needed. It reports false when the actor's mailbox is full.
+func (s *Supervisor) Dispatch(row store.OutboxRow) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.actorLocked(row.SinkID)
+	select {
+	case a.mailbox <- row:
+		return true
+	default:
+		return false
+	}
+}
+
+// Poke asks a sink's actor to flush its held rows, starting it if needed.
+func (s *Supervisor) Poke(sinkID int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.actorLocked(sinkID)
+	select {
+	case a.poke <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Supervisor) actorLocked(sinkID int64) *SinkActor {
+	a, ok := s.actors[sinkID]
+	if !ok {
+		a = newSinkActor(s, sinkID)
+		s.actors[sinkID] = a
+		s.sup.Add(a)
+	}
+	return a
+}
+
+// retire removes an idle actor unless a row or a poke reached it meanwhile.
+func (s *Supervisor) retire(a *SinkActor) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(a.mailbox) > 0 || len(a.poke) > 0 || s.actors[a.sinkID] != a {
+		return false
+	}
+	delete(s.actors, a.sinkID)
+	return true
+}
+
+// signalRoom tells the claimer that an actor took a row.
+func (s *Supervisor) signalRoom() {
+	select {
+	case s.room <- struct{}{}:
+	default:
+	}
+}
+
+// Status returns a snapshot of every active actor, by sink id.
+func (s *Supervisor) Status() []Status {
+	s.mu.Lock()
+	actors := slices.Collect(maps.Values(s.actors))
+	s.mu.Unlock()
+	out := make([]Status, 0, len(actors))
+	for _, a := range actors {
+		out = append(out, a.Status())
+	}
+	slices.SortFunc(out, func(x, y Status) int { return cmp.Compare(x.SinkID, y.SinkID) })
+	return out
+}

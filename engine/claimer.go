@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/switchboard/notify/actors"
+	"github.com/switchboard/notify/store"
+)
+
+// notifyChannel is the LISTEN/NOTIFY channel Emit wakes claimers on.
+const notifyChannel = "switchboard_outbox"
+
+// claimBatch is the most rows one claim statement takes.
+const claimBatch = 64
+
+// claimer is the one goroutine per instance that claims due rows (FOR
+// UPDATE SKIP LOCKED, never more than the actors can take) and hands them
+// to the sink actors. It wakes on a notification from Emit, when an actor
+// frees room, when the next known row falls due, and on a poll.
+type claimer struct {
+	e    *Engine
+	wake chan struct{}
+}
+
+func newClaimer(e *Engine) *claimer { return &claimer{e: e, wake: make(chan struct{}, 1)} }
+
+func (c *claimer) String() string { return "claimer" }
+
+// poke wakes the claimer without blocking.
+func (c *claimer) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Serve claims until ctx ends.
+func (c *claimer) Serve(ctx context.Context) error {
+	poll := time.NewTicker(c.e.cfg.PollInterval)
+	defer poll.Stop()
+	for {
+		next, full, err := c.cycle(ctx)
+		if err != nil && ctx.Err() == nil {
+			c.e.log.Error("error claiming outbox rows", "error", err)
+		}
+		var (
+			due   <-chan time.Time
+			timer clockwork.Timer
+		)
+		if !full && !next.IsZero() {
+			if wait := next.Sub(c.e.cfg.Clock.Now()); wait > 0 {
+				timer = c.e.cfg.Clock.NewTimer(wait)
+				due = timer.Chan()
+			}
+		}
+		var room <-chan struct{}
+		if full {
+			room = c.e.actors.RoomFreed()
+		}
+		select {
+		case <-ctx.Done():
+		case <-c.wake:
+		case <-poll.C:
+		case <-due:
+		case <-room:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// cycle claims what is due and there is room for, wakes the actors of sinks
+// whose held rows have a token again, and says when to look next.
+func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err error) {
+	e := c.e
+	for {
+		free, fullSinks := e.actors.Room()
+		if free == 0 {
+			full = true
+			break
+		}
+		limit := min(free, claimBatch)
+		rows, err := store.ClaimDue(ctx, e.cfg.Pool, store.ClaimParams{
+			Instance: e.instance, Now: e.cfg.Clock.Now(), TTL: e.cfg.ClaimTTL,
+			Limit: limit, PerSink: actors.MailboxSizeDefault, SkipSinks: fullSinks,
+		})
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		for _, r := range rows {
+			if !e.actors.Dispatch(r) {
+				// Its mailbox filled meanwhile: give the row back as it was.
+				if err := store.ReleaseRow(ctx, e.cfg.Pool, r.ID, e.instance, r.DueAt); err != nil {
+					return time.Time{}, false, err
+				}
+			}
+		}
+		if len(rows) < limit {
+			break
+		}
+	}
+	sinkIDs, err := store.HeldDueSinks(ctx, e.cfg.Pool, e.cfg.Clock.Now(), claimBatch)
+	if err != nil {
+		return time.Time{}, full, err
+	}
+	for _, id := range sinkIDs {
+		e.actors.Poke(id)
+	}
+	next, ok, err := store.NextWake(ctx, e.cfg.Pool)
+	if err != nil || !ok {
+		return time.Time{}, full, err
+	}
+	return next, full, nil
+}
+
+// listener holds one connection that LISTENs for Emit's notifications and
+// wakes the claimer.
+type listener struct{ e *Engine }
+
+func (l *listener) String() string { return "listener" }
+
+// Serve listens until ctx ends; a lost connection returns an error, and
+// suture starts the listener again after its backoff (the claimer polls
+// meanwhile).
+func (l *listener) Serve(ctx context.Context) error {
+	conn, err := l.e.cfg.Pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("error acquiring listen connection: %w", err)
+	}
+	pc := conn.Hijack()
+	defer pc.Close(context.WithoutCancel(ctx))
+	if _, err := pc.Exec(ctx, "LISTEN "+pgx.Identifier{notifyChannel}.Sanitize()); err != nil {
+		return fmt.Errorf("error listening: %w", err)
+	}
+	l.e.claimer.poke() // rows may have arrived before we listened
+	for {
+		if _, err := pc.WaitForNotification(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("error waiting for notifications: %w", err)
+		}
+		l.e.claimer.poke()
+	}
+}

@@ -1,0 +1,401 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard/notify/actors"
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks"
+	"github.com/switchboard/notify/sinks/apprise"
+	"github.com/switchboard/notify/sinks/gotify"
+	"github.com/switchboard/notify/store"
+)
+
+// Retry schedule (D10).
+const (
+	// MaxAttempts is how often one row is attempted before it is recorded
+	// undeliverable.
+	MaxAttempts = 7
+	// RetryBase is the first retry's delay; each later one doubles.
+	RetryBase = 30 * time.Second
+)
+
+// RetryDelay is when attempt k (1..MaxAttempts) is due after the first:
+// 30 s × (2^(k−1) − 1), so 0, 30, 90, 210, 450, 930 and 1890 s (D10).
+func RetryDelay(attempt int) time.Duration {
+	if attempt <= 1 {
+		return 0
+	}
+	return RetryBase * time.Duration(1<<(attempt-1)-1)
+}
+
+// Attempt describes one finished delivery attempt, for Config.OnAttempt.
+// It carries no message text, URL or secret.
+type Attempt struct {
+	SinkID    int64
+	Owner     notifytype.OwnerScope
+	EventType notifytype.EventType
+	// Rows are the outbox rows the attempt was for: one, or every held
+	// row of a coalesced message.
+	Rows    []int64
+	Attempt int
+	// State is what the rows became: delivered, pending (a retry is
+	// scheduled), held, partial or undeliverable.
+	State  string
+	Class  notifytype.ErrorClass
+	Status int
+}
+
+// Row states an attempt can leave.
+const (
+	rowPending       = "pending"
+	rowHeld          = "held"
+	rowDelivered     = "delivered"
+	rowPartial       = "partial"
+	rowUndeliverable = "undeliverable"
+)
+
+// eventCoalesced is the event type recorded for a coalesced message.
+const eventCoalesced = "coalesced"
+
+// worker does the sink actors' work (actors.Worker): the budget
+// reservation, the send and the record, each reservation one transaction
+// that locks the sink's row.
+type worker struct{ e *Engine }
+
+var _ actors.Worker = worker{}
+
+// reservation is what a successful reservation transaction hands to the
+// send.
+type reservation struct {
+	sink     store.SinkForDelivery
+	owner    notifytype.OwnerScope
+	adapter  sinks.Adapter
+	rows     []store.OutboxRow
+	recordID int64
+	budget   Budget
+	tat      time.Time
+}
+
+// Deliver attempts one claimed row.
+func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome {
+	e := w.e
+	now := e.cfg.Clock.Now()
+	var (
+		res     reservation
+		outcome actors.Outcome
+		final   *store.RowOutcome // the row ends without a send
+	)
+	err := pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
+		s, err := store.LockSinkForDelivery(ctx, tx, row.SinkID)
+		if err != nil {
+			return err
+		}
+		budget := Budget{PerHour: s.PerHour, Burst: s.Burst}
+		res.budget = budget
+		outcome.Budget = actors.Budget(budget)
+		adapter, owner, refusal := e.adapterFor(s)
+		if refusal != "" {
+			// The sink was disabled, or its connection no longer fits it:
+			// checked on every use (REQ-2). No send, no token.
+			final = &store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassConfig)}
+			e.log.Warn("outbox row not delivered", "sink_id", s.ID, "event_type", row.EventType,
+				"owner_scope", s.Owner, "class", notifytype.ClassConfig, "reason", refusal)
+			return store.FinishRows(ctx, tx, []int64{row.ID}, e.instance, *final, now)
+		}
+		tat, err := store.BudgetTAT(ctx, tx, s.ID)
+		if err != nil {
+			return err
+		}
+		ok, newTAT, next := budget.Reserve(tat, now)
+		outcome.TAT = newTAT
+		if !ok {
+			outcome.HeldUntil = next
+			outcome.TAT = tat
+			if err := store.HoldRow(ctx, tx, row.ID, e.instance, next); err != nil {
+				return err
+			}
+			return store.RescheduleHeld(ctx, tx, s.ID, next)
+		}
+		r, err := store.StartAttempt(ctx, tx, row.ID, e.instance, now, e.cfg.ClaimTTL)
+		if err != nil {
+			return err
+		}
+		recID, err := store.InsertDeliveryRecord(ctx, tx, store.DeliveryRecord{
+			SinkID: s.ID, Owner: s.Owner, OutboxID: r.ID, EventType: r.EventType, Attempt: r.Attempts,
+			CountsBudget: true, SentAt: now, BudgetTAT: &newTAT,
+		})
+		if err != nil {
+			return err
+		}
+		res = reservation{sink: s, owner: owner, adapter: adapter, rows: []store.OutboxRow{r}, recordID: recID, budget: budget, tat: newTAT}
+		return nil
+	})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		// The sink was deleted: its rows went with it (REQ-5).
+		return outcome
+	case errors.Is(err, store.ErrClaimLost):
+		e.log.Warn("outbox row claim lost before its attempt", "sink_id", row.SinkID, "row_id", row.ID)
+		return outcome
+	case err != nil:
+		// The database failed us: leave the row claimed; it is attempted
+		// again when its claim expires.
+		e.log.Error("error reserving delivery", "sink_id", row.SinkID, "event_type", row.EventType,
+			"owner_scope", row.Owner, "error", err)
+		return outcome
+	case final != nil:
+		e.observe(Attempt{SinkID: row.SinkID, EventType: notifytype.EventType(row.EventType), Rows: []int64{row.ID},
+			Attempt: row.Attempts, State: final.State, Class: notifytype.ClassConfig})
+		outcome.Class = notifytype.ClassConfig
+		return outcome
+	case !outcome.HeldUntil.IsZero():
+		outcome.Held = 1
+		e.observe(Attempt{SinkID: row.SinkID, EventType: notifytype.EventType(row.EventType), Rows: []int64{row.ID},
+			Attempt: row.Attempts, State: rowHeld})
+		return outcome
+	}
+
+	r := res.rows[0]
+	var content sinks.Content
+	if err := json.Unmarshal(r.Payload, &content); err != nil {
+		e.log.Error("error reading outbox row content", "sink_id", r.SinkID, "row_id", r.ID, "error", err)
+	}
+	msg := sinks.Render(content, sinks.Meta{
+		EventType: notifytype.EventType(r.EventType), Severity: notifytype.Severity(r.Severity),
+		Count: r.Count, IncludeExcerpt: r.IncludeExcerpt, BaseURL: e.cfg.BaseURL,
+	})
+	result := e.send(ctx, res.adapter, msg)
+	next := nextStep(r, result, e.cfg.Clock.Now())
+	outcome.Class = result.Class
+	e.finish(ctx, res, next, result, notifytype.EventType(r.EventType))
+	return outcome
+}
+
+// Flush sends every held row of a sink as one coalesced message, when a
+// token is there (D9).
+func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
+	e := w.e
+	now := e.cfg.Clock.Now()
+	var (
+		res     reservation
+		outcome actors.Outcome
+	)
+	err := pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
+		s, err := store.LockSinkForDelivery(ctx, tx, sinkID)
+		if err != nil {
+			return err
+		}
+		budget := Budget{PerHour: s.PerHour, Burst: s.Burst}
+		outcome.Budget = actors.Budget(budget)
+		adapter, owner, refusal := e.adapterFor(s)
+		if refusal != "" {
+			return store.FinishHeld(ctx, tx, s.ID, store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassConfig)}, now)
+		}
+		tat, err := store.BudgetTAT(ctx, tx, s.ID)
+		if err != nil {
+			return err
+		}
+		ok, newTAT, next := budget.Reserve(tat, now)
+		if !ok {
+			outcome.HeldUntil, outcome.TAT = next, tat
+			return store.RescheduleHeld(ctx, tx, s.ID, next)
+		}
+		rows, err := store.ClaimHeld(ctx, tx, s.ID, e.instance, now, e.cfg.ClaimTTL)
+		if err != nil || len(rows) == 0 {
+			return err // nothing held: spend no token
+		}
+		outcome.TAT = newTAT
+		rec := store.DeliveryRecord{OutboxID: rows[0].ID, EventType: rows[0].EventType}
+		if len(rows) > 1 {
+			rec = store.DeliveryRecord{EventType: eventCoalesced}
+		}
+		recID, err := store.InsertDeliveryRecord(ctx, tx, store.DeliveryRecord{
+			SinkID: s.ID, Owner: s.Owner, OutboxID: rec.OutboxID,
+			EventType: rec.EventType, Attempt: maxAttempts(rows), CountsBudget: true, CoalescedRows: len(rows),
+			SentAt: now, BudgetTAT: &newTAT,
+		})
+		if err != nil {
+			return err
+		}
+		res = reservation{sink: s, owner: owner, adapter: adapter, rows: rows, recordID: recID, budget: budget, tat: newTAT}
+		return nil
+	})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return outcome
+	case err != nil:
+		e.log.Error("error reserving coalesced delivery", "sink_id", sinkID, "error", err)
+		return outcome
+	case len(res.rows) == 0:
+		return outcome
+	}
+
+	var msg sinks.Message
+	if len(res.rows) == 1 {
+		r := res.rows[0]
+		var content sinks.Content
+		_ = json.Unmarshal(r.Payload, &content)
+		msg = sinks.Render(content, sinks.Meta{
+			EventType: notifytype.EventType(r.EventType), Severity: notifytype.Severity(r.Severity),
+			Count: r.Count, IncludeExcerpt: r.IncludeExcerpt, BaseURL: e.cfg.BaseURL,
+		})
+	} else {
+		counts := map[notifytype.EventType]int{}
+		for _, r := range res.rows {
+			counts[notifytype.EventType(r.EventType)] += r.Count
+		}
+		msg = sinks.RenderCoalesced(counts, e.cfg.BaseURL)
+	}
+	result := e.send(ctx, res.adapter, msg)
+	next := nextStep(res.rows[0], result, e.cfg.Clock.Now())
+	if next.State == rowPending {
+		// A failed coalesced message stays coalesced: its rows wait, held,
+		// for their retry and go out together again.
+		next.State = rowHeld
+	}
+	outcome.Class = result.Class
+	if next.State == rowHeld {
+		outcome.HeldUntil = next.DueAt
+		outcome.Held = len(res.rows)
+	}
+	e.finish(ctx, res, next, result, eventCoalesced)
+	return outcome
+}
+
+func maxAttempts(rows []store.OutboxRow) int {
+	n := 0
+	for _, r := range rows {
+		n = max(n, r.Attempts)
+	}
+	return n
+}
+
+// adapterFor builds the sink's adapter, or says why the sink may not be
+// used now: disabled, or its connection of another scope or kind (checked
+// on every use, REQ-2), or a secret that does not open.
+func (e *Engine) adapterFor(s store.SinkForDelivery) (sinks.Adapter, notifytype.OwnerScope, string) {
+	owner, err := notifytype.ParseOwnerScope(s.Owner)
+	switch {
+	case err != nil:
+		return nil, owner, "the sink's owner scope is unreadable"
+	case !s.Enabled:
+		return nil, owner, "the sink is disabled"
+	case s.ConnectionOwner != s.Owner || s.ConnectionKind != s.Kind:
+		return nil, owner, "the sink's connection is of another owner scope or kind"
+	}
+	var secret notifytype.Secret
+	if s.SealedSecret != nil {
+		if secret, err = e.vlt.Open(s.ConnectionID, owner, s.SealedSecret); err != nil {
+			return nil, owner, "the connection's secret does not open"
+		}
+	}
+	switch s.Kind {
+	case KindGotify:
+		opts, err := gotify.ParseOptions(s.Options)
+		if err != nil {
+			return nil, owner, "the sink's options are invalid"
+		}
+		return gotify.New(gotify.Config{BaseURL: s.BaseURL, Token: secret, Options: opts}, e.client), owner, ""
+	case KindApprise:
+		opts, err := apprise.ParseOptions(s.Options)
+		if err != nil {
+			return nil, owner, "the sink's options are invalid"
+		}
+		var sec apprise.Secret
+		if !secret.IsZero() {
+			if sec, err = apprise.ParseSecret(secret.Reveal()); err != nil {
+				return nil, owner, "the connection's secret is invalid"
+			}
+		}
+		return apprise.New(apprise.Config{BaseURL: s.BaseURL, Secret: sec, Options: opts}, e.client), owner, ""
+	}
+	return nil, owner, "the sink's kind is unknown"
+}
+
+// send runs the adapter. A panic is not recovered here: it restarts the
+// sink's actor (suture), and the row is delivered again when its claim
+// expires.
+func (e *Engine) send(ctx context.Context, a sinks.Adapter, msg sinks.Message) sinks.Result {
+	return a.Deliver(ctx, msg)
+}
+
+// nextStep decides what a row becomes after an attempt (D10).
+func nextStep(r store.OutboxRow, res sinks.Result, now time.Time) store.RowOutcome {
+	class := res.Class
+	switch {
+	case res.OK():
+		return store.RowOutcome{State: rowDelivered, DeliveredCount: r.Count}
+	case class.Final():
+		return store.RowOutcome{State: rowUndeliverable, Class: string(class)}
+	case class == notifytype.ClassPartial && (r.LastClass == string(notifytype.ClassPartial) || r.Attempts >= MaxAttempts):
+		// Apprise 424 is retried once, then recorded as a partial failure.
+		return store.RowOutcome{State: rowPartial, Class: string(class)}
+	case r.Attempts >= MaxAttempts:
+		return store.RowOutcome{State: rowUndeliverable, Class: string(class)}
+	}
+	first := now
+	if r.FirstAttemptAt != nil {
+		first = *r.FirstAttemptAt
+	}
+	due := first.Add(RetryDelay(r.Attempts + 1))
+	if res.RetryAfter > 0 && due.Before(now.Add(res.RetryAfter)) {
+		due = now.Add(res.RetryAfter)
+	}
+	return store.RowOutcome{State: rowPending, Class: string(class), DueAt: due}
+}
+
+// finish records an attempt's end: the delivery record and the rows.
+func (e *Engine) finish(ctx context.Context, res reservation, next store.RowOutcome, result sinks.Result, eventType notifytype.EventType) {
+	now := e.cfg.Clock.Now()
+	status := "failed"
+	switch next.State {
+	case rowDelivered:
+		status = "delivered"
+	case rowPartial:
+		status = "partial"
+	case rowUndeliverable:
+		status = "undeliverable"
+	}
+	ids := make([]int64, len(res.rows))
+	for i, r := range res.rows {
+		ids[i] = r.ID
+	}
+	err := pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
+		if err := store.FinishDeliveryRecord(ctx, tx, res.recordID, status, string(result.Class), result.Status, now); err != nil {
+			return err
+		}
+		return store.FinishRows(ctx, tx, ids, e.instance, next, now)
+	})
+	if err != nil {
+		// The rows stay claimed and are attempted again when the claim
+		// expires: at least once.
+		e.log.Error("error recording delivery", "sink_id", res.sink.ID, "event_type", eventType,
+			"owner_scope", res.sink.Owner, "error", err)
+	}
+	if !result.OK() {
+		level := slog.LevelWarn
+		if next.State != rowPending && next.State != rowHeld {
+			level = slog.LevelError
+		}
+		e.log.Log(ctx, level, "delivery failed", "sink_id", res.sink.ID, "event_type", eventType,
+			"owner_scope", res.sink.Owner, "class", result.Class, "http_status", result.Status,
+			"attempt", res.rows[0].Attempts, "next", next.State, "error", result.Err)
+	}
+	e.observe(Attempt{
+		SinkID: res.sink.ID, Owner: res.owner, EventType: eventType, Rows: ids, Attempt: res.rows[0].Attempts,
+		State: next.State, Class: result.Class, Status: result.Status,
+	})
+}
+
+func (e *Engine) observe(a Attempt) {
+	if e.cfg.OnAttempt != nil {
+		e.cfg.OnAttempt(a)
+	}
+}

@@ -1,0 +1,380 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// OutboxRow is an outbox row as the delivery engine works on it.
+type OutboxRow struct {
+	ID             int64
+	SinkID         int64
+	Owner          string
+	EventType      string
+	Severity       string
+	Payload        []byte
+	IncludeExcerpt bool
+	Attempts       int
+	FirstAttemptAt *time.Time
+	LastClass      string
+	DueAt          time.Time
+	// Count is 1 plus the repeats coalesced into the row.
+	Count int
+}
+
+const outboxRowColumns = `o.id, o.sink_id, o.owner, o.event_type, o.severity, o.payload, o.include_excerpt,
+	o.attempts, o.first_attempt_at, coalesce(o.last_class, ''), o.due_at,
+	1 + (SELECT count(*) FROM outbox_repeats r WHERE r.outbox_id = o.id)`
+
+func collectOutboxRows(rows pgx.Rows, err error) ([]OutboxRow, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxRow, error) {
+		var r OutboxRow
+		err := row.Scan(&r.ID, &r.SinkID, &r.Owner, &r.EventType, &r.Severity, &r.Payload, &r.IncludeExcerpt,
+			&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count)
+		return r, err
+	})
+}
+
+// ClaimParams bounds one claim.
+type ClaimParams struct {
+	Instance string
+	Now      time.Time
+	TTL      time.Duration
+	// Limit is how many rows the instance's actors can take now.
+	Limit int
+	// PerSink caps the rows of one sink in one claim.
+	PerSink int
+	// SkipSinks are sinks whose actor has no room.
+	SkipSinks []int64
+}
+
+// ClaimDue claims, in one statement, due pending rows and rows whose claim
+// expired (an instance died mid-delivery), oldest first, at most Limit and
+// at most PerSink per sink. SKIP LOCKED makes concurrent claimers on other
+// instances take disjoint rows.
+func ClaimDue(ctx context.Context, db DBTX, p ClaimParams) ([]OutboxRow, error) {
+	rows, err := collectOutboxRows(db.Query(ctx, `
+		WITH candidates AS (
+		    SELECT id, sink_id, due_at FROM outbox
+		    WHERE ((state = 'pending' AND due_at <= $2) OR (state = 'claimed' AND claim_expires_at <= $2))
+		      AND sink_id <> ALL ($6::bigint[])
+		    ORDER BY due_at, id
+		    LIMIT $4 * 4
+		    FOR UPDATE SKIP LOCKED
+		), ranked AS (
+		    SELECT id, row_number() OVER (PARTITION BY sink_id ORDER BY due_at, id) AS n, due_at
+		    FROM candidates
+		), chosen AS (
+		    SELECT id FROM ranked WHERE n <= $5 ORDER BY due_at, id LIMIT $4
+		)
+		UPDATE outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval
+		FROM chosen WHERE o.id = chosen.id
+		RETURNING `+outboxRowColumns,
+		p.Instance, p.Now, p.TTL, p.Limit, p.PerSink, nonNilIDs(p.SkipSinks)))
+	if err != nil {
+		return nil, fmt.Errorf("error claiming outbox rows: %w", err)
+	}
+	return rows, nil
+}
+
+// HeldDueSinks lists sinks with held rows whose token has returned.
+func HeldDueSinks(ctx context.Context, db DBTX, now time.Time, limit int) ([]int64, error) {
+	rows, err := db.Query(ctx, `
+		SELECT DISTINCT sink_id FROM outbox WHERE state = 'held' AND due_at <= $1 LIMIT $2`, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("error listing sinks with held rows: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("error listing sinks with held rows: %w", err)
+	}
+	return ids, nil
+}
+
+// NextWake returns the earliest time a row becomes due (pending or held) or
+// a claim expires; ok is false when there is none.
+func NextWake(ctx context.Context, db DBTX) (t time.Time, ok bool, err error) {
+	var next *time.Time
+	err = db.QueryRow(ctx, `
+		SELECT least(
+		    (SELECT min(due_at) FROM outbox WHERE state = 'pending'),
+		    (SELECT min(due_at) FROM outbox WHERE state = 'held'),
+		    (SELECT min(claim_expires_at) FROM outbox WHERE state = 'claimed'))`).Scan(&next)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("error reading next due time: %w", err)
+	}
+	if next == nil {
+		return time.Time{}, false, nil
+	}
+	return *next, true, nil
+}
+
+// SinkForDelivery is what delivering needs of a sink and its connection.
+type SinkForDelivery struct {
+	ID              int64
+	Owner           string
+	Kind            string
+	Enabled         bool
+	Options         []byte
+	PerHour         int
+	Burst           int
+	ConnectionID    int64
+	ConnectionOwner string
+	ConnectionKind  string
+	BaseURL         string
+	SealedSecret    []byte
+}
+
+// LockSinkForDelivery locks the sink's row for the reservation (so that
+// instances reserve one at a time per sink) and reads its connection.
+// It returns pgx.ErrNoRows, wrapped, for a deleted sink.
+func LockSinkForDelivery(ctx context.Context, tx DBTX, sinkID int64) (SinkForDelivery, error) {
+	var s SinkForDelivery
+	err := tx.QueryRow(ctx, `
+		SELECT k.id, k.owner, k.kind, k.enabled, k.options, k.budget_per_hour, k.budget_burst,
+		       c.id, c.owner, c.kind, c.account_key, c.secret
+		FROM sinks k JOIN connections c ON c.id = k.connection_id
+		WHERE k.id = $1
+		FOR UPDATE OF k`, sinkID).Scan(&s.ID, &s.Owner, &s.Kind, &s.Enabled, &s.Options, &s.PerHour, &s.Burst,
+		&s.ConnectionID, &s.ConnectionOwner, &s.ConnectionKind, &s.BaseURL, &s.SealedSecret)
+	if err != nil {
+		return SinkForDelivery{}, fmt.Errorf("error locking sink %d: %w", sinkID, err)
+	}
+	return s, nil
+}
+
+// GetSinkForDelivery reads a sink and its connection without a lock (send
+// test, which bypasses the budget).
+func GetSinkForDelivery(ctx context.Context, db DBTX, sinkID int64) (SinkForDelivery, error) {
+	var s SinkForDelivery
+	err := db.QueryRow(ctx, `
+		SELECT k.id, k.owner, k.kind, k.enabled, k.options, k.budget_per_hour, k.budget_burst,
+		       c.id, c.owner, c.kind, c.account_key, c.secret
+		FROM sinks k JOIN connections c ON c.id = k.connection_id
+		WHERE k.id = $1`, sinkID).Scan(&s.ID, &s.Owner, &s.Kind, &s.Enabled, &s.Options, &s.PerHour, &s.Burst,
+		&s.ConnectionID, &s.ConnectionOwner, &s.ConnectionKind, &s.BaseURL, &s.SealedSecret)
+	if err != nil {
+		return SinkForDelivery{}, fmt.Errorf("error reading sink %d: %w", sinkID, err)
+	}
+	return s, nil
+}
+
+// BudgetTAT returns the sink's budget state: the theoretical arrival time
+// recorded by its latest counted delivery record (zero when none).
+func BudgetTAT(ctx context.Context, db DBTX, sinkID int64) (time.Time, error) {
+	var tat *time.Time
+	err := db.QueryRow(ctx, `
+		SELECT max(budget_tat) FROM delivery_records WHERE sink_id = $1 AND counts_budget`, sinkID).Scan(&tat)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("error reading sink %d budget: %w", sinkID, err)
+	}
+	if tat == nil {
+		return time.Time{}, nil
+	}
+	return *tat, nil
+}
+
+// ErrClaimLost reports a row this instance no longer holds (its claim
+// expired and another instance took it).
+var ErrClaimLost = errors.New("outbox row is no longer claimed by this instance")
+
+// StartAttempt counts an attempt on a row this instance holds, extends its
+// claim, and returns the row as it is now (its count includes repeats that
+// arrived while it was open).
+func StartAttempt(ctx context.Context, tx DBTX, rowID int64, instance string, now time.Time, ttl time.Duration) (OutboxRow, error) {
+	rows, err := collectOutboxRows(tx.Query(ctx, `
+		UPDATE outbox o SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, $3),
+		       claim_expires_at = $3 + $4::interval
+		WHERE id = $1 AND state = 'claimed' AND claimed_by = $2
+		RETURNING `+outboxRowColumns, rowID, instance, now, ttl))
+	if err != nil {
+		return OutboxRow{}, fmt.Errorf("error starting attempt on row %d: %w", rowID, err)
+	}
+	if len(rows) == 0 {
+		return OutboxRow{}, ErrClaimLost
+	}
+	return rows[0], nil
+}
+
+// HoldRow parks a claimed row until the sink's next token (D9).
+func HoldRow(ctx context.Context, tx DBTX, rowID int64, instance string, until time.Time) error {
+	tag, err := tx.Exec(ctx, `
+		UPDATE outbox SET state = 'held', due_at = $3, claimed_by = NULL, claim_expires_at = NULL
+		WHERE id = $1 AND state = 'claimed' AND claimed_by = $2`, rowID, instance, until)
+	if err != nil {
+		return fmt.Errorf("error holding row %d: %w", rowID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrClaimLost
+	}
+	return nil
+}
+
+// ReleaseRow gives a claimed row back to the pending queue unchanged (its
+// sink is disabled, or its actor is shutting down).
+func ReleaseRow(ctx context.Context, db DBTX, rowID int64, instance string, due time.Time) error {
+	_, err := db.Exec(ctx, `
+		UPDATE outbox SET state = 'pending', due_at = $3, claimed_by = NULL, claim_expires_at = NULL
+		WHERE id = $1 AND state = 'claimed' AND claimed_by = $2`, rowID, instance, due)
+	if err != nil {
+		return fmt.Errorf("error releasing row %d: %w", rowID, err)
+	}
+	return nil
+}
+
+// ClaimHeld claims every held row of a sink (for one coalesced message).
+func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now time.Time, ttl time.Duration) ([]OutboxRow, error) {
+	rows, err := collectOutboxRows(tx.Query(ctx, `
+		WITH held AS (
+		    SELECT id FROM outbox WHERE sink_id = $1 AND state = 'held' ORDER BY id FOR UPDATE SKIP LOCKED
+		)
+		UPDATE outbox o SET state = 'claimed', claimed_by = $2, claim_expires_at = $3 + $4::interval,
+		       attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, $3)
+		FROM held WHERE o.id = held.id
+		RETURNING `+outboxRowColumns, sinkID, instance, now, ttl))
+	if err != nil {
+		return nil, fmt.Errorf("error claiming held rows of sink %d: %w", sinkID, err)
+	}
+	return rows, nil
+}
+
+// DeliveryRecord is one attempt (or test message) as recorded. It never
+// holds a body, header, URL or secret.
+type DeliveryRecord struct {
+	ID            int64
+	SinkID        int64
+	Owner         string
+	OutboxID      int64 // 0 for a coalesced message or a test
+	EventType     string
+	Attempt       int
+	IsTest        bool
+	CountsBudget  bool
+	CoalescedRows int
+	Status        string
+	Class         string
+	HTTPStatus    int
+	SentAt        time.Time
+	FinishedAt    *time.Time
+	BudgetTAT     *time.Time
+}
+
+// InsertDeliveryRecord writes a record in status "sending".
+func InsertDeliveryRecord(ctx context.Context, db DBTX, r DeliveryRecord) (int64, error) {
+	var id int64
+	err := db.QueryRow(ctx, `
+		INSERT INTO delivery_records (sink_id, owner, outbox_id, event_type, attempt, is_test, counts_budget,
+		                              coalesced_rows, status, sent_at, budget_tat)
+		VALUES ($1, $2, nullif($3, 0), $4, $5, $6, $7, $8, 'sending', $9, $10)
+		RETURNING id`,
+		r.SinkID, r.Owner, r.OutboxID, r.EventType, max(r.Attempt, 1), r.IsTest, r.CountsBudget,
+		max(r.CoalescedRows, 1), r.SentAt, r.BudgetTAT).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("error writing delivery record: %w", err)
+	}
+	return id, nil
+}
+
+// FinishDeliveryRecord records how an attempt ended.
+func FinishDeliveryRecord(ctx context.Context, db DBTX, id int64, status, class string, httpStatus int, now time.Time) error {
+	_, err := db.Exec(ctx, `
+		UPDATE delivery_records SET status = $2, class = nullif($3, ''), http_status = nullif($4, 0), finished_at = $5
+		WHERE id = $1`, id, status, class, httpStatus, now)
+	if err != nil {
+		return fmt.Errorf("error finishing delivery record %d: %w", id, err)
+	}
+	return nil
+}
+
+// RowOutcome is how an attempt leaves an outbox row.
+type RowOutcome struct {
+	// State is pending (retry at DueAt), held (wait for a token at DueAt),
+	// delivered, partial or undeliverable.
+	State          string
+	Class          string
+	DueAt          time.Time
+	DeliveredCount int
+}
+
+// FinishRows applies an outcome to rows this instance holds.
+func FinishRows(ctx context.Context, db DBTX, ids []int64, instance string, o RowOutcome, now time.Time) error {
+	final := o.State == "delivered" || o.State == "partial" || o.State == "undeliverable"
+	var finishedAt *time.Time
+	if final {
+		finishedAt = &now
+	}
+	_, err := db.Exec(ctx, `
+		UPDATE outbox SET state = $3, last_class = coalesce(nullif($4, ''), last_class),
+		       due_at = CASE WHEN $5::timestamptz IS NULL THEN due_at ELSE $5 END,
+		       delivered_count = coalesce(nullif($6, 0), delivered_count),
+		       finished_at = $7, claimed_by = NULL, claim_expires_at = NULL
+		WHERE id = ANY ($1) AND state = 'claimed' AND claimed_by = $2`,
+		ids, instance, o.State, o.Class, nullTime(o.DueAt), o.DeliveredCount, finishedAt)
+	if err != nil {
+		return fmt.Errorf("error recording outcome of rows %v: %w", ids, err)
+	}
+	return nil
+}
+
+// DeleteExpired removes delivery records and finished outbox rows older
+// than before, and repeats whose row is gone (REQ-10's 30 days).
+func DeleteExpired(ctx context.Context, db DBTX, before time.Time) (records, rows int64, err error) {
+	tag, err := db.Exec(ctx, `DELETE FROM delivery_records WHERE sent_at < $1`, before)
+	if err != nil {
+		return 0, 0, fmt.Errorf("error deleting old delivery records: %w", err)
+	}
+	records = tag.RowsAffected()
+	tag, err = db.Exec(ctx, `DELETE FROM outbox WHERE finished_at < $1`, before)
+	if err != nil {
+		return records, 0, fmt.Errorf("error deleting finished outbox rows: %w", err)
+	}
+	rows = tag.RowsAffected()
+	if _, err := db.Exec(ctx, `
+		DELETE FROM outbox_repeats r WHERE NOT EXISTS (
+		    SELECT 1 FROM outbox o WHERE o.id = r.outbox_id AND o.state IN ('pending', 'held', 'claimed'))`); err != nil {
+		return records, rows, fmt.Errorf("error deleting spent repeats: %w", err)
+	}
+	return records, rows, nil
+}
+
+func nonNilIDs(ids []int64) []int64 {
+	if ids == nil {
+		return []int64{}
+	}
+	return ids
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// RescheduleHeld moves the due time of a sink's held rows to when its next
+// token returns.
+func RescheduleHeld(ctx context.Context, db DBTX, sinkID int64, due time.Time) error {
+	_, err := db.Exec(ctx, `UPDATE outbox SET due_at = $2 WHERE sink_id = $1 AND state = 'held'`, sinkID, due)
+	if err != nil {
+		return fmt.Errorf("error rescheduling held rows of sink %d: %w", sinkID, err)
+	}
+	return nil
+}
+
+// FinishHeld ends every held row of a sink with one outcome (its sink can
+// no longer be used).
+func FinishHeld(ctx context.Context, db DBTX, sinkID int64, o RowOutcome, now time.Time) error {
+	_, err := db.Exec(ctx, `
+		UPDATE outbox SET state = $2, last_class = nullif($3, ''), finished_at = $4
+		WHERE sink_id = $1 AND state = 'held'`, sinkID, o.State, o.Class, now)
+	if err != nil {
+		return fmt.Errorf("error finishing held rows of sink %d: %w", sinkID, err)
+	}
+	return nil
+}
