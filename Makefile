@@ -1,0 +1,42 @@
+# Switchboard Notify. `make run` starts the server on a local database;
+# `make test` runs every test against a real PostgreSQL.
+
+GO        ?= go
+BIN       := bin/switchboard-notify
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+BENCHTIME ?= 2s
+
+.PHONY: all build run test lint bench clean
+
+all: lint test build
+
+## build: compile the binary into bin/
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/switchboard-notify
+
+## run: build, find or start a local PostgreSQL (scripts/devdb.sh), serve
+run: build
+	@if [ -z "$$DATABASE_URL" ]; then DATABASE_URL=$$(scripts/devdb.sh) || exit 1; fi; \
+	export DATABASE_URL; exec ./$(BIN) serve
+
+## test: vet, then every test with the race detector (PostgreSQL required)
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+	@if [ -f bench/go.mod ]; then echo "cd bench && $(GO) vet ./..."; cd bench && $(GO) vet ./...; fi
+
+## bench: the benchmarks of the bench module (BENCHTIME=2s by default)
+bench:
+	@[ -f bench/go.mod ] || { echo "no bench/ module yet"; exit 1; }
+	cd bench && $(GO) test -run='^$$' -bench=. -benchtime=$(BENCHTIME) ./...
+
+## lint: fail on unformatted files, then go vet
+lint:
+	@files=$$(find . \( -path ./.git -o -path ./.pgdata \) -prune -o -name '*.go' -print | xargs gofmt -l); \
+	if [ -n "$$files" ]; then echo "gofmt would change:"; echo "$$files"; exit 1; fi
+	$(GO) vet ./...
+	@if [ -f bench/go.mod ]; then cd bench && $(GO) vet ./...; fi
+
+clean:
+	rm -rf bin

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"cmp"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard/notify/engine"
+)
+
+// Defaults of the environment (README.md lists every variable).
+const (
+	DatabaseURLDefault = "postgres://postgres@127.0.0.1:5432/switchboard?sslmode=disable"
+	ListenDefault      = "127.0.0.1:8080"
+)
+
+// Log formats for SWITCHBOARD_LOG_FORMAT.
+const (
+	LogFormatAuto = "auto" // tint on a terminal, JSON otherwise
+	LogFormatText = "text"
+	LogFormatJSON = "json"
+)
+
+// config is the binary's whole configuration, read from the environment in
+// one place (loadConfig) so that every variable is parsed, defaulted and
+// refused the same way.
+type config struct {
+	// DatabaseURL is DATABASE_URL. Defaults to DatabaseURLDefault. The
+	// database is created when missing.
+	DatabaseURL string
+
+	// Listen is SWITCHBOARD_LISTEN, host:port. Defaults to ListenDefault.
+	Listen string
+
+	// BaseURL is SWITCHBOARD_BASE_URL, without a trailing slash. Defaults to
+	// http://<Listen> (localhost when Listen names every interface).
+	BaseURL string
+
+	// SecretKey is SWITCHBOARD_SECRET_KEY decoded: 32 bytes, or nil when
+	// unset (then no secret can be stored).
+	SecretKey []byte
+
+	// PushAllowHTTP is SWITCHBOARD_PUSH_ALLOW_HTTP. Defaults to false.
+	PushAllowHTTP bool
+
+	// PrivateHosts is SWITCHBOARD_PRIVATE_HOSTS: prefixes the SSRF guard lets
+	// deliveries reach although they are private. Defaults to none.
+	PrivateHosts []netip.Prefix
+
+	// AppriseSchemesDenied is SWITCHBOARD_APPRISE_DENIED_SCHEMES. Defaults to
+	// engine.AppriseSchemesExcludedDefault.
+	AppriseSchemesDenied []string
+
+	// MaxSinks is SWITCHBOARD_MAX_SINKS, the ceiling of sinks per owner
+	// scope. Defaults to engine.MaxSinksPerScopeDefault.
+	MaxSinks int
+
+	// LogFormat is SWITCHBOARD_LOG_FORMAT: auto, text or json. Defaults to
+	// auto.
+	LogFormat string
+
+	// LogLevel is SWITCHBOARD_LOG_LEVEL (debug, info, warn, error). Defaults
+	// to info.
+	LogLevel slog.Level
+}
+
+var schemeRE = regexp.MustCompile(`^[a-z][a-z0-9+.-]*$`)
+
+// loadConfig reads the configuration through lookup (os.LookupEnv in the
+// binary). It reports every bad variable at once. An error names the
+// variable and what it expects; it never repeats a secret's value.
+func loadConfig(lookup func(string) (string, bool)) (config, error) {
+	get := func(name string) string {
+		v, _ := lookup(name)
+		return strings.TrimSpace(v)
+	}
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{name}, args...)...))
+	}
+
+	c := config{
+		DatabaseURL: cmp.Or(get("DATABASE_URL"), DatabaseURLDefault),
+		Listen:      cmp.Or(get("SWITCHBOARD_LISTEN"), ListenDefault),
+		LogFormat:   cmp.Or(strings.ToLower(get("SWITCHBOARD_LOG_FORMAT")), LogFormatAuto),
+		MaxSinks:    engine.MaxSinksPerScopeDefault,
+	}
+
+	// DATABASE_URL may carry a password: its parse error is not repeated.
+	if pc, err := pgx.ParseConfig(c.DatabaseURL); err != nil {
+		bad("DATABASE_URL", "not a PostgreSQL connection string (want postgres://user@host:port/database?sslmode=disable)")
+	} else if pc.Database == "" {
+		bad("DATABASE_URL", "names no database")
+	}
+
+	listenHost, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		bad("SWITCHBOARD_LISTEN", "%q is not host:port", c.Listen)
+	}
+
+	if v := get("SWITCHBOARD_BASE_URL"); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			bad("SWITCHBOARD_BASE_URL", "%q is not an http(s) URL like https://notify.example.com", v)
+		}
+		c.BaseURL = strings.TrimRight(v, "/")
+	} else {
+		host := listenHost
+		if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
+			host = "localhost"
+		}
+		_, port, _ := net.SplitHostPort(c.Listen)
+		c.BaseURL = "http://" + net.JoinHostPort(host, port)
+	}
+
+	if v, ok := lookup("SWITCHBOARD_SECRET_KEY"); ok && strings.TrimSpace(v) != "" {
+		key, err := parseSecretKey(strings.TrimSpace(v))
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.SecretKey = key
+	}
+
+	if v := get("SWITCHBOARD_PUSH_ALLOW_HTTP"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			bad("SWITCHBOARD_PUSH_ALLOW_HTTP", "%q is not a boolean (true or false)", v)
+		}
+		c.PushAllowHTTP = b
+	}
+
+	for _, f := range splitList(get("SWITCHBOARD_PRIVATE_HOSTS")) {
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil {
+				bad("SWITCHBOARD_PRIVATE_HOSTS", "%q is not a CIDR prefix like 10.0.0.0/8", f)
+				continue
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		c.PrivateHosts = append(c.PrivateHosts, p.Masked())
+	}
+
+	if v := get("SWITCHBOARD_APPRISE_DENIED_SCHEMES"); v != "" {
+		c.AppriseSchemesDenied = []string{}
+		for _, f := range splitList(strings.ToLower(v)) {
+			f = strings.TrimSuffix(f, "://")
+			if !schemeRE.MatchString(f) {
+				bad("SWITCHBOARD_APPRISE_DENIED_SCHEMES", "%q is not a URL scheme", f)
+				continue
+			}
+			c.AppriseSchemesDenied = append(c.AppriseSchemesDenied, f)
+		}
+	}
+
+	if v := get("SWITCHBOARD_MAX_SINKS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			bad("SWITCHBOARD_MAX_SINKS", "%q is not a positive integer", v)
+		}
+		c.MaxSinks = n
+	}
+
+	switch c.LogFormat {
+	case LogFormatAuto, LogFormatText, LogFormatJSON:
+	default:
+		bad("SWITCHBOARD_LOG_FORMAT", "%q is not auto, text or json", c.LogFormat)
+	}
+
+	if v := get("SWITCHBOARD_LOG_LEVEL"); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			bad("SWITCHBOARD_LOG_LEVEL", "%q is not debug, info, warn or error", v)
+		}
+	}
+
+	if err := errors.Join(errs...); err != nil {
+		return config{}, fmt.Errorf("error in the environment:\n%w", err)
+	}
+	return c, nil
+}
+
+// parseSecretKey reads the operator key: 64 hex characters, or standard or
+// URL base64 (padded or not) of 32 bytes. Its errors say only the shape
+// expected and the length seen, never the value or a character of it.
+func parseSecretKey(v string) ([]byte, error) {
+	if len(v) == 64 {
+		if b, err := hex.DecodeString(v); err == nil {
+			return b, nil
+		}
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(v); err == nil {
+			if len(b) == 32 {
+				return b, nil
+			}
+			return nil, fmt.Errorf("SWITCHBOARD_SECRET_KEY: decodes to %d bytes, want 32 (64 hex characters or base64 of 32 bytes; make one with: openssl rand -hex 32)", len(b))
+		}
+	}
+	return nil, fmt.Errorf("SWITCHBOARD_SECRET_KEY: a %d-character value that is neither 64 hex characters nor base64 of 32 bytes (make one with: openssl rand -hex 32)", len(v))
+}
+
+// splitList splits a comma-separated list, trimming blanks.
+func splitList(v string) []string {
+	var out []string
+	for f := range strings.SplitSeq(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// redactedDatabase names the database server and database without user or
+// password, for logs.
+func redactedDatabase(databaseURL string) string {
+	pc, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return "(unparsable DATABASE_URL)"
+	}
+	return fmt.Sprintf("%s:%d/%s", pc.Host, pc.Port, pc.Database)
+}

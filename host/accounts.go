@@ -1,0 +1,193 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store"
+)
+
+// Credential prefixes (D4). A prefix says what a leaked string is, so
+// secret scanners and humans can tell an operator token from a login link.
+const (
+	APITokenPrefix  = "sbo_"
+	LoginLinkPrefix = "sbl_"
+)
+
+// LoginLinkTTL is how long a one-time login link stays valid.
+const LoginLinkTTL = 15 * time.Minute
+
+// tokenBytes is the entropy of every minted credential.
+const tokenBytes = 32
+
+// Accounts is the reference host's owners and their credentials (D2, D4):
+// it creates humans and teams, mints operator API tokens and one-time login
+// links, and resolves them back to a human. Credentials are returned once,
+// at minting, and stored only as SHA-256 hashes.
+type Accounts struct {
+	pool *pgxpool.Pool
+}
+
+// NewAccounts returns the accounts kept in pool's database.
+func NewAccounts(pool *pgxpool.Pool) *Accounts { return &Accounts{pool: pool} }
+
+// CreateHuman creates a human. An email already taken is an error.
+func (a *Accounts) CreateHuman(ctx context.Context, name, email string) (store.Human, error) {
+	name, email, err := checkHuman(name, email)
+	if err != nil {
+		return store.Human{}, err
+	}
+	return store.InsertHuman(ctx, a.pool, name, email)
+}
+
+// EnsureHuman returns the human with email, creating one named name if none
+// exists; created says which happened.
+func (a *Accounts) EnsureHuman(ctx context.Context, name, email string) (h store.Human, created bool, err error) {
+	name, email, err = checkHuman(name, email)
+	if err != nil {
+		return store.Human{}, false, err
+	}
+	return store.EnsureHuman(ctx, a.pool, name, email)
+}
+
+// CountHumans returns how many humans exist.
+func (a *Accounts) CountHumans(ctx context.Context) (int, error) {
+	return store.CountHumans(ctx, a.pool)
+}
+
+func checkHuman(name, email string) (string, string, error) {
+	name, email = strings.TrimSpace(name), strings.TrimSpace(email)
+	if name == "" {
+		return "", "", notifytype.InvalidArgument("name", "a human needs a name")
+	}
+	if at := strings.IndexByte(email, '@'); at <= 0 || at == len(email)-1 {
+		return "", "", notifytype.InvalidArgument("email", "not an email address")
+	}
+	return name, email, nil
+}
+
+// Member is a human with a role, for CreateTeam.
+type Member struct {
+	HumanID int64
+	Role    engine.Role
+}
+
+// CreateTeam creates a team with its members in one transaction.
+func (a *Accounts) CreateTeam(ctx context.Context, name string, members ...Member) (store.Team, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return store.Team{}, notifytype.InvalidArgument("name", "a team needs a name")
+	}
+	for _, m := range members {
+		if err := checkRole(m.Role); err != nil {
+			return store.Team{}, err
+		}
+	}
+	var team store.Team
+	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		var err error
+		if team, err = store.InsertTeam(ctx, tx, name); err != nil {
+			return err
+		}
+		for _, m := range members {
+			if err := store.UpsertTeamMember(ctx, tx, team.ID, m.HumanID, string(m.Role)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return store.Team{}, fmt.Errorf("error creating team: %w", err)
+	}
+	return team, nil
+}
+
+// AddMember makes the human a member of the team with role, replacing any
+// role it had.
+func (a *Accounts) AddMember(ctx context.Context, teamID, humanID int64, role engine.Role) error {
+	if err := checkRole(role); err != nil {
+		return err
+	}
+	return store.UpsertTeamMember(ctx, a.pool, teamID, humanID, string(role))
+}
+
+func checkRole(r engine.Role) error {
+	switch r {
+	case engine.RoleOwner, engine.RoleAdmin, engine.RoleMember:
+		return nil
+	}
+	return notifytype.InvalidArgumentf("role", "%q is not owner, admin or member", string(r))
+}
+
+// MintAPIToken creates an operator API bearer token for the human and
+// returns it. This is the only time the token exists outside its holder:
+// the database keeps its SHA-256 hash.
+func (a *Accounts) MintAPIToken(ctx context.Context, humanID int64) (notifytype.Secret, error) {
+	token, hash, err := mint(APITokenPrefix)
+	if err != nil {
+		return notifytype.Secret{}, err
+	}
+	if _, err := store.InsertAPIToken(ctx, a.pool, humanID, hash); err != nil {
+		return notifytype.Secret{}, err
+	}
+	return token, nil
+}
+
+// HumanByAPIToken returns the human holding an unrevoked operator API
+// token, or not_found.
+func (a *Accounts) HumanByAPIToken(ctx context.Context, token string) (store.Human, error) {
+	if !strings.HasPrefix(token, APITokenPrefix) {
+		return store.Human{}, notifytype.NotFound("api token")
+	}
+	return store.HumanByAPITokenHash(ctx, a.pool, HashToken(token))
+}
+
+// MintLoginLink creates a one-time web login token for the human, valid for
+// LoginLinkTTL, and returns it with its expiry. The web UI serves it at
+// <base>/login/<token>.
+func (a *Accounts) MintLoginLink(ctx context.Context, humanID int64) (notifytype.Secret, time.Time, error) {
+	token, hash, err := mint(LoginLinkPrefix)
+	if err != nil {
+		return notifytype.Secret{}, time.Time{}, err
+	}
+	expires, err := store.InsertLoginLink(ctx, a.pool, humanID, hash, LoginLinkTTL)
+	if err != nil {
+		return notifytype.Secret{}, time.Time{}, err
+	}
+	return token, expires, nil
+}
+
+// UseLoginLink spends a login link and returns its human. A link that is
+// unknown, expired or already used answers not_found.
+func (a *Accounts) UseLoginLink(ctx context.Context, token string) (store.Human, error) {
+	if !strings.HasPrefix(token, LoginLinkPrefix) {
+		return store.Human{}, notifytype.NotFound("login link")
+	}
+	return store.UseLoginLink(ctx, a.pool, HashToken(token))
+}
+
+// HashToken is how every credential is stored and looked up: the SHA-256
+// of the whole token, prefix included.
+func HashToken(token string) []byte {
+	sum := sha256.Sum256([]byte(token))
+	return sum[:]
+}
+
+func mint(prefix string) (notifytype.Secret, []byte, error) {
+	b := make([]byte, tokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return notifytype.Secret{}, nil, fmt.Errorf("error reading random bytes: %w", err)
+	}
+	token := prefix + base64.RawURLEncoding.EncodeToString(b)
+	return notifytype.NewSecret(token), HashToken(token), nil
+}
