@@ -277,10 +277,20 @@ func maxAttempts(rows []store.OutboxRow) int {
 	return n
 }
 
-// adapterFor builds the sink's adapter, or says why the sink may not be
+// adapterFor builds the sink's adapter (see buildAdapter), wrapped by the
+// test hook when one is set.
+func (e *Engine) adapterFor(s store.SinkForDelivery) (sinks.Adapter, notifytype.OwnerScope, string) {
+	a, owner, refusal := e.buildAdapter(s)
+	if a != nil && e.wrapAdapter != nil {
+		a = e.wrapAdapter(s.ID, a)
+	}
+	return a, owner, refusal
+}
+
+// buildAdapter builds the sink's adapter, or says why the sink may not be
 // used now: disabled, or its connection of another scope or kind (checked
 // on every use, REQ-2), or a secret that does not open.
-func (e *Engine) adapterFor(s store.SinkForDelivery) (sinks.Adapter, notifytype.OwnerScope, string) {
+func (e *Engine) buildAdapter(s store.SinkForDelivery) (sinks.Adapter, notifytype.OwnerScope, string) {
 	owner, err := notifytype.ParseOwnerScope(s.Owner)
 	switch {
 	case err != nil:

@@ -28,6 +28,10 @@ type Engine struct {
 	claimer    *claimer
 	lastNotify atomic.Int64 // wall-clock nanoseconds of the last NOTIFY Emit sent
 	serving    atomic.Bool
+
+	// wrapAdapter, set only by tests, wraps every adapter built for a
+	// delivery (to make one panic, say).
+	wrapAdapter func(sinkID int64, a sinks.Adapter) sinks.Adapter
 }
 
 // New validates cfg, fills its defaults and returns an engine. It starts

@@ -1,0 +1,135 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks"
+)
+
+// gotifyServer is a Gotify stand-in that records messages and answers
+// with status (200 unless changed).
+type gotifyServer struct {
+	*httptest.Server
+	mu       sync.Mutex
+	status   int
+	messages []gotifyMessage
+}
+
+type gotifyMessage struct {
+	Title    string `json:"title"`
+	Message  string `json:"message"`
+	Priority int    `json:"priority"`
+	Token    string `json:"-"`
+	URL      string `json:"-"`
+}
+
+func newGotify(t *testing.T) *gotifyServer {
+	g := &gotifyServer{status: http.StatusOK}
+	g.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m gotifyMessage
+		_ = json.Unmarshal(body, &m)
+		m.Token, m.URL = r.Header.Get("X-Gotify-Key"), r.URL.String()
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.messages = append(g.messages, m)
+		w.WriteHeader(g.status)
+	}))
+	t.Cleanup(g.Close)
+	return g
+}
+
+func (g *gotifyServer) setStatus(s int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.status = s
+}
+
+func (g *gotifyServer) received() []gotifyMessage {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]gotifyMessage(nil), g.messages...)
+}
+
+func deadLetterOf(owner notifytype.OwnerScope, todo int64) engine.Event {
+	return engine.Event{
+		Type: notifytype.EventTodoDeadLettered, Owner: owner, TodoID: todo, DeadLetterCount: 1,
+		Content: sinks.Content{Title: "nightly build", Place: "forge", Cause: "fail at the cap", LinkPath: "/board/todos/1", Attempts: 3},
+	}
+}
+
+func TestDeliveryGotifyDelivers(t *testing.T) {
+	t.Parallel()
+	w := enginetest.New(t)
+	g := newGotify(t)
+	_, p, scope := w.Human()
+	eng := w.Serve()
+	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.token-1"})
+
+	w.Emit(eng, deadLetterOf(scope, 1))
+	a := w.Wait()
+	require.Equal(t, sink, a.SinkID)
+	require.Equal(t, "delivered", a.State)
+	require.Equal(t, 1, a.Attempt)
+
+	msgs := g.received()
+	require.Len(t, msgs, 1)
+	require.Equal(t, "[todo.dead_lettered] forge: nightly build", msgs[0].Title)
+	require.Equal(t, 8, msgs[0].Priority, "high maps to 8 by default")
+	require.Equal(t, "gtfya.token-1", msgs[0].Token)
+	require.Contains(t, msgs[0].Message, "https://switchboard.example.net/board/todos/1")
+	require.Equal(t, map[string]int{"delivered": 1}, w.RowStates())
+
+	var status string
+	var counts bool
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT status, counts_budget FROM delivery_records WHERE sink_id = $1`, sink).Scan(&status, &counts))
+	require.Equal(t, "delivered", status)
+	require.True(t, counts)
+}
+
+func TestDeliverySinkDown(t *testing.T) {
+	t.Parallel()
+	// Scenario: Sink down
+	w := enginetest.New(t)
+	g := newGotify(t)
+	g.setStatus(http.StatusBadGateway)
+	_, p, scope := w.Human()
+	eng := w.Serve()
+	w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.token-2"})
+
+	w.Emit(eng, deadLetterOf(scope, 2))
+	var due []time.Duration
+	for k := 1; k <= engine.MaxAttempts; k++ {
+		a := w.Wait()
+		require.Equal(t, k, a.Attempt)
+		require.Equal(t, notifytype.ClassServer, a.Class)
+		due = append(due, w.Clock.Since(enginetest.Start))
+		if k < engine.MaxAttempts {
+			require.Equal(t, "pending", a.State)
+			w.Clock.Advance(engine.RetryDelay(k+1) - engine.RetryDelay(k))
+		} else {
+			require.Equal(t, "undeliverable", a.State)
+		}
+	}
+	require.Equal(t, []time.Duration{0, 30 * time.Second, 90 * time.Second, 210 * time.Second, 450 * time.Second, 930 * time.Second, 1890 * time.Second}, due)
+	require.Len(t, g.received(), engine.MaxAttempts)
+
+	var state, class string
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT state, last_class FROM outbox`).Scan(&state, &class))
+	require.Equal(t, "undeliverable", state)
+	require.Equal(t, "server", class)
+	// An hour later nothing more is attempted.
+	w.Clock.Advance(time.Hour)
+	require.Len(t, g.received(), engine.MaxAttempts)
+}

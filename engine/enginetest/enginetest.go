@@ -1,0 +1,239 @@
+// Package enginetest builds worlds for tests of the delivery engine: a
+// migrated database, engines on it driven by one fake clock, the reference
+// host's directory, and sinks pointed at httptest servers on loopback
+// (allowed over plain HTTP through the operator's opt-ins, as an operator
+// would allow a local receiver).
+//
+// Tests wait on attempts through Attempts, which every engine of the world
+// feeds from Config.OnAttempt: no sleeps.
+package enginetest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store/storetest"
+)
+
+// Start is the fake clock's starting time.
+var Start = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+
+// WaitTimeout bounds how long (wall time) a test waits for an attempt.
+const WaitTimeout = 20 * time.Second
+
+// World is one database with engines on it.
+type World struct {
+	Ctx      context.Context
+	Pool     *pgxpool.Pool
+	URL      string
+	F        *storetest.Factory
+	Clock    *clockwork.FakeClock
+	Key      []byte
+	Attempts chan engine.Attempt
+	// Logs holds every log line of every engine of the world, as JSON.
+	Logs *SyncBuffer
+
+	tb testing.TB
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writers.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// New builds a world on a fresh database.
+func New(tb testing.TB) *World {
+	tb.Helper()
+	url := storetest.URL(tb)
+	pool, err := pgxpool.New(context.Background(), url)
+	require.NoError(tb, err)
+	tb.Cleanup(pool.Close)
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return &World{
+		Ctx: context.Background(), Pool: pool, URL: url, F: storetest.NewFactory(tb, pool),
+		Clock: clockwork.NewFakeClockAt(Start), Key: key,
+		Attempts: make(chan engine.Attempt, 100_000), Logs: &SyncBuffer{}, tb: tb,
+	}
+}
+
+// Config is the engine configuration the world's engines share; configure
+// edits it further.
+func (w *World) Config(pool *pgxpool.Pool, configure ...func(*engine.Config)) engine.Config {
+	cfg := engine.Config{
+		Pool:           pool,
+		Directory:      host.NewDirectory(pool),
+		SecretKey:      w.Key,
+		BaseURL:        "https://switchboard.example.net",
+		PushAllowHTTP:  true,
+		PrivateHosts:   []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Clock:          w.Clock,
+		PollInterval:   20 * time.Millisecond,
+		NotifyDebounce: -1,
+		Logger:         slog.New(slog.NewJSONHandler(w.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OnAttempt:      func(a engine.Attempt) { w.Attempts <- a },
+	}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	return cfg
+}
+
+// Engine builds an engine on the world's pool without serving it.
+func (w *World) Engine(configure ...func(*engine.Config)) *engine.Engine {
+	w.tb.Helper()
+	eng, err := engine.New(w.Config(w.Pool, configure...))
+	require.NoError(w.tb, err)
+	return eng
+}
+
+// Serve builds an engine on a pool of its own (as another instance would
+// have) and serves it until the test ends.
+func (w *World) Serve(configure ...func(*engine.Config)) *engine.Engine {
+	w.tb.Helper()
+	pool, err := pgxpool.New(context.Background(), w.URL)
+	require.NoError(w.tb, err)
+	eng, err := engine.New(w.Config(pool, configure...))
+	require.NoError(w.tb, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- eng.Serve(ctx) }()
+	w.tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			w.tb.Errorf("engine stopped with: %v", err)
+		}
+		pool.Close()
+	})
+	return eng
+}
+
+// Wait returns the next attempt, failing the test after WaitTimeout.
+func (w *World) Wait() engine.Attempt {
+	w.tb.Helper()
+	select {
+	case a := <-w.Attempts:
+		return a
+	case <-time.After(WaitTimeout):
+		w.tb.Fatalf("no delivery attempt within %v", WaitTimeout)
+		return engine.Attempt{}
+	}
+}
+
+// WaitFor returns the first attempt for which ok is true, dropping others.
+func (w *World) WaitFor(ok func(engine.Attempt) bool) engine.Attempt {
+	w.tb.Helper()
+	deadline := time.After(WaitTimeout)
+	for {
+		select {
+		case a := <-w.Attempts:
+			if ok(a) {
+				return a
+			}
+		case <-deadline:
+			w.tb.Fatalf("no matching delivery attempt within %v", WaitTimeout)
+			return engine.Attempt{}
+		}
+	}
+}
+
+// Human inserts a human and returns its id, principal and scope.
+func (w *World) Human() (int64, engine.Principal, notifytype.OwnerScope) {
+	id := w.F.Human("")
+	return id, engine.HumanPrincipal(id), notifytype.Human(id)
+}
+
+// SinkOpts describes a sink made through the management service.
+type SinkOpts struct {
+	Kind    string // gotify (default) or apprise
+	BaseURL string
+	// Secret is the Gotify token or the Apprise secret JSON.
+	Secret  string
+	Options any // marshalled to JSON
+	PerHour int
+	Burst   int
+	// Events subscribed; default todo.dead_lettered.
+	Events         []notifytype.EventType
+	IncludeExcerpt bool
+}
+
+// Sink creates a connection, a sink and a subscription through eng's
+// management service and returns the sink id.
+func (w *World) Sink(eng *engine.Engine, p engine.Principal, owner notifytype.OwnerScope, o SinkOpts) int64 {
+	w.tb.Helper()
+	if o.Kind == "" {
+		o.Kind = engine.KindGotify
+	}
+	if o.Events == nil {
+		o.Events = []notifytype.EventType{notifytype.EventTodoDeadLettered}
+	}
+	c, err := eng.CreateConnection(w.Ctx, p, engine.ConnectionInput{
+		Owner: owner, Kind: o.Kind, Name: "conn-" + rand.Text()[:8], AccountKey: o.BaseURL,
+		Secret: notifytype.NewSecret(o.Secret),
+	})
+	require.NoError(w.tb, err)
+	var opts json.RawMessage
+	if o.Options != nil {
+		opts, err = json.Marshal(o.Options)
+		require.NoError(w.tb, err)
+	}
+	s, err := eng.CreateSink(w.Ctx, p, engine.SinkInput{
+		Owner: owner, Name: "sink-" + rand.Text()[:8], Kind: o.Kind, ConnectionID: c.ID, Options: opts,
+		BudgetPerHour: o.PerHour, BudgetBurst: o.Burst,
+	})
+	require.NoError(w.tb, err)
+	_, err = eng.AddSubscription(w.Ctx, p, s.ID, engine.SubscriptionInput{EventTypes: o.Events, IncludeExcerpt: o.IncludeExcerpt})
+	require.NoError(w.tb, err)
+	return s.ID
+}
+
+// Emit emits ev through eng in a transaction of its own.
+func (w *World) Emit(eng *engine.Engine, ev engine.Event) {
+	w.tb.Helper()
+	require.NoError(w.tb, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error { return eng.Emit(w.Ctx, tx, ev) }))
+}
+
+// RowStates counts outbox rows by state.
+func (w *World) RowStates() map[string]int {
+	w.tb.Helper()
+	rows, err := w.Pool.Query(w.Ctx, `SELECT state, count(*) FROM outbox GROUP BY state`)
+	require.NoError(w.tb, err)
+	out := map[string]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		require.NoError(w.tb, rows.Scan(&s, &n))
+		out[s] = n
+	}
+	require.NoError(w.tb, rows.Err())
+	return out
+}
