@@ -75,6 +75,9 @@ func NewSupervisor(cfg Config, worker Worker) *Supervisor {
 		// An actor that keeps panicking backs off rather than spinning.
 		FailureThreshold: 5,
 		FailureBackoff:   5 * time.Second,
+		// An actor stopping finishes the attempt it began (10 s at most)
+		// and records it.
+		Timeout: 20 * time.Second,
 	})
 	return s
 }

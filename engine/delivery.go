@@ -61,6 +61,9 @@ const (
 	rowUndeliverable = "undeliverable"
 )
 
+// recordTimeout bounds recording an attempt's outcome once it was sent.
+const recordTimeout = 5 * time.Second
+
 // eventCoalesced is the event type recorded for a coalesced message.
 const eventCoalesced = "coalesced"
 
@@ -329,11 +332,13 @@ func (e *Engine) buildAdapter(s store.SinkForDelivery) (sinks.Adapter, notifytyp
 	return nil, owner, "the sink's kind is unknown"
 }
 
-// send runs the adapter. A panic is not recovered here: it restarts the
-// sink's actor (suture), and the row is delivered again when its claim
-// expires.
+// send runs the adapter. A send that has begun is not cut short by the
+// engine stopping: the guarded client bounds it (10 s), and its outcome is
+// recorded, so a graceful stop does not deliver a message twice. A panic
+// is not recovered here: it restarts the sink's actor (suture), and the row
+// is delivered again when its claim expires.
 func (e *Engine) send(ctx context.Context, a sinks.Adapter, msg sinks.Message) sinks.Result {
-	return a.Deliver(ctx, msg)
+	return a.Deliver(context.WithoutCancel(ctx), msg)
 }
 
 // nextStep decides what a row becomes after an attempt (D10).
@@ -377,6 +382,9 @@ func (e *Engine) finish(ctx context.Context, res reservation, next store.RowOutc
 	for i, r := range res.rows {
 		ids[i] = r.ID
 	}
+	// What was sent is recorded even while the engine stops.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
 	err := pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
 		if err := store.FinishDeliveryRecord(ctx, tx, res.recordID, status, string(result.Class), result.Status, now); err != nil {
 			return err

@@ -59,7 +59,7 @@ type config struct {
 	PrivateHosts []netip.Prefix
 
 	// AppriseSchemesDenied is SWITCHBOARD_APPRISE_DENIED_SCHEMES. Defaults to
-	// engine.AppriseSchemesExcludedDefault.
+	// apprise.DefaultDeniedSchemes.
 	AppriseSchemesDenied []string
 
 	// MaxSinks is SWITCHBOARD_MAX_SINKS, the ceiling of sinks per owner

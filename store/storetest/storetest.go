@@ -68,3 +68,11 @@ func New(tb testing.TB) *pgxpool.Pool {
 	tb.Cleanup(pool.Close)
 	return pool
 }
+
+// ServerURL is the connection string of database db on the test server.
+func ServerURL(db string) string {
+	c := config()
+	c.Database = db
+	c.User = cmp.Or(os.Getenv("SWITCHBOARD_TEST_PGUSER"), "postgres")
+	return c.URL()
+}
