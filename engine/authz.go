@@ -16,8 +16,9 @@ import (
 //
 //   - A human acts on human:<self>; on team:<id> a member reads, and only an
 //     owner or admin writes (D2): a member's write is forbidden.
-//   - An endpoint acts only in its own owner scope, with its accountable
-//     human's permissions there (REQ-5).
+//   - An endpoint needs the notifications grant (off by default), and acts
+//     only in its own owner scope, with its accountable human's permissions
+//     there (REQ-5).
 //   - A scope the caller has no part in answers not_found, so that nothing
 //     of another owner is ever revealed, not even that it exists (D3).
 func (e *Engine) authorize(ctx context.Context, p Principal, scope notifytype.OwnerScope, write bool) error {
@@ -26,6 +27,9 @@ func (e *Engine) authorize(ctx context.Context, p Principal, scope notifytype.Ow
 	}
 	if !scope.Valid() {
 		return notifytype.NotFound("owner scope")
+	}
+	if p.EndpointID != 0 && !p.Has(notifytype.GrantNotifications) {
+		return notifytype.Forbidden("this endpoint's grant lacks the notifications verbs")
 	}
 	if p.EndpointID != 0 && scope != p.EndpointScope {
 		return notifytype.NotFound("owner scope")

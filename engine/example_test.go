@@ -53,8 +53,9 @@ func Example() {
 		panic(err)
 	}
 	serveCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() { _ = eng.Serve(serveCtx) }()
+	served := make(chan error)
+	go func() { served <- eng.Serve(serveCtx) }()
+	defer func() { stop(); <-served }()
 
 	// The owner configures a connection, a sink and a subscription: the
 	// same calls the web UI, the REST API and MCP make.

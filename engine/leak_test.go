@@ -53,7 +53,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	h, p := b.human()
 	_, stranger := b.human()
 	owner := notifytype.Human(h)
-	endpoint := engine.EndpointPrincipal(b.f.Endpoint(storetest.EndpointOpts{Owner: owner, Human: h}), h, owner)
+	endpoint := engine.EndpointPrincipal(b.f.Endpoint(storetest.EndpointOpts{Owner: owner, Human: h}), h, owner, notifytype.GrantNotifications)
 
 	token := "gtfya." + canary + "-token"
 	tgram := "tgram://" + canary + "bot/" + canary + "chat"

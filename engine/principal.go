@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/switchboard/notify/notifytype"
+import (
+	"slices"
+
+	"github.com/switchboard/notify/notifytype"
+)
 
 // Principal is who acts on the management service: a human (web UI,
 // operator API), or an endpoint with its accountable human (MCP). Every
@@ -15,6 +19,16 @@ type Principal struct {
 	// EndpointScope is the endpoint's owner scope. An endpoint acts only
 	// there, with the permissions its accountable human has in it.
 	EndpointScope notifytype.OwnerScope
+
+	// Grants are the endpoint's verb families; the management service
+	// needs notifications, NotifyOwner needs notify_owner (D5).
+	Grants []notifytype.Grant
+}
+
+// Has reports whether an endpoint principal holds grant g. A human holds
+// every family on their own scopes.
+func (p Principal) Has(g notifytype.Grant) bool {
+	return p.EndpointID == 0 || slices.Contains(p.Grants, g)
 }
 
 // HumanPrincipal is a human acting for themself.
@@ -22,6 +36,6 @@ func HumanPrincipal(humanID int64) Principal { return Principal{HumanID: humanID
 
 // EndpointPrincipal is an endpoint acting in its owner scope for its
 // accountable human.
-func EndpointPrincipal(endpointID, accountableHumanID int64, scope notifytype.OwnerScope) Principal {
-	return Principal{HumanID: accountableHumanID, EndpointID: endpointID, EndpointScope: scope}
+func EndpointPrincipal(endpointID, accountableHumanID int64, scope notifytype.OwnerScope, grants ...notifytype.Grant) Principal {
+	return Principal{HumanID: accountableHumanID, EndpointID: endpointID, EndpointScope: scope, Grants: grants}
 }

@@ -449,9 +449,18 @@ func TestEndpointPrincipal(t *testing.T) {
 	h, human := b.human()
 	owner := notifytype.Human(h)
 	endpoint := b.f.Endpoint(storetest.EndpointOpts{Owner: owner, Human: h, Grants: []string{"notifications"}})
-	p := engine.EndpointPrincipal(endpoint, h, owner)
+	p := engine.EndpointPrincipal(endpoint, h, owner, notifytype.GrantNotifications)
 	conn := b.gotifyConnection(t, human, owner)
 	queue := b.f.Queue(owner, "forge")
+
+	// Without the notifications grant (the default), every verb is
+	// forbidden (REQ-5).
+	ungranted := engine.EndpointPrincipal(endpoint, h, owner, notifytype.DefaultGrants...)
+	_, err := b.eng.ListSinks(b.ctx, ungranted, owner)
+	require.ErrorIs(t, err, notifytype.ErrForbidden)
+	_, err = b.eng.CreateSink(b.ctx, ungranted, engine.SinkInput{Owner: owner, Name: "phone", Kind: engine.KindGotify, ConnectionID: conn})
+	require.ErrorIs(t, err, notifytype.ErrForbidden)
+	require.Zero(t, b.f.Count(`SELECT count(*) FROM sinks`))
 
 	s, err := b.eng.CreateSink(b.ctx, p, engine.SinkInput{Owner: owner, Name: "phone", Kind: engine.KindGotify, ConnectionID: conn})
 	require.NoError(t, err)
@@ -505,8 +514,8 @@ func TestEndpointPrincipal(t *testing.T) {
 	b.f.Member(team, member, "member")
 	teamScope := notifytype.Team(team)
 	teamConn := b.gotifyConnection(t, engine.HumanPrincipal(h), teamScope)
-	asMember := engine.EndpointPrincipal(b.f.Endpoint(storetest.EndpointOpts{Owner: teamScope, Human: member}), member, teamScope)
-	asAdmin := engine.EndpointPrincipal(b.f.Endpoint(storetest.EndpointOpts{Owner: teamScope, Human: h}), h, teamScope)
+	asMember := engine.EndpointPrincipal(b.f.Endpoint(storetest.EndpointOpts{Owner: teamScope, Human: member}), member, teamScope, notifytype.GrantNotifications)
+	asAdmin := engine.EndpointPrincipal(b.f.Endpoint(storetest.EndpointOpts{Owner: teamScope, Human: h}), h, teamScope, notifytype.GrantNotifications)
 	_, err = b.eng.CreateSink(b.ctx, asMember, engine.SinkInput{Owner: teamScope, Name: "x", Kind: engine.KindGotify, ConnectionID: teamConn})
 	requireRefusal(t, err, notifytype.CodeForbidden, "")
 	_, err = b.eng.ListSinks(b.ctx, asMember, teamScope)

@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -120,10 +121,21 @@ func (w *World) Engine(configure ...func(*engine.Config)) *engine.Engine {
 // have) and serves it until the test ends.
 func (w *World) Serve(configure ...func(*engine.Config)) *engine.Engine {
 	w.tb.Helper()
+	return w.ServeWith(nil, configure...)
+}
+
+// ServeWith is Serve, calling prepare (when not nil) on the engine before
+// it serves: the place for test hooks such as WrapAdaptersForTest, which
+// must be set before Serve.
+func (w *World) ServeWith(prepare func(*engine.Engine), configure ...func(*engine.Config)) *engine.Engine {
+	w.tb.Helper()
 	pool, err := pgxpool.New(context.Background(), w.URL)
 	require.NoError(w.tb, err)
 	eng, err := engine.New(w.Config(pool, configure...))
 	require.NoError(w.tb, err)
+	if prepare != nil {
+		prepare(eng)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- eng.Serve(ctx) }()
@@ -147,6 +159,16 @@ func (w *World) Wait() engine.Attempt {
 		w.tb.Fatalf("no delivery attempt within %v", WaitTimeout)
 		return engine.Attempt{}
 	}
+}
+
+// WaitN returns the next n attempts, in the order they were reported.
+func (w *World) WaitN(n int) []engine.Attempt {
+	w.tb.Helper()
+	out := make([]engine.Attempt, 0, n)
+	for range n {
+		out = append(out, w.Wait())
+	}
+	return out
 }
 
 // WaitFor returns the first attempt for which ok is true, dropping others.
@@ -236,4 +258,124 @@ func (w *World) RowStates() map[string]int {
 	}
 	require.NoError(w.tb, rows.Err())
 	return out
+}
+
+// Helpers for property tests, which reuse one world across many checks:
+// engines that stop when a check ends, a reset between checks, and waits
+// that report a timeout to the caller instead of failing the test (a rapid
+// check fails through its own *rapid.T so that rapid can shrink).
+
+// Start builds an engine on a pool of its own (as another instance would
+// have) and serves it until stop is called or the test ends. stop waits for
+// the engine to return and closes its pool; it may be called more than
+// once.
+func (w *World) Start(configure ...func(*engine.Config)) (eng *engine.Engine, stop func()) {
+	w.tb.Helper()
+	pool, err := pgxpool.New(context.Background(), w.URL)
+	require.NoError(w.tb, err)
+	eng, err = engine.New(w.Config(pool, configure...))
+	require.NoError(w.tb, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- eng.Serve(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				w.tb.Errorf("engine stopped with: %v", err)
+			}
+			pool.Close()
+		})
+	}
+	w.tb.Cleanup(stop)
+	return eng, stop
+}
+
+// Reset empties what a property check writes (outbox rows and their
+// repeats, delivery records, subscriptions, sinks, connections) and drops
+// the attempts still queued, so the next check starts from nothing. Stop
+// the check's engines first, or reset while they are idle.
+func (w *World) Reset() error {
+	_, err := w.Pool.Exec(w.Ctx, `TRUNCATE outbox, outbox_repeats, delivery_records, subscriptions, sinks, connections CASCADE`)
+	for {
+		select {
+		case <-w.Attempts:
+		default:
+			return err
+		}
+	}
+}
+
+// NextAttempt returns the next attempt, or ok false when none came within
+// timeout (wall time).
+func (w *World) NextAttempt(timeout time.Duration) (a engine.Attempt, ok bool) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case a := <-w.Attempts:
+		return a, true
+	case <-t.C:
+		return engine.Attempt{}, false
+	}
+}
+
+// settleTick is how long Settle waits for an attempt before it looks at the
+// database again: a flush that finds no token reschedules its held rows
+// without an attempt to report.
+const settleTick = 25 * time.Millisecond
+
+// Settle waits until the engines have nothing to do at the fake clock's
+// present: no row is claimed, and none is pending or held with its due time
+// reached. It returns the attempts that arrived meanwhile (an attempt is
+// reported just after its rows are recorded, so one may still arrive after
+// Settle returns), or an error after WaitTimeout.
+func (w *World) Settle() ([]engine.Attempt, error) {
+	deadline := time.Now().Add(WaitTimeout)
+	var seen []engine.Attempt
+	for {
+		var busy int
+		err := w.Pool.QueryRow(w.Ctx, `
+			SELECT count(*) FROM outbox
+			WHERE state = 'claimed' OR (state IN ('pending', 'held') AND due_at <= $1)`, w.Clock.Now()).Scan(&busy)
+		if err != nil {
+			return seen, fmt.Errorf("error reading outbox: %w", err)
+		}
+		if busy == 0 {
+			return seen, nil
+		}
+		if time.Now().After(deadline) {
+			return seen, fmt.Errorf("%d outbox rows still due or claimed after %v", busy, WaitTimeout)
+		}
+		if a, ok := w.NextAttempt(settleTick); ok {
+			seen = append(seen, a)
+		}
+	}
+}
+
+// TableJSON returns every row of table as JSON (to_jsonb), one row a line,
+// without the columns named in omit: for checks that no stored value
+// carries a secret.
+func (w *World) TableJSON(table string, omit ...string) string {
+	w.tb.Helper()
+	if omit == nil {
+		omit = []string{}
+	}
+	var dump string
+	require.NoError(w.tb, w.Pool.QueryRow(w.Ctx,
+		`SELECT coalesce(string_agg((to_jsonb(t) - $1::text[])::text, E'\n'), '') FROM `+
+			pgx.Identifier{table}.Sanitize()+` t`, omit).Scan(&dump))
+	return dump
+}
+
+// Tables lists the database's tables.
+func (w *World) Tables() []string {
+	w.tb.Helper()
+	rows, err := w.Pool.Query(w.Ctx, `
+		SELECT table_name FROM information_schema.tables
+		WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`)
+	require.NoError(w.tb, err)
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(w.tb, err)
+	return tables
 }

@@ -1,0 +1,27 @@
+package httpx
+
+import (
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host"
+)
+
+// Deps is what every surface is built from.
+type Deps struct {
+	Engine    *engine.Engine
+	Accounts  *host.Accounts
+	Endpoints *host.Endpoints
+	Todos     *host.Todos
+	Pool      *pgxpool.Pool
+	Auth      *Auth
+	// Limiter is the per-human limiter all management routes share.
+	Limiter *Limiter
+	Logger  *slog.Logger
+	Clock   engine.Clock
+	// BaseURL is SWITCHBOARD_BASE_URL: links and the cookie's Secure flag
+	// (set when it is https) come from it.
+	BaseURL string
+}

@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks"
+	"github.com/switchboard/notify/store"
+)
+
+// Limits of the management actions.
+const (
+	// SendTestsPerMinute is how many test messages one sink may send a
+	// minute (the spec's Rate Limiting).
+	SendTestsPerMinute = 6
+	// AgentPagesPerHour is how many notify_owner calls one endpoint may
+	// make an hour (D12).
+	AgentPagesPerHour = 5
+	// AgentTitleMaxLen bounds a page's title as given; the message shows
+	// at most 120 characters of it (REQ-9).
+	AgentTitleMaxLen = 1000
+)
+
+// TestResult is what a send test reports: success or the error class.
+type TestResult struct {
+	Delivered bool                  `json:"delivered"`
+	Class     notifytype.ErrorClass `json:"error_class,omitempty"`
+	Status    int                   `json:"http_status,omitempty"`
+}
+
+// SendTest delivers one message titled as a test through the sink, now
+// (REQ-5): it bypasses subscriptions and the budget, but not the SSRF
+// guard, the HTTPS rule or the connection checks. At most
+// SendTestsPerMinute a minute per sink. It needs write access to the sink.
+func (e *Engine) SendTest(ctx context.Context, p Principal, sinkID int64) (TestResult, error) {
+	res, err := e.sendTest(ctx, p, sinkID)
+	return res, wrapErr(err, "sending test message")
+}
+
+func (e *Engine) sendTest(ctx context.Context, p Principal, sinkID int64) (TestResult, error) {
+	if _, err := e.readSink(ctx, p, sinkID, true); err != nil {
+		return TestResult{}, err
+	}
+	now := e.cfg.Clock.Now()
+	var (
+		adapter  sinks.Adapter
+		owner    string
+		recordID int64
+	)
+	err := pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
+		s, err := store.LockSinkForDelivery(ctx, tx, sinkID)
+		if err != nil {
+			return notFoundIfNoRows(err, "sink")
+		}
+		n, err := store.CountTestsSince(ctx, tx, sinkID, now.Add(-time.Minute))
+		if err != nil {
+			return err
+		}
+		if n >= SendTestsPerMinute {
+			return notifytype.RateLimited(fmt.Sprintf("at most %d test messages a minute per sink", SendTestsPerMinute))
+		}
+		// A disabled sink may be tested: that is how an owner checks it
+		// before enabling it.
+		s.Enabled = true
+		a, _, refusal := e.adapterFor(s)
+		if refusal != "" {
+			return notifytype.Forbidden(refusal)
+		}
+		adapter, owner = a, s.Owner
+		recordID, err = store.InsertDeliveryRecord(ctx, tx, store.DeliveryRecord{
+			SinkID: s.ID, Owner: s.Owner, EventType: "test", IsTest: true, CountsBudget: false, SentAt: now,
+		})
+		return err
+	})
+	if err != nil {
+		return TestResult{}, err
+	}
+	result := e.send(ctx, adapter, sinks.RenderTest())
+	status := "delivered"
+	if !result.OK() {
+		status = "undeliverable"
+		e.log.Warn("test message failed", "sink_id", sinkID, "owner_scope", owner, "class", result.Class,
+			"http_status", result.Status, "error", result.Err)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if err := store.FinishDeliveryRecord(rctx, e.cfg.Pool, recordID, status, string(result.Class), result.Status, e.cfg.Clock.Now()); err != nil {
+		return TestResult{}, err
+	}
+	return TestResult{Delivered: result.OK(), Class: result.Class, Status: result.Status}, nil
+}
+
+// NotifyOwnerInput is an agent's page (REQ-6).
+type NotifyOwnerInput struct {
+	// Title is agent-written: required, at most AgentTitleMaxLen
+	// characters, shown truncated to 120 and control-stripped.
+	Title string
+	// Severity defaults to normal.
+	Severity notifytype.Severity
+	// TodoID, when set, must be one of the endpoint's owner's todos.
+	TodoID int64
+}
+
+// NotifyOwner enqueues one agent.notify event in the endpoint's owner
+// scope (REQ-6): only for an endpoint granted notify_owner, at most
+// AgentPagesPerHour an hour per endpoint (counted in the database, so
+// across instances), inside the sink budget like any event. It creates no
+// acknowledgement, assignment or state of any todo (REQ-1).
+func (e *Engine) NotifyOwner(ctx context.Context, p Principal, in NotifyOwnerInput) error {
+	return wrapErr(e.notifyOwner(ctx, p, in), "paging owner")
+}
+
+func (e *Engine) notifyOwner(ctx context.Context, p Principal, in NotifyOwnerInput) error {
+	if p.EndpointID == 0 {
+		return notifytype.Forbidden("notify_owner is an endpoint's verb")
+	}
+	if !slices.Contains(p.Grants, notifytype.GrantNotifyOwner) {
+		return notifytype.Forbidden("this endpoint's grant lacks notify_owner")
+	}
+	switch {
+	case in.Title == "":
+		return notifytype.InvalidArgument("title", "is required")
+	case !utf8.ValidString(in.Title):
+		return notifytype.InvalidArgument("title", "must be UTF-8 text")
+	case utf8.RuneCountInString(in.Title) > AgentTitleMaxLen:
+		return notifytype.InvalidArgumentf("title", "must be at most %d characters", AgentTitleMaxLen)
+	}
+	sev, err := notifytype.ParseSeverity("severity", string(in.Severity), notifytype.SeverityNormal)
+	if err != nil {
+		return err
+	}
+	content := sinks.Content{Title: in.Title, Summary: "An agent paged its owner."}
+	if in.TodoID != 0 {
+		owned, err := e.cfg.Directory.Owned(ctx, p.EndpointScope, ResourceTodo, []int64{in.TodoID})
+		if err != nil {
+			return fmt.Errorf("error checking todo: %w", err)
+		}
+		if len(owned) != 1 {
+			return notifytype.NotFound("todo")
+		}
+		content.LinkPath = "/board/todos/" + strconv.FormatInt(in.TodoID, 10)
+	}
+	now := e.cfg.Clock.Now()
+	return pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
+		ok, err := store.RecordAgentPage(ctx, tx, p.EndpointID, now, now.Add(-time.Hour), AgentPagesPerHour)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return notifytype.RateLimited(fmt.Sprintf("at most %d pages an hour per endpoint", AgentPagesPerHour))
+		}
+		return e.Emit(ctx, tx, Event{
+			Type: notifytype.EventAgentNotify, Owner: p.EndpointScope, Severity: sev,
+			EndpointID: p.EndpointID, Content: content,
+		})
+	})
+}
+
+// DeliveryRecord is one recorded attempt or test message, as surfaces show
+// it: never a body, header, URL or secret.
+type DeliveryRecord struct {
+	ID            int64                 `json:"id"`
+	SinkID        int64                 `json:"sink_id"`
+	EventType     string                `json:"event_type"`
+	Attempt       int                   `json:"attempt"`
+	Test          bool                  `json:"test"`
+	CoalescedRows int                   `json:"coalesced_rows"`
+	Status        string                `json:"status"`
+	Class         notifytype.ErrorClass `json:"error_class,omitempty"`
+	HTTPStatus    int                   `json:"http_status,omitempty"`
+	SentAt        time.Time             `json:"sent_at"`
+}
+
+// ListDeliveries returns a sink's latest delivery records, newest first
+// (at most limit, 1..200; default 50).
+func (e *Engine) ListDeliveries(ctx context.Context, p Principal, sinkID int64, limit int) ([]DeliveryRecord, error) {
+	if _, err := e.readSink(ctx, p, sinkID, false); err != nil {
+		return nil, wrapErr(err, "listing deliveries")
+	}
+	if limit <= 0 || limit > 200 {
+		limit = 50
+	}
+	rows, err := store.ListDeliveryRecords(ctx, e.cfg.Pool, sinkID, limit)
+	if err != nil {
+		return nil, wrapErr(err, "listing deliveries")
+	}
+	out := make([]DeliveryRecord, len(rows))
+	for i, r := range rows {
+		out[i] = DeliveryRecord{
+			ID: r.ID, SinkID: r.SinkID, EventType: r.EventType, Attempt: r.Attempt, Test: r.IsTest,
+			CoalescedRows: r.CoalescedRows, Status: r.Status, Class: notifytype.ErrorClass(r.Class),
+			HTTPStatus: r.HTTPStatus, SentAt: r.SentAt,
+		}
+	}
+	return out, nil
+}

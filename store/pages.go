@@ -1,0 +1,66 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// CountTestsSince counts a sink's test messages sent at or after since.
+func CountTestsSince(ctx context.Context, db DBTX, sinkID int64, since time.Time) (int, error) {
+	var n int
+	err := db.QueryRow(ctx, `SELECT count(*) FROM delivery_records WHERE sink_id = $1 AND is_test AND sent_at >= $2`,
+		sinkID, since).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("error counting test messages: %w", err)
+	}
+	return n, nil
+}
+
+// RecordAgentPage counts one notify_owner call of an endpoint, unless it
+// already made limit calls at or after since; it reports whether it
+// counted. The endpoint's row is locked, so concurrent calls count one at
+// a time across instances.
+func RecordAgentPage(ctx context.Context, tx DBTX, endpointID int64, now, since time.Time, limit int) (bool, error) {
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM endpoints WHERE id = $1 FOR UPDATE`, endpointID); err != nil {
+		return false, fmt.Errorf("error locking endpoint: %w", err)
+	}
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM agent_pages WHERE endpoint_id = $1 AND paged_at >= $2`,
+		endpointID, since).Scan(&n); err != nil {
+		return false, fmt.Errorf("error counting agent pages: %w", err)
+	}
+	if n >= limit {
+		return false, nil
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO agent_pages (endpoint_id, paged_at) VALUES ($1, $2)`, endpointID, now); err != nil {
+		return false, fmt.Errorf("error recording agent page: %w", err)
+	}
+	return true, nil
+}
+
+// ListDeliveryRecords returns a sink's latest delivery records, newest
+// first.
+func ListDeliveryRecords(ctx context.Context, db DBTX, sinkID int64, limit int) ([]DeliveryRecord, error) {
+	rows, err := db.Query(ctx, `
+		SELECT id, sink_id, owner, coalesce(outbox_id, 0), event_type, attempt, is_test, counts_budget,
+		       coalesced_rows, status, coalesce(class, ''), coalesce(http_status, 0), sent_at, finished_at
+		FROM delivery_records WHERE sink_id = $1 ORDER BY id DESC LIMIT $2`, sinkID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("error listing delivery records: %w", err)
+	}
+	defer rows.Close()
+	var out []DeliveryRecord
+	for rows.Next() {
+		var r DeliveryRecord
+		if err := rows.Scan(&r.ID, &r.SinkID, &r.Owner, &r.OutboxID, &r.EventType, &r.Attempt, &r.IsTest, &r.CountsBudget,
+			&r.CoalescedRows, &r.Status, &r.Class, &r.HTTPStatus, &r.SentAt, &r.FinishedAt); err != nil {
+			return nil, fmt.Errorf("error reading delivery record: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error listing delivery records: %w", err)
+	}
+	return out, nil
+}
