@@ -1,8 +1,9 @@
 // Command emitratio measures what engine.Emit adds to a host's transaction,
 // against the bare transaction and against a River InsertTx, and what a
 // storm of emitters on one dedup key costs against the same storm on
-// distinct keys. Variants run interleaved in rounds, their order reversed
-// every other round, so drift on a noisy machine falls on all of them; the
+// distinct keys. Variants run interleaved in rounds: within a round they
+// take turns of -chunk transactions, in an order reversed every other
+// round, so drift on a noisy machine falls on all of them alike; the
 // figures are medians over the rounds.
 //
 // It creates a fresh database sbbench_<random> on the server of
@@ -34,7 +35,7 @@ import (
 
 var (
 	rounds     = flag.Int("rounds", 5, "rounds of every variant")
-	n          = flag.Int("n", 1000, "host transactions per variant per round")
+	n          = flag.Int("n", 800, "host transactions per variant per round")
 	stormN     = flag.Int("storm-n", 3000, "storm transactions per mode per round")
 	chunk      = flag.Int("chunk", 50, "host transactions per turn: within a round the variants take turns of this many")
 	stormChunk = flag.Int("storm-chunk", 500, "storm transactions per turn")
@@ -49,6 +50,10 @@ const hotTarget = 0.8
 
 func main() {
 	flag.Parse()
+	if *rounds < 1 || *n < 1 || *chunk < 1 || *stormN < 1 || *stormChunk < 1 {
+		fmt.Fprintln(os.Stderr, "emitratio: -rounds, -n, -chunk, -storm-n and -storm-chunk must be at least 1")
+		os.Exit(2)
+	}
 	if err := run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "emitratio:", err)
 		os.Exit(1)
