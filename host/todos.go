@@ -762,3 +762,11 @@ func nonEmpty(s string) *string {
 	}
 	return &s
 }
+
+// EnsureQueue returns the id of scope's queue name, creating it if needed.
+func (t *Todos) EnsureQueue(ctx context.Context, scope notifytype.OwnerScope, name string) (int64, error) {
+	if !scope.Valid() || name == "" {
+		return 0, notifytype.InvalidArgument("queue", "a queue needs an owner scope and a name")
+	}
+	return store.EnsureQueue(ctx, t.pool, scope.String(), name)
+}

@@ -311,3 +311,17 @@ func TodoDeadLetterContext(ctx context.Context, db DBTX, todoID int64) (DeadLett
 	}
 	return c, nil
 }
+
+// EnsureQueue returns the id of owner's queue name, creating it if needed.
+func EnsureQueue(ctx context.Context, db DBTX, owner, name string) (int64, error) {
+	var id int64
+	err := db.QueryRow(ctx, `
+		WITH ins AS (
+		    INSERT INTO queues (owner, name) VALUES ($1, $2) ON CONFLICT (owner, name) DO NOTHING RETURNING id
+		)
+		SELECT id FROM ins UNION ALL SELECT id FROM queues WHERE owner = $1 AND name = $2 LIMIT 1`, owner, name).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("error ensuring queue %s: %w", name, err)
+	}
+	return id, nil
+}

@@ -1,0 +1,166 @@
+package demo
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"slices"
+
+	"github.com/switchboard/notify/api/httpx"
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/notifytype"
+)
+
+// The demo's names in the demo owner's scope.
+const (
+	gotifyName  = "demo-gotify"
+	appriseName = "demo-apprise"
+	queueName   = "forge"
+	agentName   = "demo-agent"
+)
+
+// World is the demo owner's configured world.
+type World struct {
+	HumanID    int64
+	QueueID    int64
+	EndpointID int64
+	Receivers  *Receivers
+}
+
+// Setup gives the demo human a sink of each kind on the local receivers
+// (replacing those of an earlier run, whose ports are gone), subscribed to
+// dead letters, relay exhaustion and agent pages; a queue; and an endpoint
+// to claim its todos with. The engine must allow plain HTTP to loopback.
+func Setup(ctx context.Context, d httpx.Deps, rec *Receivers, humanID int64) (*World, error) {
+	p, owner := engine.HumanPrincipal(humanID), notifytype.Human(humanID)
+	sinks, err := d.Engine.ListSinks(ctx, p, owner)
+	if err != nil {
+		return nil, fmt.Errorf("error listing demo sinks: %w", err)
+	}
+	for _, s := range sinks {
+		if s.Name == gotifyName || s.Name == appriseName {
+			if err := d.Engine.DeleteSink(ctx, p, s.ID); err != nil {
+				return nil, fmt.Errorf("error replacing demo sink: %w", err)
+			}
+		}
+	}
+	conns, err := d.Engine.ListConnections(ctx, p, owner)
+	if err != nil {
+		return nil, fmt.Errorf("error listing demo connections: %w", err)
+	}
+	for _, c := range conns {
+		if c.Name == gotifyName || c.Name == appriseName {
+			if err := d.Engine.DeleteConnection(ctx, p, c.ID); err != nil {
+				return nil, fmt.Errorf("error replacing demo connection: %w", err)
+			}
+		}
+	}
+	events := []notifytype.EventType{notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted, notifytype.EventAgentNotify}
+	for _, k := range []struct {
+		name, kind, url, secret string
+		options                 json.RawMessage
+	}{
+		{gotifyName, engine.KindGotify, rec.GotifyURL, "gtfya.demo-application-token", nil},
+		{appriseName, engine.KindApprise, rec.AppriseURL, "", json.RawMessage(`{"config_key":"demo"}`)},
+	} {
+		c, err := d.Engine.CreateConnection(ctx, p, engine.ConnectionInput{
+			Owner: owner, Kind: k.kind, Name: k.name, AccountKey: k.url, Secret: notifytype.NewSecret(k.secret),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("error creating demo connection %s: %w", k.name, err)
+		}
+		s, err := d.Engine.CreateSink(ctx, p, engine.SinkInput{
+			Owner: owner, Name: k.name, Kind: k.kind, ConnectionID: c.ID, Options: k.options,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("error creating demo sink %s: %w", k.name, err)
+		}
+		if _, err := d.Engine.AddSubscription(ctx, p, s.ID, engine.SubscriptionInput{EventTypes: events}); err != nil {
+			return nil, fmt.Errorf("error subscribing demo sink %s: %w", k.name, err)
+		}
+	}
+	queue, err := d.Todos.EnsureQueue(ctx, owner, queueName)
+	if err != nil {
+		return nil, err
+	}
+	endpoints, err := d.Endpoints.List(ctx, humanID, owner)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(endpoints, func(e host.Endpoint) bool { return e.Name == agentName && e.RevokedAt == nil })
+	var endpoint int64
+	if i >= 0 {
+		endpoint = endpoints[i].ID
+	} else {
+		e, _, err := d.Endpoints.Vend(ctx, humanID, owner, agentName, nil)
+		if err != nil {
+			return nil, fmt.Errorf("error vending the demo endpoint: %w", err)
+		}
+		endpoint = e.ID
+	}
+	return &World{HumanID: humanID, QueueID: queue, EndpointID: endpoint, Receivers: rec}, nil
+}
+
+//go:embed demo.html
+var pages embed.FS
+
+var page = template.Must(template.ParseFS(pages, "demo.html"))
+
+// Handler serves GET /demo (the receivers' inbox and the button) and POST
+// /demo/dead-letter to the demo human's web session.
+func Handler(d httpx.Deps, w *World) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /demo", func(rw http.ResponseWriter, r *http.Request) {
+		if !w.allowed(d, rw, r) {
+			return
+		}
+		rw.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_ = page.Execute(rw, map[string]any{"Inbox": w.Receivers.Inbox(), "Status": d.Engine.Status()})
+	})
+	mux.HandleFunc("POST /demo/dead-letter", func(rw http.ResponseWriter, r *http.Request) {
+		if !w.allowed(d, rw, r) {
+			return
+		}
+		if err := w.deadLetter(r.Context(), d); err != nil {
+			httpx.WriteError(rw, r, d.Logger, err)
+			return
+		}
+		http.Redirect(rw, r, "/demo", http.StatusSeeOther)
+	})
+	return http.NewCrossOriginProtection().Handler(mux)
+}
+
+func (w *World) allowed(d httpx.Deps, rw http.ResponseWriter, r *http.Request) bool {
+	p, err := d.Auth.Session(r.Context(), r)
+	if err != nil || p.HumanID != w.HumanID {
+		http.Redirect(rw, r, "/login", http.StatusSeeOther)
+		return false
+	}
+	return true
+}
+
+// deadLetter makes a todo dead-letter the way an agent would: enqueued
+// with one attempt, claimed by the demo endpoint, failed at the cap.
+func (w *World) deadLetter(ctx context.Context, d httpx.Deps) error {
+	todo, err := d.Todos.Enqueue(ctx, w.QueueID, host.TodoInput{
+		Title:      "Nightly build failed on main",
+		Payload:    json.RawMessage(`{"body":"The issue body stays out of the message unless a subscription opts in."}`),
+		AttemptCap: 1,
+	})
+	if err != nil {
+		return err
+	}
+	claimed, ok, err := d.Todos.Claim(ctx, w.EndpointID, w.QueueID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("error claiming the demo todo %d: nothing to claim", todo.ID)
+	}
+	_, err = d.Todos.Fail(ctx, w.EndpointID, claimed.ID, host.AttemptReport{Summary: "Tests failed: 3 of 120 (demo)"})
+	return err
+}

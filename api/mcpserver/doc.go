@@ -1,0 +1,28 @@
+// Package mcpserver is the MCP surface: the verbs an agent's endpoint may
+// call, served over streamable HTTP with the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk).
+//
+// Every request must carry the endpoint's vended bearer credential (D4);
+// a missing, unknown or revoked one is answered 401 with
+// WWW-Authenticate: Bearer before the SDK sees the request. The endpoint's
+// grant picks the server that answers it, one cached server per grant
+// holding only the granted families' tools (D5), so tools/list differs per
+// endpoint: todos (claim, heartbeat, complete, fail, over host.Todos),
+// notifications (list_sinks, set_sink, delete_sink, test_sink,
+// set_sink_subscriptions, over the engine's management service in the
+// endpoint's owner scope; they share the operator API's per-human limiter)
+// and notify_owner (over engine.NotifyOwner). A verb outside the grant
+// called by name anyway is answered as a forbidden tool error, not the
+// SDK's "unknown tool".
+//
+// The surface is thin: every rule of the spec (grants, scopes, roles,
+// limits, schemes, ceilings, budgets) is checked by the engine or the host,
+// which the web UI and the REST API call too; the only rule here is the
+// family filter of tools/list and tools/call. Refusals come back as tool
+// results with IsError set and structured content {code, field, scheme,
+// message}, mapped from *notifytype.Error through one table (errors.go).
+//
+// The server is stateless (no Mcp-Session-Id is kept): each request is
+// authenticated on its own, so a revoked credential stops working at once
+// and any instance can answer any request.
+package mcpserver
