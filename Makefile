@@ -15,10 +15,12 @@ all: lint test build
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/switchboard-notify
 
-## run: build, find or start a local PostgreSQL (scripts/devdb.sh), serve
+## run: build, find or start a local PostgreSQL (scripts/devdb.sh), serve the demo
 run: build
 	@if [ -z "$$DATABASE_URL" ]; then DATABASE_URL=$$(scripts/devdb.sh) || exit 1; fi; \
-	export DATABASE_URL; exec ./$(BIN) serve
+	[ -s .devkey ] || od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > .devkey; \
+	export DATABASE_URL; export SWITCHBOARD_SECRET_KEY=$${SWITCHBOARD_SECRET_KEY:-$$(cat .devkey)}; \
+	export SWITCHBOARD_DEMO=$${SWITCHBOARD_DEMO:-1}; exec ./$(BIN) serve
 
 ## test: vet, then every test with the race detector (PostgreSQL required)
 test:

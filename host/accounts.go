@@ -191,3 +191,8 @@ func mint(prefix string) (notifytype.Secret, []byte, error) {
 	token := prefix + base64.RawURLEncoding.EncodeToString(b)
 	return notifytype.NewSecret(token), HashToken(token), nil
 }
+
+// HumanByEmail returns the human with email (not_found for none).
+func (a *Accounts) HumanByEmail(ctx context.Context, email string) (store.Human, error) {
+	return store.HumanByEmail(ctx, a.pool, email)
+}

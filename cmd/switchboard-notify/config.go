@@ -58,6 +58,14 @@ type config struct {
 	// deliveries reach although they are private. Defaults to none.
 	PrivateHosts []netip.Prefix
 
+	// Demo is SWITCHBOARD_DEMO: serve the demo (local receivers, a sink of
+	// each kind, the dead-letter button at /demo). make run sets it.
+	Demo bool
+
+	// APIToken is SWITCHBOARD_API_TOKEN: the operator API token the status
+	// command shows the running server's actors with.
+	APIToken string
+
 	// AppriseSchemesDenied is SWITCHBOARD_APPRISE_DENIED_SCHEMES. Defaults to
 	// apprise.DefaultDeniedSchemes.
 	AppriseSchemesDenied []string
@@ -153,6 +161,14 @@ func loadConfig(lookup func(string) (string, bool)) (config, error) {
 		c.PrivateHosts = append(c.PrivateHosts, p.Masked())
 	}
 
+	c.APIToken = get("SWITCHBOARD_API_TOKEN")
+	if v := get("SWITCHBOARD_DEMO"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			bad("SWITCHBOARD_DEMO", "%q is not a boolean", v)
+		}
+		c.Demo = b
+	}
 	if v := get("SWITCHBOARD_APPRISE_DENIED_SCHEMES"); v != "" {
 		c.AppriseSchemesDenied = []string{}
 		for _, f := range splitList(strings.ToLower(v)) {

@@ -27,13 +27,13 @@ func runDemo(ctx context.Context, cfg config, stdout io.Writer) error {
 		return err
 	}
 	defer pool.Close()
-	return demo(ctx, pool, cfg.BaseURL, stdout)
+	return demoCredentials(ctx, pool, cfg.BaseURL, stdout)
 }
 
-// demo ensures the demo human and writes a one-time login link and a new
+// demoCredentials ensures the demo human and writes a one-time login link and a new
 // operator API token for it to w. Credentials go to w (stdout), never to a
 // log: they are shown this once and stored only as hashes.
-func demo(ctx context.Context, pool *pgxpool.Pool, baseURL string, w io.Writer) error {
+func demoCredentials(ctx context.Context, pool *pgxpool.Pool, baseURL string, w io.Writer) error {
 	accounts := host.NewAccounts(pool)
 	h, created, err := accounts.EnsureHuman(ctx, demoName, demoEmail)
 	if err != nil {

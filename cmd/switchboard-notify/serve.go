@@ -8,14 +8,23 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"slices"
 	"time"
 
+	"github.com/switchboard/notify/api"
+	"github.com/switchboard/notify/api/demo"
+	"github.com/switchboard/notify/api/httpx"
+	"github.com/switchboard/notify/api/ops"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 )
 
-// Server timeouts.
+// Server timeouts and the operator API's per-human limit.
 const (
+	apiRatePerSecond = 5
+	apiBurst         = 30
+
 	readHeaderTimeout = 10 * time.Second
 	shutdownTimeout   = 15 * time.Second
 	healthTimeout     = 2 * time.Second
@@ -33,20 +42,36 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	defer pool.Close()
 	log.Info("database ready", "database", redactedDatabase(cfg.DatabaseURL), "migration", lastMigration())
 
+	var receivers *demo.Receivers
+	allowHTTP, privateHosts := cfg.PushAllowHTTP, cfg.PrivateHosts
+	if cfg.Demo {
+		// The demo's receivers listen on loopback over plain HTTP: allowed
+		// for this server only because the demo is on.
+		if receivers, err = demo.StartReceivers(); err != nil {
+			return fmt.Errorf("error starting the demo receivers: %w", err)
+		}
+		defer receivers.Close()
+		allowHTTP = true
+		privateHosts = append(slices.Clone(privateHosts), netip.MustParsePrefix("127.0.0.1/32"))
+	}
+	var metrics *ops.Metrics
 	eng, err := engine.New(engine.Config{
 		Pool:                 pool,
 		Directory:            host.NewDirectory(pool),
 		SecretKey:            cfg.SecretKey,
 		BaseURL:              cfg.BaseURL,
-		PushAllowHTTP:        cfg.PushAllowHTTP,
+		PushAllowHTTP:        allowHTTP,
 		AppriseSchemesDenied: cfg.AppriseSchemesDenied,
 		MaxSinksPerScope:     cfg.MaxSinks,
-		PrivateHosts:         cfg.PrivateHosts,
+		PrivateHosts:         privateHosts,
 		Logger:               log,
+		OnAttempt:            func(a engine.Attempt) { metrics.OnAttempt(a) },
+		OnClaim:              func(sink int64, lag time.Duration) { metrics.OnClaim(sink, lag) },
 	})
 	if err != nil {
 		return err
 	}
+	metrics = ops.NewMetrics(pool, eng.Status)
 	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopEngine()
 	engineDone := make(chan error, 1)
@@ -57,24 +82,49 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	}
 
 	accounts := host.NewAccounts(pool)
+	directory := host.NewDirectory(pool)
+	todos := host.NewTodos(pool, eng, nil)
+	deps := httpx.Deps{
+		Engine:    eng,
+		Accounts:  accounts,
+		Endpoints: host.NewEndpoints(pool, directory, todos, nil),
+		Todos:     todos,
+		Pool:      pool,
+		Limiter:   httpx.NewLimiter(apiRatePerSecond, apiBurst),
+		Logger:    log,
+		Clock:     engine.SystemClock{},
+		BaseURL:   cfg.BaseURL,
+	}
+	deps.Auth = &httpx.Auth{Accounts: deps.Accounts, Endpoints: deps.Endpoints, Clock: deps.Clock}
+
 	if n, err := accounts.CountHumans(ctx); err != nil {
 		return err
-	} else if n == 0 {
-		if err := demo(ctx, pool, cfg.BaseURL, stdout); err != nil {
+	} else if n == 0 || cfg.Demo {
+		if err := demoCredentials(ctx, pool, cfg.BaseURL, stdout); err != nil {
 			return err
 		}
 	}
-
-	mux := http.NewServeMux()
-	mux.Handle("GET /healthz", healthHandler(pool))
-	// TODO(lead): mount the surfaces (api/) here.
+	var demoHandler http.Handler
+	if cfg.Demo {
+		h, err := accounts.HumanByEmail(ctx, demoEmail)
+		if err != nil {
+			return err
+		}
+		world, err := demo.Setup(ctx, deps, receivers, h.ID)
+		if err != nil {
+			return err
+		}
+		demoHandler = demo.Handler(deps, world)
+		fmt.Fprintf(stdout, "Demo: log in with the link above, then open %s/demo and press the button.\n\n", cfg.BaseURL)
+	}
+	handler := api.NewHandler(deps, api.Options{Metrics: metrics, Health: healthHandler(pool), Demo: demoHandler})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("error listening on %s: %w", cfg.Listen, err)
 	}
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}

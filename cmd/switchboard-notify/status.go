@@ -1,25 +1,71 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"log/slog"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/switchboard/notify/engine"
 )
 
-// runStatus is the status command: the per-sink actor table for ops.
-//
-// TODO(lead): the engine has no Status() yet. Actor status lives in the
-// memory of each serving instance, so once engine.Status and the ops JSON
-// endpoint exist, this command should fetch <SWITCHBOARD_BASE_URL>/ops/…
-// (or call engine.Status in-process) and print one row per sink: state,
-// tokens, held, in flight, next wake, last error class, restarts.
+// runStatus is the status command: the running server's per-sink actor
+// table, read from GET <SWITCHBOARD_BASE_URL>/ops/actors with the operator
+// token SWITCHBOARD_API_TOKEN. Actor status lives in each serving
+// instance's memory, so the command asks the instance.
 func runStatus(ctx context.Context, cfg config, stdout io.Writer) error {
-	pool, err := openDatabase(ctx, cfg, slog.New(slog.DiscardHandler))
+	if cfg.APIToken == "" {
+		return errors.New("SWITCHBOARD_API_TOKEN is not set: status needs an operator API token (switchboard-notify demo prints one)")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(cfg.BaseURL, "/")+"/ops/actors", nil)
 	if err != nil {
+		return fmt.Errorf("error building status request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+cfg.APIToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("error asking the server for its actors: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the server answered %s", resp.Status)
+	}
+	var body struct {
+		Actors []engine.ActorStatus `json:"actors"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
+		return fmt.Errorf("error reading the server's answer: %w", err)
+	}
+	return printStatus(stdout, body.Actors)
+}
+
+// printStatus writes the actor table.
+func printStatus(w io.Writer, actors []engine.ActorStatus) error {
+	if len(actors) == 0 {
+		_, err := fmt.Fprintln(w, "no active actors")
 		return err
 	}
-	defer pool.Close()
-	fmt.Fprintln(stdout, "no actors")
-	return nil
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SINK\tSTATE\tTOKENS\tHELD\tQUEUED\tIN FLIGHT\tNEXT WAKE\tLAST ERROR\tRESTARTS")
+	for _, a := range actors {
+		tokens := "-"
+		if a.Tokens >= 0 {
+			tokens = fmt.Sprintf("%.1f", a.Tokens)
+		}
+		wake := "-"
+		if !a.NextWake.IsZero() {
+			wake = a.NextWake.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\n", a.SinkID, a.State, tokens, a.Held, a.Queued,
+			a.InFlight, wake, cmp.Or(string(a.LastClass), "-"), a.Restarts)
+	}
+	return tw.Flush()
 }

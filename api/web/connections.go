@@ -1,0 +1,114 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/switchboard/notify/api/httpx"
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/notifytype"
+)
+
+// connForm is the connection form as the human typed it, less its secret
+// fields: a secret is write-only and never goes back to a page, not even
+// after a refusal.
+type connForm struct {
+	Kind, Name, AccountKey string
+}
+
+// connSecret reads the secret fields for kind: a token (gotify, cairn), or
+// Apprise URLs one a line and an authorization header value, sent as the
+// JSON the engine reads.
+func connSecret(r *http.Request, kind string) notifytype.Secret {
+	if kind != engine.KindApprise {
+		return notifytype.NewSecret(strings.TrimSpace(r.PostFormValue("secret")))
+	}
+	var v struct {
+		URLs          []string `json:"urls,omitempty"`
+		Authorization string   `json:"authorization,omitempty"`
+	}
+	for line := range strings.Lines(r.PostFormValue("apprise_urls")) {
+		if line = strings.TrimSpace(line); line != "" {
+			v.URLs = append(v.URLs, line)
+		}
+	}
+	v.Authorization = strings.TrimSpace(r.PostFormValue("apprise_authorization"))
+	if len(v.URLs) == 0 && v.Authorization == "" {
+		return notifytype.Secret{}
+	}
+	b, _ := json.Marshal(v) // strings always marshal
+	return notifytype.NewSecret(string(b))
+}
+
+type connectionsData struct {
+	Connections []engine.Connection
+	Form        connForm
+	Kinds       []string
+}
+
+func (s *server) connectionsPage(w http.ResponseWriter, r *http.Request, a *actor) {
+	scope, err := a.scope(r)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	s.renderConnections(w, r, a, scope, http.StatusOK, connForm{Kind: engine.KindGotify}, nil)
+}
+
+func (s *server) renderConnections(w http.ResponseWriter, r *http.Request, a *actor, scope notifytype.OwnerScope, status int, form connForm, refusal error) {
+	canWrite, readOnly, err := s.access(r.Context(), a, scope)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	conns, err := s.d.Engine.ListConnections(r.Context(), a.P, scope)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	s.render(w, r, status, "connections", a, view{
+		Title: "Connections", Nav: "connections", Scope: scope, CanWrite: canWrite, ReadOnly: readOnly,
+		Err:  s.public(r, refusal),
+		Data: connectionsData{Connections: conns, Form: form, Kinds: engine.ConnectionKinds},
+	})
+}
+
+func (s *server) createConnection(w http.ResponseWriter, r *http.Request, a *actor) {
+	scope, err := a.scope(r)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	form := connForm{Kind: r.PostFormValue("kind"), Name: r.PostFormValue("name"), AccountKey: strings.TrimSpace(r.PostFormValue("account_key"))}
+	_, err = s.d.Engine.CreateConnection(r.Context(), a.P, engine.ConnectionInput{
+		Owner: scope, Kind: form.Kind, Name: form.Name, AccountKey: form.AccountKey, Secret: connSecret(r, form.Kind),
+	})
+	if err == nil {
+		seeOther(w, r, scopePath("/connections", scope))
+		return
+	}
+	// A base URL the engine refused may carry what it refused (a password
+	// in its user info): it is not typed back.
+	if e, ok := notifytype.AsError(err); ok && e.Field == "account_key" {
+		form.AccountKey = ""
+	}
+	s.renderConnections(w, r, a, scope, httpx.StatusOf(err), form, err)
+}
+
+func (s *server) deleteConnection(w http.ResponseWriter, r *http.Request, a *actor) {
+	scope, err := a.scope(r)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	id, err := pathID(r, "id", "connection")
+	if err == nil {
+		err = s.d.Engine.DeleteConnection(r.Context(), a.P, id)
+	}
+	if err == nil {
+		seeOther(w, r, scopePath("/connections", scope))
+		return
+	}
+	s.renderConnections(w, r, a, scope, httpx.StatusOf(err), connForm{Kind: engine.KindGotify}, err)
+}

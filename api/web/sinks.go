@@ -1,0 +1,479 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/switchboard/notify/api/httpx"
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/notifytype"
+)
+
+// deliveriesShown is how many delivery records a sink's page lists.
+const deliveriesShown = 20
+
+// sinkForm is the sink create and edit form as the human typed it.
+type sinkForm struct {
+	Name, Kind, ConnectionID                  string
+	Enabled                                   bool
+	PriorityLow, PriorityNormal, PriorityHigh string
+	ConfigKey, Tag                            string
+	BudgetPerHour, BudgetBurst                string
+}
+
+func readSinkForm(r *http.Request) sinkForm {
+	return sinkForm{
+		Name: r.PostFormValue("name"), Kind: r.PostFormValue("kind"), ConnectionID: r.PostFormValue("connection_id"),
+		Enabled:     r.PostFormValue("enabled") != "",
+		PriorityLow: r.PostFormValue("priority_low"), PriorityNormal: r.PostFormValue("priority_normal"),
+		PriorityHigh: r.PostFormValue("priority_high"),
+		ConfigKey:    r.PostFormValue("config_key"), Tag: r.PostFormValue("tag"),
+		BudgetPerHour: r.PostFormValue("budget_per_hour"), BudgetBurst: r.PostFormValue("budget_burst"),
+	}
+}
+
+// formOf is the edit form of a stored sink.
+func formOf(s engine.Sink) sinkForm {
+	var o struct {
+		Priorities map[notifytype.Severity]int `json:"priorities"`
+		ConfigKey  string                      `json:"config_key"`
+		Tag        string                      `json:"tag"`
+	}
+	_ = json.Unmarshal(s.Options, &o)
+	pri := func(sev notifytype.Severity) string {
+		if p, ok := o.Priorities[sev]; ok {
+			return strconv.Itoa(p)
+		}
+		return ""
+	}
+	return sinkForm{
+		Name: s.Name, Kind: s.Kind, ConnectionID: strconv.FormatInt(s.ConnectionID, 10), Enabled: s.Enabled,
+		PriorityLow: pri(notifytype.SeverityLow), PriorityNormal: pri(notifytype.SeverityNormal),
+		PriorityHigh: pri(notifytype.SeverityHigh), ConfigKey: o.ConfigKey, Tag: o.Tag,
+		BudgetPerHour: strconv.Itoa(s.BudgetPerHour), BudgetBurst: strconv.Itoa(s.BudgetBurst),
+	}
+}
+
+// connectionID reads the connection select; a missing or malformed value
+// is 0, which the engine refuses as it refuses the API's.
+func (f sinkForm) connectionID() int64 {
+	id, _ := strconv.ParseInt(strings.TrimSpace(f.ConnectionID), 10, 64)
+	return id
+}
+
+// options are the kind's options as the engine reads them. A priority that
+// is not an integer is passed on as text, so the engine refuses it exactly
+// as it refuses the API's.
+func (f sinkForm) options(kind string) json.RawMessage {
+	o := map[string]any{}
+	switch kind {
+	case engine.KindGotify:
+		pri := map[string]any{}
+		for sev, v := range map[notifytype.Severity]string{
+			notifytype.SeverityLow: f.PriorityLow, notifytype.SeverityNormal: f.PriorityNormal, notifytype.SeverityHigh: f.PriorityHigh,
+		} {
+			if v = strings.TrimSpace(v); v == "" {
+				continue
+			}
+			if n, err := strconv.Atoi(v); err == nil {
+				pri[string(sev)] = n
+			} else {
+				pri[string(sev)] = v
+			}
+		}
+		if len(pri) > 0 {
+			o["priorities"] = pri
+		}
+	case engine.KindApprise:
+		if v := strings.TrimSpace(f.ConfigKey); v != "" {
+			o["config_key"] = v
+		}
+		if v := strings.TrimSpace(f.Tag); v != "" {
+			o["tag"] = v
+		}
+	}
+	b, _ := json.Marshal(o) // a map of strings and ints always marshals
+	return b
+}
+
+// budget reads a budget field; blank is 0, the engine's default.
+func budget(field, v string) (int, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, notifytype.InvalidArgument(field, "must be a whole number")
+	}
+	return n, nil
+}
+
+func (f sinkForm) input(owner notifytype.OwnerScope) (engine.SinkInput, error) {
+	perHour, err := budget("budget_per_hour", f.BudgetPerHour)
+	if err != nil {
+		return engine.SinkInput{}, err
+	}
+	burst, err := budget("budget_burst", f.BudgetBurst)
+	if err != nil {
+		return engine.SinkInput{}, err
+	}
+	enabled := f.Enabled
+	return engine.SinkInput{
+		Owner: owner, Name: f.Name, Kind: f.Kind, ConnectionID: f.connectionID(), Enabled: &enabled,
+		Options: f.options(f.Kind), BudgetPerHour: perHour, BudgetBurst: burst,
+	}, nil
+}
+
+func (f sinkForm) patch(kind string) (engine.SinkPatch, error) {
+	perHour, err := budget("budget_per_hour", f.BudgetPerHour)
+	if err != nil {
+		return engine.SinkPatch{}, err
+	}
+	burst, err := budget("budget_burst", f.BudgetBurst)
+	if err != nil {
+		return engine.SinkPatch{}, err
+	}
+	name, conn, opts := f.Name, f.connectionID(), f.options(kind)
+	p := engine.SinkPatch{Name: &name, ConnectionID: &conn, Options: &opts}
+	if strings.TrimSpace(f.BudgetPerHour) != "" {
+		p.BudgetPerHour = &perHour
+	}
+	if strings.TrimSpace(f.BudgetBurst) != "" {
+		p.BudgetBurst = &burst
+	}
+	return p, nil
+}
+
+// subForm is the add-subscription form as the human typed it.
+type subForm struct {
+	EventTypes                  []string
+	Queues, Endpoints, Webhooks string
+	MinSeverity                 string
+	IncludeExcerpt              bool
+}
+
+func readSubForm(r *http.Request) subForm {
+	return subForm{
+		EventTypes: r.PostForm["event_types"],
+		Queues:     r.PostFormValue("queues"), Endpoints: r.PostFormValue("endpoints"), Webhooks: r.PostFormValue("webhooks"),
+		MinSeverity:    r.PostFormValue("min_severity"),
+		IncludeExcerpt: r.PostFormValue("include_excerpt") != "",
+	}
+}
+
+func (f subForm) input() (engine.SubscriptionInput, error) {
+	in := engine.SubscriptionInput{MinSeverity: notifytype.Severity(f.MinSeverity), IncludeExcerpt: f.IncludeExcerpt}
+	for _, t := range f.EventTypes {
+		in.EventTypes = append(in.EventTypes, notifytype.EventType(t))
+	}
+	var err error
+	if in.Queues, err = parseIDs("queues", f.Queues); err != nil {
+		return in, err
+	}
+	if in.Endpoints, err = parseIDs("endpoints", f.Endpoints); err != nil {
+		return in, err
+	}
+	if in.Webhooks, err = parseIDs("webhooks", f.Webhooks); err != nil {
+		return in, err
+	}
+	return in, nil
+}
+
+// parseIDs reads ids separated by commas or spaces.
+func parseIDs(field, v string) ([]int64, error) {
+	var ids []int64
+	for _, part := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		id, err := strconv.ParseInt(part, 10, 64)
+		if err != nil {
+			return nil, notifytype.InvalidArgument(field, "must be ids separated by commas")
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// sinksData is the sinks page.
+type sinksData struct {
+	Sinks       []sinkRow
+	Connections []engine.Connection // of the sink kinds
+	Form        sinkForm
+	Kinds       []string
+}
+
+type sinkRow struct {
+	engine.Sink
+	Connection string
+}
+
+// sinkData is one sink's page.
+type sinkData struct {
+	Sink        engine.Sink
+	Connection  string
+	Connections []engine.Connection // of the sink's kind
+	Form        sinkForm
+	Subs        []engine.Subscription
+	SubForm     subForm
+	Deliveries  []engine.DeliveryRecord
+	Test        *engine.TestResult
+	EventTypes  []notifytype.EventType
+	Severities  []notifytype.Severity
+}
+
+func (s *server) sinksPage(w http.ResponseWriter, r *http.Request, a *actor) {
+	scope, err := a.scope(r)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	s.renderSinks(w, r, a, scope, http.StatusOK, sinkForm{Kind: engine.KindGotify, Enabled: true}, nil)
+}
+
+// renderSinks shows scope's sinks and the create form holding form, with
+// err when a save was refused.
+func (s *server) renderSinks(w http.ResponseWriter, r *http.Request, a *actor, scope notifytype.OwnerScope, status int, form sinkForm, refusal error) {
+	ctx := r.Context()
+	canWrite, readOnly, err := s.access(ctx, a, scope)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	sinks, err := s.d.Engine.ListSinks(ctx, a.P, scope)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	conns, err := s.d.Engine.ListConnections(ctx, a.P, scope)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	data := sinksData{Form: form, Kinds: []string{engine.KindGotify, engine.KindApprise}}
+	for _, c := range conns {
+		if c.Kind == engine.KindGotify || c.Kind == engine.KindApprise {
+			data.Connections = append(data.Connections, c)
+		}
+	}
+	for _, sk := range sinks {
+		data.Sinks = append(data.Sinks, sinkRow{Sink: sk, Connection: connectionName(conns, sk.ConnectionID)})
+	}
+	s.render(w, r, status, "sinks", a, view{
+		Title: "Sinks", Nav: "sinks", Scope: scope, CanWrite: canWrite, ReadOnly: readOnly,
+		Err: s.public(r, refusal), Data: data,
+	})
+}
+
+func connectionName(conns []engine.Connection, id int64) string {
+	i := slices.IndexFunc(conns, func(c engine.Connection) bool { return c.ID == id })
+	if i < 0 {
+		return "#" + strconv.FormatInt(id, 10)
+	}
+	return conns[i].Name
+}
+
+func (s *server) createSink(w http.ResponseWriter, r *http.Request, a *actor) {
+	scope, err := a.scope(r)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	form := readSinkForm(r)
+	in, err := form.input(scope)
+	if err == nil {
+		var sk engine.Sink
+		if sk, err = s.d.Engine.CreateSink(r.Context(), a.P, in); err == nil {
+			seeOther(w, r, "/sinks/"+strconv.FormatInt(sk.ID, 10))
+			return
+		}
+	}
+	s.renderSinks(w, r, a, scope, httpx.StatusOf(err), form, err)
+}
+
+func (s *server) sinkPage(w http.ResponseWriter, r *http.Request, a *actor) {
+	s.renderSink(w, r, a, http.StatusOK, sinkPageState{})
+}
+
+// sinkPageState is what a sink page shows beyond the stored sink: a form
+// as typed, a test's result, a refusal.
+type sinkPageState struct {
+	form    *sinkForm
+	subForm *subForm
+	test    *engine.TestResult
+	notice  string
+	refusal error
+}
+
+// renderSink shows the sink of the path. A sink the human cannot see is
+// not_found, whatever the action was.
+func (s *server) renderSink(w http.ResponseWriter, r *http.Request, a *actor, status int, st sinkPageState) {
+	ctx := r.Context()
+	id, err := pathID(r, "id", "sink")
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	sk, err := s.d.Engine.GetSink(ctx, a.P, id)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	canWrite, readOnly, err := s.access(ctx, a, sk.Owner)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	conns, err := s.d.Engine.ListConnections(ctx, a.P, sk.Owner)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	subs, err := s.d.Engine.ListSubscriptions(ctx, a.P, id)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	deliveries, err := s.d.Engine.ListDeliveries(ctx, a.P, id, deliveriesShown)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	data := sinkData{
+		Sink: sk, Connection: connectionName(conns, sk.ConnectionID), Form: formOf(sk),
+		Subs: subs, SubForm: subForm{MinSeverity: string(notifytype.SeverityLow)}, Deliveries: deliveries, Test: st.test,
+		EventTypes: notifytype.EventTypes, Severities: notifytype.Severities,
+	}
+	for _, c := range conns {
+		if c.Kind == sk.Kind {
+			data.Connections = append(data.Connections, c)
+		}
+	}
+	if st.form != nil {
+		data.Form = *st.form
+	}
+	if st.subForm != nil {
+		data.SubForm = *st.subForm
+	}
+	s.render(w, r, status, "sink", a, view{
+		Title: "Sink " + sk.Name, Nav: "sinks", Scope: sk.Owner, CanWrite: canWrite, ReadOnly: readOnly,
+		Notice: st.notice, Err: s.public(r, st.refusal), Data: data,
+	})
+}
+
+// afterSinkWrite redirects to the sink's page after a save, or shows the
+// page again with the refusal.
+func (s *server) afterSinkWrite(w http.ResponseWriter, r *http.Request, a *actor, id int64, err error, st sinkPageState) {
+	if err == nil {
+		seeOther(w, r, "/sinks/"+strconv.FormatInt(id, 10))
+		return
+	}
+	st.refusal = err
+	s.renderSink(w, r, a, httpx.StatusOf(err), st)
+}
+
+func (s *server) editSink(w http.ResponseWriter, r *http.Request, a *actor) {
+	id, err := pathID(r, "id", "sink")
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	form := readSinkForm(r)
+	sk, err := s.d.Engine.GetSink(r.Context(), a.P, id)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	form.Kind, form.Enabled = sk.Kind, sk.Enabled
+	patch, err := form.patch(sk.Kind)
+	if err == nil {
+		_, err = s.d.Engine.UpdateSink(r.Context(), a.P, id, patch)
+	}
+	s.afterSinkWrite(w, r, a, id, err, sinkPageState{form: &form})
+}
+
+func (s *server) enableSink(on bool) handler {
+	return func(w http.ResponseWriter, r *http.Request, a *actor) {
+		id, err := pathID(r, "id", "sink")
+		if err != nil {
+			s.fail(w, r, a, err)
+			return
+		}
+		_, err = s.d.Engine.SetSinkEnabled(r.Context(), a.P, id, on)
+		s.afterSinkWrite(w, r, a, id, err, sinkPageState{})
+	}
+}
+
+func (s *server) deleteSink(w http.ResponseWriter, r *http.Request, a *actor) {
+	id, err := pathID(r, "id", "sink")
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	sk, err := s.d.Engine.GetSink(r.Context(), a.P, id)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	if err := s.d.Engine.DeleteSink(r.Context(), a.P, id); err != nil {
+		s.afterSinkWrite(w, r, a, id, err, sinkPageState{})
+		return
+	}
+	seeOther(w, r, scopePath("/sinks", sk.Owner))
+}
+
+// testSink sends a test message and shows the sink's page with the result:
+// delivered, or the error class.
+func (s *server) testSink(w http.ResponseWriter, r *http.Request, a *actor) {
+	id, err := pathID(r, "id", "sink")
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	res, err := s.d.Engine.SendTest(r.Context(), a.P, id)
+	if err != nil {
+		s.afterSinkWrite(w, r, a, id, err, sinkPageState{})
+		return
+	}
+	s.renderSink(w, r, a, http.StatusOK, sinkPageState{test: &res})
+}
+
+func (s *server) addSubscription(w http.ResponseWriter, r *http.Request, a *actor) {
+	id, err := pathID(r, "id", "sink")
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	form := readSubForm(r)
+	in, err := form.input()
+	if err == nil {
+		_, err = s.d.Engine.AddSubscription(r.Context(), a.P, id, in)
+	}
+	s.afterSinkWrite(w, r, a, id, err, sinkPageState{subForm: &form})
+}
+
+func (s *server) deleteSubscription(w http.ResponseWriter, r *http.Request, a *actor) {
+	id, err := pathID(r, "id", "sink")
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	sub, err := pathID(r, "sub", "subscription")
+	if err == nil {
+		err = s.d.Engine.DeleteSubscription(r.Context(), a.P, id, sub)
+	}
+	s.afterSinkWrite(w, r, a, id, err, sinkPageState{})
+}
+
+// AnyKind is the form with no kind chosen, so the create form shows every
+// kind's options (a page without JavaScript cannot switch them).
+func (f sinkForm) AnyKind() sinkForm {
+	f.Kind = ""
+	return f
+}
+
+// HasType reports whether the form checks event type t.
+func (f subForm) HasType(t notifytype.EventType) bool {
+	return slices.Contains(f.EventTypes, string(t))
+}

@@ -1,0 +1,376 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchboard/notify/api/httpx"
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static/style.css
+var staticFS embed.FS
+
+// server holds what every handler needs.
+type server struct {
+	d      httpx.Deps
+	log    *slog.Logger
+	clock  engine.Clock
+	secure bool // the session cookie's Secure flag: the base URL is https
+	pages  map[string]*template.Template
+}
+
+// New returns the web UI: every page and form, behind the standard headers,
+// the 16 KiB body limit and cross-origin protection. d.Engine, d.Accounts,
+// d.Endpoints, d.Pool and d.Limiter are required; d.Auth defaults to one
+// over d.Accounts and d.Endpoints.
+func New(d httpx.Deps) http.Handler {
+	if d.Engine == nil || d.Accounts == nil || d.Endpoints == nil || d.Pool == nil || d.Limiter == nil {
+		panic("web: New needs Deps.Engine, Deps.Accounts, Deps.Endpoints, Deps.Pool and Deps.Limiter")
+	}
+	s := &server{d: d, log: d.Logger, clock: d.Clock, pages: parsePages()}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.clock == nil {
+		s.clock = engine.SystemClock{}
+	}
+	if s.d.Auth == nil {
+		s.d.Auth = &httpx.Auth{Accounts: d.Accounts, Endpoints: d.Endpoints, Clock: s.clock}
+	}
+	if u, err := url.Parse(d.BaseURL); err == nil && strings.EqualFold(u.Scheme, "https") {
+		s.secure = true
+	}
+
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/sinks", http.StatusSeeOther)
+	})
+	mux.HandleFunc("GET /login", s.loginPage)
+	mux.HandleFunc("GET /login/{token}", s.login)
+	mux.HandleFunc("POST /logout", s.logout)
+
+	mux.Handle("GET /sinks", s.authed(s.sinksPage))
+	mux.Handle("POST /sinks", s.authed(s.createSink))
+	mux.Handle("GET /sinks/{id}", s.authed(s.sinkPage))
+	mux.Handle("POST /sinks/{id}", s.authed(s.editSink))
+	mux.Handle("POST /sinks/{id}/enable", s.authed(s.enableSink(true)))
+	mux.Handle("POST /sinks/{id}/disable", s.authed(s.enableSink(false)))
+	mux.Handle("POST /sinks/{id}/delete", s.authed(s.deleteSink))
+	mux.Handle("POST /sinks/{id}/test", s.authed(s.testSink))
+	mux.Handle("POST /sinks/{id}/subscriptions", s.authed(s.addSubscription))
+	mux.Handle("POST /sinks/{id}/subscriptions/{sub}/delete", s.authed(s.deleteSubscription))
+
+	mux.Handle("GET /connections", s.authed(s.connectionsPage))
+	mux.Handle("POST /connections", s.authed(s.createConnection))
+	mux.Handle("POST /connections/{id}/delete", s.authed(s.deleteConnection))
+
+	mux.Handle("GET /endpoints", s.authed(s.endpointsPage))
+	mux.Handle("POST /endpoints/vend", s.authed(s.vend))
+	mux.Handle("POST /endpoints/quick", s.authed(s.quickVend))
+	mux.Handle("POST /endpoints/{id}/revoke", s.authed(s.revoke))
+
+	mux.Handle("GET /ops", s.authed(s.opsPage))
+
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.render(w, r, http.StatusForbidden, "error", nil, view{
+			Title: "Request refused",
+			Err:   notifytype.Forbidden("this form was posted from another site; nothing was changed"),
+		})
+	}))
+	return httpx.Headers(httpx.LimitBody(cop.Handler(mux)))
+}
+
+// actor is the signed-in human a handler acts for.
+type actor struct {
+	P     engine.Principal
+	Human store.Human
+}
+
+// handler is a page or form handler for a signed-in human.
+type handler func(w http.ResponseWriter, r *http.Request, a *actor)
+
+// authed resolves the session cookie: without a valid session the browser
+// goes to /login; with one, the human's request spends one token of the
+// per-human limiter every management route shares.
+func (s *server) authed(h handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.d.Auth.Session(r.Context(), r)
+		if httpx.IsUnauthenticated(err) {
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		if err != nil {
+			s.fail(w, r, nil, err)
+			return
+		}
+		hum, err := store.HumanByID(r.Context(), s.d.Pool, p.HumanID)
+		if err != nil {
+			s.fail(w, r, nil, err)
+			return
+		}
+		a := &actor{P: p, Human: hum}
+		if !s.d.Limiter.Allow(p.HumanID) {
+			s.fail(w, r, a, notifytype.RateLimited("too many requests; wait a moment and try again"))
+			return
+		}
+		// Read the form once, here: a body over the limit (or one that
+		// does not parse) is refused before any handler acts on it.
+		if r.Method == http.MethodPost {
+			if err := r.ParseForm(); err != nil {
+				var tooLarge *http.MaxBytesError
+				if !errors.As(err, &tooLarge) {
+					err = notifytype.InvalidArgument("body", "is not a form")
+				}
+				s.fail(w, r, a, err)
+				return
+			}
+		}
+		h(w, r, a)
+	})
+}
+
+// loginPage explains how to get a login link; a signed-in human goes on to
+// their sinks.
+func (s *server) loginPage(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.d.Auth.Session(r.Context(), r); err == nil {
+		http.Redirect(w, r, "/sinks", http.StatusSeeOther)
+		return
+	}
+	s.render(w, r, http.StatusOK, "login", nil, view{Title: "Sign in"})
+}
+
+// login spends a one-time login link, sets the session cookie and goes to
+// /sinks. An unknown, expired or used link shows an error page: it never
+// redirects anywhere a request names.
+func (s *server) login(w http.ResponseWriter, r *http.Request) {
+	_, session, expires, err := s.d.Accounts.StartSession(r.Context(), r.PathValue("token"), s.clock.Now())
+	if errors.Is(err, notifytype.ErrNotFound) {
+		s.render(w, r, http.StatusNotFound, "login", nil, view{
+			Title: "Sign in",
+			Err:   notifytype.NotFound("login link (it is unknown, expired or already used)"),
+		})
+		return
+	}
+	if err != nil {
+		s.fail(w, r, nil, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: httpx.SessionCookie, Value: session.Reveal(), Path: "/", Expires: expires,
+		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
+	})
+	http.Redirect(w, r, "/sinks", http.StatusSeeOther)
+}
+
+// logout ends the session and clears its cookie.
+func (s *server) logout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(httpx.SessionCookie); err == nil && c.Value != "" {
+		if err := s.d.Accounts.EndSession(r.Context(), c.Value); err != nil {
+			s.fail(w, r, nil, err)
+			return
+		}
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: httpx.SessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
+	})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// view is what every page template gets.
+type view struct {
+	Title string
+	Nav   string // the menu entry to mark
+	Human *store.Human
+	// Scope is the owner scope the page shows; ScopeText its form value.
+	Scope    notifytype.OwnerScope
+	CanWrite bool
+	// ReadOnly explains why a team member's page has no forms.
+	ReadOnly string
+	// Notice is a success message; Err a refusal, shown with its code and
+	// field.
+	Notice string
+	Err    *notifytype.Error
+	Data   any
+}
+
+// render writes page with status. The page is rendered to a buffer first,
+// so a template error is a clean 500.
+func (s *server) render(w http.ResponseWriter, r *http.Request, status int, page string, a *actor, v view) {
+	if a != nil {
+		v.Human = &a.Human
+	}
+	var buf bytes.Buffer
+	if err := s.pages[page].ExecuteTemplate(&buf, "layout", v); err != nil {
+		s.log.ErrorContext(r.Context(), "web: error rendering page", "page", page, "error", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
+
+// fail shows err on an error page with its status. Uncoded errors are
+// logged and shown as "internal".
+func (s *server) fail(w http.ResponseWriter, r *http.Request, a *actor, err error) {
+	status := httpx.StatusOf(err)
+	if status == http.StatusInternalServerError {
+		s.log.ErrorContext(r.Context(), "web: request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	s.render(w, r, status, "error", a, view{Title: http.StatusText(status), Err: httpx.Public(err)})
+}
+
+// seeOther redirects after a successful POST to a fixed internal path.
+// Callers build path from ids and scopes they parsed, never from text a
+// request carried.
+func seeOther(w http.ResponseWriter, r *http.Request, path string) {
+	http.Redirect(w, r, path, http.StatusSeeOther)
+}
+
+// scopePath is path with the owner scope as its query, for redirects and
+// links; the scope was parsed, so the path is built from ids.
+func scopePath(path string, scope notifytype.OwnerScope) string {
+	return path + "?owner=" + url.QueryEscape(scope.String())
+}
+
+// scope reads the owner scope a page or form names in "owner", defaulting to
+// the human's own.
+func (a *actor) scope(r *http.Request) (notifytype.OwnerScope, error) {
+	v := strings.TrimSpace(r.FormValue("owner"))
+	if v == "" {
+		return notifytype.Human(a.P.HumanID), nil
+	}
+	sc, err := notifytype.ParseOwnerScope(v)
+	if err != nil {
+		return notifytype.OwnerScope{}, notifytype.InvalidArgumentf("owner", "%q is not human:<id> or team:<id>", clip(v, 40))
+	}
+	return sc, nil
+}
+
+// access says whether the human may change scope's sinks, connections and
+// endpoints, for showing forms; the engine decides every write itself. A
+// scope the human has no part in is not_found.
+func (s *server) access(ctx context.Context, a *actor, scope notifytype.OwnerScope) (canWrite bool, readOnly string, err error) {
+	switch scope.Kind {
+	case notifytype.ScopeHuman:
+		if scope.ID != a.P.HumanID {
+			return false, "", notifytype.NotFound("owner scope")
+		}
+		return true, "", nil
+	case notifytype.ScopeTeam:
+		role, err := s.d.Engine.Config().Directory.TeamRole(ctx, a.P.HumanID, scope.ID)
+		if err != nil {
+			return false, "", err
+		}
+		switch {
+		case role == engine.RoleNone:
+			return false, "", notifytype.NotFound("owner scope")
+		case !role.CanConfigure():
+			return false, "You are a member of this team: you can see its settings; only its owners and admins change them.", nil
+		}
+		return true, "", nil
+	}
+	return false, "", notifytype.NotFound("owner scope")
+}
+
+// pathID reads a positive id from the path; anything else is not_found.
+func pathID(r *http.Request, name, what string) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue(name), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, notifytype.NotFound(what)
+	}
+	return id, nil
+}
+
+// clip cuts text a request carried before it is quoted in a message.
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+var funcs = template.FuncMap{
+	"when": when,
+	"ids": func(ids []int64) string {
+		if len(ids) == 0 {
+			return "any"
+		}
+		parts := make([]string, len(ids))
+		for i, id := range ids {
+			parts[i] = strconv.FormatInt(id, 10)
+		}
+		return strings.Join(parts, ", ")
+	},
+	"scopeLabel": scopeLabel,
+}
+
+// scopeLabel names an owner scope for people.
+func scopeLabel(s notifytype.OwnerScope) string {
+	if s.Kind == notifytype.ScopeTeam {
+		return "team " + strconv.FormatInt(s.ID, 10)
+	}
+	return "human " + strconv.FormatInt(s.ID, 10)
+}
+
+// pageNames are the page templates; each defines "content" inside the
+// layout.
+var pageNames = []string{"login", "error", "sinks", "sink", "connections", "endpoints", "consent", "credential", "ops"}
+
+func parsePages() map[string]*template.Template {
+	base := template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html"))
+	pages := make(map[string]*template.Template, len(pageNames))
+	for _, name := range pageNames {
+		pages[name] = template.Must(template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html"))
+	}
+	return pages
+}
+
+// public is a refusal as a page shows it next to its form, nil for none;
+// an uncoded error is logged and shown as "internal".
+func (s *server) public(r *http.Request, err error) *notifytype.Error {
+	if err == nil {
+		return nil
+	}
+	if httpx.StatusOf(err) == http.StatusInternalServerError {
+		s.log.ErrorContext(r.Context(), "web: request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	return httpx.Public(err)
+}
+
+// when shows a time (or a *time.Time) in UTC, "—" for none.
+func when(v any) string {
+	var t time.Time
+	switch v := v.(type) {
+	case time.Time:
+		t = v
+	case *time.Time:
+		if v != nil {
+			t = *v
+		}
+	}
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
