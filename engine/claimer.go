@@ -96,7 +96,11 @@ func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err err
 		if err != nil {
 			return time.Time{}, false, err
 		}
+		now := e.cfg.Clock.Now()
 		for _, r := range rows {
+			if e.cfg.OnClaim != nil {
+				e.cfg.OnClaim(r.SinkID, now.Sub(r.DueAt))
+			}
 			if !e.actors.Dispatch(r) {
 				// Its mailbox filled meanwhile: give the row back as it was.
 				if err := store.ReleaseRow(ctx, e.cfg.Pool, r.ID, e.instance, r.DueAt); err != nil {

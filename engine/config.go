@@ -116,6 +116,10 @@ type Config struct {
 	// metrics and tests.
 	OnAttempt func(Attempt)
 
+	// OnClaim, when set, is called with each row the claimer hands to an
+	// actor and how late it was (now − due); for metrics.
+	OnClaim func(sinkID int64, lag time.Duration)
+
 	// Clock tells the time of everything the engine stores or compares
 	// (due times, budgets, windows, retries); tests give a fake one.
 	// Defaults to the real clock.

@@ -124,7 +124,9 @@ func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome
 			if err := store.HoldRow(ctx, tx, row.ID, e.instance, next); err != nil {
 				return err
 			}
-			return store.RescheduleHeld(ctx, tx, s.ID, next)
+			n, err := store.RescheduleHeld(ctx, tx, s.ID, next)
+			outcome.Held = n
+			return err
 		}
 		r, err := store.StartAttempt(ctx, tx, row.ID, e.instance, now, e.cfg.ClaimTTL)
 		if err != nil {
@@ -159,7 +161,6 @@ func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome
 		outcome.Class = notifytype.ClassConfig
 		return outcome
 	case !outcome.HeldUntil.IsZero():
-		outcome.Held = 1
 		e.observe(Attempt{SinkID: row.SinkID, EventType: notifytype.EventType(row.EventType), Rows: []int64{row.ID},
 			Attempt: row.Attempts, State: rowHeld})
 		return outcome
@@ -207,8 +208,12 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 		}
 		ok, newTAT, next := budget.Reserve(tat, now)
 		if !ok {
-			outcome.HeldUntil, outcome.TAT = next, tat
-			return store.RescheduleHeld(ctx, tx, s.ID, next)
+			outcome.TAT = tat
+			n, err := store.RescheduleHeld(ctx, tx, s.ID, next)
+			if n > 0 {
+				outcome.HeldUntil, outcome.Held = next, n
+			}
+			return err
 		}
 		rows, err := store.ClaimHeld(ctx, tx, s.ID, e.instance, now, e.cfg.ClaimTTL)
 		if err != nil || len(rows) == 0 {

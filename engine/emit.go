@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store"
 )
 
@@ -125,6 +127,7 @@ func (e *Engine) emitParams(ev Event) (p store.EmitParams, windowed bool, err er
 		p.DedupKey = &key
 	}
 
+	ev.Content = withoutNUL(ev.Content)
 	lean := ev.Content
 	lean.Body = ""
 	if p.Payload, err = json.Marshal(lean); err != nil {
@@ -150,4 +153,11 @@ func (e *Engine) mayNotify() bool {
 	now := time.Now().UnixNano()
 	last := e.lastNotify.Load()
 	return now-last >= int64(e.cfg.NotifyDebounce) && e.lastNotify.CompareAndSwap(last, now)
+}
+
+func withoutNUL(c sinks.Content) sinks.Content {
+	for _, f := range []*string{&c.Title, &c.Place, &c.Summary, &c.Cause, &c.LinkPath, &c.OriginDisplay, &c.OriginPermalink, &c.AttemptSummary, &c.ArtifactHandle, &c.Body} {
+		*f = strings.ReplaceAll(*f, "\x00", "")
+	}
+	return c
 }

@@ -235,8 +235,8 @@ func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now 
 		WITH held AS (
 		    SELECT id FROM outbox WHERE sink_id = $1 AND state = 'held' ORDER BY id FOR UPDATE SKIP LOCKED
 		)
-		UPDATE outbox o SET state = 'claimed', claimed_by = $2, claim_expires_at = $3 + $4::interval,
-		       attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, $3)
+		UPDATE outbox o SET state = 'claimed', claimed_by = $2, claim_expires_at = $3::timestamptz + $4::interval,
+		       attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, $3::timestamptz)
 		FROM held WHERE o.id = held.id
 		RETURNING `+outboxRowColumns, sinkID, instance, now, ttl))
 	if err != nil {
@@ -359,12 +359,12 @@ func nullTime(t time.Time) *time.Time {
 
 // RescheduleHeld moves the due time of a sink's held rows to when its next
 // token returns.
-func RescheduleHeld(ctx context.Context, db DBTX, sinkID int64, due time.Time) error {
-	_, err := db.Exec(ctx, `UPDATE outbox SET due_at = $2 WHERE sink_id = $1 AND state = 'held'`, sinkID, due)
+func RescheduleHeld(ctx context.Context, db DBTX, sinkID int64, due time.Time) (int, error) {
+	tag, err := db.Exec(ctx, `UPDATE outbox SET due_at = $2 WHERE sink_id = $1 AND state = 'held'`, sinkID, due)
 	if err != nil {
-		return fmt.Errorf("error rescheduling held rows of sink %d: %w", sinkID, err)
+		return 0, fmt.Errorf("error rescheduling held rows of sink %d: %w", sinkID, err)
 	}
-	return nil
+	return int(tag.RowsAffected()), nil
 }
 
 // FinishHeld ends every held row of a sink with one outcome (its sink can

@@ -293,11 +293,27 @@ func (w *World) Start(configure ...func(*engine.Config)) (eng *engine.Engine, st
 }
 
 // Reset empties what a property check writes (outbox rows and their
-// repeats, delivery records, subscriptions, sinks, connections) and drops
+// repeats, delivery records, subscriptions, sinks, connections: every
+// table, whatever owner scope) and drops
 // the attempts still queued, so the next check starts from nothing. Stop
 // the check's engines first, or reset while they are idle.
 func (w *World) Reset() error {
-	_, err := w.Pool.Exec(w.Ctx, `TRUNCATE outbox, outbox_repeats, delivery_records, subscriptions, sinks, connections CASCADE`)
+	var err error
+	for range 5 {
+		// DELETE is much quicker than TRUNCATE on tables this small; a
+		// table of another feature that references these falls back to
+		// TRUNCATE … CASCADE. An engine still at work (a check that failed
+		// half way) may deadlock with either; PostgreSQL aborts one of the
+		// two, and we go again.
+		_, err = w.Pool.Exec(w.Ctx, `DELETE FROM outbox; DELETE FROM outbox_repeats; DELETE FROM delivery_records;
+			DELETE FROM subscriptions; DELETE FROM sinks; DELETE FROM connections`)
+		if err != nil {
+			_, err = w.Pool.Exec(w.Ctx, `TRUNCATE outbox, outbox_repeats, delivery_records, subscriptions, sinks, connections CASCADE`)
+		}
+		if err == nil {
+			break
+		}
+	}
 	for {
 		select {
 		case <-w.Attempts:
@@ -330,8 +346,12 @@ const settleTick = 25 * time.Millisecond
 // reached. It returns the attempts that arrived meanwhile (an attempt is
 // reported just after its rows are recorded, so one may still arrive after
 // Settle returns), or an error after WaitTimeout.
-func (w *World) Settle() ([]engine.Attempt, error) {
-	deadline := time.Now().Add(WaitTimeout)
+func (w *World) Settle() ([]engine.Attempt, error) { return w.SettleWithin(WaitTimeout) }
+
+// SettleWithin is Settle giving up after timeout (wall time) instead of
+// WaitTimeout.
+func (w *World) SettleWithin(timeout time.Duration) ([]engine.Attempt, error) {
+	deadline := time.Now().Add(timeout)
 	var seen []engine.Attempt
 	for {
 		var busy int
@@ -345,7 +365,8 @@ func (w *World) Settle() ([]engine.Attempt, error) {
 			return seen, nil
 		}
 		if time.Now().After(deadline) {
-			return seen, fmt.Errorf("%d outbox rows still due or claimed after %v", busy, WaitTimeout)
+			return seen, fmt.Errorf("%d outbox rows still due or claimed after %v at %v: %s",
+				busy, timeout, w.Clock.Now().Format(time.RFC3339Nano), w.describeOutbox())
 		}
 		if a, ok := w.NextAttempt(settleTick); ok {
 			seen = append(seen, a)
@@ -378,4 +399,34 @@ func (w *World) Tables() []string {
 	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(w.tb, err)
 	return tables
+}
+
+// describeOutbox lists the outbox rows not yet finished, for failure
+// messages.
+func (w *World) describeOutbox() string {
+	rows, err := w.Pool.Query(w.Ctx, `
+		SELECT id, sink_id, state, attempts, due_at, coalesce(claimed_by, ''), claim_expires_at
+		FROM outbox WHERE state IN ('pending', 'held', 'claimed') ORDER BY id`)
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var b bytes.Buffer
+	for rows.Next() {
+		var (
+			id, sink        int64
+			state, claimant string
+			attempts        int
+			due             time.Time
+			expires         *time.Time
+		)
+		if err := rows.Scan(&id, &sink, &state, &attempts, &due, &claimant, &expires); err != nil {
+			return err.Error()
+		}
+		fmt.Fprintf(&b, "\n  row %d sink %d %s attempts %d due %s", id, sink, state, attempts, due.UTC().Format(time.RFC3339Nano))
+		if expires != nil {
+			fmt.Fprintf(&b, " claimed by %s until %s", claimant, expires.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	return b.String()
 }
