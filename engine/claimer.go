@@ -78,10 +78,13 @@ func (c *claimer) Serve(ctx context.Context) error {
 	}
 }
 
-// cycle claims what is due and there is room for, wakes the actors of sinks
+// cycle fans out committed events, claims what is due and there is room for, wakes the actors of sinks
 // whose held rows have a token again, and says when to look next.
 func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err error) {
 	e := c.e
+	if _, err := e.FanOut(ctx); err != nil {
+		return time.Time{}, false, err
+	}
 	for {
 		free, fullSinks := e.actors.Room()
 		if free == 0 {

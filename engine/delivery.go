@@ -351,11 +351,12 @@ func nextStep(r store.OutboxRow, res sinks.Result, now time.Time) store.RowOutco
 	class := res.Class
 	switch {
 	case res.OK():
-		return store.RowOutcome{State: rowDelivered, DeliveredCount: r.Count}
+		return store.RowOutcome{State: rowDelivered}
 	case class.Final():
 		return store.RowOutcome{State: rowUndeliverable, Class: string(class)}
-	case class == notifytype.ClassPartial && (r.LastClass == string(notifytype.ClassPartial) || r.Attempts >= MaxAttempts):
-		// Apprise 424 is retried once, then recorded as a partial failure.
+	case class == notifytype.ClassPartial && (r.HadPartial || r.Attempts >= MaxAttempts):
+		// Apprise 424 is retried once (whatever came between), then recorded
+		// as a partial failure.
 		return store.RowOutcome{State: rowPartial, Class: string(class)}
 	case r.Attempts >= MaxAttempts:
 		return store.RowOutcome{State: rowUndeliverable, Class: string(class)}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,17 +15,12 @@ import (
 	"github.com/switchboard/notify/store"
 )
 
-// emitRaceRetries bounds how often Emit re-runs its statement for sinks
-// whose first row of a key was being inserted concurrently. One re-run
-// suffices under READ COMMITTED; the bound only guards against a caller's
-// REPEATABLE READ transaction, where PostgreSQL reports the conflict as a
-// serialization failure instead.
-const emitRaceRetries = 3
-
-// Emit writes, in the caller's transaction tx, one outbox row for each sink
-// of ev.Owner whose subscriptions match ev (type, filters, minimum
-// severity). Nothing matches, nothing is written. The rows exist exactly
-// when tx commits (REQ-10).
+// Emit records ev in the caller's transaction tx, when some subscription
+// of ev.Owner matches it (type, filters, minimum severity): one single-row
+// insert, one round trip, whatever the number of matching sinks. Nothing
+// matches, nothing is written. The event exists exactly when tx commits
+// (REQ-10), and the claimers then fan it out into one outbox row per
+// matching sink (see FanOut).
 //
 // Repeats are coalesced per sink by the event's dedup key (D7):
 //   - todo.dead_lettered and relay.exhausted are keyed by the todo and its
@@ -39,48 +33,49 @@ const emitRaceRetries = 3
 //     10-minute window; rule.notify is keyed by rule and subject. A repeat
 //     while the row is open counts on that row ("and N more").
 //   - agent.notify and digest have no key: each is its own row.
-//
-// Emit costs one round trip in the common case.
 func (e *Engine) Emit(ctx context.Context, tx pgx.Tx, ev Event) error {
-	p, windowed, err := e.emitParams(ev)
+	p, err := e.emitParams(ev)
 	if err != nil {
 		return err
 	}
 	p.Notify = !p.DueAt.After(e.cfg.Clock.Now()) && e.mayNotify()
-	for range emitRaceRetries {
-		r, err := store.EmitTx(ctx, tx, p, windowed)
-		if err != nil {
-			return fmt.Errorf("error emitting %s: %w", ev.Type, err)
-		}
-		if !windowed {
-			// ON CONFLICT DO UPDATE waits out a concurrent insert of the
-			// same occurrence, and the same dead letter is already there.
-			return nil
-		}
-		missing := slices.DeleteFunc(r.Matched, func(id int64) bool {
-			return slices.Contains(r.Inserted, id) || slices.Contains(r.Repeated, id)
-		})
-		if len(missing) == 0 {
-			return nil
-		}
-		p.OnlySinks = missing
+	if err := store.EmitTx(ctx, tx, p); err != nil {
+		return fmt.Errorf("error emitting %s: %w", ev.Type, err)
 	}
-	return fmt.Errorf("error emitting %s: dedup key %q kept racing for %d sinks", ev.Type, *p.DedupKey, len(p.OnlySinks))
+	return nil
 }
 
-func (e *Engine) emitParams(ev Event) (p store.EmitParams, windowed bool, err error) {
+// fanOutBatch is how many events one fan-out statement takes.
+const fanOutBatch = 500
+
+// FanOut turns the committed events waiting in the outbox into outbox
+// rows, one per matching sink, coalesced by dedup key, until none is left;
+// it reports how many events it took. The claimers of every instance do it
+// before each claim; call it to have an event's rows at once (tests do).
+func (e *Engine) FanOut(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, _, err := store.FanOut(ctx, e.cfg.Pool, fanOutBatch)
+		total += n
+		if err != nil || n < fanOutBatch {
+			return total, err
+		}
+	}
+}
+
+func (e *Engine) emitParams(ev Event) (p store.EmitParams, err error) {
 	if !ev.Type.Valid() {
-		return p, false, notifytype.InvalidArgumentf("type", "unknown event type %q", ev.Type)
+		return p, notifytype.InvalidArgumentf("type", "unknown event type %q", ev.Type)
 	}
 	if !ev.Owner.Valid() {
-		return p, false, notifytype.InvalidArgument("owner", "an event needs exactly one owner scope")
+		return p, notifytype.InvalidArgument("owner", "an event needs exactly one owner scope")
 	}
 	sev := ev.Severity
 	if sev == "" {
 		sev = ev.Type.DefaultSeverity()
 	}
 	if !sev.Valid() {
-		return p, false, notifytype.InvalidArgumentf("severity", "%q is not low, normal or high", sev)
+		return p, notifytype.InvalidArgumentf("severity", "%q is not low, normal or high", sev)
 	}
 
 	now := e.cfg.Clock.Now()
@@ -99,7 +94,7 @@ func (e *Engine) emitParams(ev Event) (p store.EmitParams, windowed bool, err er
 	switch ev.Type {
 	case notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted:
 		if ev.TodoID <= 0 || ev.DeadLetterCount <= 0 {
-			return p, false, notifytype.InvalidArgument("todo_id", "a dead-letter event needs the todo id and its dead-letter count")
+			return p, notifytype.InvalidArgument("todo_id", "a dead-letter event needs the todo id and its dead-letter count")
 		}
 		key = "todo:" + strconv.FormatInt(ev.TodoID, 10) + ":" + strconv.Itoa(ev.DeadLetterCount)
 		if ev.Type == notifytype.EventRelayExhausted {
@@ -107,11 +102,11 @@ func (e *Engine) emitParams(ev Event) (p store.EmitParams, windowed bool, err er
 		}
 	case notifytype.EventDeliveryQuarantined:
 		if ev.WebhookID <= 0 {
-			return p, false, notifytype.InvalidArgument("webhook_id", "a quarantine event needs its webhook")
+			return p, notifytype.InvalidArgument("webhook_id", "a quarantine event needs its webhook")
 		}
 		key = "webhook:" + strconv.FormatInt(ev.WebhookID, 10)
 		p.DueAt = now.Add(QuarantineWindowDefault)
-		windowed = true
+		p.Windowed = true
 	case notifytype.EventRuleNotify:
 		switch {
 		case ev.RuleID > 0 && ev.SubjectKey != "":
@@ -119,9 +114,9 @@ func (e *Engine) emitParams(ev Event) (p store.EmitParams, windowed bool, err er
 		case ev.RuleID > 0 && ev.EventID > 0:
 			key = "rule:" + strconv.FormatInt(ev.RuleID, 10) + ":event:" + strconv.FormatInt(ev.EventID, 10)
 		default:
-			return p, false, notifytype.InvalidArgument("rule_id", "a rule.notify event needs its rule and a subject key or event id")
+			return p, notifytype.InvalidArgument("rule_id", "a rule.notify event needs its rule and a subject key or event id")
 		}
-		windowed = true
+		p.Windowed = true
 	}
 	if key != "" {
 		p.DedupKey = &key
@@ -131,15 +126,12 @@ func (e *Engine) emitParams(ev Event) (p store.EmitParams, windowed bool, err er
 	lean := ev.Content
 	lean.Body = ""
 	if p.Payload, err = json.Marshal(lean); err != nil {
-		return p, false, fmt.Errorf("error encoding event content: %w", err)
+		return p, fmt.Errorf("error encoding event content: %w", err)
 	}
-	p.PayloadFull = p.Payload
 	if ev.Content.Body != "" {
-		if p.PayloadFull, err = json.Marshal(ev.Content); err != nil {
-			return p, false, fmt.Errorf("error encoding event content: %w", err)
-		}
+		p.Body = &ev.Content.Body
 	}
-	return p, windowed, nil
+	return p, nil
 }
 
 // mayNotify reports whether this emit should NOTIFY the claimers: at most
@@ -155,6 +147,9 @@ func (e *Engine) mayNotify() bool {
 	return now-last >= int64(e.cfg.NotifyDebounce) && e.lastNotify.CompareAndSwap(last, now)
 }
 
+// withoutNUL drops NUL characters from every field: jsonb refuses them, and
+// a sender's NUL must not fail the host's transaction. Rendering drops
+// control characters anyway.
 func withoutNUL(c sinks.Content) sinks.Content {
 	for _, f := range []*string{&c.Title, &c.Place, &c.Summary, &c.Cause, &c.LinkPath, &c.OriginDisplay, &c.OriginPermalink, &c.AttemptSummary, &c.ArtifactHandle, &c.Body} {
 		*f = strings.ReplaceAll(*f, "\x00", "")

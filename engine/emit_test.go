@@ -65,9 +65,10 @@ type outboxRow struct {
 
 func (b *emitBundle) rows(t *testing.T) []outboxRow {
 	t.Helper()
+	_, err := b.eng.FanOut(context.Background())
+	require.NoError(t, err)
 	rows, err := b.pool.Query(context.Background(), `
-		SELECT sink_id, event_type, severity, dedup_key, payload, include_excerpt, due_at,
-		       1 + (SELECT count(*) FROM outbox_repeats r WHERE r.outbox_id = o.id)
+		SELECT sink_id, event_type, severity, dedup_key, payload, include_excerpt, due_at, count
 		FROM outbox o ORDER BY id`)
 	require.NoError(t, err)
 	var out []outboxRow

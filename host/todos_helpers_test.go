@@ -144,6 +144,9 @@ type outboxRow struct {
 
 func (w *todoWorld) outbox(t *testing.T) []outboxRow {
 	t.Helper()
+	// Events become outbox rows when a claimer fans them out: do it now.
+	_, err := w.engine.FanOut(context.Background())
+	require.NoError(t, err)
 	rows, err := w.pool.Query(context.Background(),
 		`SELECT sink_id, owner, event_type, coalesce(dedup_key, '') FROM outbox ORDER BY id`)
 	require.NoError(t, err)

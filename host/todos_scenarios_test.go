@@ -117,8 +117,8 @@ func TestScenarioTeamTodo(t *testing.T) {
 	}}, w.outbox(t))
 }
 
-// failAfterEmit lets the real Emit write its rows in the transaction, notes
-// how many outbox rows the transaction then sees, and fails.
+// failAfterEmit lets the real Emit write its event in the transaction,
+// notes how many events the transaction then sees, and fails.
 type failAfterEmit struct {
 	inner    host.Emitter
 	rowsInTx int
@@ -130,7 +130,7 @@ func (e *failAfterEmit) Emit(ctx context.Context, tx pgx.Tx, ev engine.Event) er
 	if err := e.inner.Emit(ctx, tx, ev); err != nil {
 		return err
 	}
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM outbox`).Scan(&e.rowsInTx); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM outbox_events`).Scan(&e.rowsInTx); err != nil {
 		return err
 	}
 	return errAfterEmit
@@ -150,7 +150,7 @@ func TestScenarioRolledBackDeadLetter(t *testing.T) {
 	failing := &failAfterEmit{inner: w.engine}
 	_, err := host.NewTodos(w.pool, failing, w.clock).Fail(ctx, p.endpoint, todo.ID, host.AttemptReport{Summary: "x"})
 	require.ErrorIs(t, err, errAfterEmit)
-	require.Equal(t, 1, failing.rowsInTx, "the outbox row was written in the transaction")
+	require.Equal(t, 1, failing.rowsInTx, "the event was written in the transaction")
 
 	require.Empty(t, w.outbox(t), "and rolled back with it")
 	require.Equal(t, before, row(t, w.pool, todoSQL, todo.ID))

@@ -124,8 +124,9 @@ func key(e emitted) string {
 }
 
 // TestEmitProperties runs random transactions concurrently, each emitting
-// random events and then committing or rolling back, and checks the outbox
-// against a model built from the committed transactions only:
+// random events and then committing or rolling back, while two claimers
+// fan the committed events out, and checks the outbox against a model
+// built from the committed transactions only:
 //   - a row exists exactly for what committed (rolled-back emits leave none);
 //   - per sink and dedup key there is at most one open row, and its count
 //     (1 + repeats) equals the committed windowed emits of that key;
@@ -140,7 +141,7 @@ func TestEmitProperties(t *testing.T) {
 	require.NoError(t, err)
 
 	rapid.Check(t, func(rt *rapid.T) {
-		_, err := pool.Exec(ctx, `TRUNCATE outbox, outbox_repeats, subscriptions, sinks, connections CASCADE`)
+		_, err := pool.Exec(ctx, `TRUNCATE outbox, outbox_events, subscriptions, sinks, connections CASCADE`)
 		require.NoError(rt, err)
 
 		// Sinks and subscriptions.
@@ -202,10 +203,33 @@ func TestEmitProperties(t *testing.T) {
 				}
 			})
 		}
+		// Claimers of two instances fan out while the transactions run.
+		stop := make(chan struct{})
+		var fanners sync.WaitGroup
+		fanErrs := make([]error, 2)
+		for i := range fanErrs {
+			fanners.Go(func() {
+				for {
+					if _, err := eng.FanOut(ctx); err != nil {
+						fanErrs[i] = err
+						return
+					}
+					select {
+					case <-stop:
+						return
+					default:
+					}
+				}
+			})
+		}
 		wg.Wait()
-		for _, err := range errs {
+		close(stop)
+		fanners.Wait()
+		for _, err := range append(errs, fanErrs...) {
 			require.NoError(rt, err)
 		}
+		_, err = eng.FanOut(ctx)
+		require.NoError(rt, err)
 
 		// The model: per sink, per key, the committed emits that match.
 		type cell struct {
@@ -242,7 +266,7 @@ func TestEmitProperties(t *testing.T) {
 
 		rows, err := pool.Query(ctx, `
 			SELECT o.id, o.sink_id, o.dedup_key, o.event_type, o.owner, k.owner,
-			       1 + (SELECT count(*) FROM outbox_repeats r WHERE r.outbox_id = o.id)
+			       o.count
 			FROM outbox o JOIN sinks k ON k.id = o.sink_id ORDER BY o.id`)
 		require.NoError(rt, err)
 		got := map[string]bool{}

@@ -22,13 +22,15 @@ type OutboxRow struct {
 	FirstAttemptAt *time.Time
 	LastClass      string
 	DueAt          time.Time
-	// Count is 1 plus the repeats coalesced into the row.
+	// Count is how many events the row stands for (1 plus its repeats).
 	Count int
+	// HadPartial reports that an attempt was answered as a partial
+	// failure (Apprise 424), which is retried once.
+	HadPartial bool
 }
 
 const outboxRowColumns = `o.id, o.sink_id, o.owner, o.event_type, o.severity, o.payload, o.include_excerpt,
-	o.attempts, o.first_attempt_at, coalesce(o.last_class, ''), o.due_at,
-	1 + (SELECT count(*) FROM outbox_repeats r WHERE r.outbox_id = o.id)`
+	o.attempts, o.first_attempt_at, coalesce(o.last_class, ''), o.due_at, o.count, o.had_partial`
 
 func collectOutboxRows(rows pgx.Rows, err error) ([]OutboxRow, error) {
 	if err != nil {
@@ -37,7 +39,7 @@ func collectOutboxRows(rows pgx.Rows, err error) ([]OutboxRow, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxRow, error) {
 		var r OutboxRow
 		err := row.Scan(&r.ID, &r.SinkID, &r.Owner, &r.EventType, &r.Severity, &r.Payload, &r.IncludeExcerpt,
-			&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count)
+			&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count, &r.HadPartial)
 		return r, err
 	})
 }
@@ -296,10 +298,9 @@ func FinishDeliveryRecord(ctx context.Context, db DBTX, id int64, status, class 
 type RowOutcome struct {
 	// State is pending (retry at DueAt), held (wait for a token at DueAt),
 	// delivered, partial or undeliverable.
-	State          string
-	Class          string
-	DueAt          time.Time
-	DeliveredCount int
+	State string
+	Class string
+	DueAt time.Time
 }
 
 // FinishRows applies an outcome to rows this instance holds.
@@ -312,10 +313,11 @@ func FinishRows(ctx context.Context, db DBTX, ids []int64, instance string, o Ro
 	_, err := db.Exec(ctx, `
 		UPDATE outbox SET state = $3, last_class = coalesce(nullif($4, ''), last_class),
 		       due_at = CASE WHEN $5::timestamptz IS NULL THEN due_at ELSE $5 END,
-		       delivered_count = coalesce(nullif($6, 0), delivered_count),
-		       finished_at = $7, claimed_by = NULL, claim_expires_at = NULL
+		       delivered_count = CASE WHEN $3 = 'delivered' THEN count ELSE delivered_count END,
+		       had_partial = had_partial OR $4 = 'partial',
+		       finished_at = $6, claimed_by = NULL, claim_expires_at = NULL
 		WHERE id = ANY ($1) AND state = 'claimed' AND claimed_by = $2`,
-		ids, instance, o.State, o.Class, nullTime(o.DueAt), o.DeliveredCount, finishedAt)
+		ids, instance, o.State, o.Class, nullTime(o.DueAt), finishedAt)
 	if err != nil {
 		return fmt.Errorf("error recording outcome of rows %v: %w", ids, err)
 	}
@@ -323,7 +325,7 @@ func FinishRows(ctx context.Context, db DBTX, ids []int64, instance string, o Ro
 }
 
 // DeleteExpired removes delivery records and finished outbox rows older
-// than before, and repeats whose row is gone (REQ-10's 30 days).
+// than before (REQ-10's 30 days).
 func DeleteExpired(ctx context.Context, db DBTX, before time.Time) (records, rows int64, err error) {
 	tag, err := db.Exec(ctx, `DELETE FROM delivery_records WHERE sent_at < $1`, before)
 	if err != nil {
@@ -335,11 +337,6 @@ func DeleteExpired(ctx context.Context, db DBTX, before time.Time) (records, row
 		return records, 0, fmt.Errorf("error deleting finished outbox rows: %w", err)
 	}
 	rows = tag.RowsAffected()
-	if _, err := db.Exec(ctx, `
-		DELETE FROM outbox_repeats r WHERE NOT EXISTS (
-		    SELECT 1 FROM outbox o WHERE o.id = r.outbox_id AND o.state IN ('pending', 'held', 'claimed'))`); err != nil {
-		return records, rows, fmt.Errorf("error deleting spent repeats: %w", err)
-	}
 	return records, rows, nil
 }
 

@@ -238,10 +238,13 @@ func (w *World) Sink(eng *engine.Engine, p engine.Principal, owner notifytype.Ow
 	return s.ID
 }
 
-// Emit emits ev through eng in a transaction of its own.
+// Emit emits ev through eng in a transaction of its own and fans it out,
+// so that its outbox rows exist when Emit returns.
 func (w *World) Emit(eng *engine.Engine, ev engine.Event) {
 	w.tb.Helper()
 	require.NoError(w.tb, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error { return eng.Emit(w.Ctx, tx, ev) }))
+	_, err := eng.FanOut(w.Ctx)
+	require.NoError(w.tb, err)
 }
 
 // RowStates counts outbox rows by state.
@@ -305,10 +308,10 @@ func (w *World) Reset() error {
 		// TRUNCATE … CASCADE. An engine still at work (a check that failed
 		// half way) may deadlock with either; PostgreSQL aborts one of the
 		// two, and we go again.
-		_, err = w.Pool.Exec(w.Ctx, `DELETE FROM outbox; DELETE FROM outbox_repeats; DELETE FROM delivery_records;
+		_, err = w.Pool.Exec(w.Ctx, `DELETE FROM outbox; DELETE FROM outbox_events; DELETE FROM delivery_records;
 			DELETE FROM subscriptions; DELETE FROM sinks; DELETE FROM connections`)
 		if err != nil {
-			_, err = w.Pool.Exec(w.Ctx, `TRUNCATE outbox, outbox_repeats, delivery_records, subscriptions, sinks, connections CASCADE`)
+			_, err = w.Pool.Exec(w.Ctx, `TRUNCATE outbox, outbox_events, delivery_records, subscriptions, sinks, connections CASCADE`)
 		}
 		if err == nil {
 			break
@@ -356,8 +359,8 @@ func (w *World) SettleWithin(timeout time.Duration) ([]engine.Attempt, error) {
 	for {
 		var busy int
 		err := w.Pool.QueryRow(w.Ctx, `
-			SELECT count(*) FROM outbox
-			WHERE state = 'claimed' OR (state IN ('pending', 'held') AND due_at <= $1)`, w.Clock.Now()).Scan(&busy)
+			SELECT (SELECT count(*) FROM outbox_events) + (SELECT count(*) FROM outbox
+			WHERE state = 'claimed' OR (state IN ('pending', 'held') AND due_at <= $1))`, w.Clock.Now()).Scan(&busy)
 		if err != nil {
 			return seen, fmt.Errorf("error reading outbox: %w", err)
 		}

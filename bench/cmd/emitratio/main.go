@@ -116,8 +116,8 @@ func run(ctx context.Context) (err error) {
 	if err := c.Check(); err != nil {
 		return fmt.Errorf("sanity check: %w", err)
 	}
-	fmt.Printf("\ncheck: emit_1_sink %d rows for %d tx, emit_10_sinks %d rows for %d tx, storm %d open rows, %d repeats: ok\n",
-		c.Outbox[workload.Emit1Sink], c.Txs[workload.Emit1Sink], c.Outbox[workload.Emit10Sinks], c.Txs[workload.Emit10Sinks], c.Open, c.Repeats)
+	fmt.Printf("\ncheck: emit_1_sink %d rows for %d tx, emit_10_sinks %d rows for %d tx, storm %d open rows, standing for %d events: ok\n",
+		c.Outbox[workload.Emit1Sink], c.Txs[workload.Emit1Sink], c.Outbox[workload.Emit10Sinks], c.Txs[workload.Emit10Sinks], c.Open, c.Events)
 	return nil
 }
 
