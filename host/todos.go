@@ -351,67 +351,21 @@ func (t *Todos) Claim(ctx context.Context, endpointID, queueID int64, opts ...Cl
 // Heartbeat renews the claimant's lease on the todo for a full TTL from
 // now. A todo the endpoint does not hold claimed is not_found.
 func (t *Todos) Heartbeat(ctx context.Context, endpointID, todoID int64) (Todo, error) {
-	now := t.clock.Now()
-	var out Todo
-	err := pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
-		if _, _, err := lockActingEndpoint(ctx, tx, endpointID); err != nil {
-			return err
-		}
-		if _, err := store.LockClaimedTodo(ctx, tx, todoID, endpointID); err != nil {
-			return err
-		}
+	return t.asClaimant(ctx, endpointID, todoID, "renewing lease of", func(tx pgx.Tx, _ store.TodoRow, now time.Time) (Todo, error) {
 		row, err := store.ExtendTodoLease(ctx, tx, todoID, now)
 		if err != nil {
-			return err
+			return Todo{}, err
 		}
-		out, err = toTodo(row)
-		return err
+		return toTodo(row)
 	})
-	if err != nil {
-		return Todo{}, fmt.Errorf("error renewing lease of todo %d: %w", todoID, err)
-	}
-	return out, nil
 }
 
-// Complete marks the claimant's todo done and closes its attempt with the
-// report. A todo the endpoint does not hold claimed is not_found.
-func (t *Todos) Complete(ctx context.Context, endpointID, todoID int64, report AttemptReport) (Todo, error) {
-	if err := report.validate(); err != nil {
-		return Todo{}, err
-	}
-	now := t.clock.Now()
-	var out Todo
-	err := pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
-		if _, _, err := lockActingEndpoint(ctx, tx, endpointID); err != nil {
-			return err
-		}
-		if _, err := store.LockClaimedTodo(ctx, tx, todoID, endpointID); err != nil {
-			return err
-		}
-		if err := finishAttempt(ctx, tx, todoID, outcomeDone, &report, now); err != nil {
-			return err
-		}
-		row, err := store.CompleteTodo(ctx, tx, todoID, now)
-		if err != nil {
-			return err
-		}
-		out, err = toTodo(row)
-		return err
-	})
-	if err != nil {
-		return Todo{}, fmt.Errorf("error completing todo %d: %w", todoID, err)
-	}
-	return out, nil
-}
-
-// Fail closes the claimant's attempt as failed with the report. Below the
-// attempt cap the todo is pending again; at the cap it dead-letters (cause
-// "fail at the cap"). A todo the endpoint does not hold claimed is
-// not_found.
-func (t *Todos) Fail(ctx context.Context, endpointID, todoID int64, report AttemptReport) (Todo, error) {
-	if err := report.validate(); err != nil {
-		return Todo{}, err
-	}
+// asClaimant runs fn in one transaction on a todo that endpointID holds
+// claimed, with the endpoint's row locked (a revocation waits), and wraps
+// its error as "error <doing> todo <id>". A todo the endpoint does not hold
+// claimed is not_found.
+func (t *Todos) asClaimant(ctx context.Context, endpointID, todoID int64, doing string,
+	fn func(tx pgx.Tx, row store.TodoRow, now time.Time) (Todo, error)) (Todo, error) {
 	now := t.clock.Now()
 	var out Todo
 	err := pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
@@ -422,17 +376,47 @@ func (t *Todos) Fail(ctx context.Context, endpointID, todoID int64, report Attem
 		if err != nil {
 			return err
 		}
-		if row.Attempts >= row.AttemptCap {
-			out, err = t.deadLetter(ctx, tx, row, CauseFailAtCap, outcomeFailed, &report, now)
-			return err
-		}
-		out, err = release(ctx, tx, todoID, outcomeFailed, &report, now)
+		out, err = fn(tx, row, now)
 		return err
 	})
 	if err != nil {
-		return Todo{}, fmt.Errorf("error failing todo %d: %w", todoID, err)
+		return Todo{}, fmt.Errorf("error %s todo %d: %w", doing, todoID, err)
 	}
 	return out, nil
+}
+
+// Complete marks the claimant's todo done and closes its attempt with the
+// report. A todo the endpoint does not hold claimed is not_found.
+func (t *Todos) Complete(ctx context.Context, endpointID, todoID int64, report AttemptReport) (Todo, error) {
+	if err := report.validate(); err != nil {
+		return Todo{}, err
+	}
+	return t.asClaimant(ctx, endpointID, todoID, "completing", func(tx pgx.Tx, _ store.TodoRow, now time.Time) (Todo, error) {
+		if err := finishAttempt(ctx, tx, todoID, outcomeDone, &report, now); err != nil {
+			return Todo{}, err
+		}
+		row, err := store.CompleteTodo(ctx, tx, todoID, now)
+		if err != nil {
+			return Todo{}, err
+		}
+		return toTodo(row)
+	})
+}
+
+// Fail closes the claimant's attempt as failed with the report. Below the
+// attempt cap the todo is pending again; at the cap it dead-letters (cause
+// "fail at the cap"). A todo the endpoint does not hold claimed is
+// not_found.
+func (t *Todos) Fail(ctx context.Context, endpointID, todoID int64, report AttemptReport) (Todo, error) {
+	if err := report.validate(); err != nil {
+		return Todo{}, err
+	}
+	return t.asClaimant(ctx, endpointID, todoID, "failing", func(tx pgx.Tx, row store.TodoRow, now time.Time) (Todo, error) {
+		if row.Attempts >= row.AttemptCap {
+			return t.deadLetter(ctx, tx, row, CauseFailAtCap, outcomeFailed, &report, now)
+		}
+		return release(ctx, tx, todoID, outcomeFailed, &report, now)
+	})
 }
 
 // ReapExpired processes claimed todos whose lease has expired: the attempt
