@@ -101,3 +101,11 @@ func jsonProblem(err error) string {
 		return msg
 	}
 }
+
+// WriteUnauthenticated answers 401 with WWW-Authenticate: Bearer and the
+// error body {"error": {"code": "unauthenticated", "message": msg}}, the
+// same on every surface.
+func WriteUnauthenticated(w http.ResponseWriter, msg string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard-notify"`)
+	WriteJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]string{"code": "unauthenticated", "message": msg}})
+}

@@ -188,8 +188,7 @@ func text(res *mcp.CallToolResult) string {
 func (w *world) count(t *testing.T, sql string, args ...any) int {
 	t.Helper()
 	// Events become outbox rows when a claimer fans them out: do it now.
-	_, err := w.eng.FanOut(w.Ctx)
-	require.NoError(t, err)
+	w.FanOut(w.eng)
 	var n int
 	require.NoError(t, w.Pool.QueryRow(w.Ctx, sql, args...).Scan(&n))
 	return n

@@ -92,10 +92,7 @@ func (s *surface) authenticate(next http.Handler) http.Handler {
 		p, _, err := s.d.Auth.Endpoint(r.Context(), r)
 		switch {
 		case httpx.IsUnauthenticated(err):
-			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard-notify"`)
-			httpx.WriteJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]string{
-				"code": "unauthenticated", "message": "a valid endpoint credential is required as a bearer token",
-			}})
+			httpx.WriteUnauthenticated(w, "a valid endpoint credential is required as a bearer token")
 			return
 		case err != nil:
 			httpx.WriteError(w, r, s.log, err)

@@ -30,9 +30,7 @@ func requireHuman(d httpx.Deps, next http.Handler) http.Handler {
 		}
 		if err != nil {
 			if httpx.IsUnauthenticated(err) {
-				w.Header().Set("WWW-Authenticate", "Bearer")
-				httpx.WriteJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]string{
-					"code": "unauthenticated", "message": "an operator API token is required"}})
+				httpx.WriteUnauthenticated(w, "an operator API token is required")
 				return
 			}
 			httpx.WriteError(w, r, d.Logger, err)

@@ -125,8 +125,7 @@ func (s *server) authenticate(w http.ResponseWriter, r *http.Request) (engine.Pr
 	p, err := s.d.Auth.Human(r.Context(), r)
 	switch {
 	case httpx.IsUnauthenticated(err):
-		w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard-notify"`)
-		httpx.WriteJSON(w, http.StatusUnauthorized, errorBody("unauthenticated", "a valid operator API bearer token is required"))
+		httpx.WriteUnauthenticated(w, "a valid operator API bearer token is required")
 		return engine.Principal{}, false
 	case err != nil:
 		httpx.WriteError(w, r, s.log, err)

@@ -243,8 +243,27 @@ func (w *World) Sink(eng *engine.Engine, p engine.Principal, owner notifytype.Ow
 func (w *World) Emit(eng *engine.Engine, ev engine.Event) {
 	w.tb.Helper()
 	require.NoError(w.tb, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error { return eng.Emit(w.Ctx, tx, ev) }))
-	_, err := eng.FanOut(w.Ctx)
-	require.NoError(w.tb, err)
+	w.FanOut(eng)
+}
+
+// FanOut fans out every committed event through eng and returns once none
+// is left, including those a serving engine's claimer had taken: an event
+// stays visible until the fan-out that took it commits.
+func (w *World) FanOut(eng *engine.Engine) {
+	w.tb.Helper()
+	deadline := time.Now().Add(WaitTimeout)
+	for {
+		_, err := eng.FanOut(w.Ctx)
+		require.NoError(w.tb, err)
+		var left int
+		require.NoError(w.tb, w.Pool.QueryRow(w.Ctx, `SELECT count(*) FROM outbox_events`).Scan(&left))
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			w.tb.Fatalf("%d events still not fanned out after %v", left, WaitTimeout)
+		}
+	}
 }
 
 // RowStates counts outbox rows by state.

@@ -15,19 +15,15 @@ package main
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"flag"
 	"fmt"
-	"net/url"
 	"os"
 	"runtime"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/switchboard/notify/bench/internal/benchdb"
 	"github.com/switchboard/notify/bench/internal/workload"
 	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
@@ -61,8 +57,8 @@ func main() {
 }
 
 func run(ctx context.Context) (err error) {
-	admin := cmp.Or(os.Getenv("DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
-	dbURL, drop, err := createDatabase(ctx, admin)
+	admin := cmp.Or(os.Getenv("DATABASE_URL"), benchdb.DefaultAdminURL)
+	dbURL, drop, err := benchdb.Create(ctx, admin)
 	if err != nil {
 		return err
 	}
@@ -242,55 +238,13 @@ func storm(ctx context.Context, w *workload.World) error {
 
 func rate(count int, d time.Duration) float64 { return float64(count) / d.Seconds() }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+func median(xs []float64) float64 { return benchdb.Median(xs) }
 
 func pass(ok bool) string {
 	if ok {
 		return "PASS"
 	}
 	return "FAIL"
-}
-
-// createDatabase creates sbbench_<random> on admin's server and returns its
-// URL and a function that drops it.
-func createDatabase(ctx context.Context, admin string) (string, func() error, error) {
-	u, err := url.Parse(admin)
-	if err != nil {
-		return "", nil, fmt.Errorf("error parsing DATABASE_URL: %w", err)
-	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "sbbench_" + hex.EncodeToString(b)
-
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return "", nil, fmt.Errorf("error connecting to %s: %w", u.Redacted(), err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `CREATE DATABASE `+name); err != nil {
-		return "", nil, fmt.Errorf("error creating database %s: %w", name, err)
-	}
-	drop := func() error {
-		conn, err := pgx.Connect(context.Background(), admin)
-		if err != nil {
-			return fmt.Errorf("error connecting to drop %s: %w", name, err)
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
-			return fmt.Errorf("error dropping database %s: %w", name, err)
-		}
-		return nil
-	}
-	db := *u
-	db.Path = "/" + name
-	return db.String(), drop, nil
 }
 
 // panicTB lets storetest.Factory, which reports failures through
