@@ -3,12 +3,16 @@
 //
 // An embedder calls Emit inside the transaction that changes its state (a
 // todo dead-letters, a delivery is quarantined, a rule matches), so the
-// notification exists exactly when the change commits. It runs Serve to
-// deliver what was emitted, reads Status to watch the per-sink actors, and
-// manages sinks, subscriptions and connections through the management
-// service (CreateSink, UpdateSink, SetSubscriptions, ...), which holds every
-// rule of the spec so that every surface (web UI, REST API, MCP) passes the
-// same checks.
+// notification exists exactly when the change commits: Emit writes one row
+// for the event when some subscription matches it. It runs Serve to
+// deliver what was emitted: a claimer per instance fans events out into one
+// outbox row per matching sink (coalescing repeats of a dedup key), claims
+// due rows and hands them to one supervised actor per sink, which spends
+// the sink's budget, sends, retries and records. It reads Status to watch
+// the actors, and manages sinks, subscriptions and connections through the
+// management service (CreateSink, UpdateSink, SetSubscriptions, SendTest,
+// ...), which holds every rule of the spec so that every surface (web UI,
+// REST API, MCP) passes the same checks.
 //
 // The engine knows nothing of a particular host. What it must ask of the
 // surrounding system (a human's role in a team, whether a queue, endpoint or

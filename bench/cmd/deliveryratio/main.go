@@ -33,6 +33,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"runtime"
@@ -56,6 +57,7 @@ var (
 	timeout    = flag.Duration("timeout", 90*time.Second, "bound on one throughput run")
 	conns      = flag.Int("engine-conns", 0, "engine pool size (0: pgxpool's default, max(4, NumCPU), as the server's)")
 	keep       = flag.Bool("keep", false, "keep the database at the end, to inspect")
+	trace      = flag.Bool("trace", false, "print when the claimer handed rows to actors during throughput runs (per 100 ms)")
 )
 
 func main() {
@@ -268,6 +270,9 @@ func (w *world) throughputEngine(ctx context.Context, s int) (result, error) {
 		if err := r.waitAttempts(int(target), 30*time.Second); err != nil {
 			return result{}, err
 		}
+		if *trace {
+			printTrace(r.claims, start, emitEnd, last)
+		}
 		return result{
 			rate: float64(target) / last.Sub(start).Seconds(), emitRate: float64(*n) / emitEnd.Sub(start).Seconds(),
 			atEmitEnd: int(atEmitEnd), newConns: w.gs.newConns.Load() - conns0,
@@ -411,6 +416,25 @@ func (w *world) latencyPlain(ctx context.Context) (result, error) {
 		time.Sleep(*latencyGap)
 	}
 	return result{p50: pct(total, 50), p90: pct(total, 90), p99: pct(total, 99)}, nil
+}
+
+// printTrace prints how many rows the claimer handed over in each 100 ms
+// after start.
+func printTrace(claims chan time.Time, start, emitEnd, last time.Time) {
+	buckets := map[int]int{}
+	for {
+		t, ok := first(claims)
+		if !ok {
+			break
+		}
+		buckets[int(t.Sub(start)/(100*time.Millisecond))]++
+	}
+	keys := slices.Sorted(maps.Keys(buckets))
+	fmt.Printf("  trace (emits ended at %.1fs, last receipt at %.1fs): rows claimed per 100 ms:", emitEnd.Sub(start).Seconds(), last.Sub(start).Seconds())
+	for _, k := range keys {
+		fmt.Printf(" %.1fs:%d", float64(k)/10, buckets[k])
+	}
+	fmt.Println()
 }
 
 func drain[T any](c chan T) {
