@@ -108,7 +108,10 @@ func TestDemoDeadLetterReachesBothReceivers(t *testing.T) {
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
 	browser := &http.Client{Jar: jar}
-	resp, err := browser.Get(s.url + "/login/" + link.Reveal())
+	login, err := http.NewRequest(http.MethodPost, s.url+"/login/"+link.Reveal(), nil)
+	require.NoError(t, err)
+	login.Header.Set("Origin", s.url)
+	resp, err := browser.Do(login)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)

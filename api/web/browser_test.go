@@ -134,6 +134,7 @@ func TestBrowserSendTest(t *testing.T) {
 
 	// Sign in.
 	step(t, ctx, chromedp.Navigate(b.srv.URL+"/login/"+b.loginLink(t, id)))
+	require.EqualValues(t, http.StatusOK, submit(t, ctx, chromedp.Click(chromedp.ID("sign-in"))))
 	require.Equal(t, b.srv.URL+"/sinks", location(t, ctx))
 	require.Equal(t, "Sinks of human "+strconv.FormatInt(id, 10), text(t, ctx, "main h2"))
 

@@ -138,7 +138,7 @@ func (b *bundle) anon(t *testing.T) *client {
 func (b *bundle) login(t *testing.T, humanID int64) *client {
 	t.Helper()
 	c := b.anon(t)
-	res := c.get("/login/" + b.loginLink(t, humanID))
+	res := c.post("/login/"+b.loginLink(t, humanID), nil)
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
 	require.Equal(t, "/sinks", res.header.Get("Location"))
 	return c

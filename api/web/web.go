@@ -64,7 +64,8 @@ func New(d httpx.Deps) http.Handler {
 		http.Redirect(w, r, "/sinks", http.StatusSeeOther)
 	})
 	mux.HandleFunc("GET /login", s.loginPage)
-	mux.HandleFunc("GET /login/{token}", s.login)
+	mux.HandleFunc("GET /login/{token}", s.confirmLogin)
+	mux.HandleFunc("POST /login/{token}", s.login)
 	mux.HandleFunc("POST /logout", s.logout)
 
 	mux.Handle("GET /sinks", s.authed(s.sinksPage))
@@ -158,6 +159,15 @@ func (s *server) loginPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "login", nil, view{Title: "Sign in"})
 }
 
+// confirmLogin answers a login link's GET with a page whose button spends
+// it (a POST): link previewers and scanners that fetch every URL of a
+// message must not use up a one-time link.
+func (s *server) confirmLogin(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, "login_confirm", nil, view{
+		Title: "Sign in", LoginAction: "/login/" + url.PathEscape(r.PathValue("token")),
+	})
+}
+
 // login spends a one-time login link, sets the session cookie and goes to
 // /sinks. An unknown, expired or used link shows an error page: it never
 // redirects anywhere a request names.
@@ -210,7 +220,9 @@ type view struct {
 	// field.
 	Notice string
 	Err    *notifytype.Error
-	Data   any
+	// LoginAction is where the sign-in button of a login link posts.
+	LoginAction string
+	Data        any
 }
 
 // render writes page with status. The page is rendered to a buffer first,
@@ -335,7 +347,7 @@ func scopeLabel(s notifytype.OwnerScope) string {
 
 // pageNames are the page templates; each defines "content" inside the
 // layout.
-var pageNames = []string{"login", "error", "sinks", "sink", "connections", "endpoints", "consent", "credential", "ops"}
+var pageNames = []string{"login", "login_confirm", "error", "sinks", "sink", "connections", "endpoints", "consent", "credential", "ops"}
 
 func parsePages() map[string]*template.Template {
 	base := template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html"))

@@ -27,8 +27,14 @@ func TestLoginLinkWorksOnce(t *testing.T) {
 	link := b.loginLink(t, id)
 
 	c := b.anon(t)
+	// Opening the link only asks to sign in: a link previewer fetching it
+	// spends nothing.
+	ask := c.get("/login/" + link)
+	require.Equal(t, http.StatusOK, ask.status)
+	require.Empty(t, ask.header.Get("Set-Cookie"))
+	require.Contains(t, ask.body, `action="/login/`+link+`"`)
 	// A "next" parameter is never followed: the landing page is fixed.
-	res := c.get("/login/" + link + "?next=https://evil.example/")
+	res := c.post("/login/"+link+"?next=https://evil.example/", nil)
 	require.Equal(t, http.StatusSeeOther, res.status)
 	require.Equal(t, "/sinks", res.header.Get("Location"))
 	cookie := res.header.Get("Set-Cookie")
@@ -44,7 +50,7 @@ func TestLoginLinkWorksOnce(t *testing.T) {
 
 	// The link is spent: a second use, in any browser, fails without a
 	// session or a redirect.
-	again := b.anon(t).get("/login/" + link)
+	again := b.anon(t).post("/login/"+link, nil)
 	require.Equal(t, http.StatusNotFound, again.status)
 	require.Empty(t, again.header.Get("Set-Cookie"))
 	require.Empty(t, again.header.Get("Location"))
@@ -53,7 +59,7 @@ func TestLoginLinkWorksOnce(t *testing.T) {
 	require.Equal(t, "not_found", code)
 
 	for _, bad := range []string{"sbl_nonsense", "garbage", "sbs_" + link[4:]} {
-		res := b.anon(t).get("/login/" + bad)
+		res := b.anon(t).post("/login/"+bad, nil)
 		require.Equal(t, http.StatusNotFound, res.status, bad)
 		require.Empty(t, res.header.Get("Set-Cookie"), bad)
 	}
@@ -72,7 +78,7 @@ func TestSessionCookieSecureBehindHTTPS(t *testing.T) {
 	b.deps.BaseURL = "https://switchboard.example.net"
 	h := web.New(b.deps)
 	id := b.f.Human("")
-	req := httptestRequest(http.MethodGet, "/login/"+b.loginLink(t, id), nil)
+	req := httptestRequest(http.MethodPost, "/login/"+b.loginLink(t, id), nil)
 	rec := serve(h, req)
 	require.Equal(t, http.StatusSeeOther, rec.Code)
 	cookie := rec.Header().Get("Set-Cookie")
@@ -476,7 +482,7 @@ func TestHeadersOnEveryPage(t *testing.T) {
 	all = append(all,
 		b.anon(t).get("/sinks"),
 		b.anon(t).get("/login"),
-		b.anon(t).get("/login/sbl_spent"),
+		b.anon(t).post("/login/sbl_spent", nil),
 		c.post("/sinks", url.Values{"name": {""}}),
 		c.post("/sinks/"+strconv.FormatInt(sink.ID, 10)+"/delete", nil, "Sec-Fetch-Site", "cross-site"),
 		c.post("/endpoints/vend", url.Values{"name": {"a"}, "grant": {"notifications"}}),

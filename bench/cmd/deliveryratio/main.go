@@ -98,6 +98,7 @@ type result struct {
 	emitRate  float64 // events committed per second
 	atEmitEnd int     // messages received when the last event committed
 	newConns  int64   // TCP connections the stand-in accepted
+	claims    float64 // rows claimed per delivery (1: no row claimed twice)
 	// latency, in ms
 	p50, p90, p99 float64
 	notified      int     // events whose emit sent a NOTIFY
@@ -195,12 +196,13 @@ func run(ctx context.Context, counts []int) (err error) {
 	rate := func(x result) float64 { return x.rate }
 
 	fmt.Printf("\n== Throughput (median of %d rounds; ratio = median of per-round engine/plain)\n", *rounds)
-	fmt.Printf("%-6s %12s %12s %14s %10s %13s %12s\n", "sinks", "engine del/s", "plain POST/s", "engine/plain", "emit ev/s", "sent by emit end", "engine conns")
+	fmt.Printf("%-6s %12s %12s %13s %10s %18s %16s %13s\n", "sinks", "engine del/s", "plain POST/s", "engine/plain", "emit ev/s", "sent by emit end", "claims/delivery", "engine conns")
 	for _, s := range counts {
 		e, p := fmt.Sprintf("engine_%d", s), fmt.Sprintf("plain_%d", s)
-		fmt.Printf("%-6d %12.0f %12.0f %13.3fx %10.0f %13.0f/%d %12.0f\n", s, med(e, rate), med(p, rate), ratio(e, p, rate),
-			med(e, func(x result) float64 { return x.emitRate }), med(e, func(x result) float64 { return float64(x.atEmitEnd) }), *n*s,
-			med(e, func(x result) float64 { return float64(x.newConns) }))
+		fmt.Printf("%-6d %12.0f %12.0f %12.4fx %10.0f %18s %16.2f %13.0f\n", s, med(e, rate), med(p, rate), ratio(e, p, rate),
+			med(e, func(x result) float64 { return x.emitRate }),
+			fmt.Sprintf("%.0f/%d", med(e, func(x result) float64 { return float64(x.atEmitEnd) }), *n*s),
+			med(e, func(x result) float64 { return x.claims }), med(e, func(x result) float64 { return float64(x.newConns) }))
 	}
 
 	fmt.Printf("\n== Commit-to-send latency, ms (median of %d rounds of %d events)\n", *rounds, *latencyN)
@@ -220,7 +222,7 @@ func run(ctx context.Context, counts []int) (err error) {
 func (x result) line(name string) string {
 	switch {
 	case strings.HasPrefix(name, "engine_"):
-		return fmt.Sprintf("%7.0f del/s  emit %5.0f ev/s  %6d sent by emit end  %3d new conns", x.rate, x.emitRate, x.atEmitEnd, x.newConns)
+		return fmt.Sprintf("%7.0f del/s  emit %5.0f ev/s  %6d sent by emit end  %.2f claims/delivery  %3d new conns", x.rate, x.emitRate, x.atEmitEnd, x.claims, x.newConns)
 	case strings.HasPrefix(name, "plain_"):
 		return fmt.Sprintf("%7.0f POST/s  %3d new conns", x.rate, x.newConns)
 	case name == "latency_plain":
@@ -252,6 +254,8 @@ func (w *world) throughputEngine(ctx context.Context, s int) (result, error) {
 		})
 		defer w.gs.on(nil)
 		conns0 := w.gs.newConns.Load()
+		drain(r.claims)
+		claimed0 := r.claimed.Load()
 		start := time.Now()
 		for range *n {
 			if _, err := w.emit(ctx, r.eng, o); err != nil {
@@ -276,6 +280,7 @@ func (w *world) throughputEngine(ctx context.Context, s int) (result, error) {
 		return result{
 			rate: float64(target) / last.Sub(start).Seconds(), emitRate: float64(*n) / emitEnd.Sub(start).Seconds(),
 			atEmitEnd: int(atEmitEnd), newConns: w.gs.newConns.Load() - conns0,
+			claims: float64(r.claimed.Load()-claimed0) / float64(target),
 		}, nil
 	}()
 	if serr := r.stop(); err == nil {

@@ -190,6 +190,7 @@ type running struct {
 	attempts chan engine.Attempt // every attempt, as OnAttempt reports it
 	claims   chan time.Time      // when the claimer handed each row to an actor
 	failed   atomic.Int64        // attempts that did not deliver
+	claimed  atomic.Int64        // rows the claimer handed over (or tried to: a row it gives back counts)
 }
 
 func (r *running) onAttempt(a engine.Attempt) {
@@ -203,6 +204,7 @@ func (r *running) onAttempt(a engine.Attempt) {
 }
 
 func (r *running) onClaim(int64, time.Duration) {
+	r.claimed.Add(1)
 	select {
 	case r.claims <- time.Now():
 	default:
