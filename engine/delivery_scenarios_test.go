@@ -625,6 +625,14 @@ func TestDeliveryPanicRestartsOnlyItsActor(t *testing.T) {
 	}, again)
 	require.Len(t, ga.received(), 2)
 	require.Equal(t, map[string]int{"delivered": 4}, w.RowStates())
+	// The crashed attempt's record is closed as failed, not left sending;
+	// it still counts against the budget (it may have gone out).
+	var statuses []string
+	rows, err := w.Pool.Query(w.Ctx, `SELECT status FROM delivery_records WHERE outbox_id = $1 AND counts_budget ORDER BY id`, crashed)
+	require.NoError(t, err)
+	statuses, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"failed", "delivered"}, statuses)
 }
 
 func TestDeliveryStatusWhileHolding(t *testing.T) {

@@ -188,9 +188,16 @@ func BudgetTAT(ctx context.Context, db DBTX, sinkID int64) (time.Time, error) {
 var ErrClaimLost = errors.New("outbox row is no longer claimed by this instance")
 
 // StartAttempt counts an attempt on a row this instance holds, extends its
-// claim, and returns the row as it is now (its count includes repeats that
-// arrived while it was open).
+// claim, and returns the row as it is now. An earlier attempt whose record
+// was never finished (its instance died or its actor panicked mid-send) is
+// closed as failed: it may have been sent, so it still counts against the
+// budget.
 func StartAttempt(ctx context.Context, tx DBTX, rowID int64, instance string, now time.Time, ttl time.Duration) (OutboxRow, error) {
+	if _, err := tx.Exec(ctx, `
+		UPDATE delivery_records SET status = 'failed', finished_at = $2
+		WHERE outbox_id = $1 AND status = 'sending'`, rowID, now); err != nil {
+		return OutboxRow{}, fmt.Errorf("error closing abandoned attempts on row %d: %w", rowID, err)
+	}
 	rows, err := collectOutboxRows(tx.Query(ctx, `
 		UPDATE outbox o SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, $3),
 		       claim_expires_at = $3 + $4::interval

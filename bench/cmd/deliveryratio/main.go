@@ -28,7 +28,6 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"flag"
@@ -50,7 +49,7 @@ import (
 
 var (
 	rounds     = flag.Int("rounds", 3, "rounds of every measurement")
-	n          = flag.Int("n", 2000, "events per throughput run (each delivered to every sink)")
+	n          = flag.Int("n", 200, "events per throughput run (each delivered to every sink)")
 	sinksFlag  = flag.String("sinks", "1,10", "sink counts of the throughput runs, comma separated (at most 10: the management ceiling)")
 	latencyN   = flag.Int("latency-n", 100, "events per latency run")
 	latencyGap = flag.Duration("latency-gap", 0, "pause between an event's recorded attempt and the next commit")
@@ -157,6 +156,7 @@ func run(ctx context.Context, counts []int) (err error) {
 		{"latency_debounce", func(ctx context.Context) (result, error) { return w.latencyEngine(ctx, 0) }},
 		{"latency_every", func(ctx context.Context) (result, error) { return w.latencyEngine(ctx, -1) }},
 		{"latency_plain", w.latencyPlain},
+		{"latency_commit", w.latencyCommit},
 	}
 	items = append(items, latency...)
 
@@ -178,6 +178,10 @@ func run(ctx context.Context, counts []int) (err error) {
 		}
 	}
 	fmt.Printf("\nall rounds: %.0fs\n", time.Since(began).Seconds())
+	steps, err := w.steps(ctx, *latencyN)
+	if err != nil {
+		return fmt.Errorf("steps: %w", err)
+	}
 
 	med := func(name string, f func(result) float64) float64 {
 		var xs []float64
@@ -206,16 +210,32 @@ func run(ctx context.Context, counts []int) (err error) {
 	}
 
 	fmt.Printf("\n== Commit-to-send latency, ms (median of %d rounds of %d events)\n", *rounds, *latencyN)
-	fmt.Printf("%-17s %8s %8s %8s %12s %9s %14s %14s %14s\n", "variant", "p50", "p90", "p99", "p50/plain", "notified", "commit>NOTIFY", "commit>claim", "claim>receipt")
+	fmt.Printf("%-17s %8s %8s %8s %12s %9s %14s %14s %14s %14s\n", "variant", "p50", "p90", "p99", "p50/plain", "notified",
+		"commit>NOTIFY", "c>claim notif", "commit>claim", "claim>receipt")
 	p50 := func(x result) float64 { return x.p50 }
 	for _, it := range latency {
 		nm := it.name
-		fmt.Printf("%-17s %8.2f %8.2f %8.2f %11.1fx %5.0f/%-3d %14.2f %14.2f %14.2f\n", nm,
+		fmt.Printf("%-17s %8.2f %8.2f %8.2f %11.1fx", nm,
 			med(nm, p50), med(nm, func(x result) float64 { return x.p90 }), med(nm, func(x result) float64 { return x.p99 }),
-			ratio(nm, "latency_plain", p50), med(nm, func(x result) float64 { return float64(x.notified) }), *latencyN,
-			med(nm, func(x result) float64 { return x.wake }), med(nm, func(x result) float64 { return x.claimAll }),
-			med(nm, func(x result) float64 { return x.send }))
+			ratio(nm, "latency_plain", p50))
+		if strings.HasPrefix(nm, "latency_debounce") || strings.HasPrefix(nm, "latency_every") {
+			fmt.Printf(" %5.0f/%-3d %14.2f %14.2f %14.2f %14.2f", med(nm, func(x result) float64 { return float64(x.notified) }), *latencyN,
+				med(nm, func(x result) float64 { return x.wake }), med(nm, func(x result) float64 { return x.claim }),
+				med(nm, func(x result) float64 { return x.claimAll }),
+				med(nm, func(x result) float64 { return x.send }))
+		}
+		fmt.Println()
 	}
+
+	fmt.Printf("\n== One delivery's steps replayed one at a time, no engine serving (median ms of %d)\n", *latencyN)
+	path := 0.0
+	for k, name := range stepNames {
+		fmt.Printf("%-11s %6.2f\n", name, steps[k])
+		if k >= 1 && k <= 4 {
+			path += steps[k]
+		}
+	}
+	fmt.Printf("fan-out + claim + reserve tx + send: %.2f ms (latency_every p50 %.2f)\n", path, med("latency_every", p50))
 	return nil
 }
 
@@ -225,7 +245,7 @@ func (x result) line(name string) string {
 		return fmt.Sprintf("%7.0f del/s  emit %5.0f ev/s  %6d sent by emit end  %.2f claims/delivery  %3d new conns", x.rate, x.emitRate, x.atEmitEnd, x.claims, x.newConns)
 	case strings.HasPrefix(name, "plain_"):
 		return fmt.Sprintf("%7.0f POST/s  %3d new conns", x.rate, x.newConns)
-	case name == "latency_plain":
+	case name == "latency_plain" || name == "latency_commit":
 		return fmt.Sprintf("p50 %7.2f  p90 %7.2f  p99 %7.2f ms", x.p50, x.p90, x.p99)
 	}
 	return fmt.Sprintf("p50 %7.2f  p90 %7.2f  p99 %7.2f ms  notified %d  commit>NOTIFY %.2f  commit>claim %.2f (notified %.2f)  claim>receipt %.2f",
@@ -397,6 +417,23 @@ func (w *world) latencyEngine(ctx context.Context, debounce time.Duration) (resu
 	return res, err
 }
 
+// latencyCommit times *latencyN single-row INSERTs in autocommit on the
+// host's pool: what one synchronous commit costs on this server, for
+// reading the engine's latency (its path to the send has several).
+func (w *world) latencyCommit(ctx context.Context) (result, error) {
+	var total []float64
+	for i := range *latencyN + 5 {
+		t0 := time.Now()
+		if _, err := w.host.Exec(ctx, `INSERT INTO bench_commit DEFAULT VALUES`); err != nil {
+			return result{}, err
+		}
+		if i >= 5 { // the first few warm the connection up
+			total = append(total, ms(time.Since(t0)))
+		}
+	}
+	return result{p50: pct(total, 50), p90: pct(total, 90), p99: pct(total, 99)}, nil
+}
+
 // latencyPlain times *latencyN single POSTs, one after another, from the
 // client's send to the stand-in receiving it.
 func (w *world) latencyPlain(ctx context.Context) (result, error) {
@@ -474,5 +511,3 @@ func pct(xs []float64, p float64) float64 {
 	i := int(math.Ceil(p/100*float64(len(s)))) - 1
 	return s[min(max(i, 0), len(s)-1)]
 }
-
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -114,6 +115,9 @@ func newWorld(ctx context.Context, url string, sinkCounts []int, conns int) (*wo
 			o.sinks = append(o.sinks, s.ID)
 		}
 		w.owner[n] = o
+	}
+	if _, err := hp.Exec(ctx, `CREATE TABLE bench_commit (id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return nil, fmt.Errorf("error creating the scratch table: %w", err)
 	}
 	if err := w.listen(ctx); err != nil {
 		return nil, err
@@ -341,7 +345,7 @@ func plainClient(conc int) *http.Client {
 
 // post sends one message as the Gotify adapter does.
 func post(ctx context.Context, c *http.Client, url string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/message", bytesReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/message", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
