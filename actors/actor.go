@@ -148,7 +148,9 @@ func (a *SinkActor) Serve(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case row := <-a.mailbox:
-			a.sup.signalRoom()
+			if len(a.mailbox) <= a.sup.cfg.MailboxSize/2 {
+				a.sup.signalRoom()
+			}
 			a.publish(StateDelivering, 1)
 			arm(a.sup.worker.Deliver(ctx, row))
 		case <-a.poke:

@@ -97,7 +97,7 @@ func (s *Supervisor) Room() (free int, full []int64) {
 	for id, a := range s.actors {
 		n := len(a.mailbox)
 		queued += n
-		if n >= s.cfg.MailboxSize {
+		if n > s.cfg.MailboxSize/2 {
 			full = append(full, id)
 		}
 	}

@@ -43,6 +43,7 @@ func (c *claimer) poke() {
 func (c *claimer) Serve(ctx context.Context) error {
 	poll := time.NewTicker(c.e.cfg.PollInterval)
 	defer poll.Stop()
+	var sweep <-chan time.Time
 	for {
 		next, full, err := c.cycle(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -65,6 +66,11 @@ func (c *claimer) Serve(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-c.wake:
+			if d := c.e.cfg.NotifyDebounce; d > 0 && sweep == nil {
+				sweep = time.After(d + 5*time.Millisecond)
+			}
+		case <-sweep:
+			sweep = nil
 		case <-poll.C:
 		case <-due:
 		case <-room:
@@ -91,16 +97,21 @@ func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err err
 			full = true
 			break
 		}
+		full = len(fullSinks) > 0 // due rows may be left behind: wait for room
 		limit := min(free, claimBatch)
 		rows, err := store.ClaimDue(ctx, e.cfg.Pool, store.ClaimParams{
 			Instance: e.instance, Now: e.cfg.Clock.Now(), TTL: e.cfg.ClaimTTL,
-			Limit: limit, PerSink: actors.MailboxSizeDefault, SkipSinks: fullSinks,
+			Limit: limit, PerSink: actors.MailboxSizeDefault / 2, SkipSinks: fullSinks,
 		})
 		if err != nil {
 			return time.Time{}, false, err
 		}
 		now := e.cfg.Clock.Now()
+		perSink := map[int64]int{}
 		for _, r := range rows {
+			if perSink[r.SinkID]++; perSink[r.SinkID] == actors.MailboxSizeDefault/2 {
+				full = true // this sink may have more due rows
+			}
 			if e.cfg.OnClaim != nil {
 				e.cfg.OnClaim(r.SinkID, now.Sub(r.DueAt))
 			}

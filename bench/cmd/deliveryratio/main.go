@@ -20,7 +20,8 @@
 // their defaults (but for the -1 latency variant), and budgets raised to
 // operator bounds that never limit. The measurements run interleaved in
 // rounds, in an order reversed every other round; the figures are medians
-// over the rounds.
+// over the rounds. Afterwards one delivery's statements are replayed one
+// at a time with no engine serving (steps.go), to show where the time goes.
 //
 // It creates a fresh database sbbench_<random> on the server of
 // DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable),
@@ -131,8 +132,10 @@ func run(ctx context.Context, counts []int) (err error) {
 	defer w.host.Close()
 	defer w.gs.Close()
 
-	var version string
-	if err := w.host.QueryRow(ctx, `SELECT version()`).Scan(&version); err != nil {
+	var version, settings string
+	if err := w.host.QueryRow(ctx, `SELECT version(), format('fsync %s, synchronous_commit %s, autovacuum %s, shared_buffers %s',
+		current_setting('fsync'), current_setting('synchronous_commit'), current_setting('autovacuum'),
+		current_setting('shared_buffers'))`).Scan(&version, &settings); err != nil {
 		return err
 	}
 	pc := *conns
@@ -140,7 +143,7 @@ func run(ctx context.Context, counts []int) (err error) {
 		pc = max(4, runtime.NumCPU())
 	}
 	fmt.Printf("machine: %d CPUs (GOMAXPROCS %d), %s/%s, %s\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version())
-	fmt.Printf("server:  %s\n", version)
+	fmt.Printf("server:  %s\n         %s\n", version, settings)
 	fmt.Printf("engine:  PollInterval %v, NotifyDebounce %v, pool of %d connections, budgets %d/h burst %d\n",
 		engine.PollIntervalDefault, engine.NotifyDebounceDefault, pc, budgetPerHour, budgetBurst)
 	fmt.Printf("run:     %d rounds; throughput %d events x sinks %v; latency %d events per variant, gap %v\n\n",

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/notify/bench/internal/benchdb"
 	"github.com/switchboard/notify/engine"
@@ -13,7 +14,8 @@ import (
 )
 
 // stepNames are the steps of one delivery, in order, as steps times them.
-var stepNames = []string{"emit tx", "fan-out", "claim", "reserve tx", "send", "finish tx"}
+var stepNames = []string{"emit tx", "fan-out", "claim", "reserve tx", "send", "finish tx",
+	"  BEGIN + lock sink", "  budget TAT", "  start attempt", "  insert record", "  COMMIT"}
 
 // steps replays what the engine does for one event and one sink, a step at
 // a time on the host's pool, with no engine serving, and returns each
@@ -24,7 +26,11 @@ var stepNames = []string{"emit tx", "fan-out", "claim", "reserve tx", "send", "f
 // record, COMMIT), the POST, and the transaction that records the outcome.
 // The statements are the engine's own (package store); the engine between
 // them adds only channel hand-offs, rendering and the vault's decryption.
+// The reservation's statements are timed one by one too.
 func (w *world) steps(ctx context.Context, count int) ([]float64, error) {
+	if _, err := w.host.Exec(ctx, `VACUUM (ANALYZE) outbox, outbox_events, delivery_records`); err != nil {
+		return nil, err
+	}
 	eng, err := engine.New(w.config(w.host, -1, nil))
 	if err != nil {
 		return nil, err
@@ -36,7 +42,7 @@ func (w *world) steps(ctx context.Context, count int) ([]float64, error) {
 	const instance = "bench-steps"
 	took := make([][]float64, len(stepNames))
 	for i := range count + 5 {
-		var d [6]time.Duration
+		var d [11]time.Duration
 		t := time.Now()
 		if _, err := w.emit(ctx, eng, o); err != nil {
 			return nil, err
@@ -62,31 +68,12 @@ func (w *world) steps(ctx context.Context, count int) ([]float64, error) {
 		}
 
 		t = time.Now()
-		var recID int64
-		err = pgx.BeginFunc(ctx, w.host, func(tx pgx.Tx) error {
-			now := time.Now()
-			s, err := store.LockSinkForDelivery(ctx, tx, rows[0].SinkID)
-			if err != nil {
-				return err
-			}
-			if _, err := store.BudgetTAT(ctx, tx, s.ID); err != nil {
-				return err
-			}
-			r, err := store.StartAttempt(ctx, tx, rows[0].ID, instance, now, engine.ClaimTTLDefault)
-			if err != nil {
-				return err
-			}
-			tat := now.Add(time.Hour / budgetPerHour)
-			recID, err = store.InsertDeliveryRecord(ctx, tx, store.DeliveryRecord{
-				SinkID: s.ID, Owner: s.Owner, OutboxID: r.ID, EventType: r.EventType, Attempt: r.Attempts,
-				CountsBudget: true, SentAt: now, BudgetTAT: &tat,
-			})
-			return err
-		})
+		recID, sub, err := reserve(ctx, w.host, rows[0], instance)
 		if err != nil {
 			return nil, err
 		}
 		d[3] = time.Since(t)
+		copy(d[6:], sub[:])
 
 		t = time.Now()
 		if err := post(ctx, c, w.gs.URL, body); err != nil {
@@ -118,4 +105,47 @@ func (w *world) steps(ctx context.Context, count int) ([]float64, error) {
 		out[k] = benchdb.Median(took[k])
 	}
 	return out, nil
+}
+
+// reserve is the actor's reservation transaction (engine/delivery.go,
+// worker.Deliver) on a claimed row, each statement timed.
+func reserve(ctx context.Context, pool *pgxpool.Pool, row store.OutboxRow, instance string) (int64, [5]time.Duration, error) {
+	var d [5]time.Duration
+	t := time.Now()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return 0, d, err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	now := time.Now()
+	s, err := store.LockSinkForDelivery(ctx, tx, row.SinkID)
+	if err != nil {
+		return 0, d, err
+	}
+	d[0] = time.Since(t)
+	t = time.Now()
+	if _, err := store.BudgetTAT(ctx, tx, s.ID); err != nil {
+		return 0, d, err
+	}
+	d[1] = time.Since(t)
+	t = time.Now()
+	r, err := store.StartAttempt(ctx, tx, row.ID, instance, now, engine.ClaimTTLDefault)
+	if err != nil {
+		return 0, d, err
+	}
+	d[2] = time.Since(t)
+	t = time.Now()
+	tat := now.Add(time.Hour / budgetPerHour)
+	recID, err := store.InsertDeliveryRecord(ctx, tx, store.DeliveryRecord{
+		SinkID: s.ID, Owner: s.Owner, OutboxID: r.ID, EventType: r.EventType, Attempt: r.Attempts,
+		CountsBudget: true, SentAt: now, BudgetTAT: &tat,
+	})
+	if err != nil {
+		return 0, d, err
+	}
+	d[3] = time.Since(t)
+	t = time.Now()
+	err = tx.Commit(ctx)
+	d[4] = time.Since(t)
+	return recID, d, err
 }
