@@ -6,33 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
-
-// lockedBuffer collects log output from any goroutine.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // canary marks every planted secret; it must appear nowhere but sealed.
 const canary = "canary-7f3d"
@@ -43,7 +25,7 @@ const canary = "canary-7f3d"
 // returned value or any stored row but the sealed secret column.
 func TestSecretsNeverLeak(t *testing.T) {
 	t.Parallel()
-	logs := &lockedBuffer{}
+	logs := &enginetest.SyncBuffer{}
 	withLogs := func(c *engine.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
