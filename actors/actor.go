@@ -124,21 +124,32 @@ func (a *SinkActor) Serve(ctx context.Context) error {
 		}
 		return flush.Chan()
 	}
+	disarm := func() {
+		if flush != nil {
+			flush.Stop()
+		}
+		flush, a.flushAt = nil, time.Time{}
+	}
 	arm := func(o Outcome) {
 		a.observe(o)
 		if o.HeldUntil.IsZero() {
 			return
 		}
-		if flush != nil {
-			flush.Stop()
-		}
+		disarm()
 		a.flushAt = o.HeldUntil
 		flush = clock.NewTimer(max(o.HeldUntil.Sub(clock.Now()), 0))
 	}
-	defer func() {
-		if flush != nil {
-			flush.Stop()
+	// flushed folds a flush's outcome in: a flush that leaves nothing held
+	// (it sent every held row, or none was left) needs no timer, whoever
+	// asked for it.
+	flushed := func(o Outcome) {
+		if o.HeldUntil.IsZero() {
+			disarm()
 		}
+		arm(o)
+	}
+	defer func() {
+		disarm()
 		a.publish(StateStopped, 0)
 	}()
 
@@ -155,11 +166,11 @@ func (a *SinkActor) Serve(ctx context.Context) error {
 			arm(a.sup.worker.Deliver(ctx, row))
 		case <-a.poke:
 			a.publish(StateDelivering, 1)
-			arm(a.sup.worker.Flush(ctx, a.sinkID))
+			flushed(a.sup.worker.Flush(ctx, a.sinkID))
 		case <-flushC():
 			flush, a.flushAt = nil, time.Time{}
 			a.publish(StateDelivering, 1)
-			arm(a.sup.worker.Flush(ctx, a.sinkID))
+			flushed(a.sup.worker.Flush(ctx, a.sinkID))
 		case <-idle.C:
 			if flush == nil && a.sup.retire(a) {
 				return fmt.Errorf("sink %d idle: %w", a.sinkID, suture.ErrDoNotRestart)
