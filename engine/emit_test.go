@@ -39,7 +39,7 @@ type emitBundle struct {
 func setupEmit(t *testing.T) *emitBundle {
 	t.Helper()
 	pool := storetest.New(t)
-	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	now := time.Now().UTC().Truncate(time.Second)
 	eng, err := engine.New(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clockwork.NewFakeClockAt(now)})
 	require.NoError(t, err)
 	return &emitBundle{pool: pool, f: storetest.NewFactory(t, pool), eng: eng, now: now}

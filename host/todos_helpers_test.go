@@ -22,7 +22,7 @@ import (
 type fakeClock = clockwork.FakeClock
 
 func newFakeClock() *fakeClock {
-	return clockwork.NewFakeClockAt(time.Date(2026, 9, 22, 9, 0, 0, 0, time.UTC))
+	return clockwork.NewFakeClockAt(time.Now().UTC().Truncate(time.Second))
 }
 
 // recorder remembers every event the host asks to emit, then lets the real

@@ -32,8 +32,10 @@ import (
 	"github.com/switchboard/notify/store/storetest"
 )
 
-// Start is the fake clock's starting time.
-var Start = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+// Start is the fake clock's starting time: the real now when the test binary
+// starts, so a test passes on any day it is run (sessions, leases and
+// retention windows compared against the database's clock stay valid).
+var Start = time.Now().UTC().Truncate(time.Second)
 
 // WaitTimeout bounds how long (wall time) a test waits for an attempt.
 const WaitTimeout = 20 * time.Second
