@@ -43,11 +43,12 @@ type Artifact struct {
 type Error struct {
 	Class  notifytype.ErrorClass
 	Status int
-	err    error
+	// Err says what failed, redacted.
+	Err error
 }
 
-func (e *Error) Error() string { return e.err.Error() }
-func (e *Error) Unwrap() error { return e.err }
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
 
 // ClassOf is the error class of an error Publish or MaxTTL returned.
 func ClassOf(err error) notifytype.ErrorClass {
@@ -73,7 +74,7 @@ func (c *Client) MaxTTL(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	if l.MaxTTLSeconds < 0 {
-		return 0, &Error{Class: notifytype.ClassRejected, err: errors.New("error reading cairn limits: negative max_ttl_seconds")}
+		return 0, &Error{Class: notifytype.ClassRejected, Err: errors.New("error reading cairn limits: negative max_ttl_seconds")}
 	}
 	return time.Duration(l.MaxTTLSeconds) * time.Second, nil
 }
@@ -91,7 +92,7 @@ type artifactRequest struct {
 // maximum (GET /v1/limits first).
 func (c *Client) Publish(ctx context.Context, name, content string) (Artifact, error) {
 	if len(content) > MaxContentBytes {
-		return Artifact{}, &Error{Class: notifytype.ClassRejected, err: fmt.Errorf("error publishing to cairn: content is over %d bytes", MaxContentBytes)}
+		return Artifact{}, &Error{Class: notifytype.ClassRejected, Err: fmt.Errorf("error publishing to cairn: content is over %d bytes", MaxContentBytes)}
 	}
 	ttl := c.cfg.TTL
 	maxTTL, err := c.MaxTTL(ctx)
@@ -110,10 +111,10 @@ func (c *Client) Publish(ctx context.Context, name, content string) (Artifact, e
 		return Artifact{}, err
 	}
 	if a.URL == "" {
-		return Artifact{}, &Error{Class: notifytype.ClassRejected, err: errors.New("error publishing to cairn: the answer has no url")}
+		return Artifact{}, &Error{Class: notifytype.ClassRejected, Err: errors.New("error publishing to cairn: the answer has no url")}
 	}
 	if u, err := sinks.ParseBaseURL(a.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") {
-		return Artifact{}, &Error{Class: notifytype.ClassRejected, err: errors.New("error publishing to cairn: the answer's url is not an http(s) URL")}
+		return Artifact{}, &Error{Class: notifytype.ClassRejected, Err: errors.New("error publishing to cairn: the answer's url is not an http(s) URL")}
 	}
 	return a, nil
 }
@@ -129,7 +130,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any, want int
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return &Error{Class: notifytype.ClassRejected, err: fmt.Errorf("error encoding cairn request: %w", err)}
+			return &Error{Class: notifytype.ClassRejected, Err: fmt.Errorf("error encoding cairn request: %w", err)}
 		}
 		rd = bytes.NewReader(b)
 	}
@@ -153,17 +154,17 @@ func (c *Client) do(ctx context.Context, method, path string, body any, want int
 			class = notifytype.ClassRejected
 		}
 		return &Error{Class: class, Status: resp.StatusCode,
-			err: fmt.Errorf("error calling cairn %s: server answered %d %s (%s)", path, resp.StatusCode, http.StatusText(resp.StatusCode), class)}
+			Err: fmt.Errorf("error calling cairn %s: server answered %d %s (%s)", path, resp.StatusCode, http.StatusText(resp.StatusCode), class)}
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, sinks.MaxDrain)).Decode(out); err != nil {
-		return &Error{Class: notifytype.ClassRejected, Status: resp.StatusCode, err: fmt.Errorf("error reading cairn %s answer: not the expected JSON", path)}
+		return &Error{Class: notifytype.ClassRejected, Status: resp.StatusCode, Err: fmt.Errorf("error reading cairn %s answer: not the expected JSON", path)}
 	}
 	return nil
 }
 
 func (c *Client) fail(err error) error {
 	class := sinks.ClassifyError(err)
-	return &Error{Class: class, err: fmt.Errorf("error calling cairn (%s): %w", class, sinks.RedactError(err))}
+	return &Error{Class: class, Err: fmt.Errorf("error calling cairn (%s): %w", class, sinks.RedactError(err))}
 }
 
 // String names the server by its base URL, never its token.
