@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
@@ -53,45 +54,30 @@ func (e *Engine) buildReport(ctx context.Context, d store.Digest, prevSent *time
 	q := DigestQuery{Owner: d.Owner, QueueIDs: digest.QueueIDs(r.Queues), Since: r.Since}
 
 	var wg sync.WaitGroup
-	run := func(name string, fill func(ctx context.Context) error, fail func(why string)) {
-		wg.Go(func() {
-			var err error
-			switch {
-			case src == nil:
-				err = ErrNotMeasured
-			case queuesWhy != "" && name != "quarantined" && name != "unheard doorbells" && name != "clocked out":
-				fail("the queues could not be read: " + queuesWhy)
-				return
-			default:
-				_, err = section(ctx, e.cfg.DigestSectionTimeout, func(ctx context.Context) (struct{}, error) { return struct{}{}, fill(ctx) })
-			}
-			if why := e.unavailable(log, name, err); why != "" {
-				fail(why)
-			}
-		})
-	}
-	run("pending", func(ctx context.Context) (err error) { r.Pending.Data, err = src.Pending(ctx, q); return },
-		func(why string) { r.Pending = digest.Section[map[int64]digest.Pending]{Unavailable: why} })
-	run("claimed", func(ctx context.Context) (err error) { r.Claimed.Data, err = src.Claimed(ctx, q); return },
-		func(why string) { r.Claimed = digest.Section[map[int64]int]{Unavailable: why} })
-	run("stalled leases", func(ctx context.Context) (err error) { r.StalledLeases.Data, err = src.StalledLeases(ctx, q); return },
-		func(why string) { r.StalledLeases = digest.Section[map[int64]int]{Unavailable: why} })
-	run("dead letters", func(ctx context.Context) (err error) { r.DeadLetters.Data, err = src.DeadLetters(ctx, q); return },
-		func(why string) { r.DeadLetters = digest.Section[map[int64]digest.DeadLetters]{Unavailable: why} })
-	run("admission", func(ctx context.Context) (err error) {
-		r.AdmissionDeferred.Data, err = src.AdmissionDeferred(ctx, q)
-		return
-	},
-		func(why string) { r.AdmissionDeferred = digest.Section[map[int64]int]{Unavailable: why} })
-	run("quarantined", func(ctx context.Context) (err error) { r.Quarantined.Data, err = src.Quarantined(ctx, q); return },
-		func(why string) { r.Quarantined = digest.Section[[]digest.NamedCount]{Unavailable: why} })
-	run("unheard doorbells", func(ctx context.Context) (err error) {
-		r.UnheardDoorbells.Data, err = src.UnheardDoorbells(ctx, q)
-		return
-	},
-		func(why string) { r.UnheardDoorbells = digest.Section[[]digest.NamedCount]{Unavailable: why} })
-	run("clocked out", func(ctx context.Context) (err error) { r.ClockedOut.Data, err = src.ClockedOut(ctx, q); return },
-		func(why string) { r.ClockedOut = digest.Section[[]string]{Unavailable: why} })
+	wg.Go(func() {
+		r.Pending = fetch(ctx, e, log, "pending", src == nil, queuesWhy, func(ctx context.Context) (map[int64]digest.Pending, error) { return src.Pending(ctx, q) })
+	})
+	wg.Go(func() {
+		r.Claimed = fetch(ctx, e, log, "claimed", src == nil, queuesWhy, func(ctx context.Context) (map[int64]int, error) { return src.Claimed(ctx, q) })
+	})
+	wg.Go(func() {
+		r.StalledLeases = fetch(ctx, e, log, "stalled leases", src == nil, queuesWhy, func(ctx context.Context) (map[int64]int, error) { return src.StalledLeases(ctx, q) })
+	})
+	wg.Go(func() {
+		r.DeadLetters = fetch(ctx, e, log, "dead letters", src == nil, queuesWhy, func(ctx context.Context) (map[int64]digest.DeadLetters, error) { return src.DeadLetters(ctx, q) })
+	})
+	wg.Go(func() {
+		r.AdmissionDeferred = fetch(ctx, e, log, "admission", src == nil, queuesWhy, func(ctx context.Context) (map[int64]int, error) { return src.AdmissionDeferred(ctx, q) })
+	})
+	wg.Go(func() {
+		r.Quarantined = fetch(ctx, e, log, "quarantined", src == nil, "", func(ctx context.Context) ([]digest.NamedCount, error) { return src.Quarantined(ctx, q) })
+	})
+	wg.Go(func() {
+		r.UnheardDoorbells = fetch(ctx, e, log, "unheard doorbells", src == nil, "", func(ctx context.Context) ([]digest.NamedCount, error) { return src.UnheardDoorbells(ctx, q) })
+	})
+	wg.Go(func() {
+		r.ClockedOut = fetch(ctx, e, log, "clocked out", src == nil, "", func(ctx context.Context) ([]string, error) { return src.ClockedOut(ctx, q) })
+	})
 	// Notifications recorded undeliverable are the engine's own figure.
 	wg.Go(func() {
 		n, err := section(ctx, e.cfg.DigestSectionTimeout, func(ctx context.Context) (int, error) {
@@ -130,6 +116,23 @@ func (e *Engine) buildReport(ctx context.Context, d store.Digest, prevSent *time
 	return r
 }
 
+// fetch reads one section from its source under the section timeout:
+// unavailable with the reason when there is no source, when the queues it
+// needs could not be read (queuesWhy), or when the call fails.
+func fetch[T any](ctx context.Context, e *Engine, log *slog.Logger, name string, noSource bool, queuesWhy string, call func(context.Context) (T, error)) digest.Section[T] {
+	switch {
+	case noSource:
+		return digest.Section[T]{Unavailable: digest.NotMeasured}
+	case queuesWhy != "":
+		return digest.Section[T]{Unavailable: "the queues could not be read: " + queuesWhy}
+	}
+	v, err := section(ctx, e.cfg.DigestSectionTimeout, call)
+	if why := e.unavailable(log, name, err); why != "" {
+		return digest.Section[T]{Unavailable: why}
+	}
+	return digest.Section[T]{Data: v}
+}
+
 // section runs one source call under its own timeout. A call that
 // overruns returns context.DeadlineExceeded at once, even if the source
 // ignores its context; its result is then dropped.
@@ -160,9 +163,7 @@ func section[T any](ctx context.Context, timeout time.Duration, call func(contex
 // unavailable is the reason a section reads unavailable, "" when err is
 // nil. The reason says what kind of failure it was, never the error's
 // text (which may name tables or hosts); the error is logged.
-func (e *Engine) unavailable(log interface {
-	Warn(string, ...any)
-}, name string, err error) string {
+func (e *Engine) unavailable(log *slog.Logger, name string, err error) string {
 	switch {
 	case err == nil:
 		return ""
