@@ -48,6 +48,9 @@ var families = map[notifytype.Grant][]verb{
 		{ToolDeleteSink, addDeleteSink},
 		{ToolTestSink, addTestSink},
 		{ToolSetSinkSubscriptions, addSetSinkSubscriptions},
+		{ToolListDigests, addListDigests},
+		{ToolSetDigest, addSetDigest},
+		{ToolDeleteDigest, addDeleteDigest},
 	},
 	notifytype.GrantNotifyOwner: {
 		{ToolNotifyOwner, addNotifyOwner},
