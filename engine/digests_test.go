@@ -488,17 +488,17 @@ func TestDigestSourceThatFailsOrTimesOutIsUnavailable(t *testing.T) {
 	canary := "cnry" + fmt.Sprint(time.Now().UnixNano())
 	eng := d.w.Engine(func(c *engine.Config) {
 		c.DigestSources = failingSources{DigestSources: host.NewDigestSources(d.w.Pool), canary: canary}
-		c.DigestSectionTimeout = 200 * time.Millisecond
+		c.DigestSectionTimeout = 2 * time.Second
 	})
 	dg := d.digest(t, engine.DigestInput{Schedule: slotAgo(t, d.w, time.Minute)})
 	pv, err := eng.PreviewDigest(d.w.Ctx, d.p, dg.ID)
 	require.NoError(t, err)
 	require.Equal(t, "its source failed (the instance's log says why)", pv.Report.Pending.Unavailable)
-	require.Equal(t, "timed out after 200ms", pv.Report.DeadLetters.Unavailable)
+	require.Equal(t, "timed out after 2s", pv.Report.DeadLetters.Unavailable)
 	require.True(t, pv.Report.Claimed.Available(), "other sections stand")
 	require.False(t, pv.Quiet)
 	require.Contains(t, pv.Text, "- Pending: unavailable: its source failed")
-	require.Contains(t, pv.Text, "- Dead letters: unavailable: timed out after 200ms")
+	require.Contains(t, pv.Text, "- Dead letters: unavailable: timed out after 2s")
 	require.NotContains(t, pv.Text, canary, "a source's error text never reaches the digest")
 	require.Contains(t, d.w.Logs.String(), canary, "it is logged")
 }
