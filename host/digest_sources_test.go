@@ -37,7 +37,7 @@ func TestDigestSectionQueriesUseIndexes(t *testing.T) {
 		       CASE WHEN g % 10 = 7 THEN now() + interval '5 minutes' END,
 		       now() - (g % 1000) * interval '1 minute', now() - (g % 1000) * interval '1 minute'
 		FROM generate_series(1, 20000) g
-		JOIN LATERAL (SELECT id, owner FROM queues ORDER BY id OFFSET (g % 100) LIMIT 1) q ON true`)
+		JOIN LATERAL (SELECT id, owner FROM queues ORDER BY id OFFSET ((g / 10) % 100) LIMIT 1) q ON true`)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `ANALYZE todos`)
 	require.NoError(t, err)
