@@ -51,6 +51,7 @@ func (e *Engine) buildReport(ctx context.Context, d store.Digest, prevSent *time
 			r.Queues = qs
 		}
 	}
+	r.QueuesUnavailable = queuesWhy
 	q := DigestQuery{Owner: d.Owner, QueueIDs: digest.QueueIDs(r.Queues), Since: r.Since}
 
 	var wg sync.WaitGroup

@@ -79,6 +79,9 @@ type Report struct {
 	// quiet.
 	Threshold time.Duration
 	Queues    []Queue
+	// QueuesUnavailable is why the queues could not be listed; every
+	// queue section is then unavailable too.
+	QueuesUnavailable string
 
 	// Per queue id.
 	Pending           Section[map[int64]Pending]
@@ -255,6 +258,9 @@ func (r Report) Lines(f Format, baseURL string) []string {
 		heading = "# " + heading
 	}
 	lines := []string{heading, "For " + strconv.Itoa(len(r.Queues)) + " queues, " + period + ".", r.HeadlineText() + "."}
+	if r.QueuesUnavailable != "" {
+		lines = append(lines, "", h2("Queues"), "- unavailable: "+text(r.QueuesUnavailable, 200))
+	}
 
 	for _, q := range r.Queues {
 		lines = append(lines, "", h2("Queue "+text(q.Name, 64)))
