@@ -190,8 +190,10 @@ func (e *Engine) sendReport(ctx context.Context, d store.Digest, r digest.Report
 	run.DigestID, run.Owner, run.Outcome, run.Headline = d.ID, d.Owner, "sent", r.HeadlineText()
 	log := e.log.With("digest_id", d.ID, "owner", d.Owner.String())
 
+	// The digest's name is the message's place ("[digest] morning"); the
+	// full text carries its own headline.
 	content := sinks.Content{
-		Title: d.Name, Summary: r.HeadlineText(), LinkPath: "/board/digests/" + strconv.FormatInt(d.ID, 10),
+		Place: d.Name, LinkPath: "/board/digests/" + strconv.FormatInt(d.ID, 10),
 		Lines: r.Lines(digest.Plain, e.cfg.BaseURL),
 	}
 	if d.CairnConnectionID > 0 {
@@ -204,6 +206,7 @@ func (e *Engine) sendReport(ctx context.Context, d store.Digest, r digest.Report
 			log.Warn("digest not published to cairn; sinks get the full digest", "class", cairn.ClassOf(err), "err", err)
 		} else {
 			run.ArtifactURL = artifact.URL
+			content.Summary = r.HeadlineText()
 			content.Lines = []string{
 				"Full digest: " + artifact.URL,
 				"Available until " + artifact.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC") + ".",

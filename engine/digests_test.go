@@ -464,7 +464,8 @@ func TestDigestSections(t *testing.T) {
 		}
 	}
 	require.Contains(t, pv.Markdown, "## Queue inbox")
-	require.Contains(t, pv.Text, "https://switchboard.example.net/board/digests/")
+	require.Contains(t, pv.Markdown, "https://switchboard.example.net/board/digests/")
+	require.Contains(t, pv.Markdown, "# Digest morning")
 }
 
 // failingSources fails one section and hangs another.

@@ -228,9 +228,10 @@ const (
 	Markdown
 )
 
-// Lines renders the report, one line each, in the given format: a heading,
-// the headline, one block per queue, then the scope-wide sections. Board
-// links are baseURL + /board/todos/<id> and /board/digests/<id> (D13).
+// Lines renders the report, one line each, in the given format: (Markdown
+// only: a heading), the period and headline, one block per queue, the
+// scope-wide sections, (Markdown only: the board link). Board links are
+// baseURL + /board/todos/<id> and /board/digests/<id> (D13).
 // Only counts, ages, names, truncated titles and board links appear
 // (REQ-13).
 func (r Report) Lines(f Format, baseURL string) []string {
@@ -253,11 +254,13 @@ func (r Report) Lines(f Format, baseURL string) []string {
 	if r.First {
 		period = "over the last 24 hours"
 	}
-	heading := "Digest " + text(r.Name, 64)
+	// A sink's message names the digest in its title and links the board
+	// itself; the Markdown document carries both.
+	var lines []string
 	if f == Markdown {
-		heading = "# " + heading
+		lines = append(lines, "# Digest "+text(r.Name, 64))
 	}
-	lines := []string{heading, "For " + strconv.Itoa(len(r.Queues)) + " queues, " + period + ".", r.HeadlineText() + "."}
+	lines = append(lines, "For "+strconv.Itoa(len(r.Queues))+" queues, "+period+".", r.HeadlineText()+".")
 	if r.QueuesUnavailable != "" {
 		lines = append(lines, "", h2("Queues"), "- unavailable: "+text(r.QueuesUnavailable, 200))
 	}
@@ -313,7 +316,7 @@ func (r Report) Lines(f Format, baseURL string) []string {
 	} else {
 		lines = append(lines, "- Notifications recorded undeliverable: "+strconv.Itoa(r.Undeliverable.Data))
 	}
-	if r.DigestID > 0 {
+	if r.DigestID > 0 && f == Markdown {
 		lines = append(lines, "", "Board: "+link("/board/digests/"+strconv.FormatInt(r.DigestID, 10)))
 	}
 	return lines
