@@ -194,6 +194,27 @@ func TestTypeScriptClient(t *testing.T) {
 	require.Equal(t, notifytype.CodeInvalidArgument, run.Calls[2].Result.Meta[mcpserver.MetaKeyError].Code)
 }
 
+func TestTypeScriptClientDefaultGrant(t *testing.T) {
+	t.Parallel()
+	// Scenario: Sink verbs are off until granted
+	node := nodeOrSkip(t)
+	w := newWorld(t)
+	human, scope := w.person()
+	w.sink(human, scope, "https://push.example.net")
+	_, cred := w.vend(t, human, scope) // the default grant: todos and rules
+
+	run := runTSClient(t, node, w.url, cred, []tsCall{{Name: mcpserver.ToolListSinks, Arguments: map[string]any{}}}, nil)
+	require.ElementsMatch(t, mcpserver.ToolsOf(notifytype.GrantTodos), run.Tools)
+	require.NotContains(t, run.Tools, mcpserver.ToolListSinks)
+	require.NotContains(t, run.Instructions, mcpserver.ToolListSinks, "the instructions describe only the granted verbs")
+	require.NotContains(t, run.Instructions, mcpserver.ToolNotifyOwner)
+	got := run.Calls[0]
+	require.Nil(t, got.Error, "the client shows the refusal")
+	require.True(t, got.Result.IsError)
+	require.Equal(t, notifytype.CodeForbidden, got.Result.Meta[mcpserver.MetaKeyError].Code)
+	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM sinks`), "nothing changed")
+}
+
 func TestOnlyToolsAreDeclaredAndServed(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
