@@ -81,12 +81,12 @@ type DeleteDigestOut struct {
 }
 
 func addListDigests(srv *mcp.Server, s *surface) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        ToolListDigests,
 		Title:       "List digests",
 		Description: "List the queue digests (scheduled reports to the owner's sinks or Cairn) of this endpoint's owner scope.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, handle(func(ctx context.Context, c *caller, _ ListDigestsIn) (ListDigestsOut, error) {
+	}, func(ctx context.Context, c *caller, _ ListDigestsIn) (ListDigestsOut, error) {
 		ds, err := s.d.Engine.ListDigests(ctx, c.p, c.p.EndpointScope)
 		if err != nil {
 			return ListDigestsOut{}, err
@@ -96,17 +96,17 @@ func addListDigests(srv *mcp.Server, s *surface) {
 			out.Digests[i] = digestOut(d)
 		}
 		return out, nil
-	}))
+	})
 }
 
 func addSetDigest(srv *mcp.Server, s *surface) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:  ToolSetDigest,
 		Title: "Create or change a digest",
 		Description: "Create a queue digest in this endpoint's owner scope (omit id) or change one (give id): its name, " +
 			"schedule, queues, sinks, Cairn connection and quiet rule. At most 5 digests per owner scope.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)},
-	}, handle(func(ctx context.Context, c *caller, in SetDigestIn) (DigestOut, error) {
+	}, func(ctx context.Context, c *caller, in SetDigestIn) (DigestOut, error) {
 		var threshold *time.Duration
 		if in.QuietThresholdSeconds != nil {
 			threshold = ptr(time.Duration(*in.QuietThresholdSeconds) * time.Second)
@@ -129,19 +129,19 @@ func addSetDigest(srv *mcp.Server, s *surface) {
 			return DigestOut{}, err
 		}
 		return digestOut(d), nil
-	}))
+	})
 }
 
 func addDeleteDigest(srv *mcp.Server, s *surface) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        ToolDeleteDigest,
 		Title:       "Delete a digest",
 		Description: "Delete a queue digest of this endpoint's owner scope.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true},
-	}, handle(func(ctx context.Context, c *caller, in DigestIDIn) (DeleteDigestOut, error) {
+	}, func(ctx context.Context, c *caller, in DigestIDIn) (DeleteDigestOut, error) {
 		if err := s.d.Engine.DeleteDigest(ctx, c.p, in.ID); err != nil {
 			return DeleteDigestOut{}, err
 		}
 		return DeleteDigestOut{Deleted: true, ID: in.ID}, nil
-	}))
+	})
 }
