@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
@@ -20,11 +19,9 @@ func TestScenarioDeadLetterIsAnnouncedNotAssigned(t *testing.T) {
 	// Scenario: A dead letter is announced, not assigned
 	t.Parallel()
 
-	// One world per run, the same steps in each at the same fake times;
-	// only one has a sink.
-	clock := newFakeClock()
+	// One world per run, the same steps in each; only one has a sink.
 	run := func(t *testing.T, withSink bool) (w *todoWorld, todoID int64) {
-		w, ctx := newTodoWorldOn(t, storetest.New(t), clockwork.NewFakeClockAt(clock.Now())), context.Background()
+		w, ctx := newTodoWorld(t)
 		p := w.person(t, "forge")
 		if withSink {
 			w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, notifytype.EventTodoDeadLettered)
