@@ -55,24 +55,6 @@ func jobs(f *fleet.Fleet, keys map[int64]string, r *rig.Rig, n int) []job {
 	return out
 }
 
-// sinkKeys reads every sink's Gotify key (fleet.Build's convention: the
-// connection id in the secret).
-func sinkKeys(ctx context.Context, pool *pgxpool.Pool) (map[int64]string, error) {
-	rows, err := pool.Query(ctx, `SELECT id, connection_id FROM sinks`)
-	if err != nil {
-		return nil, err
-	}
-	keys := map[int64]string{}
-	for rows.Next() {
-		var s, c int64
-		if err := rows.Scan(&s, &c); err != nil {
-			return nil, err
-		}
-		keys[s] = fmt.Sprintf("gtfya.fleet-%d", c)
-	}
-	return keys, rows.Err()
-}
-
 const handSchema = `
 CREATE TABLE bench_hand_jobs (
     id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

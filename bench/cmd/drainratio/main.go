@@ -126,7 +126,7 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	w := &world{r: r, f: f, tracer: rig.NewTracer()}
-	if w.keys, err = sinkKeys(ctx, r.Pool); err != nil {
+	if w.keys, err = r.SinkKeys(ctx); err != nil {
 		return err
 	}
 	if w.emit, err = engine.New(r.Config(r.Pool, true)); err != nil {

@@ -346,3 +346,21 @@ func Pct(xs []float64, p float64) float64 {
 
 // Ms is d in milliseconds.
 func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// SinkKeys reads every sink's Gotify key, by sink id (fleet.Build's
+// convention: the connection id in the secret).
+func (r *Rig) SinkKeys(ctx context.Context) (map[int64]string, error) {
+	rows, err := r.Pool.Query(ctx, `SELECT id, connection_id FROM sinks`)
+	if err != nil {
+		return nil, err
+	}
+	keys := map[int64]string{}
+	for rows.Next() {
+		var s, c int64
+		if err := rows.Scan(&s, &c); err != nil {
+			return nil, err
+		}
+		keys[s] = fmt.Sprintf("gtfya.fleet-%d", c)
+	}
+	return keys, rows.Err()
+}

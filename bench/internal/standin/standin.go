@@ -23,7 +23,7 @@ type Server struct {
 	*httptest.Server
 	got  atomic.Int64
 	last atomic.Int64 // unix nanoseconds of the last request received
-	hook atomic.Pointer[func(n int64, at time.Time)]
+	hook atomic.Pointer[func(key string, n int64, at time.Time)]
 
 	mu   sync.Mutex
 	seen map[[32]byte]int // by sha256(key, body): how many times received
@@ -35,8 +35,9 @@ func New() *Server {
 	s.Server = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		at := time.Now()
 		body, _ := io.ReadAll(r.Body)
+		key := r.Header.Get("X-Gotify-Key")
 		h := sha256.New()
-		h.Write([]byte(r.Header.Get("X-Gotify-Key")))
+		h.Write([]byte(key))
 		h.Write([]byte{0})
 		h.Write(body)
 		var k [32]byte
@@ -47,7 +48,7 @@ func New() *Server {
 		n := s.got.Add(1)
 		s.last.Store(at.UnixNano())
 		if f := s.hook.Load(); f != nil {
-			(*f)(n, at)
+			(*f)(key, n, at)
 		}
 		rw.Header().Set("Content-Type", "application/json")
 		_, _ = rw.Write([]byte(`{"id":1}`))
@@ -55,9 +56,10 @@ func New() *Server {
 	return s
 }
 
-// On sets what each request reports to, with the count received since the
-// last Reset (nil: nothing). It runs on the handler's goroutine.
-func (s *Server) On(f func(n int64, at time.Time)) {
+// On sets what each request reports to: its sender key, the count
+// received since the last Reset, and when it arrived (on entering the
+// handler). nil: nothing. It runs on the handler's goroutine.
+func (s *Server) On(f func(key string, n int64, at time.Time)) {
 	if f == nil {
 		s.hook.Store(nil)
 		return
