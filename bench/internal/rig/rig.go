@@ -168,6 +168,8 @@ type Instance struct {
 	Failed    atomic.Int64 // attempts that did not deliver
 	cancel    context.CancelFunc
 	done      chan error
+	stopOnce  sync.Once
+	stopErr   error
 }
 
 // Serve starts an engine with cfg (its Pool replaced by a new pool of
@@ -211,15 +213,19 @@ func (r *Rig) Serve(cfg engine.Config, name string, conns int32, tracer pgx.Quer
 	return in, nil
 }
 
-// Stop stops the engine and closes its pool.
+// Stop stops the engine and closes its pool; later calls return the
+// first's error.
 func (in *Instance) Stop() error {
-	in.cancel()
-	err := <-in.done
-	in.Pool.Close()
-	if errors.Is(err, context.Canceled) {
-		err = nil
-	}
-	return err
+	in.stopOnce.Do(func() {
+		in.cancel()
+		err := <-in.done
+		in.Pool.Close()
+		if errors.Is(err, context.Canceled) {
+			err = nil
+		}
+		in.stopErr = err
+	})
+	return in.stopErr
 }
 
 // Truncate empties the delivery tables (outbox, events, records) and
