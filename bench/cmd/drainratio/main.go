@@ -45,7 +45,7 @@ import (
 )
 
 var (
-	short        = flag.Bool("short", false, "a small run for CI: 50 sinks, 1000 deliveries, one round, instances 1,2, no sweep")
+	short        = flag.Bool("short", false, "a small run for CI: 50 sinks, 500 deliveries, one round, instances 1,2, no sweep")
 	rounds       = flag.Int("rounds", 3, "rounds of every measurement")
 	sinksN       = flag.Int("sinks", 1000, "sinks (10 per owner scope)")
 	backlog      = flag.Int("backlog", 20000, "due deliveries per measurement")
@@ -63,7 +63,7 @@ var (
 func main() {
 	flag.Parse()
 	if *short {
-		*rounds, *sinksN, *backlog, *instFlag = 1, 50, 1000, "1,2"
+		*rounds, *sinksN, *backlog, *instFlag = 1, 50, 500, "1,2"
 		*handBatch, *handConc, *timeoutFlag = cmp.Or(*handBatch, 50), cmp.Or(*handConc, 16), 60*time.Second
 	}
 	if err := run(context.Background()); err != nil {
@@ -162,6 +162,7 @@ func run(ctx context.Context) (err error) {
 		}
 	}
 	res := map[string][]outcome{}
+	var notOnce error // a measurement that did not deliver every message exactly once
 	for round := range *rounds {
 		order := slices.Clone(items)
 		if round%2 == 1 {
@@ -174,6 +175,10 @@ func run(ctx context.Context) (err error) {
 				return fmt.Errorf("round %d, %s: %w", round+1, it.name, err)
 			}
 			res[it.name] = append(res[it.name], o)
+			if o.duplicated > 0 || o.dbDouble > 0 || o.distinct != o.n {
+				notOnce = fmt.Errorf("round %d, %s: not exactly once: %d distinct of %d, %d duplicated, %d rows delivered twice",
+					round+1, it.name, o.distinct, o.n, o.duplicated, o.dbDouble)
+			}
 			fmt.Printf("round %d %-9s %8.0f deliveries/s  %6d delivered  distinct %6d  duplicated %d  db double %d  (%.1fs)\n",
 				round+1, it.name, o.rate, o.n, o.distinct, o.duplicated, o.dbDouble, time.Since(t).Seconds())
 		}
@@ -234,7 +239,7 @@ func run(ctx context.Context) (err error) {
 				rig.Ms(s.Time)/float64(s.Calls), sql)
 		}
 	}
-	return nil
+	return notOnce
 }
 
 // engineDrain emits a backlog, starts k engines and times them to the

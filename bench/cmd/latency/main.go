@@ -36,7 +36,7 @@ import (
 )
 
 var (
-	short    = flag.Bool("short", false, "a small run for CI: 3 s paced, 2 idle events, one round")
+	short    = flag.Bool("short", false, "a small run for CI: 2 s paced, 1 idle event, one round")
 	rounds   = flag.Int("rounds", 3, "rounds")
 	rate     = flag.Int("rate", 100, "events per second in the paced run")
 	duration = flag.Duration("duration", 20*time.Second, "length of the paced run")
@@ -49,7 +49,7 @@ var (
 func main() {
 	flag.Parse()
 	if *short {
-		*rounds, *duration, *idleN, *quiet = 1, 3*time.Second, 2, time.Second
+		*rounds, *duration, *idleN, *quiet = 1, 2*time.Second, 1, 500*time.Millisecond
 	}
 	if err := run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "latency:", err)

@@ -16,11 +16,11 @@
 //     database, Status() filtered to them, encoded as JSON): median of 20.
 //
 // Actors retire after ActorIdleAfter (-idle-after, its default of one
-// minute; 15 s in -short), so an actor made early in the run may retire
+// minute; 5 s in -short), so an actor made early in the run may retire
 // before the last message is sent: the child samples the number of actors
 // alive every 250 ms and reports the most. The run waits for every actor
 // to retire. Everything else is the default configuration. -short is the
-// CI version (1,000 scopes, 1,000 receiving).
+// CI version (300 scopes, 300 receiving).
 package main
 
 import (
@@ -48,7 +48,7 @@ import (
 )
 
 var (
-	short     = flag.Bool("short", false, "a small run for CI: 1,000 scopes (10,000 sinks), 1,000 receiving")
+	short     = flag.Bool("short", false, "a small run for CI: 300 scopes (3,000 sinks), 300 receiving")
 	scopes    = flag.Int("scopes", 10000, "owner scopes, 10 sinks each")
 	receiving = flag.Int("receiving", 10000, "sinks that receive a message during the run (whole scopes of 10)")
 	idleAfter = flag.Duration("idle-after", time.Minute, "the engine's ActorIdleAfter in this run (its default: 1 minute)")
@@ -62,9 +62,9 @@ var (
 func main() {
 	flag.Parse()
 	if *short {
-		*scopes, *receiving = 1000, 1000
+		*scopes, *receiving = 300, 300
 		if !flagSet("idle-after") {
-			*idleAfter = 15 * time.Second
+			*idleAfter = 5 * time.Second
 		}
 	}
 	var err error

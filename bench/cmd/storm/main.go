@@ -41,7 +41,7 @@ import (
 )
 
 var (
-	short    = flag.Bool("short", false, "a small run for CI: 1,000 dead letters in 5 s, one round")
+	short    = flag.Bool("short", false, "a small run for CI: 500 dead letters in 3 s, one round")
 	rounds   = flag.Int("rounds", 1, "rounds of both variants")
 	total    = flag.Int("n", 10000, "dead letters per storm")
 	duration = flag.Duration("duration", time.Minute, "length of the storm")
@@ -55,7 +55,7 @@ var (
 func main() {
 	flag.Parse()
 	if *short {
-		*rounds, *total, *duration, *tail = 1, 1000, 5*time.Second, 2*time.Second
+		*rounds, *total, *duration, *tail = 1, 500, 3*time.Second, time.Second
 	}
 	if err := run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "storm:", err)
@@ -184,6 +184,9 @@ func run(ctx context.Context) (err error) {
 		e.messages, *total, e.maxPerSink, e.allowed, v(e.maxPerSink <= e.allowed))
 	fmt.Printf("every dead letter accounted for: %d alone + %d in %d coalesced messages + %d not sent yet (held or pending) = %d of %d: %s\n",
 		e.alone, e.inCoalesced, e.coalesced, e.held, e.alone+e.inCoalesced+e.held, *total, v(e.alone+e.inCoalesced+e.held == *total))
+	if e.maxPerSink > e.allowed || e.alone+e.inCoalesced+e.held != *total {
+		return fmt.Errorf("a budget was exceeded or a dead letter is unaccounted for")
+	}
 	return nil
 }
 
