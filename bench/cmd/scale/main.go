@@ -31,9 +31,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -218,7 +220,11 @@ func run(ctx context.Context) (err error) {
 	fmt.Printf("actors alive after the run        %7d      per-actor heap+stack %.1f KB (most alive at once: %d)\n", busy.Actors, perActor/1024, busy.Peak)
 	fmt.Printf("actors after ActorIdleAfter       %7d      %s\n", retired.Actors, v(retired.Actors == 0))
 	fmt.Printf("Status(), %d actors              %7.2f ms\n", busy.Actors, busy.StatusMs)
-	fmt.Printf("/ops/actors equivalent, 1 scope   %7.2f ms   target <= 10 ms: %s\n", busy.ScopeMs, v(busy.ScopeMs <= 10))
+	how := "Status() filtered: the engine has no StatusOf"
+	if _, ok := any(&engine.Engine{}).(statusOf); ok {
+		how = "StatusOf"
+	}
+	fmt.Printf("/ops/actors equivalent, 1 scope   %7.2f ms   target <= 10 ms: %s  (%s)\n", busy.ScopeMs, v(busy.ScopeMs <= 10), how)
 	return nil
 }
 
@@ -320,6 +326,14 @@ func measure(stage string) report {
 	return rep
 }
 
+// statusOf is the engine API a scoped /ops/actors would use, when the
+// engine offers it: the status of the actors of the given sinks only,
+// looked up by id, instead of every actor's status filtered afterwards.
+// The engine has no such method yet; timeStatus uses it once it does.
+type statusOf interface {
+	StatusOf(sinkIDs ...int64) []engine.ActorStatus
+}
+
 // timeStatus times Status() and the /ops/actors equivalent for scope:
 // the scope's sinks from the database, Status() filtered to them, JSON.
 func timeStatus(ctx context.Context, pool *pgxpool.Pool, eng *engine.Engine, scope string, rep *report) error {
@@ -346,9 +360,13 @@ func timeStatus(ctx context.Context, pool *pgxpool.Pool, eng *engine.Engine, sco
 			return err
 		}
 		var mine []engine.ActorStatus
-		for _, s := range eng.Status() {
-			if ids[s.SinkID] {
-				mine = append(mine, s)
+		if so, ok := any(eng).(statusOf); ok {
+			mine = so.StatusOf(slices.Collect(maps.Keys(ids))...)
+		} else {
+			for _, s := range eng.Status() {
+				if ids[s.SinkID] {
+					mine = append(mine, s)
+				}
 			}
 		}
 		if _, err := json.Marshal(map[string]any{"actors": mine}); err != nil {
