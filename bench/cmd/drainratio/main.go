@@ -79,6 +79,7 @@ type outcome struct {
 	distinct   int // distinct messages the stand-in received
 	duplicated int // messages received more than once
 	dbDouble   int // outbox rows with more than one delivered record
+	unfinished int // outbox rows sent but not recorded: sent again once their claim expires
 }
 
 type world struct {
@@ -175,12 +176,14 @@ func run(ctx context.Context) (err error) {
 				return fmt.Errorf("round %d, %s: %w", round+1, it.name, err)
 			}
 			res[it.name] = append(res[it.name], o)
-			if o.duplicated > 0 || o.dbDouble > 0 || o.distinct != o.n {
-				notOnce = fmt.Errorf("round %d, %s: not exactly once: %d distinct of %d, %d duplicated, %d rows delivered twice",
-					round+1, it.name, o.distinct, o.n, o.duplicated, o.dbDouble)
+			// Exactly once is the engine's promise here (every attempt
+			// answered 200); River redelivers a job whose POST timed out.
+			if strings.HasPrefix(it.name, "engine_") && (o.duplicated > 0 || o.dbDouble > 0 || o.distinct != o.n || o.unfinished > 0) {
+				notOnce = fmt.Errorf("round %d, %s: not exactly once: %d distinct of %d, %d duplicated, %d rows delivered twice, %d sent but not recorded (sent again when their claim expires)",
+					round+1, it.name, o.distinct, o.n, o.duplicated, o.dbDouble, o.unfinished)
 			}
-			fmt.Printf("round %d %-9s %8.0f deliveries/s  %6d delivered  distinct %6d  duplicated %d  db double %d  (%.1fs)\n",
-				round+1, it.name, o.rate, o.n, o.distinct, o.duplicated, o.dbDouble, time.Since(t).Seconds())
+			fmt.Printf("round %d %-9s %8.0f deliveries/s  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)\n",
+				round+1, it.name, o.rate, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds())
 		}
 	}
 
@@ -207,20 +210,21 @@ func run(ctx context.Context) (err error) {
 	fmt.Printf("%-10s %14.0f %9.3fx %12s %8s\n", "river (b)", med("river"), rr, ">= 1.1x", verdict(rr >= 1.1))
 
 	fmt.Printf("\n== Instances on one database, one backlog (aggregate; ratio to engine_1 of the same round)\n")
-	fmt.Printf("%-10s %14s %10s %12s %10s %8s\n", "", "deliveries/s", "/ 1 inst", "duplicated", "db double", "verdict")
+	fmt.Printf("%-10s %14s %10s %12s %10s %11s %8s\n", "", "deliveries/s", "/ 1 inst", "duplicated", "db double", "unrecorded", "verdict")
 	for _, k := range instances {
 		nm := fmt.Sprintf("engine_%d", k)
-		dups, double, short := 0, 0, 0
+		dups, double, short, unrec := 0, 0, 0, 0
 		for _, o := range res[nm] {
 			dups += o.duplicated
 			double += o.dbDouble
+			unrec += o.unfinished
 			if o.distinct != o.n {
 				short++
 			}
 		}
 		rk := ratio(nm, "engine_1")
-		fmt.Printf("%-10s %14.0f %9.3fx %12d %10d %8s\n", nm, med(nm), rk, dups, double,
-			verdict(rk >= 0.95 && dups == 0 && double == 0 && short == 0))
+		fmt.Printf("%-10s %14.0f %9.3fx %12d %10d %11d %8s\n", nm, med(nm), rk, dups, double, unrec,
+			verdict(rk >= 0.95 && dups == 0 && double == 0 && short == 0 && unrec == 0))
 	}
 
 	if len(w.stats) > 0 {
@@ -301,10 +305,26 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 		return d, failed
 	}
 	deadline := start.Add(*timeoutFlag)
+	// Done when every row is recorded delivered. The attempts reported
+	// delivered reach n first (a row whose record timed out is reported,
+	// stays claimed and is sent again when its claim expires), so the
+	// database is asked only from then on.
 	for {
 		d, failed := delivered()
 		if d >= int64(n) {
-			break
+			var left int
+			if err := w.r.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM outbox WHERE state <> 'delivered')
+				+ (SELECT count(*) FROM outbox_events)`).Scan(&left); err != nil {
+				return outcome{}, err
+			}
+			if left == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				return outcome{}, fmt.Errorf("%d rows not recorded delivered within %v", left, *timeoutFlag)
+			}
+			time.Sleep(250 * time.Millisecond)
+			continue
 		}
 		if failed > 0 {
 			return outcome{}, fmt.Errorf("%d attempts did not deliver", failed)
@@ -327,6 +347,9 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 	o.distinct, o.duplicated = w.r.GS.Counts()
 	if err := w.r.Pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT outbox_id FROM delivery_records
 		WHERE status = 'delivered' GROUP BY outbox_id HAVING count(*) > 1) d`).Scan(&o.dbDouble); err != nil {
+		return o, err
+	}
+	if err := w.r.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE state <> 'delivered'`).Scan(&o.unfinished); err != nil {
 		return o, err
 	}
 	if profile {
