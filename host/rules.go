@@ -152,8 +152,11 @@ func checkRule(in RuleInput, i int, field string) (checkedRule, error) {
 		return checkedRule{}, bad("name", "its name must be 1 to %d printable characters", RuleNameMaxLen)
 	case strings.TrimSpace(in.Expr) == "":
 		return checkedRule{}, bad("expr", "needs an expression")
-	case len(in.Expr) > RuleExprMaxLen || !utf8.ValidString(in.Expr):
-		return checkedRule{}, bad("expr", "its expression must be valid UTF-8 of at most %d bytes", RuleExprMaxLen)
+	case len(in.Expr) > RuleExprMaxLen || !utf8.ValidString(in.Expr) || strings.ContainsRune(in.Expr, 0):
+		return checkedRule{}, bad("expr", "its expression must be valid UTF-8 of at most %d bytes, without NUL", RuleExprMaxLen)
+	case utf8.RuneCountInString(in.Action.Notify) > 64 || !utf8.ValidString(in.Action.Notify) ||
+		strings.ContainsFunc(in.Action.Notify, unicode.IsControl):
+		return checkedRule{}, bad("action.notify", "notify must be a sink name of 1 to 64 printable characters")
 	case in.Action.Queue < 0:
 		return checkedRule{}, bad("action.queue", "queue must be a queue id")
 	case in.Action.Queue != 0 && in.Action.Drop:

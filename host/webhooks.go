@@ -251,8 +251,8 @@ func checkSettings(in WebhookSettings) (WebhookSettings, error) {
 		if expr == "" {
 			continue
 		}
-		if len(expr) > RuleExprMaxLen {
-			return in, notifytype.InvalidArgumentf(field, "must be at most %d bytes", RuleExprMaxLen)
+		if len(expr) > RuleExprMaxLen || !utf8.ValidString(expr) || strings.ContainsRune(expr, 0) {
+			return in, notifytype.InvalidArgumentf(field, "must be valid UTF-8 of at most %d bytes, without NUL", RuleExprMaxLen)
 		}
 		if _, err := compileExpr(expr); err != nil {
 			return in, notifytype.InvalidArgument(field, "does not compile: "+firstLine(err.Error()))

@@ -34,9 +34,16 @@ func newHookWorld(t *testing.T) (*hookWorld, context.Context) {
 	return newHookWorldOn(t, pool, 0), context.Background()
 }
 
-func newHookWorldOn(t *testing.T, pool *pgxpool.Pool, timeout time.Duration) *hookWorld {
+func newHookWorldOn(t testing.TB, pool *pgxpool.Pool, timeout time.Duration) *hookWorld {
 	t.Helper()
-	w := newTodoWorldOn(t, pool, newFakeClock())
+	clock := newFakeClock()
+	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Clock: clock})
+	require.NoError(t, err)
+	rec := &recorder{inner: eng}
+	w := &todoWorld{
+		pool: pool, f: storetest.NewFactory(t, pool), clock: clock, engine: eng, rec: rec,
+		todos: host.NewTodos(pool, rec, clock),
+	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	return &hookWorld{
@@ -50,7 +57,7 @@ func newHookWorldOn(t *testing.T, pool *pgxpool.Pool, timeout time.Duration) *ho
 
 // hook creates a webhook of a new human trusting "octocat" and returns it
 // with its secret and the owner's principal.
-func (w *hookWorld) hook(t *testing.T, ctx context.Context) (host.Webhook, notifytype.Secret, engine.Principal) {
+func (w *hookWorld) hook(t testing.TB, ctx context.Context) (host.Webhook, notifytype.Secret, engine.Principal) {
 	t.Helper()
 	h := w.f.Human("")
 	p := engine.HumanPrincipal(h)
