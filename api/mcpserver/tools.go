@@ -34,7 +34,6 @@ type verb struct {
 }
 
 // families lists each family's verbs; a grant adds exactly these tools.
-// The rules family's verbs (set_webhook_rules, ...) are not served here.
 var families = map[notifytype.Grant][]verb{
 	notifytype.GrantTodos: {
 		{ToolClaim, addClaim},
@@ -42,6 +41,7 @@ var families = map[notifytype.Grant][]verb{
 		{ToolComplete, addComplete},
 		{ToolFail, addFail},
 	},
+	notifytype.GrantRules: rulesVerbs,
 	notifytype.GrantNotifications: {
 		{ToolListSinks, addListSinks},
 		{ToolSetSink, addSetSink},
