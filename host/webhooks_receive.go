@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -162,7 +163,9 @@ type subject struct {
 	body    string
 }
 
-func (s *Webhooks) read1(ctx context.Context, w store.WebhookRow, payload map[string]any) subject {
+// readSubject reads the sender, subject key, title and body of a payload
+// with the webhook's expressions.
+func (s *Webhooks) readSubject(ctx context.Context, w store.WebhookRow, payload map[string]any) subject {
 	subjectExpr := w.SubjectExpr
 	if subjectExpr == "" {
 		subjectExpr = SubjectExprDefault
@@ -205,7 +208,7 @@ func (s *Webhooks) Receive(ctx context.Context, id int64, body []byte, signature
 	if err != nil {
 		return Received{}, err
 	}
-	subj := s.read1(ctx, w, payload)
+	subj := s.readSubject(ctx, w, payload)
 	if !slices.Contains(w.TrustedSenders, subj.sender) || subj.sender == "" {
 		return s.quarantine(ctx, w, body, subj)
 	}
@@ -256,7 +259,7 @@ func (s *Webhooks) quarantine(ctx context.Context, w store.WebhookRow, body []by
 		}
 		title := subj.title
 		if title == "" {
-			title = "delivery from " + cmpOr(subj.sender, "an unnamed sender")
+			title = "delivery from " + cmp.Or(subj.sender, "an unnamed sender")
 		}
 		if err := store.InsertDelivery(ctx, tx, store.DeliveryRow{
 			ID: id, WebhookID: w.ID, Owner: w.Owner, ReceivedAt: s.clock.Now(), Sender: subj.sender,
@@ -276,13 +279,6 @@ func (s *Webhooks) quarantine(ctx context.Context, w store.WebhookRow, body []by
 		return Received{}, wrap(err, "quarantining delivery")
 	}
 	return Received{DeliveryID: id, Outcome: OutcomeQuarantined}, nil
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // route applies an evaluation in tx: the todo, the rule notifies and the
