@@ -101,60 +101,60 @@ type TestWebhookRulesIn struct {
 }
 
 func addSetWebhookRules(srv *mcp.Server, s *surface) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:  ToolSetWebhookRules,
 		Title: "Replace a webhook's routing rules",
 		Description: "Replace the ordered routing rules of a webhook. All rules run on each delivery; the first match with queue or drop decides routing, " +
 			"and each sink named by a matching rule's notify gets one rule.notify. Refused with invalid_argument naming the rule when an expression " +
 			"does not compile or notify names no sink of the webhook's owner scope; then nothing is saved.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true},
-	}, handle(func(ctx context.Context, c *caller, in SetWebhookRulesIn) (RulesOut, error) {
+	}, func(ctx context.Context, c *caller, in SetWebhookRulesIn) (RulesOut, error) {
 		rules, err := s.d.Webhooks.SetRules(ctx, c.p, in.WebhookID, inputs(in.Rules))
 		if err != nil {
 			return RulesOut{}, err
 		}
 		return RulesOut{Rules: rules}, nil
-	}))
+	})
 }
 
 func addAddWebhookRule(srv *mcp.Server, s *surface) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        ToolAddWebhookRule,
 		Title:       "Add a routing rule",
 		Description: "Append one routing rule to a webhook's list, checked as set_webhook_rules checks each.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false)},
-	}, handle(func(ctx context.Context, c *caller, in AddWebhookRuleIn) (RuleOut, error) {
+	}, func(ctx context.Context, c *caller, in AddWebhookRuleIn) (RuleOut, error) {
 		r, err := s.d.Webhooks.AddRule(ctx, c.p, in.WebhookID, in.Rule.input())
 		if err != nil {
 			return RuleOut{}, err
 		}
 		return RuleOut{Rule: r}, nil
-	}))
+	})
 }
 
 func addUpdateWebhookRule(srv *mcp.Server, s *surface) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        ToolUpdateWebhookRule,
 		Title:       "Change a routing rule",
 		Description: "Rewrite one routing rule of a webhook in place, checked as set_webhook_rules checks each.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true},
-	}, handle(func(ctx context.Context, c *caller, in UpdateWebhookRuleIn) (RuleOut, error) {
+	}, func(ctx context.Context, c *caller, in UpdateWebhookRuleIn) (RuleOut, error) {
 		r, err := s.d.Webhooks.UpdateRule(ctx, c.p, in.WebhookID, in.RuleID, in.Rule.input())
 		if err != nil {
 			return RuleOut{}, err
 		}
 		return RuleOut{Rule: r}, nil
-	}))
+	})
 }
 
 func addTestWebhookRules(srv *mcp.Server, s *surface) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:  ToolTestWebhookRules,
 		Title: "Dry-run routing rules",
 		Description: "Score candidate rules (or the saved ones) against the webhook's stored deliveries: which would be routed to which queue, " +
 			"dropped or quarantined, and which would notify which sink. Sends nothing and saves nothing.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, handle(func(ctx context.Context, c *caller, in TestWebhookRulesIn) (host.TestReport, error) {
+	}, func(ctx context.Context, c *caller, in TestWebhookRulesIn) (host.TestReport, error) {
 		return s.d.Webhooks.TestRules(ctx, c.p, in.WebhookID, inputs(in.Rules), in.Limit)
-	}))
+	})
 }
