@@ -567,3 +567,29 @@ func TestDigestSinkDownAppearsInTheNextDigest(t *testing.T) {
 	require.Contains(t, msg.Message, "Could not deliver:\n- Notifications recorded undeliverable: 1")
 	require.Contains(t, msg.Message, "1 could not deliver")
 }
+
+func TestDigestCountsQuarantineOfItsOwnWebhooks(t *testing.T) {
+	t.Parallel()
+	d := newDigestWorld(t)
+	_, _, scopeB := d.w.Human()
+	mine := d.w.F.Webhook(d.scope, "github")
+	theirs := d.w.F.Webhook(scopeB, "github")
+	for _, hook := range []struct {
+		id    int64
+		owner notifytype.OwnerScope
+		n     int
+	}{{mine, d.scope, 3}, {theirs, scopeB, 7}} {
+		for range hook.n {
+			_, err := d.w.Pool.Exec(d.w.Ctx, `INSERT INTO webhook_deliveries (webhook_id, owner, received_at, outcome, payload, trace)
+				VALUES ($1, $2, now(), 'quarantined', '{}', '{}')`, hook.id, hook.owner.String())
+			require.NoError(t, err)
+		}
+	}
+	dg := d.digest(t, engine.DigestInput{Schedule: "* 09:00"})
+	pv, err := d.eng.PreviewDigest(d.w.Ctx, d.p, dg.ID)
+	require.NoError(t, err)
+	require.Equal(t, []digest.NamedCount{{Name: "github", Count: 3}}, pv.Report.Quarantined.Data)
+	require.Contains(t, pv.Text, "Quarantined deliveries:\n- github: 3")
+	require.Contains(t, pv.Text, "3 quarantined")
+	require.False(t, pv.Quiet)
+}

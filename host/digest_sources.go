@@ -16,15 +16,10 @@ import (
 // stalled leases and dead letters are measured. It does not record
 // unheard doorbells (SPEC-0025), endpoints clocked out (SPEC-0022) or
 // admission-budget deferrals (SPEC-0030): those read "unavailable: not
-// measured on this instance" (D21). Quarantine (SPEC-0026) has no table on
-// this instance yet, so it reads the same until a quarantine source is set
-// (QuarantinedFunc).
+// measured on this instance" (D21). Quarantined deliveries are counted from
+// the webhooks' quarantine (webhook_deliveries).
 type DigestSources struct {
 	db store.DBTX
-
-	// QuarantinedFunc, when set, counts the deliveries quarantined per
-	// webhook of the scope since q.Since; nil means not measured.
-	QuarantinedFunc func(ctx context.Context, q engine.DigestQuery) ([]digest.NamedCount, error)
 }
 
 var _ engine.DigestSources = (*DigestSources)(nil)
@@ -104,12 +99,18 @@ func (s *DigestSources) DeadLetters(ctx context.Context, q engine.DigestQuery) (
 	return out, nil
 }
 
-// Quarantined calls QuarantinedFunc, or reports not measured.
+// Quarantined counts the deliveries quarantined since q.Since per webhook
+// of the scope.
 func (s *DigestSources) Quarantined(ctx context.Context, q engine.DigestQuery) ([]digest.NamedCount, error) {
-	if s.QuarantinedFunc == nil {
-		return nil, engine.ErrNotMeasured
+	rows, err := store.QuarantinedByWebhook(ctx, s.db, q.Owner, q.Since)
+	if err != nil {
+		return nil, err
 	}
-	return s.QuarantinedFunc(ctx, q)
+	out := make([]digest.NamedCount, len(rows))
+	for i, r := range rows {
+		out[i] = digest.NamedCount{Name: r.Name, Count: r.Count}
+	}
+	return out, nil
 }
 
 // UnheardDoorbells is not measured by the reference host (D21).

@@ -125,3 +125,32 @@ func DeadLettersByQueue(ctx context.Context, db DBTX, owner notifytype.OwnerScop
 	}
 	return out, nil
 }
+
+// QuarantinedSQL counts the owner scope's deliveries quarantined since $2,
+// per webhook (SPEC-0026 stand-in: webhook_deliveries with outcome
+// quarantined; index webhook_deliveries_quarantined of migration 0009).
+const QuarantinedSQL = `
+SELECT w.name, count(*)::int
+FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id AND w.owner = $1
+WHERE d.owner = $1 AND d.outcome = 'quarantined' AND d.received_at >= $2
+GROUP BY w.name ORDER BY w.name`
+
+// WebhookCount is a count for a webhook, by name.
+type WebhookCount struct {
+	Name  string
+	Count int
+}
+
+// QuarantinedByWebhook counts the owner scope's quarantined deliveries
+// since since, per webhook.
+func QuarantinedByWebhook(ctx context.Context, db DBTX, owner notifytype.OwnerScope, since time.Time) ([]WebhookCount, error) {
+	rows, err := db.Query(ctx, QuarantinedSQL, owner.String(), since)
+	if err != nil {
+		return nil, fmt.Errorf("error counting quarantined deliveries: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[WebhookCount])
+	if err != nil {
+		return nil, fmt.Errorf("error counting quarantined deliveries: %w", err)
+	}
+	return out, nil
+}

@@ -55,13 +55,6 @@ func scanDigest(row pgx.Row) (Digest, error) {
 	return d, nil
 }
 
-func nullID(id int64) *int64 {
-	if id == 0 {
-		return nil
-	}
-	return &id
-}
-
 func ids(v []int64) []int64 {
 	if v == nil {
 		return []int64{}

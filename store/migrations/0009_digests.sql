@@ -37,3 +37,5 @@ CREATE INDEX todos_digest_claimed ON todos (queue_id) INCLUDE (owner, lease_expi
 CREATE INDEX todos_digest_dead ON todos (queue_id, updated_at) INCLUDE (owner) WHERE state = 'dead';
 -- Notifications recorded undeliverable, per scope and time.
 CREATE INDEX outbox_undeliverable ON outbox (owner, finished_at) WHERE state = 'undeliverable';
+-- Deliveries quarantined per scope and time (0008's webhook_deliveries).
+CREATE INDEX webhook_deliveries_quarantined ON webhook_deliveries (owner, received_at) WHERE outcome = 'quarantined';
