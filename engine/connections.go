@@ -169,7 +169,7 @@ func (e *Engine) connectionSecret(kind string, s notifytype.Secret) (string, err
 		if err != nil {
 			return "", redacted(err, "secret", v)
 		}
-		if err := apprise.CheckSchemes(as.URLs, e.cfg.AppriseSchemesDenied); err != nil {
+		if err := apprise.CheckSchemes(as.URLs, e.cfg.AppriseSchemesAllowed); err != nil {
 			return "", redacted(err, "secret", v)
 		}
 		if as.IsZero() {

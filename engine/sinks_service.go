@@ -308,7 +308,7 @@ func (e *Engine) checkDelivery(ctx context.Context, db store.DBTX, owner notifyt
 		case !o.Stateful() && len(as.URLs) == 0:
 			return nil, notifytype.InvalidArgument("options.config_key", "set options.config_key, or use a connection whose secret carries Apprise URLs")
 		case !o.Stateful():
-			if err := apprise.CheckSchemes(as.URLs, e.cfg.AppriseSchemesDenied); err != nil {
+			if err := apprise.CheckSchemes(as.URLs, e.cfg.AppriseSchemesAllowed); err != nil {
 				return nil, redacted(err, "options", secret.Reveal())
 			}
 		}

@@ -2,6 +2,7 @@ package rest_test
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks/apprise"
 	"github.com/switchboard/notify/store/storetest"
 )
 
@@ -47,7 +49,9 @@ func TestBadSinkInput(t *testing.T) {
 		map[string]any{"kind": "apprise", "name": "apprise", "base_url": g.URL}))
 	// A stateless Apprise connection with a json:// URL, stored by an
 	// engine whose operator allows every scheme; this API's engine does not.
-	lax := b.w.Engine(func(c *engine.Config) { c.AppriseSchemesDenied = []string{} })
+	lax := b.w.Engine(func(c *engine.Config) {
+		c.AppriseSchemesAllowed = append(slices.Clone(apprise.DefaultAllowedSchemes), "json", "form")
+	})
 	jsonConn, err := lax.CreateConnection(b.w.Ctx, engine.HumanPrincipal(a), engine.ConnectionInput{
 		Owner: notifytype.Human(a), Kind: engine.KindApprise, Name: "lax", AccountKey: g.URL,
 		Secret: notifytype.NewSecret(`{"urls": ["json://hooks.example.net/x"]}`),
