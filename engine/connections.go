@@ -294,8 +294,12 @@ func (e *Engine) openConnection(ctx context.Context, db store.DBTX, id int64, sc
 	return c, secret, nil
 }
 
-// checkName validates a sink or connection name: 1 to 64 printable
-// characters, without surrounding space.
+// CheckName validates the name of a sink, a connection or an endpoint (an
+// embedder's own named objects may use it too): 1 to NameMaxLen printable
+// UTF-8 characters (no NUL, control character or bidi override), without
+// surrounding space; else invalid_argument on field name.
+func CheckName(name string) error { return checkName(name) }
+
 func checkName(name string) error {
 	switch {
 	case name == "":

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -92,11 +91,14 @@ func (s *Endpoints) mayManage(ctx context.Context, humanID int64, scope notifyty
 // credential once.
 func (s *Endpoints) Vend(ctx context.Context, humanID int64, scope notifytype.OwnerScope, name string, grants []notifytype.Grant) (Endpoint, notifytype.Secret, error) {
 	name = strings.TrimSpace(name)
-	switch {
-	case !scope.Valid():
+	if !scope.Valid() {
 		return Endpoint{}, notifytype.Secret{}, notifytype.InvalidArgument("owner", "must be human:<id> or team:<id>")
-	case name == "" || utf8.RuneCountInString(name) > 64:
-		return Endpoint{}, notifytype.Secret{}, notifytype.InvalidArgument("name", "must be 1 to 64 characters")
+	}
+	// Checked like sink and connection names: a NUL byte would fail in
+	// the database, and control characters and bidi overrides would be
+	// shown to humans.
+	if err := engine.CheckName(name); err != nil {
+		return Endpoint{}, notifytype.Secret{}, err
 	}
 	if grants == nil {
 		grants = notifytype.DefaultGrants

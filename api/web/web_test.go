@@ -821,3 +821,20 @@ func TestOpsPage(t *testing.T) {
 	require.Contains(t, row, "<td>auth</td>")
 	require.NotContains(t, page.body, "ops-phone", "no tenant names")
 }
+
+// TestEndpointNamesAreValidated: both vend forms refuse a NUL byte, a
+// control character or a bidi override in the name with a 400 that names
+// the field, never a 500, and store nothing.
+func TestEndpointNamesAreValidated(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, c := b.human(t)
+	for _, name := range []string{"agent\x00", "agent\x1b[31m", "agent\u202etxt.exe", "\u200fagent"} {
+		for _, path := range []string{"/endpoints/vend", "/endpoints/quick"} {
+			res := c.post(path, url.Values{"name": {name}, "grant": {"todos"}})
+			require.Equal(t, http.StatusBadRequest, res.status, "%s %q: %s", path, name, res.body)
+			require.Contains(t, res.body, "name", "%s %q", path, name)
+		}
+	}
+	require.Zero(t, b.count(t, "endpoints"))
+}
