@@ -127,7 +127,10 @@ func (e *Engine) createConnection(ctx context.Context, p Principal, in Connectio
 		if errors.Is(err, store.ErrConnectionNameTaken) {
 			return notifytype.InvalidArgument("name", "a connection with this name already exists in this owner scope")
 		}
-		if err != nil || plaintext == "" {
+		if err != nil {
+			return err
+		}
+		if err := RecordWrite(ctx, tx, p, row.Owner, WriteConnectionCreate, ObjectConnection, row.ID); err != nil || plaintext == "" {
 			return err
 		}
 		sealed, err := v.Seal(row.ID, row.Owner, notifytype.NewSecret(plaintext))
@@ -257,7 +260,10 @@ func (e *Engine) deleteConnection(ctx context.Context, p Principal, id int64) er
 		if errors.Is(err, store.ErrConnectionInUse) {
 			return inUse
 		}
-		return notFoundIfNoRows(err, "connection")
+		if err != nil {
+			return notFoundIfNoRows(err, "connection")
+		}
+		return RecordWrite(ctx, tx, p, c.Owner, WriteConnectionDelete, ObjectConnection, id)
 	})
 }
 

@@ -24,6 +24,12 @@ const SessionPrefix = "sbs_"
 // SessionTTL is how long a web session lasts.
 const SessionTTL = 12 * time.Hour
 
+// The host's writes in the write log (engine.RecordWrite).
+const (
+	WriteEndpointVend   = "endpoint.vend"
+	WriteEndpointRevoke = "endpoint.revoke"
+)
+
 // Endpoints vends, lists, revokes and authenticates endpoints: agents'
 // credentials carrying a grant of verb families and a human accountable for
 // them (D4, D5).
@@ -119,9 +125,17 @@ func (s *Endpoints) Vend(ctx context.Context, humanID int64, scope notifytype.Ow
 	if err != nil {
 		return Endpoint{}, notifytype.Secret{}, err
 	}
-	e, err := store.InsertEndpoint(ctx, s.pool, store.Endpoint{
-		Owner: scope.String(), Name: name, AccountableHumanID: humanID, Grants: names,
-	}, hash)
+	var e store.Endpoint
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		e, err = store.InsertEndpoint(ctx, tx, store.Endpoint{
+			Owner: scope.String(), Name: name, AccountableHumanID: humanID, Grants: names,
+		}, hash)
+		if err != nil {
+			return err
+		}
+		return engine.RecordWrite(ctx, tx, engine.HumanPrincipal(humanID), scope, WriteEndpointVend, engine.ObjectEndpoint, e.ID)
+	})
 	if errors.Is(err, store.ErrEndpointNameTaken) {
 		return Endpoint{}, notifytype.Secret{}, notifytype.InvalidArgument("name", "an endpoint of this name exists in this owner scope")
 	}
@@ -172,7 +186,9 @@ func (s *Endpoints) Revoke(ctx context.Context, humanID, endpointID int64) error
 		}
 		return err
 	}
-	return s.todos.RevokeEndpoint(ctx, endpointID)
+	return s.todos.revokeEndpoint(ctx, endpointID, func(tx pgx.Tx) error {
+		return engine.RecordWrite(ctx, tx, engine.HumanPrincipal(humanID), scope, WriteEndpointRevoke, engine.ObjectEndpoint, endpointID)
+	})
 }
 
 // Authenticate resolves an endpoint's bearer credential to the principal
