@@ -131,6 +131,9 @@ func (e *Engine) notifyOwner(ctx context.Context, p Principal, in NotifyOwnerInp
 	if !slices.Contains(p.Grants, notifytype.GrantNotifyOwner) {
 		return notifytype.Forbidden("this endpoint's grant lacks notify_owner")
 	}
+	if err := e.checkEndpointMember(ctx, p); err != nil {
+		return err
+	}
 	switch {
 	case in.Title == "":
 		return notifytype.InvalidArgument("title", "is required")

@@ -205,6 +205,18 @@ func (s *Endpoints) Authenticate(ctx context.Context, credential string) (engine
 		return engine.Principal{}, Endpoint{}, err
 	}
 	out := endpointOut(e)
+	// A team endpoint acts with its accountable human's role in the team,
+	// checked at every use: once the human has left the team, the
+	// credential stops working, whatever verb it calls.
+	if out.Owner.Kind == notifytype.ScopeTeam {
+		role, err := s.dir.TeamRole(ctx, e.AccountableHumanID, out.Owner.ID)
+		if err != nil {
+			return engine.Principal{}, Endpoint{}, err
+		}
+		if role == engine.RoleNone {
+			return engine.Principal{}, Endpoint{}, notifytype.NotFound("endpoint")
+		}
+	}
 	return engine.EndpointPrincipal(e.ID, e.AccountableHumanID, out.Owner, out.Grants...), out, nil
 }
 

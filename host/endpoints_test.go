@@ -45,3 +45,42 @@ func TestEndpointWritesRecordTheirAuthor(t *testing.T) {
 	require.ErrorIs(t, err, notifytype.ErrInvalidArgument)
 	require.Equal(t, 2, f.Count(`SELECT count(*) FROM write_log`))
 }
+
+// TestTeamEndpointOutlivesNoMembership: a team endpoint acts with its
+// accountable human's role in the team, checked at use: once the human
+// has left the team, the endpoint's credential no longer authenticates and
+// notify_owner (called with the principal it had) pages nobody.
+func TestTeamEndpointOutlivesNoMembership(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := storetest.New(t)
+	f := storetest.NewFactory(t, pool)
+	dir := host.NewDirectory(pool)
+	eng, err := engine.New(engine.Config{Pool: pool, Directory: dir})
+	require.NoError(t, err)
+	endpoints := host.NewEndpoints(pool, dir, host.NewTodos(pool, eng, nil), nil)
+
+	h, team := f.Human(""), f.Team("")
+	f.Member(team, h, "admin")
+	scope := notifytype.Team(team)
+	sink := f.Sink(storetest.SinkOpts{Owner: scope})
+	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventAgentNotify}})
+	_, credential, err := endpoints.Vend(ctx, h, scope, "pager", []notifytype.Grant{notifytype.GrantNotifyOwner})
+	require.NoError(t, err)
+	events := func() int { return f.Count(`SELECT count(*) FROM outbox_events`) + f.Count(`SELECT count(*) FROM outbox`) }
+
+	p, _, err := endpoints.Authenticate(ctx, credential.Reveal())
+	require.NoError(t, err)
+	require.NoError(t, eng.NotifyOwner(ctx, p, engine.NotifyOwnerInput{Title: "while a member"}))
+	paged := events()
+	require.Positive(t, paged)
+
+	_, err = pool.Exec(ctx, `DELETE FROM team_members WHERE team_id = $1 AND human_id = $2`, team, h)
+	require.NoError(t, err)
+
+	_, _, err = endpoints.Authenticate(ctx, credential.Reveal())
+	require.ErrorIs(t, err, notifytype.ErrNotFound, "the credential stops working with its human's membership")
+	err = eng.NotifyOwner(ctx, p, engine.NotifyOwnerInput{Title: "after leaving"})
+	require.ErrorIs(t, err, notifytype.ErrForbidden)
+	require.Equal(t, paged, events(), "nothing is enqueued")
+}
