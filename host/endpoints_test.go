@@ -67,7 +67,9 @@ func TestTeamEndpointOutlivesNoMembership(t *testing.T) {
 	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventAgentNotify}})
 	_, credential, err := endpoints.Vend(ctx, h, scope, "pager", []notifytype.Grant{notifytype.GrantNotifyOwner})
 	require.NoError(t, err)
-	events := func() int { return f.Count(`SELECT count(*) FROM outbox_events`) + f.Count(`SELECT count(*) FROM outbox`) }
+	events := func() int {
+		return f.Count(`SELECT count(*) FROM outbox_events`) + f.Count(`SELECT count(*) FROM outbox`)
+	}
 
 	p, _, err := endpoints.Authenticate(ctx, credential.Reveal())
 	require.NoError(t, err)
