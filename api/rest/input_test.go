@@ -229,6 +229,8 @@ func TestBadConnectionInput(t *testing.T) {
 		post("apprise authorization two lines", apprise(map[string]any{"authorization": "Basic x\r\nX-Evil: 1"}), bad, invalid, "authorization"),
 		{name: "apprise json:// URL", method: "POST", path: "/api/v1/connections", status: bad, code: "forbidden_scheme", scheme: "json",
 			body: apprise(map[string]any{"urls": []string{"tgram://bot/chat", "json://hooks.example.net/secret-path"}})},
+		{name: "apprise json:// smuggled behind a comma", method: "POST", path: "/api/v1/connections", status: bad, code: "forbidden_scheme", scheme: "json",
+			body: apprise(map[string]any{"urls": []string{"mailto://u:p@example.com,json://169.254.169.254/latest/meta-data/"}})},
 	})
 	require.Equal(t, counts, b.counts(t), "nothing stored")
 	require.NotContains(t, b.allBodies(), "hooks.example.net", "a refused URL is never echoed")

@@ -210,6 +210,19 @@ func TestBadInputsGiveTheAPICodes(t *testing.T) {
 			code: "forbidden_scheme", keeps: `value="relay"`, table: "connections",
 		},
 		{
+			// Apprise reads this one line as two services: the comma
+			// smuggles json:// past the allowlist (REQ-4, D23).
+			name: "connection comma-smuggled json scheme", path: "/connections",
+			form: url.Values{"owner": {owner}, "kind": {"apprise"}, "name": {"mail"}, "account_key": {"https://apprise.example.net"},
+				"apprise_urls": {"mailto://u:p@example.com,json://169.254.169.254/latest/meta-data/"}},
+			api: func() error {
+				_, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{Owner: me, Kind: "apprise", Name: "mail",
+					AccountKey: "https://apprise.example.net", Secret: notifytype.NewSecret(`{"urls":["mailto://u:p@example.com,json://169.254.169.254/latest/meta-data/"]}`)})
+				return err
+			},
+			code: "forbidden_scheme", keeps: `value="mail"`, table: "connections",
+		},
+		{
 			name: "connection without token", path: "/connections",
 			form: url.Values{"owner": {owner}, "kind": {"gotify"}, "name": {"phone2"}, "account_key": {"https://gotify.example.net"}},
 			api: func() error {
