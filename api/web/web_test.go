@@ -804,7 +804,8 @@ func TestOpsPage(t *testing.T) {
 		c.OnAttempt = func(a engine.Attempt) { attempts <- a }
 	})
 	owner := b.f.Human("")
-	_, c := b.human(t) // any signed-in human sees the table
+	c := b.login(t, owner)
+	_, stranger := b.human(t) // sees only their own scopes' sinks: none (D26)
 	gotify := sinktest.NewServer(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) })
 	conn := b.gotifyConnection(t, owner, notifytype.Human(owner), gotify.URL, "gtfya.ops")
 	sink := b.gotifySink(t, owner, notifytype.Human(owner), conn.ID, "ops-phone")
@@ -833,6 +834,7 @@ func TestOpsPage(t *testing.T) {
 	row := between(t, page.body, "<td>"+strconv.FormatInt(sink.ID, 10)+"</td>", "</tr>")
 	require.Contains(t, row, "<td>auth</td>")
 	require.NotContains(t, page.body, "ops-phone", "no tenant names")
+	require.Contains(t, stranger.get("/ops").body, "No sink actors are running", "another scope's sink is not shown")
 }
 
 // TestEndpointNamesAreValidated: both vend forms refuse a NUL byte, a
