@@ -281,4 +281,3 @@ func keys(m map[int64]bool) []int64 {
 	}
 	return out
 }
-
