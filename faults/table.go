@@ -58,27 +58,35 @@ var reportMu sync.Mutex
 func Report(t testing.TB, r Row) {
 	t.Helper()
 	r.Failed = r.Failed || t.Failed()
-	t.Logf("faults row: %s", r.Line())
+	if err := ReportRow(r); err != nil {
+		t.Error(err)
+	}
+}
+
+// ReportRow writes r to standard output and, when ReportEnv names a file,
+// appends it there: for a scenario that writes its row from TestMain,
+// after all of its tests ran.
+func ReportRow(r Row) error {
+	fmt.Printf("faults row: %s\n", r.Line())
 	path := os.Getenv(ReportEnv)
 	if path == "" {
-		return
+		return nil
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
-		t.Errorf("error encoding the faults row: %v", err)
-		return
+		return fmt.Errorf("error encoding the faults row: %w", err)
 	}
 	reportMu.Lock()
 	defer reportMu.Unlock()
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
-		t.Errorf("error opening the faults report %s: %v", path, err)
-		return
+		return fmt.Errorf("error opening the faults report: %w", err)
 	}
 	defer f.Close()
 	if _, err := f.Write(append(b, '\n')); err != nil {
-		t.Errorf("error writing the faults report %s: %v", path, err)
+		return fmt.Errorf("error writing the faults report: %w", err)
 	}
+	return nil
 }
 
 // Line is the row as one line of text, for logs.
