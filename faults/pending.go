@@ -56,27 +56,30 @@ func PendingReason(id string) string {
 	return pendingList[id]
 }
 
-// Pending collects what a scenario's pending checks found, for its row.
+// Pending collects what a scenario's pending checks found, for its row:
+// one note per check, however often it ran.
 type Pending struct {
-	mu    sync.Mutex
-	notes []string
+	mu     sync.Mutex
+	order  []string
+	failed map[string][]string // check id → what failed
+	passed map[string]bool
 }
 
 // Expect checks ok for check id. A failed strict check fails t with the
-// message; a failed pending check is noted "pending: <id>: <reason> (<message>)"
-// instead; a pending check that passes is noted too, so the list is kept
-// short.
+// message; a failed pending check is noted "pending: <id>: <reason>
+// (<messages>)" instead; a pending check that only ever passes is noted as
+// ready to leave the list.
 func (p *Pending) Expect(t testing.TB, id string, ok bool, format string, args ...any) bool {
 	t.Helper()
 	reason := PendingReason(id)
 	msg := fmt.Sprintf(format, args...)
 	switch {
 	case ok && reason != "":
-		p.add(fmt.Sprintf("pending check %s now passes: take it off %s", id, PendingEnv))
+		p.record(id, "", true)
 	case !ok && reason == "":
 		t.Errorf("%s: %s", id, msg)
 	case !ok:
-		p.add(fmt.Sprintf("pending: %s: %s (%s)", id, reason, msg))
+		p.record(id, msg, false)
 		t.Logf("pending check %s failed as expected until it lands: %s", id, msg)
 	}
 	return ok
@@ -87,23 +90,45 @@ func (p *Pending) Expect(t testing.TB, id string, ok bool, format string, args .
 // must then be written.
 func (p *Pending) Note(t testing.TB, id string) {
 	t.Helper()
-	reason := PendingReason(id)
-	if reason == "" {
+	if PendingReason(id) == "" {
 		t.Errorf("%s: not exercised by the suite, and no longer pending", id)
 		return
 	}
-	p.add(fmt.Sprintf("pending: %s: %s", id, reason))
+	p.record(id, "not exercised yet", false)
 }
 
-func (p *Pending) add(s string) {
+func (p *Pending) record(id, msg string, passed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.notes = append(p.notes, s)
+	if p.failed == nil {
+		p.failed, p.passed = map[string][]string{}, map[string]bool{}
+	}
+	if _, seen := p.failed[id]; !seen && !p.passed[id] {
+		p.order = append(p.order, id)
+	}
+	if passed {
+		p.passed[id] = true
+		return
+	}
+	p.failed[id] = append(p.failed[id], msg)
 }
 
-// Notes returns what was collected.
+// Notes returns one line per pending check that ran.
 func (p *Pending) Notes() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]string(nil), p.notes...)
+	var out []string
+	for _, id := range p.order {
+		msgs := p.failed[id]
+		if len(msgs) == 0 {
+			out = append(out, fmt.Sprintf("pending check %s now passes: take it off %s", id, PendingEnv))
+			continue
+		}
+		shown := msgs
+		if len(shown) > 3 {
+			shown = append(shown[:3:3], fmt.Sprintf("and %d more", len(msgs)-3))
+		}
+		out = append(out, fmt.Sprintf("pending: %s: %s (%s)", id, PendingReason(id), strings.Join(shown, "; ")))
+	}
+	return out
 }
