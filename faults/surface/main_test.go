@@ -40,6 +40,11 @@ func update(scenario string, fn func(*faults.Row)) {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	row(scenarioHostile, func(*faults.Row) {})
+	update(scenarioHostile, func(r *faults.Row) {
+		r.BadInputs = int(hostileTried.Load() + fuzzInputs.Load())
+		r.Load = fmt.Sprintf("%d fuzz inputs (5 targets), %d hostile requests", fuzzInputs.Load(), hostileTried.Load())
+	})
 	rows.Lock()
 	notes := rows.pending.Notes()
 	for _, r := range rows.byName {

@@ -53,7 +53,7 @@ type serverOpts struct {
 	limiter *httpx.Limiter
 }
 
-func newServer(t *testing.T, o serverOpts) *server {
+func newServer(t testing.TB, o serverOpts) *server {
 	t.Helper()
 	w := enginetest.New(t)
 	var clock engine.Clock = w.Clock
@@ -93,7 +93,7 @@ type person struct {
 	token string
 }
 
-func (s *server) person(t *testing.T) person {
+func (s *server) person(t testing.TB) person {
 	t.Helper()
 	h, err := s.deps.Accounts.CreateHuman(s.w.Ctx, "Person "+rand.Text()[:4], strings.ToLower(rand.Text()[:10])+"@example.test")
 	require.NoError(t, err)
@@ -166,7 +166,7 @@ func (s *server) api(t testing.TB, p person, method, path string, in, out any, w
 
 // browser logs p in through a one-time link and returns a client with its
 // session cookie.
-func (s *server) browser(t *testing.T, p person) *http.Client {
+func (s *server) browser(t testing.TB, p person) *http.Client {
 	t.Helper()
 	link, _, err := s.deps.Accounts.MintLoginLink(s.w.Ctx, p.id)
 	require.NoError(t, err)
