@@ -27,6 +27,7 @@ var pendingChecks = map[string]string{
 	"sinkfaults/retry-after":         "D24 (h-delivery): Retry-After may push a retry past its D10 slot today",
 	"sinkfaults/panic-abandoned":     "D25 `abandoned` class (h-delivery) and an exported adapter hook: a panicking adapter's attempt is recorded `failed` today",
 	"ssrf/numeric-spellings-blocked": "defect found by this suite, for the integrator: a sink URL naming an IPv4 address in decimal, octal or short form is accepted at save time and each attempt ends `network` (retried 7 times) instead of `blocked`; it never reaches the address",
+	"skew/db-clock":                  "ARCHITECTURE.md \"Time\" (h-delivery: DB clock): claims, due times and budgets are compared by each instance's own clock today",
 	"dbrestart/digest-scheduler":     "the digest scheduler (issue 9, digests branch) is not on main",
 	"surface/apprise-one-url":        "D23 (h-security): an Apprise URL that Apprise would read as several (split at a comma) is stored today",
 	"surface/hostile-content-type":   "defect found by this suite, for the integrator: the REST API reads a JSON body whatever its Content-Type (a text/plain body stores a sink); want 400 or 415 and nothing stored",
