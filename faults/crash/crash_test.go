@@ -58,6 +58,7 @@ func start(t *testing.T, bin string, env []string) *process {
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	p := &process{cmd: cmd, logs: &logBuffer{}, ready: make(chan struct{}), exited: make(chan error, 1)}
+	done := make(chan struct{})
 	require.NoError(t, cmd.Start())
 	var once sync.Once
 	var wg sync.WaitGroup
@@ -78,9 +79,11 @@ func start(t *testing.T, bin string, env []string) *process {
 	wg.Add(2)
 	go read(stderr)
 	go read(stdout)
-	go func() { wg.Wait(); p.exited <- cmd.Wait() }()
+	go func() { wg.Wait(); p.exited <- cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
+		select {
+		case <-done:
+		default: // a failed run leaves no process behind
 			_ = cmd.Process.Kill()
 		}
 	})
@@ -154,6 +157,8 @@ func TestProcessCrashMidDrain(t *testing.T) {
 	// Kill the first process once about a third of the rows arrived, at a
 	// moment it holds claims.
 	victim := procs[0]
+	// Its claims carry its instance name, engine.Config.Instance's default
+	// "<hostname>-<pid>-<6 random characters>".
 	victimClaims := fmt.Sprintf("%%-%d-______", victim.cmd.Process.Pid)
 	require.NoError(t, faults.WaitUntil(2*time.Minute, 20*time.Millisecond, func() (bool, error) {
 		if recv.DistinctRows() < rows/3 {

@@ -51,7 +51,7 @@ func reset(w http.ResponseWriter, _ *http.Request) {
 // appear in none of what the run produced.
 func TestSecretsCanaryAppearsNowhere(t *testing.T) {
 	t.Parallel()
-	r := row(scenarioSecrets, func(r *faults.Row) {
+	row(scenarioSecrets, func(r *faults.Row) {
 		r.Faults = "401, 400, 500, 302, reset, TLS, blocked, Apprise 424/204, send tests, API/MCP errors"
 	})
 	s := newServer(t, serverOpts{})
@@ -204,7 +204,6 @@ func TestSecretsCanaryAppearsNowhere(t *testing.T) {
 			}
 		}
 	}
-	_ = r
 }
 
 // mcpCalls opens an MCP session with cred, lists the sinks, tests each
