@@ -22,10 +22,13 @@ run: build
 	export DATABASE_URL; export SWITCHBOARD_SECRET_KEY=$${SWITCHBOARD_SECRET_KEY:-$$(cat .devkey)}; \
 	export SWITCHBOARD_DEMO=$${SWITCHBOARD_DEMO:-1}; exec ./$(BIN) serve
 
-## test: vet, then every test with the race detector (PostgreSQL required)
+## test: vet, then every test with the race detector (PostgreSQL required); the
+## reliability suite's short version (faults/) runs after the rest, so its
+## processes and loads do not compete with the other packages for the cores
 test:
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/faults')
+	$(GO) test -race -count=1 ./faults/...
 	@if [ -f bench/go.mod ]; then echo "cd bench && $(GO) vet ./..."; cd bench && $(GO) vet ./...; fi
 
 ## faults: the full reliability and security suite (issue 11), then its table
