@@ -104,14 +104,14 @@ func FuzzAppriseURL(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, u string) {
 		fuzzInputs.Add(1)
-		err := apprise.CheckSchemes([]string{u}, apprise.DefaultDeniedSchemes)
+		err := apprise.CheckSchemes([]string{u}, apprise.DefaultAllowedSchemes)
 		if err != nil {
 			if len(u) >= 12 && strings.Contains(err.Error(), u) {
 				t.Fatalf("the refusal repeats the URL: %v", err)
 			}
 			return
 		}
-		if slices.Contains(apprise.DefaultDeniedSchemes, apprise.Scheme(u)) {
+		if slices.Contains(apprise.ExcludedSchemes, apprise.Scheme(u)) {
 			t.Fatalf("denied scheme %q accepted in %q", apprise.Scheme(u), u)
 		}
 		rows.pending.Expect(t, "surface/apprise-one-url", !aSecondURL.MatchString(strings.TrimSpace(u)),
