@@ -22,16 +22,15 @@ const PendingEnv = "SWITCHBOARD_FAULTS_PENDING"
 // "pending: <id>: <reason>" and the test passes; when it passes, the row
 // says so, and the id should leave this list. Nothing is skipped silently.
 var pendingChecks = map[string]string{
-	"crash/abandoned-records":        "D25 `abandoned` class (h-delivery): an unknown outcome is recorded `failed` today",
-	"crash/claim-ttl-setting":        "D27 SWITCHBOARD_CLAIM_TTL (h-security): the binary claims for the 2 min default today",
-	"sinkfaults/retry-after":         "D24 (h-delivery): Retry-After may push a retry past its D10 slot today",
-	"sinkfaults/panic-abandoned":     "D25 `abandoned` class (h-delivery) and an exported adapter hook: a panicking adapter's attempt is recorded `failed` today",
-	"ssrf/numeric-spellings-blocked": "defect found by this suite, for the integrator: a sink URL naming an IPv4 address in decimal, octal or short form is accepted at save time and each attempt ends `network` (retried 7 times) instead of `blocked`; it never reaches the address",
-	"skew/db-clock":                  "ARCHITECTURE.md \"Time\" (h-delivery: DB clock): claims, due times and budgets are compared by each instance's own clock today",
-	"dbrestart/digest-scheduler":     "the digest scheduler (issue 9, digests branch) is not on main",
-	"surface/hooks-load":             "/hooks/{id} (issue 8, webhooks branch) is not on main",
-	"surface/fuzz-schedule":          "the schedule parser fuzzer comes with the digests branch (issue 9)",
-	"surface/fuzz-rules":             "the rule expression fuzzer comes with the webhooks branch (issue 8)",
+	"crash/abandoned-records":    "D25 `abandoned` class (h-delivery): an unknown outcome is recorded `failed` today",
+	"crash/claim-ttl-setting":    "D27 SWITCHBOARD_CLAIM_TTL (h-security): the binary claims for the 2 min default today",
+	"sinkfaults/retry-after":     "D24 (h-delivery): Retry-After may push a retry past its D10 slot today",
+	"sinkfaults/panic-abandoned": "D25 `abandoned` class (h-delivery) and an exported adapter hook: a panicking adapter's attempt is recorded `failed` today",
+	"skew/db-clock":              "ARCHITECTURE.md \"Time\" (h-delivery: DB clock): claims, due times and budgets are compared by each instance's own clock today",
+	"dbrestart/digest-scheduler": "the digest scheduler (issue 9, digests branch) is not on main",
+	"surface/hooks-load":         "/hooks/{id} (issue 8, webhooks branch) is not on main",
+	"surface/fuzz-schedule":      "the schedule parser fuzzer comes with the digests branch (issue 9)",
+	"surface/fuzz-rules":         "the rule expression fuzzer comes with the webhooks branch (issue 8)",
 }
 
 var (
