@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -68,6 +69,20 @@ type consentData struct {
 type credentialData struct {
 	Endpoint   host.Endpoint
 	Credential string
+	// MCPURL is this server's MCP endpoint; ClientConfig a ready client
+	// configuration holding the credential (the README's JSON).
+	MCPURL       string
+	ClientConfig string
+}
+
+// clientConfig is the MCP client configuration for an endpoint's
+// credential, as the README shows it.
+func clientConfig(mcpURL, credential string) string {
+	cfg := map[string]any{"mcpServers": map[string]any{"switchboard": map[string]any{
+		"type": "http", "url": mcpURL, "headers": map[string]string{"Authorization": "Bearer " + credential},
+	}}}
+	b, _ := json.MarshalIndent(cfg, "", "  ") // maps of strings always marshal
+	return string(b)
 }
 
 func (s *server) endpointsPage(w http.ResponseWriter, r *http.Request, a *actor) {
@@ -97,7 +112,7 @@ func (s *server) renderEndpoints(w http.ResponseWriter, r *http.Request, a *acto
 	}
 	s.render(w, r, status, "endpoints", a, view{
 		Title: "Endpoints", Nav: "endpoints", Scope: scope, CanWrite: canWrite, ReadOnly: readOnly,
-		Err:  s.public(r, refusal),
+		Notice: noticeOf(r), Err: s.public(r, refusal),
 		Data: endpointsData{Endpoints: eps, Form: form, Grants: grantInfos, Owners: owners},
 	})
 }
@@ -178,9 +193,11 @@ func (s *server) doVend(w http.ResponseWriter, r *http.Request, a *actor, form v
 		s.renderEndpoints(w, r, a, form.Owner, httpx.StatusOf(err), form, err)
 		return
 	}
+	mcpURL := strings.TrimSuffix(s.d.BaseURL, "/") + "/mcp"
 	s.render(w, r, http.StatusOK, "credential", a, view{
 		Title: "Endpoint vended", Nav: "endpoints", Scope: ep.Owner,
-		Data: credentialData{Endpoint: ep, Credential: secret.Reveal()},
+		Data: credentialData{Endpoint: ep, Credential: secret.Reveal(), MCPURL: mcpURL,
+			ClientConfig: clientConfig(mcpURL, secret.Reveal())},
 	})
 }
 
@@ -195,7 +212,7 @@ func (s *server) revoke(w http.ResponseWriter, r *http.Request, a *actor) {
 		err = s.d.Endpoints.Revoke(r.Context(), a.P.HumanID, id)
 	}
 	if err == nil {
-		seeOther(w, r, scopePath("/endpoints", scope))
+		seeOther(w, r, withNotice("/endpoints", "endpoint_revoked", &scope))
 		return
 	}
 	form := vendForm{Owner: scope, Grants: slices.Clone(notifytype.DefaultGrants)}

@@ -15,15 +15,58 @@ type opsRow struct {
 	TokensText string
 }
 
-// opsPage is the actors table from the engine's Status: any signed-in
-// human may see it, since it shows sink ids and counts only, no tenant's
-// names, messages or settings.
+// opsSinkRow is one sink of the viewer's scopes: its last delivery state
+// from the database, beside its live actor when one runs here.
+type opsSinkRow struct {
+	Sink   engine.Sink
+	Owner  string
+	Actor  *opsRow
+	Last   *engine.DeliveryRecord
+	Active bool // an actor of this instance runs for it
+}
+
+type opsData struct {
+	Actors []opsRow
+	Sinks  []opsSinkRow
+}
+
+// opsPage shows the sink actors from the engine's Status (sink ids and
+// counts only), and the sinks of the viewer's own scopes with their last
+// delivery state read from the database, so a sink whose idle actor was
+// retired still shows how it last did.
 func (s *server) opsPage(w http.ResponseWriter, r *http.Request, a *actor) {
 	status := s.d.Engine.Status()
 	slices.SortFunc(status, func(x, y engine.ActorStatus) int { return cmp.Compare(x.SinkID, y.SinkID) })
-	rows := make([]opsRow, len(status))
+	data := opsData{Actors: make([]opsRow, len(status))}
 	for i, st := range status {
-		rows[i] = opsRow{ActorStatus: st, TokensText: strconv.FormatFloat(st.Tokens, 'f', 1, 64)}
+		data.Actors[i] = opsRow{ActorStatus: st, TokensText: strconv.FormatFloat(st.Tokens, 'f', 1, 64)}
 	}
-	s.render(w, r, http.StatusOK, "ops", a, view{Title: "Ops: sink actors", Nav: "ops", Data: rows})
+	scopes, err := s.scopeOptions(r.Context(), a)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	for _, sc := range scopes {
+		sinks, err := s.d.Engine.ListSinks(r.Context(), a.P, sc.Scope)
+		if err != nil {
+			s.fail(w, r, a, err)
+			return
+		}
+		last, err := s.d.Engine.LastDeliveries(r.Context(), a.P, sc.Scope)
+		if err != nil {
+			s.fail(w, r, a, err)
+			return
+		}
+		for _, sk := range sinks {
+			row := opsSinkRow{Sink: sk, Owner: sc.Label}
+			if d, ok := last[sk.ID]; ok {
+				row.Last = &d
+			}
+			if i := slices.IndexFunc(data.Actors, func(x opsRow) bool { return x.SinkID == sk.ID }); i >= 0 {
+				row.Actor, row.Active = &data.Actors[i], true
+			}
+			data.Sinks = append(data.Sinks, row)
+		}
+	}
+	s.render(w, r, http.StatusOK, "ops", a, view{Title: "Ops: sinks and actors", Nav: "ops", Data: data})
 }
