@@ -163,7 +163,7 @@ func TestBrowserSendTest(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, sinks, 1)
 	sinkURL := b.srv.URL + "/sinks/" + strconv.FormatInt(sinks[0].ID, 10)
-	require.Equal(t, sinkURL, location(t, ctx))
+	require.Equal(t, sinkURL+"?notice=sink_created", location(t, ctx))
 
 	// A subscription, so the page shows one.
 	step(t, ctx, chromedp.Click(chromedp.CSS(`input[name="event_types"][value="todo.dead_lettered"]`)))
