@@ -147,7 +147,9 @@ func (v view) Headline() string {
 	if lead == "" {
 		lead = "Something went wrong"
 	}
-	if f := v.errField(); f != "" && e.Code == notifytype.CodeInvalidArgument {
+	if f := v.errField(); f == "todo" {
+		return "Could not do that. " + sentence(e.Message)
+	} else if f != "" && e.Code == notifytype.CodeInvalidArgument {
 		label := fieldLabels[f]
 		if label == "" {
 			label = strings.ReplaceAll(strings.ReplaceAll(f, "_", " "), ".", " ")
