@@ -245,8 +245,8 @@ func TestConfirmBeforeDelete(t *testing.T) {
 	for path, action := range map[string]string{
 		sinkPath + "/delete": sinkPath + "/delete",
 		sinkPath + "/subscriptions/" + strconv.FormatInt(sub.ID, 10) + "/delete": sinkPath + "/subscriptions/" + strconv.FormatInt(sub.ID, 10) + "/delete",
-		"/connections/" + strconv.FormatInt(spare.ID, 10) + "/delete" + owner: "/connections/" + strconv.FormatInt(spare.ID, 10) + "/delete",
-		"/endpoints/" + strconv.FormatInt(ep.ID, 10) + "/revoke" + owner:      "/endpoints/" + strconv.FormatInt(ep.ID, 10) + "/revoke",
+		"/connections/" + strconv.FormatInt(spare.ID, 10) + "/delete" + owner:    "/connections/" + strconv.FormatInt(spare.ID, 10) + "/delete",
+		"/endpoints/" + strconv.FormatInt(ep.ID, 10) + "/revoke" + owner:         "/endpoints/" + strconv.FormatInt(ep.ID, 10) + "/revoke",
 	} {
 		res := c.get(path)
 		require.Equal(t, http.StatusOK, res.status, path)
