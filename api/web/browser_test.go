@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -183,16 +182,6 @@ func TestBrowserSendTest(t *testing.T) {
 	require.NoError(t, json.Unmarshal(reqs[0].Body, &msg))
 	require.Equal(t, "Switchboard test message", msg.Title)
 	require.Contains(t, text(t, ctx, "#deliveries"), "test message")
-
-	if os.Getenv("UPDATE_SCREENSHOTS") == "1" {
-		sctx, cancel := context.WithTimeout(ctx, browserStepTimeout)
-		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
-		cancel()
-		require.NoError(t, err)
-		out := filepath.Join("..", "..", "docs", "screenshots", "sinks.png")
-		require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
-		require.NoError(t, os.WriteFile(out, png, 0o644))
-	}
 
 	// Another origin's page posts a form to our delete: refused, and the
 	// sink stays. The browser sends its session cookie along (the two
