@@ -106,8 +106,20 @@ func (s *server) renderEndpoints(w http.ResponseWriter, r *http.Request, a *acto
 		s.fail(w, r, a, err)
 		return
 	}
+	// The wizard offers every scope the human may vend in: their own and
+	// the teams they own or administer.
 	owners := []notifytype.OwnerScope{notifytype.Human(a.P.HumanID)}
-	if scope.Kind == notifytype.ScopeTeam {
+	teams, err := s.dir.TeamsOf(r.Context(), a.P.HumanID)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	for _, t := range teams {
+		if t.Role.CanConfigure() {
+			owners = append(owners, t.Scope())
+		}
+	}
+	if scope.Kind == notifytype.ScopeTeam && !slices.Contains(owners, scope) {
 		owners = append(owners, scope)
 	}
 	s.render(w, r, status, "endpoints", a, view{
