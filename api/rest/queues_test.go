@@ -66,6 +66,19 @@ func TestQueuesAndTodos(t *testing.T) {
 	require.Equal(t, "interrupted", todo.DeadReason)
 	require.Equal(t, 1, b.count(t, "outbox_events"), "the dead letter is announced in the same transaction")
 
+	// Scenario: Filtered subscription
+	// A dead letter on another queue of the same owner matches nothing.
+	var inbox struct {
+		ID int64 `json:"id"`
+	}
+	b.ok(t, http.StatusCreated, tok, "POST", "/api/v1/queues", `{"name":"inbox"}`).into(t, &inbox)
+	var elsewhere struct {
+		ID int64 `json:"id"`
+	}
+	b.ok(t, http.StatusCreated, tok, "POST", "/api/v1/queues/"+strconv.FormatInt(inbox.ID, 10)+"/todos", `{"title":"elsewhere"}`).into(t, &elsewhere)
+	b.ok(t, http.StatusOK, tok, "POST", "/api/v1/todos/"+strconv.FormatInt(elsewhere.ID, 10)+"/interrupt", nil)
+	require.Equal(t, 1, b.count(t, "outbox_events"), "only the builds dead letter is announced")
+
 	e := b.refused(t, http.StatusBadRequest, "invalid_argument", tok, "POST", tpath+"/interrupt", nil)
 	require.Equal(t, "id", e.Field)
 	b.ok(t, http.StatusOK, tok, "POST", tpath+"/requeue", nil).into(t, &todo)

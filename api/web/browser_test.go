@@ -21,8 +21,9 @@ import (
 	"github.com/switchboard/notify/sinks/sinktest"
 )
 
-// browserStepTimeout bounds one browser step (wall time).
-const browserStepTimeout = 15 * time.Second
+// browserStepTimeout bounds one browser step (wall time): generous, since
+// the race detector and other parallel tests share a small machine.
+const browserStepTimeout = 60 * time.Second
 
 // chromiumPaths are where Debian and others put the browser.
 var chromiumPaths = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"}
