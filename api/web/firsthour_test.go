@@ -358,3 +358,32 @@ func TestOpsShowsLastDeliveryFromTheDatabase(t *testing.T) {
 	require.Contains(t, between(t, states, ">quiet</a>", "</tr>"), "nothing sent yet")
 	require.NotContains(t, page, "someone-elses")
 }
+
+// TestSignInLandsOnTheBoardLink: a signed-out human who follows a
+// message's board link signs in and lands on that page, not on /sinks; a
+// remembered destination is only ever a path of this site.
+func TestSignInLandsOnTheBoardLink(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.f.Human("")
+	c := b.anon(t)
+	res := c.get("/board/notifications")
+	require.Equal(t, http.StatusSeeOther, res.status)
+	require.Equal(t, "/login", res.header.Get("Location"))
+	res = c.post("/login/"+b.loginLink(t, id), nil)
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+	require.Equal(t, "/board/notifications", res.header.Get("Location"))
+	require.Equal(t, http.StatusOK, c.get("/board/notifications").status)
+
+	// Spent: the next sign-in goes to /sinks.
+	res = c.post("/login/"+b.loginLink(t, id), nil)
+	require.Equal(t, "/sinks", res.header.Get("Location"))
+
+	// A planted cookie naming another site is ignored.
+	u, err := url.Parse(b.srv.URL + "/login")
+	require.NoError(t, err)
+	other := b.anon(t)
+	other.http.Jar.SetCookies(u, []*http.Cookie{{Name: "sb_next", Value: "//evil.example/x", Path: "/login"}})
+	res = other.post("/login/"+b.loginLink(t, id), nil)
+	require.Equal(t, "/sinks", res.header.Get("Location"))
+}

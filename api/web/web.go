@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,6 +155,7 @@ func (s *server) authed(h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.d.Auth.Session(r.Context(), r)
 		if httpx.IsUnauthenticated(err) {
+			s.rememberDestination(w, r)
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return
 		}
@@ -185,6 +187,40 @@ func (s *server) authed(h handler) http.Handler {
 		}
 		h(w, r, a)
 	})
+}
+
+// destinationCookie holds the page a signed-out human asked for (a board
+// link from a message), so signing in lands there rather than on /sinks.
+const destinationCookie = "sb_next"
+
+// destinationRE is what a remembered destination may be: a path of this
+// site (never another host, never a scheme).
+var destinationRE = regexp.MustCompile(`^/[a-z][a-z0-9/_.-]*$`)
+
+// rememberDestination keeps a GET's path for after the sign-in.
+func (s *server) rememberDestination(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet || !destinationRE.MatchString(r.URL.Path) || strings.Contains(r.URL.Path, "..") {
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: destinationCookie, Value: r.URL.Path, Path: "/login", MaxAge: int(host.LoginLinkTTL / time.Second),
+		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
+	})
+}
+
+// takeDestination returns the remembered destination (clearing it), or
+// /sinks.
+func (s *server) takeDestination(w http.ResponseWriter, r *http.Request) string {
+	c, err := r.Cookie(destinationCookie)
+	if err != nil {
+		return "/sinks"
+	}
+	http.SetCookie(w, &http.Cookie{Name: destinationCookie, Value: "", Path: "/login", MaxAge: -1,
+		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
+	if !destinationRE.MatchString(c.Value) || strings.Contains(c.Value, "..") {
+		return "/sinks"
+	}
+	return c.Value
 }
 
 // loginPage explains how to get a login link; a signed-in human goes on to
@@ -226,7 +262,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		Name: httpx.SessionCookie, Value: session.Reveal(), Path: "/", Expires: expires,
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
 	})
-	http.Redirect(w, r, "/sinks", http.StatusSeeOther)
+	http.Redirect(w, r, s.takeDestination(w, r), http.StatusSeeOther)
 }
 
 // logout ends the session and clears its cookie.
