@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 
+	"github.com/switchboard/notify/api/hooks"
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/api/mcpserver"
 	"github.com/switchboard/notify/api/ops"
@@ -21,7 +22,8 @@ type Options struct {
 }
 
 // NewHandler returns the whole server: every response carries the
-// standard headers and every body is bounded at 16 KiB.
+// standard headers and every body is bounded at 16 KiB, but webhook
+// deliveries at /hooks/{id}, bounded at 256 KiB.
 func NewHandler(d httpx.Deps, o Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/api/v1/", rest.New(d))
@@ -39,5 +41,10 @@ func NewHandler(d httpx.Deps, o Options) http.Handler {
 		mux.Handle("/demo/", o.Demo)
 	}
 	mux.Handle("/", web.New(d))
-	return httpx.Headers(httpx.LimitBody(mux))
+	// Webhook deliveries have their own body bound (256 KiB), so they sit
+	// beside the 16 KiB limit of every management route, not under it.
+	root := http.NewServeMux()
+	root.Handle("/hooks/", hooks.New(d))
+	root.Handle("/", httpx.LimitBody(mux))
+	return httpx.Headers(root)
 }

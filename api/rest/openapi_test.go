@@ -59,7 +59,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	file, err := os.ReadFile("openapi.yaml")
 	require.NoError(t, err)
 	documented := documentedRoutes(t, file)
-	require.Len(t, documented, 23)
+	require.Len(t, documented, 35)
 	require.ElementsMatch(t, rest.Routes(), documented, "every route is documented, every documented operation is routed")
 
 	b := setup(t)
@@ -83,11 +83,14 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 			sink := b.sink(t, tok, "", conn)
 			sub := b.subscription(t, tok, sink)
 			endpoint, _ := b.vend(t, tok, "", nil)
+			hook, rule, delivery := b.webhook(t, tok)
 			queue := b.w.F.Queue(notifytype.Human(hid), "")
 			todo, err := b.todos.Enqueue(b.w.Ctx, queue, host.TodoInput{Title: "a todo"})
 			require.NoError(t, err)
-			id := map[string]int64{"sinks": sink, "connections": spare, "endpoints": endpoint, "queues": queue, "todos": todo.ID}[strings.Split(path, "/")[3]]
-			url := strings.NewReplacer("{id}", strconv.FormatInt(id, 10), "{sub}", strconv.FormatInt(sub, 10)).Replace(path)
+			id := map[string]int64{"sinks": sink, "connections": spare, "endpoints": endpoint, "webhooks": hook,
+				"queues": queue, "todos": todo.ID}[strings.Split(path, "/")[3]]
+			url := strings.NewReplacer("{id}", strconv.FormatInt(id, 10), "{sub}", strconv.FormatInt(sub, 10),
+				"{rule}", strconv.FormatInt(rule, 10), "{delivery}", strconv.FormatInt(delivery, 10)).Replace(path)
 			var body any
 			if slices.Contains([]string{"POST", "PUT", "PATCH"}, method) {
 				body = "{}"

@@ -95,6 +95,7 @@ func New(d httpx.Deps) http.Handler {
 	mux.Handle("POST /endpoints/{id}/revoke", s.authed(s.revoke))
 
 	mux.Handle("GET /ops", s.authed(s.opsPage))
+	s.webhookRoutes(mux)
 
 	s.routeConfirmations(mux)
 	s.routeQueues(mux)

@@ -89,6 +89,7 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 		Accounts:  accounts,
 		Endpoints: host.NewEndpoints(pool, directory, todos, nil),
 		Todos:     todos,
+		Webhooks:  host.NewWebhooks(host.WebhooksConfig{Pool: pool, Emitter: eng, SecretKey: cfg.SecretKey}),
 		Pool:      pool,
 		Limiter:   httpx.NewLimiter(apiRatePerSecond, apiBurst),
 		Logger:    log,
