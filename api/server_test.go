@@ -27,6 +27,7 @@ import (
 // with the demo on.
 type server struct {
 	w         *enginetest.World
+	eng       *engine.Engine
 	url       string
 	token     string
 	humanID   int64
@@ -74,7 +75,7 @@ func newServer(t *testing.T) *server {
 		Demo:    demo.Handler(deps, world),
 	}))
 	t.Cleanup(srv.Close)
-	return &server{w: w, url: srv.URL, token: token.Reveal(), humanID: h.ID, receivers: rec, world: world, todos: todos}
+	return &server{w: w, eng: eng, url: srv.URL, token: token.Reveal(), humanID: h.ID, receivers: rec, world: world, todos: todos}
 }
 
 func (s *server) get(t *testing.T, path, token string) (*http.Response, string) {
@@ -166,6 +167,10 @@ func TestDemoDeadLetterReachesBothReceivers(t *testing.T) {
 
 	resp, _ = s.get(t, "/metrics", "")
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	resp, _ = s.get(t, "/metrics", s.token)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "metrics are for operators (D26)")
+	_, err = host.NewAccounts(s.w.Pool).GrantOperator(s.w.Ctx, "demo@example.net")
+	require.NoError(t, err)
 	resp, body = s.get(t, "/metrics", s.token)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, body, `switchboard_delivery_attempts_total{class="",state="delivered"} 2`)

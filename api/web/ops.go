@@ -30,12 +30,21 @@ type opsData struct {
 	Sinks  []opsSinkRow
 }
 
-// opsPage shows the sink actors from the engine's Status (sink ids and
-// counts only), and the sinks of the viewer's own scopes with their last
+// opsPage shows the sink actors (sink ids and counts only), and the sinks of the viewer's own scopes with their last
 // delivery state read from the database, so a sink whose idle actor was
 // retired still shows how it last did.
 func (s *server) opsPage(w http.ResponseWriter, r *http.Request, a *actor) {
+	// The actors are scoped as D26 says: an operator sees every sink actor
+	// of the instance, any other human those of their own scopes' sinks.
 	status := s.d.Engine.Status()
+	operator, err := s.d.Accounts.IsOperator(r.Context(), a.P.HumanID)
+	if err == nil && !operator {
+		status, err = s.d.Engine.StatusFor(r.Context(), a.P)
+	}
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
 	slices.SortFunc(status, func(x, y engine.ActorStatus) int { return cmp.Compare(x.SinkID, y.SinkID) })
 	data := opsData{Actors: make([]opsRow, len(status))}
 	for i, st := range status {

@@ -6,6 +6,7 @@
 //	switchboard-notify migrate                      create the database if missing and apply migrations
 //	switchboard-notify demo                         ensure the demo human; print a login link and an operator token
 //	switchboard-notify status                       print the per-sink actor table
+//	switchboard-notify grant-operator <email>       give a human the operator role (/ops, /metrics)
 //	switchboard-notify humans                       list humans and their teams
 //	switchboard-notify teams                        list teams and their members
 //	switchboard-notify create-human <email> <name>  create a human
@@ -82,6 +83,14 @@ Example:
   SWITCHBOARD_API_TOKEN=sbo_... switchboard-notify status`,
 		run: func(ctx context.Context, cfg config, _ *slog.Logger, _ []string, stdout io.Writer) error {
 			return runStatus(ctx, cfg, stdout)
+		}},
+	{name: "grant-operator", args: "<email>", nargs: 1, summary: "give a human the operator role (D26)", help: `Gives the human with <email> the operator role: the instance-wide /ops view, /metrics
+and every sink in status. Other humans see only their own scopes' sinks there.
+
+Example:
+  switchboard-notify grant-operator olga@example.net`,
+		run: func(ctx context.Context, cfg config, _ *slog.Logger, args []string, stdout io.Writer) error {
+			return runGrantOperator(ctx, cfg, args[0], stdout)
 		}},
 	{name: "humans", summary: "list humans with their teams and roles", help: `Lists every human: id, email, name, and the teams they belong to with their role.
 
