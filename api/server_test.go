@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,8 @@ type server struct {
 	token     string
 	humanID   int64
 	receivers *demo.Receivers
+	world     *demo.World
+	todos     *host.Todos
 }
 
 func newServer(t *testing.T) *server {
@@ -73,7 +76,7 @@ func newServer(t *testing.T) *server {
 		Demo:    demo.Handler(deps, world),
 	}))
 	t.Cleanup(srv.Close)
-	return &server{w: w, eng: eng, url: srv.URL, token: token.Reveal(), humanID: h.ID, receivers: rec}
+	return &server{w: w, eng: eng, url: srv.URL, token: token.Reveal(), humanID: h.ID, receivers: rec, world: world, todos: todos}
 }
 
 func (s *server) get(t *testing.T, path, token string) (*http.Response, string) {
@@ -189,4 +192,64 @@ func TestEveryRouteCarriesTheStandardHeaders(t *testing.T) {
 			require.False(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") && resp.Header.Get("X-Frame-Options") == "", path)
 		}
 	}
+}
+
+// signIn returns a browser-like client signed in as the demo human.
+func (s *server) signIn(t *testing.T) *http.Client {
+	t.Helper()
+	link, _, err := host.NewAccounts(s.w.Pool).MintLoginLink(s.w.Ctx, s.humanID)
+	require.NoError(t, err)
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	browser := &http.Client{Jar: jar}
+	login, err := http.NewRequest(http.MethodPost, s.url+"/login/"+link.Reveal(), nil)
+	require.NoError(t, err)
+	login.Header.Set("Origin", s.url)
+	resp, err := browser.Do(login)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	return browser
+}
+
+// TestDemoDeadLettersTheTodoItMade: with another todo pending on the demo
+// queue, the button still dead-letters the todo it just made (by id), and
+// the older one stays pending; the page has the navigation bar, and a
+// cross-origin post gets the styled refusal page.
+func TestDemoDeadLettersTheTodoItMade(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	older, err := s.todos.Enqueue(s.w.Ctx, s.world.QueueID, host.TodoInput{Title: "waiting its turn"})
+	require.NoError(t, err)
+	browser := s.signIn(t)
+
+	req, err := http.NewRequest(http.MethodPost, s.url+"/demo/dead-letter", nil)
+	require.NoError(t, err)
+	req.Header.Set("Origin", s.url)
+	resp, err := browser.Do(req)
+	require.NoError(t, err)
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	made := resp.Request.URL.Query().Get("made")
+	require.NotEmpty(t, made, resp.Request.URL.String())
+	require.NotEqual(t, strconv.FormatInt(older.ID, 10), made)
+	require.Equal(t, 1, s.w.F.Count(`SELECT count(*) FROM todos WHERE id = $1 AND state = 'pending'`, older.ID), "the older todo is untouched")
+	require.Equal(t, 1, s.w.F.Count(`SELECT count(*) FROM todos WHERE id = $1 AND state = 'dead' AND dead_reason = 'fail at the cap'`, made))
+	require.Contains(t, string(page), `<nav aria-label="Main">`)
+	require.Contains(t, string(page), `<a href="/demo" aria-current="page">Demo</a>`)
+	require.Contains(t, string(page), `href="/board/todos/`+made+`"`)
+
+	req, err = http.NewRequest(http.MethodPost, s.url+"/demo/dead-letter", nil)
+	require.NoError(t, err)
+	req.Header.Set("Origin", "https://evil.example")
+	resp, err = browser.Do(req)
+	require.NoError(t, err)
+	refusal, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.Contains(t, resp.Header.Get("Content-Type"), "text/html")
+	require.Contains(t, string(refusal), `<link rel="stylesheet" href="/static/style.css">`)
+	require.Contains(t, string(refusal), "posted from another site")
+	require.Equal(t, 1, s.w.F.Count(`SELECT count(*) FROM todos WHERE state = 'dead'`), "the refused post made nothing")
 }

@@ -177,6 +177,9 @@ type ClaimOpts struct {
 	// Relay records the attempt as a relay attempt (D16): a todo whose
 	// history has one dead-letters as relay.exhausted.
 	Relay bool
+	// TodoID claims that todo of the queue, not the oldest pending one; ok
+	// is false when it is not pending. Zero for the oldest.
+	TodoID int64
 }
 
 // AttemptReport is what the claimant says as it completes or fails an
@@ -328,7 +331,12 @@ func (t *Todos) Claim(ctx context.Context, endpointID, queueID int64, opts ...Cl
 		if !claimable {
 			return notifytype.NotFound("queue")
 		}
-		row, err := store.ClaimNextTodo(ctx, tx, queueID, endpointID, now)
+		var row store.TodoRow
+		if o.TodoID != 0 {
+			row, err = store.ClaimTodoByID(ctx, tx, queueID, o.TodoID, endpointID, now)
+		} else {
+			row, err = store.ClaimNextTodo(ctx, tx, queueID, endpointID, now)
+		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}

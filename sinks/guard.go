@@ -75,16 +75,7 @@ func (c GuardConfig) WithDefaults() GuardConfig {
 // redirect) and gives up after Timeout.
 func NewClient(cfg GuardConfig) *http.Client {
 	cfg = cfg.WithDefaults()
-	var v4, v6 []netip.Prefix
-	for _, p := range cfg.AllowedPrefixes {
-		p = unmapPrefix(p)
-		if p.Addr().Is4() {
-			v4 = append(v4, p)
-		} else {
-			v6 = append(v6, p)
-		}
-	}
-	guard := ssrf.New(ssrf.WithAnyPort(), ssrf.WithAllowedV4Prefixes(v4...), ssrf.WithAllowedV6Prefixes(v6...))
+	guard := newGuardian(cfg.AllowedPrefixes)
 	dialer := &net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second, Control: guard.Safe}
 	transport := &http.Transport{
 		Proxy:                  nil,
@@ -103,6 +94,20 @@ func NewClient(cfg GuardConfig) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		Timeout:       cfg.Timeout,
 	}
+}
+
+// newGuardian is the SSRF guard with the operator's allowlist, any port.
+func newGuardian(allowed []netip.Prefix) *ssrf.Guardian {
+	var v4, v6 []netip.Prefix
+	for _, p := range allowed {
+		p = unmapPrefix(p)
+		if p.Addr().Is4() {
+			v4 = append(v4, p)
+		} else {
+			v6 = append(v6, p)
+		}
+	}
+	return ssrf.New(ssrf.WithAnyPort(), ssrf.WithAllowedV4Prefixes(v4...), ssrf.WithAllowedV6Prefixes(v6...))
 }
 
 // unmapPrefix turns an IPv4-mapped IPv6 prefix into its IPv4 form, so

@@ -158,6 +158,25 @@ func ClaimNextTodo(ctx context.Context, db DBTX, queueID, endpointID int64, now 
 	return r, nil
 }
 
+// ClaimTodoByID claims one pending todo of the queue, by id, like
+// ClaimNextTodo. It returns pgx.ErrNoRows when that todo is not pending
+// (or not of the queue, or locked by another claim).
+func ClaimTodoByID(ctx context.Context, db DBTX, queueID, todoID, endpointID int64, now time.Time) (TodoRow, error) {
+	r, err := scanTodo(db.QueryRow(ctx, `WITH next AS (
+			SELECT id FROM todos WHERE queue_id = $1 AND id = $4 AND state = 'pending'
+			FOR UPDATE SKIP LOCKED
+		)
+		UPDATE todos t SET state = 'claimed', claimed_by = $2, attempts = t.attempts + 1,
+			lease_expires_at = $3::timestamptz + t.lease_ttl_secs * interval '1 second',
+			last_heartbeat_at = $3, updated_at = $3
+		FROM next WHERE t.id = next.id
+		RETURNING `+todoColumns, queueID, endpointID, now, todoID))
+	if err != nil {
+		return TodoRow{}, fmt.Errorf("error claiming todo %d: %w", todoID, err)
+	}
+	return r, nil
+}
+
 // LockTodo reads a todo FOR UPDATE. A todo that does not exist is
 // not_found.
 func LockTodo(ctx context.Context, db DBTX, id int64) (TodoRow, error) {

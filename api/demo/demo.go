@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"encoding/json"
@@ -8,11 +9,14 @@ import (
 	"html/template"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/switchboard/notify/api/httpx"
+	"github.com/switchboard/notify/api/web"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store"
 )
 
 // The demo's names in the demo owner's scope.
@@ -118,56 +122,76 @@ var pages embed.FS
 var page = template.Must(template.ParseFS(pages, "demo.html"))
 
 // Handler serves GET /demo (the receivers' inbox and the button) and POST
-// /demo/dead-letter to the demo human's web session.
+// /demo/dead-letter to the demo human's web session, inside the web UI's
+// layout and with its styled refusal of cross-origin forms.
 func Handler(d httpx.Deps, w *World) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /demo", func(rw http.ResponseWriter, r *http.Request) {
-		if !w.allowed(d, rw, r) {
+		hum, ok := w.allowed(d, rw, r)
+		if !ok {
 			return
 		}
-		rw.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_ = page.Execute(rw, map[string]any{"Inbox": w.Receivers.Inbox(), "Status": d.Engine.Status()})
+		var body bytes.Buffer
+		if err := page.Execute(&body, map[string]any{
+			"Inbox": w.Receivers.Inbox(), "Status": d.Engine.Status(), "Made": r.URL.Query().Get("made"),
+		}); err != nil {
+			httpx.WriteError(rw, r, d.Logger, fmt.Errorf("error rendering the demo page: %w", err))
+			return
+		}
+		web.RenderShell(rw, r, http.StatusOK, web.Shell{
+			Title: "Watch a notification end to end", Nav: "demo", Human: &hum, Body: template.HTML(body.String()),
+		})
 	})
 	mux.HandleFunc("POST /demo/dead-letter", func(rw http.ResponseWriter, r *http.Request) {
-		if !w.allowed(d, rw, r) {
+		if _, ok := w.allowed(d, rw, r); !ok {
 			return
 		}
-		if err := w.deadLetter(r.Context(), d); err != nil {
+		todo, err := w.deadLetter(r.Context(), d)
+		if err != nil {
 			httpx.WriteError(rw, r, d.Logger, err)
 			return
 		}
-		http.Redirect(rw, r, "/demo", http.StatusSeeOther)
+		http.Redirect(rw, r, "/demo?made="+strconv.FormatInt(todo.ID, 10), http.StatusSeeOther)
 	})
-	return http.NewCrossOriginProtection().Handler(mux)
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(web.CrossOriginDenied())
+	return cop.Handler(mux)
 }
 
-func (w *World) allowed(d httpx.Deps, rw http.ResponseWriter, r *http.Request) bool {
+// allowed answers whether the request is the demo human's session, and
+// redirects to /login when it is not.
+func (w *World) allowed(d httpx.Deps, rw http.ResponseWriter, r *http.Request) (store.Human, bool) {
 	p, err := d.Auth.Session(r.Context(), r)
 	if err != nil || p.HumanID != w.HumanID {
 		http.Redirect(rw, r, "/login", http.StatusSeeOther)
-		return false
+		return store.Human{}, false
 	}
-	return true
+	hum, err := store.HumanByID(r.Context(), d.Pool, p.HumanID)
+	if err != nil {
+		httpx.WriteError(rw, r, d.Logger, err)
+		return store.Human{}, false
+	}
+	return hum, true
 }
 
 // deadLetter makes a todo dead-letter the way an agent would: enqueued
-// with one attempt, claimed by the demo endpoint, failed at the cap.
-func (w *World) deadLetter(ctx context.Context, d httpx.Deps) error {
+// with one attempt, claimed by the demo endpoint (that todo, by id, never
+// another pending one), failed at the cap.
+func (w *World) deadLetter(ctx context.Context, d httpx.Deps) (host.Todo, error) {
 	todo, err := d.Todos.Enqueue(ctx, w.QueueID, host.TodoInput{
 		Title:      "Nightly build failed on main",
 		Payload:    json.RawMessage(`{"body":"The issue body stays out of the message unless a subscription opts in."}`),
 		AttemptCap: 1,
 	})
 	if err != nil {
-		return err
+		return host.Todo{}, err
 	}
-	claimed, ok, err := d.Todos.Claim(ctx, w.EndpointID, w.QueueID)
+	claimed, ok, err := d.Todos.Claim(ctx, w.EndpointID, w.QueueID, host.ClaimOpts{TodoID: todo.ID})
 	if err != nil {
-		return err
+		return host.Todo{}, err
 	}
 	if !ok {
-		return fmt.Errorf("error claiming the demo todo %d: nothing to claim", todo.ID)
+		return host.Todo{}, fmt.Errorf("error claiming the demo todo %d: it is no longer pending", todo.ID)
 	}
-	_, err = d.Todos.Fail(ctx, w.EndpointID, claimed.ID, host.AttemptReport{Summary: "Tests failed: 3 of 120 (demo)"})
-	return err
+	return d.Todos.Fail(ctx, w.EndpointID, claimed.ID, host.AttemptReport{Summary: "Tests failed: 3 of 120 (demo)"})
 }

@@ -31,6 +31,7 @@ type bundle struct {
 	w        *enginetest.World
 	eng      *engine.Engine
 	accounts *host.Accounts
+	todos    *host.Todos
 	webhooks *host.Webhooks
 	srv      *httptest.Server
 
@@ -70,7 +71,7 @@ func setup(t *testing.T, opts ...func(*options)) *bundle {
 	}
 	srv := httptest.NewServer(rest.New(deps))
 	t.Cleanup(srv.Close)
-	return &bundle{w: w, eng: eng, accounts: accounts, webhooks: webhooks, srv: srv}
+	return &bundle{w: w, eng: eng, accounts: accounts, todos: todos, webhooks: webhooks, srv: srv}
 }
 
 // human creates a human and returns its id and an operator API token.

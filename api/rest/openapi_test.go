@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/api/rest"
+	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/notifytype"
 )
 
 var (
@@ -57,7 +59,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	file, err := os.ReadFile("openapi.yaml")
 	require.NoError(t, err)
 	documented := documentedRoutes(t, file)
-	require.Len(t, documented, 37)
+	require.Len(t, documented, 42)
 	require.ElementsMatch(t, rest.Routes(), documented, "every route is documented, every documented operation is routed")
 
 	b := setup(t)
@@ -75,7 +77,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 			t.Parallel()
 			// Each operation gets a human of its own with one of every
 			// resource, so deletes and replaces do not disturb the others.
-			_, tok := b.human(t)
+			hid, tok := b.human(t)
 			conn := b.connection(t, tok, "", g.URL)
 			spare := b.connection(t, tok, "", g.URL)
 			sink := b.sink(t, tok, "", conn)
@@ -83,7 +85,11 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 			endpoint, _ := b.vend(t, tok, "", nil)
 			hook, rule, delivery := b.webhook(t, tok)
 			digest := b.digest(t, tok, sink)
-			id := map[string]int64{"sinks": sink, "connections": spare, "endpoints": endpoint, "webhooks": hook, "digests": digest}[strings.Split(path, "/")[3]]
+			queue := b.w.F.Queue(notifytype.Human(hid), "")
+			todo, err := b.todos.Enqueue(b.w.Ctx, queue, host.TodoInput{Title: "a todo"})
+			require.NoError(t, err)
+			id := map[string]int64{"sinks": sink, "connections": spare, "endpoints": endpoint, "webhooks": hook,
+				"digests": digest, "queues": queue, "todos": todo.ID}[strings.Split(path, "/")[3]]
 			url := strings.NewReplacer("{id}", strconv.FormatInt(id, 10), "{sub}", strconv.FormatInt(sub, 10),
 				"{rule}", strconv.FormatInt(rule, 10), "{delivery}", strconv.FormatInt(delivery, 10)).Replace(path)
 			var body any

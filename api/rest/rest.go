@@ -52,6 +52,12 @@ var routes = []route{
 	{"POST " + Prefix + "/endpoints", (*server).vendEndpoint},
 	{"DELETE " + Prefix + "/endpoints/{id}", (*server).revokeEndpoint},
 
+	{"GET " + Prefix + "/queues", (*server).listQueues},
+	{"POST " + Prefix + "/queues", (*server).createQueue},
+	{"POST " + Prefix + "/queues/{id}/todos", (*server).enqueueTodo},
+	{"POST " + Prefix + "/todos/{id}/interrupt", (*server).interruptTodo},
+	{"POST " + Prefix + "/todos/{id}/requeue", (*server).requeueTodo},
+
 	{"GET " + Prefix + "/openapi.yaml", (*server).openAPI},
 }
 
@@ -60,11 +66,11 @@ var routes = []route{
 // Bearer) and spends one token of that human's share of d.Limiter (else
 // 429 rate_limited). The standard headers and the 16 KiB body limit are
 // applied here too, so the handler is safe on its own; applying them again
-// outside is harmless. d.Engine, d.Auth, d.Endpoints and d.Limiter are
-// required; d.Logger defaults to slog.Default().
+// outside is harmless. d.Engine, d.Auth, d.Endpoints, d.Todos and
+// d.Limiter are required; d.Logger defaults to slog.Default().
 func New(d httpx.Deps) http.Handler {
-	if d.Engine == nil || d.Auth == nil || d.Endpoints == nil || d.Limiter == nil {
-		panic("rest: New needs Deps.Engine, Deps.Auth, Deps.Endpoints and Deps.Limiter")
+	if d.Engine == nil || d.Auth == nil || d.Endpoints == nil || d.Todos == nil || d.Limiter == nil {
+		panic("rest: New needs Deps.Engine, Deps.Auth, Deps.Endpoints, Deps.Todos and Deps.Limiter")
 	}
 	s := &server{d: d, log: d.Logger}
 	if s.log == nil {

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,8 +21,9 @@ import (
 	"github.com/switchboard/notify/sinks/sinktest"
 )
 
-// browserStepTimeout bounds one browser step (wall time).
-const browserStepTimeout = 15 * time.Second
+// browserStepTimeout bounds one browser step (wall time): generous, since
+// the race detector and other parallel tests share a small machine.
+const browserStepTimeout = 60 * time.Second
 
 // chromiumPaths are where Debian and others put the browser.
 var chromiumPaths = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"}
@@ -136,7 +136,7 @@ func TestBrowserSendTest(t *testing.T) {
 	step(t, ctx, chromedp.Navigate(b.srv.URL+"/login/"+b.loginLink(t, id)))
 	require.EqualValues(t, http.StatusOK, submit(t, ctx, chromedp.Click(chromedp.ID("sign-in"))))
 	require.Equal(t, b.srv.URL+"/sinks", location(t, ctx))
-	require.Equal(t, "Sinks of human "+strconv.FormatInt(id, 10), text(t, ctx, "main h2"))
+	require.True(t, strings.HasPrefix(text(t, ctx, "main h2"), "Sinks of Ada Lovelace ("), "the human's name, not an id")
 
 	// A Gotify connection, through the form.
 	step(t, ctx,
@@ -163,7 +163,7 @@ func TestBrowserSendTest(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, sinks, 1)
 	sinkURL := b.srv.URL + "/sinks/" + strconv.FormatInt(sinks[0].ID, 10)
-	require.Equal(t, sinkURL, location(t, ctx))
+	require.Equal(t, sinkURL+"?notice=sink_created", location(t, ctx))
 
 	// A subscription, so the page shows one.
 	step(t, ctx, chromedp.Click(chromedp.CSS(`input[name="event_types"][value="todo.dead_lettered"]`)))
@@ -183,16 +183,6 @@ func TestBrowserSendTest(t *testing.T) {
 	require.NoError(t, json.Unmarshal(reqs[0].Body, &msg))
 	require.Equal(t, "Switchboard test message", msg.Title)
 	require.Contains(t, text(t, ctx, "#deliveries"), "test message")
-
-	if os.Getenv("UPDATE_SCREENSHOTS") == "1" {
-		sctx, cancel := context.WithTimeout(ctx, browserStepTimeout)
-		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
-		cancel()
-		require.NoError(t, err)
-		out := filepath.Join("..", "..", "docs", "screenshots", "sinks.png")
-		require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
-		require.NoError(t, os.WriteFile(out, png, 0o644))
-	}
 
 	// Another origin's page posts a form to our delete: refused, and the
 	// sink stays. The browser sends its session cookie along (the two

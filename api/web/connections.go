@@ -3,6 +3,8 @@ package web
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/switchboard/notify/api/httpx"
@@ -67,11 +69,38 @@ func (s *server) renderConnections(w http.ResponseWriter, r *http.Request, a *ac
 		s.fail(w, r, a, err)
 		return
 	}
-	s.render(w, r, status, "connections", a, view{
+	v := view{
 		Title: "Connections", Nav: "connections", Scope: scope, CanWrite: canWrite, ReadOnly: readOnly,
-		Err:  s.public(r, refusal),
+		Notice: noticeOf(r), Err: s.public(r, refusal),
 		Data: connectionsData{Connections: conns, Form: form, Kinds: engine.ConnectionKinds},
-	})
+	}
+	// Just saved: warn when its address is one the guard will refuse.
+	if id, err := strconv.ParseInt(r.URL.Query().Get("saved"), 10, 64); err == nil && refusal == nil {
+		if i := slices.IndexFunc(conns, func(c engine.Connection) bool { return c.ID == id }); i >= 0 {
+			v.Warning = s.d.Engine.DestinationWarning(r.Context(), conns[i].AccountKey)
+		}
+	}
+	s.render(w, r, status, "connections", a, v)
+}
+
+// withoutUserInfo is a typed base URL fit to show again: anything between
+// the scheme and an @ of the host part (a user name and password) is cut
+// out.
+func withoutUserInfo(v string) string {
+	i := strings.Index(v, "://")
+	if i < 0 {
+		return v
+	}
+	authority, path, _ := strings.Cut(v[i+3:], "/")
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return v
+	}
+	out := v[:i+3] + authority[at+1:]
+	if len(v[i+3:]) > len(authority) {
+		out += "/" + path
+	}
+	return out
 }
 
 func (s *server) createConnection(w http.ResponseWriter, r *http.Request, a *actor) {
@@ -81,18 +110,16 @@ func (s *server) createConnection(w http.ResponseWriter, r *http.Request, a *act
 		return
 	}
 	form := connForm{Kind: r.PostFormValue("kind"), Name: r.PostFormValue("name"), AccountKey: strings.TrimSpace(r.PostFormValue("account_key"))}
-	_, err = s.d.Engine.CreateConnection(r.Context(), a.P, engine.ConnectionInput{
+	conn, err := s.d.Engine.CreateConnection(r.Context(), a.P, engine.ConnectionInput{
 		Owner: scope, Kind: form.Kind, Name: form.Name, AccountKey: form.AccountKey, Secret: connSecret(r, form.Kind),
 	})
 	if err == nil {
-		seeOther(w, r, scopePath("/connections", scope))
+		seeOther(w, r, withNotice("/connections", "connection_created", &scope)+"&saved="+itoa(conn.ID))
 		return
 	}
-	// A base URL the engine refused may carry what it refused (a password
-	// in its user info): it is not typed back.
-	if e, ok := notifytype.AsError(err); ok && e.Field == "account_key" {
-		form.AccountKey = ""
-	}
+	// What the human typed is shown again, less any user info of the base
+	// URL (a password may hide there) and every secret field.
+	form.AccountKey = withoutUserInfo(form.AccountKey)
 	s.renderConnections(w, r, a, scope, httpx.StatusOf(err), form, err)
 }
 
@@ -107,7 +134,7 @@ func (s *server) deleteConnection(w http.ResponseWriter, r *http.Request, a *act
 		err = s.d.Engine.DeleteConnection(r.Context(), a.P, id)
 	}
 	if err == nil {
-		seeOther(w, r, scopePath("/connections", scope))
+		seeOther(w, r, withNotice("/connections", "connection_deleted", &scope))
 		return
 	}
 	s.renderConnections(w, r, a, scope, httpx.StatusOf(err), connForm{Kind: engine.KindGotify}, err)

@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -68,6 +69,20 @@ type consentData struct {
 type credentialData struct {
 	Endpoint   host.Endpoint
 	Credential string
+	// MCPURL is this server's MCP endpoint; ClientConfig a ready client
+	// configuration holding the credential (the README's JSON).
+	MCPURL       string
+	ClientConfig string
+}
+
+// clientConfig is the MCP client configuration for an endpoint's
+// credential, as the README shows it.
+func clientConfig(mcpURL, credential string) string {
+	cfg := map[string]any{"mcpServers": map[string]any{"switchboard": map[string]any{
+		"type": "http", "url": mcpURL, "headers": map[string]string{"Authorization": "Bearer " + credential},
+	}}}
+	b, _ := json.MarshalIndent(cfg, "", "  ") // maps of strings always marshal
+	return string(b)
 }
 
 func (s *server) endpointsPage(w http.ResponseWriter, r *http.Request, a *actor) {
@@ -91,13 +106,25 @@ func (s *server) renderEndpoints(w http.ResponseWriter, r *http.Request, a *acto
 		s.fail(w, r, a, err)
 		return
 	}
+	// The wizard offers every scope the human may vend in: their own and
+	// the teams they own or administer.
 	owners := []notifytype.OwnerScope{notifytype.Human(a.P.HumanID)}
-	if scope.Kind == notifytype.ScopeTeam {
+	teams, err := s.dir.TeamsOf(r.Context(), a.P.HumanID)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	for _, t := range teams {
+		if t.Role.CanConfigure() {
+			owners = append(owners, t.Scope())
+		}
+	}
+	if scope.Kind == notifytype.ScopeTeam && !slices.Contains(owners, scope) {
 		owners = append(owners, scope)
 	}
 	s.render(w, r, status, "endpoints", a, view{
 		Title: "Endpoints", Nav: "endpoints", Scope: scope, CanWrite: canWrite, ReadOnly: readOnly,
-		Err:  s.public(r, refusal),
+		Notice: noticeOf(r), Err: s.public(r, refusal),
 		Data: endpointsData{Endpoints: eps, Form: form, Grants: grantInfos, Owners: owners},
 	})
 }
@@ -178,9 +205,11 @@ func (s *server) doVend(w http.ResponseWriter, r *http.Request, a *actor, form v
 		s.renderEndpoints(w, r, a, form.Owner, httpx.StatusOf(err), form, err)
 		return
 	}
+	mcpURL := strings.TrimSuffix(s.d.BaseURL, "/") + "/mcp"
 	s.render(w, r, http.StatusOK, "credential", a, view{
 		Title: "Endpoint vended", Nav: "endpoints", Scope: ep.Owner,
-		Data: credentialData{Endpoint: ep, Credential: secret.Reveal()},
+		Data: credentialData{Endpoint: ep, Credential: secret.Reveal(), MCPURL: mcpURL,
+			ClientConfig: clientConfig(mcpURL, secret.Reveal())},
 	})
 }
 
@@ -195,7 +224,7 @@ func (s *server) revoke(w http.ResponseWriter, r *http.Request, a *actor) {
 		err = s.d.Endpoints.Revoke(r.Context(), a.P.HumanID, id)
 	}
 	if err == nil {
-		seeOther(w, r, scopePath("/endpoints", scope))
+		seeOther(w, r, withNotice("/endpoints", "endpoint_revoked", &scope))
 		return
 	}
 	form := vendForm{Owner: scope, Grants: slices.Clone(notifytype.DefaultGrants)}

@@ -15,10 +15,27 @@ type opsRow struct {
 	TokensText string
 }
 
-// opsPage is the actors table, scoped as D26 says: an operator sees every
-// sink actor of the instance, any other human those of their own scopes'
-// sinks only.
+// opsSinkRow is one sink of the viewer's scopes: its last delivery state
+// from the database, beside its live actor when one runs here.
+type opsSinkRow struct {
+	Sink   engine.Sink
+	Owner  string
+	Actor  *opsRow
+	Last   *engine.DeliveryRecord
+	Active bool // an actor of this instance runs for it
+}
+
+type opsData struct {
+	Actors []opsRow
+	Sinks  []opsSinkRow
+}
+
+// opsPage shows the sink actors (sink ids and counts only), and the sinks of the viewer's own scopes with their last
+// delivery state read from the database, so a sink whose idle actor was
+// retired still shows how it last did.
 func (s *server) opsPage(w http.ResponseWriter, r *http.Request, a *actor) {
+	// The actors are scoped as D26 says: an operator sees every sink actor
+	// of the instance, any other human those of their own scopes' sinks.
 	status := s.d.Engine.Status()
 	operator, err := s.d.Accounts.IsOperator(r.Context(), a.P.HumanID)
 	if err == nil && !operator {
@@ -29,9 +46,36 @@ func (s *server) opsPage(w http.ResponseWriter, r *http.Request, a *actor) {
 		return
 	}
 	slices.SortFunc(status, func(x, y engine.ActorStatus) int { return cmp.Compare(x.SinkID, y.SinkID) })
-	rows := make([]opsRow, len(status))
+	data := opsData{Actors: make([]opsRow, len(status))}
 	for i, st := range status {
-		rows[i] = opsRow{ActorStatus: st, TokensText: strconv.FormatFloat(st.Tokens, 'f', 1, 64)}
+		data.Actors[i] = opsRow{ActorStatus: st, TokensText: strconv.FormatFloat(st.Tokens, 'f', 1, 64)}
 	}
-	s.render(w, r, http.StatusOK, "ops", a, view{Title: "Ops: sink actors", Nav: "ops", Data: rows})
+	scopes, err := s.scopeOptions(r.Context(), a)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	for _, sc := range scopes {
+		sinks, err := s.d.Engine.ListSinks(r.Context(), a.P, sc.Scope)
+		if err != nil {
+			s.fail(w, r, a, err)
+			return
+		}
+		last, err := s.d.Engine.LastDeliveries(r.Context(), a.P, sc.Scope)
+		if err != nil {
+			s.fail(w, r, a, err)
+			return
+		}
+		for _, sk := range sinks {
+			row := opsSinkRow{Sink: sk, Owner: sc.Label}
+			if d, ok := last[sk.ID]; ok {
+				row.Last = &d
+			}
+			if i := slices.IndexFunc(data.Actors, func(x opsRow) bool { return x.SinkID == sk.ID }); i >= 0 {
+				row.Actor, row.Active = &data.Actors[i], true
+			}
+			data.Sinks = append(data.Sinks, row)
+		}
+	}
+	s.render(w, r, http.StatusOK, "ops", a, view{Title: "Ops: sinks and actors", Nav: "ops", Data: data})
 }

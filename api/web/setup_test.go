@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -259,3 +260,12 @@ func between(t *testing.T, s, from, to string) string {
 	require.True(t, ok, "%q not found after %q", to, from)
 	return before
 }
+
+// newUnstartedServer is a test server whose address is known before its
+// handler.
+func newUnstartedServer() *httptest.Server { return httptest.NewUnstartedServer(nil) }
+
+// webHandler is the web UI over b.deps.
+func webHandler(b *bundle) http.Handler { return web.New(b.deps) }
+
+func itoa(id int64) string { return strconv.FormatInt(id, 10) }

@@ -3,12 +3,14 @@ package web
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -148,7 +150,10 @@ func (f sinkForm) patch(kind string) (engine.SinkPatch, error) {
 	return p, nil
 }
 
-// subForm is the add-subscription form as the human typed it.
+// subForm is the add-subscription form as the human filled it in. The
+// filters are ids picked from lists of the scope's queues, endpoints and
+// webhooks (one value per ticked box; ids separated by commas are read
+// too).
 type subForm struct {
 	EventTypes                  []string
 	Queues, Endpoints, Webhooks string
@@ -159,10 +164,19 @@ type subForm struct {
 func readSubForm(r *http.Request) subForm {
 	return subForm{
 		EventTypes: r.PostForm["event_types"],
-		Queues:     r.PostFormValue("queues"), Endpoints: r.PostFormValue("endpoints"), Webhooks: r.PostFormValue("webhooks"),
+		Queues:     strings.Join(r.PostForm["queues"], ","), Endpoints: strings.Join(r.PostForm["endpoints"], ","),
+		Webhooks:       strings.Join(r.PostForm["webhooks"], ","),
 		MinSeverity:    r.PostFormValue("min_severity"),
 		IncludeExcerpt: r.PostFormValue("include_excerpt") != "",
 	}
+}
+
+// Picked reports whether the filter field (queues, endpoints, webhooks)
+// holds id, for ticking boxes again after a refusal.
+func (f subForm) Picked(field string, id int64) bool {
+	v := map[string]string{"queues": f.Queues, "endpoints": f.Endpoints, "webhooks": f.Webhooks}[field]
+	ids, _ := parseIDs(field, v)
+	return slices.Contains(ids, id)
 }
 
 func (f subForm) input() (engine.SubscriptionInput, error) {
@@ -215,12 +229,36 @@ type sinkData struct {
 	Connection  string
 	Connections []engine.Connection // of the sink's kind
 	Form        sinkForm
-	Subs        []engine.Subscription
+	Subs        []subRow
 	SubForm     subForm
 	Deliveries  []engine.DeliveryRecord
 	Test        *engine.TestResult
 	EventTypes  []notifytype.EventType
 	Severities  []notifytype.Severity
+	// Queues, Endpoints and Webhooks of the sink's scope, for the filters.
+	Queues, Endpoints, Webhooks []host.Named
+}
+
+// subRow is a subscription with its filters named.
+type subRow struct {
+	engine.Subscription
+	QueueNames, EndpointNames, WebhookNames string
+}
+
+// names lists the names of ids among items ("any" for none); an id no
+// longer there shows as #id.
+func names(ids []int64, items []host.Named) string {
+	if len(ids) == 0 {
+		return "any"
+	}
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = "#" + strconv.FormatInt(id, 10)
+		if j := slices.IndexFunc(items, func(n host.Named) bool { return n.ID == id }); j >= 0 {
+			parts[i] = items[j].Name
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (s *server) sinksPage(w http.ResponseWriter, r *http.Request, a *actor) {
@@ -262,7 +300,7 @@ func (s *server) renderSinks(w http.ResponseWriter, r *http.Request, a *actor, s
 	}
 	s.render(w, r, status, "sinks", a, view{
 		Title: "Sinks", Nav: "sinks", Scope: scope, CanWrite: canWrite, ReadOnly: readOnly,
-		Err: s.public(r, refusal), Data: data,
+		Notice: noticeOf(r), Err: s.public(r, refusal), Data: data,
 	})
 }
 
@@ -285,7 +323,7 @@ func (s *server) createSink(w http.ResponseWriter, r *http.Request, a *actor) {
 	if err == nil {
 		var sk engine.Sink
 		if sk, err = s.d.Engine.CreateSink(r.Context(), a.P, in); err == nil {
-			seeOther(w, r, "/sinks/"+strconv.FormatInt(sk.ID, 10))
+			seeOther(w, r, withNotice("/sinks/"+strconv.FormatInt(sk.ID, 10), "sink_created", nil))
 			return
 		}
 	}
@@ -293,7 +331,41 @@ func (s *server) createSink(w http.ResponseWriter, r *http.Request, a *actor) {
 }
 
 func (s *server) sinkPage(w http.ResponseWriter, r *http.Request, a *actor) {
-	s.renderSink(w, r, a, http.StatusOK, sinkPageState{})
+	s.renderSink(w, r, a, http.StatusOK, sinkPageState{notice: noticeOf(r), test: testResultOf(r)})
+}
+
+// testResultOf reads the result of a send test from the query its
+// redirect carried (?test=delivered, or ?test=failed&class=…&http=…), so a
+// reload shows it again without sending again. Only known classes and
+// HTTP statuses are read back.
+func testResultOf(r *http.Request) *engine.TestResult {
+	q := r.URL.Query()
+	switch q.Get("test") {
+	case "delivered":
+		return &engine.TestResult{Delivered: true}
+	case "failed":
+		res := &engine.TestResult{Class: notifytype.ErrorClass(q.Get("class"))}
+		if !slices.Contains(notifytype.ErrorClasses, res.Class) && res.Class != "abandoned" {
+			res.Class = ""
+		}
+		if n, err := strconv.Atoi(q.Get("http")); err == nil && n >= 100 && n <= 599 {
+			res.Status = n
+		}
+		return res
+	}
+	return nil
+}
+
+// testResultQuery is the query testResultOf reads.
+func testResultQuery(res engine.TestResult) string {
+	if res.Delivered {
+		return "?test=delivered"
+	}
+	q := url.Values{"test": {"failed"}, "class": {string(res.Class)}}
+	if res.Status != 0 {
+		q.Set("http", strconv.Itoa(res.Status))
+	}
+	return "?" + q.Encode()
 }
 
 // sinkPageState is what a sink page shows beyond the stored sink: a form
@@ -342,8 +414,21 @@ func (s *server) renderSink(w http.ResponseWriter, r *http.Request, a *actor, st
 	}
 	data := sinkData{
 		Sink: sk, Connection: connectionName(conns, sk.ConnectionID), Form: formOf(sk),
-		Subs: subs, SubForm: subForm{MinSeverity: string(notifytype.SeverityLow)}, Deliveries: deliveries, Test: st.test,
+		SubForm: subForm{MinSeverity: string(notifytype.SeverityLow)}, Deliveries: deliveries, Test: st.test,
 		EventTypes: notifytype.EventTypes, Severities: notifytype.Severities,
+	}
+	for kind, dst := range map[engine.Resource]*[]host.Named{
+		engine.ResourceQueue: &data.Queues, engine.ResourceEndpoint: &data.Endpoints, engine.ResourceWebhook: &data.Webhooks,
+	} {
+		if *dst, err = s.dir.Names(ctx, a.P.HumanID, sk.Owner, kind); err != nil {
+			s.fail(w, r, a, err)
+			return
+		}
+	}
+	for _, sub := range subs {
+		data.Subs = append(data.Subs, subRow{Subscription: sub,
+			QueueNames: names(sub.Queues, data.Queues), EndpointNames: names(sub.Endpoints, data.Endpoints),
+			WebhookNames: names(sub.Webhooks, data.Webhooks)})
 	}
 	for _, c := range conns {
 		if c.Kind == sk.Kind {
@@ -362,11 +447,11 @@ func (s *server) renderSink(w http.ResponseWriter, r *http.Request, a *actor, st
 	})
 }
 
-// afterSinkWrite redirects to the sink's page after a save, or shows the
-// page again with the refusal.
-func (s *server) afterSinkWrite(w http.ResponseWriter, r *http.Request, a *actor, id int64, err error, st sinkPageState) {
+// afterSinkWrite redirects to the sink's page after a save, with the
+// notice named, or shows the page again with the refusal.
+func (s *server) afterSinkWrite(w http.ResponseWriter, r *http.Request, a *actor, id int64, err error, notice string, st sinkPageState) {
 	if err == nil {
-		seeOther(w, r, "/sinks/"+strconv.FormatInt(id, 10))
+		seeOther(w, r, withNotice("/sinks/"+strconv.FormatInt(id, 10), notice, nil))
 		return
 	}
 	st.refusal = err
@@ -390,7 +475,7 @@ func (s *server) editSink(w http.ResponseWriter, r *http.Request, a *actor) {
 	if err == nil {
 		_, err = s.d.Engine.UpdateSink(r.Context(), a.P, id, patch)
 	}
-	s.afterSinkWrite(w, r, a, id, err, sinkPageState{form: &form})
+	s.afterSinkWrite(w, r, a, id, err, "sink_saved", sinkPageState{form: &form})
 }
 
 func (s *server) enableSink(on bool) handler {
@@ -401,7 +486,11 @@ func (s *server) enableSink(on bool) handler {
 			return
 		}
 		_, err = s.d.Engine.SetSinkEnabled(r.Context(), a.P, id, on)
-		s.afterSinkWrite(w, r, a, id, err, sinkPageState{})
+		notice := "sink_disabled"
+		if on {
+			notice = "sink_enabled"
+		}
+		s.afterSinkWrite(w, r, a, id, err, notice, sinkPageState{})
 	}
 }
 
@@ -417,14 +506,15 @@ func (s *server) deleteSink(w http.ResponseWriter, r *http.Request, a *actor) {
 		return
 	}
 	if err := s.d.Engine.DeleteSink(r.Context(), a.P, id); err != nil {
-		s.afterSinkWrite(w, r, a, id, err, sinkPageState{})
+		s.afterSinkWrite(w, r, a, id, err, "", sinkPageState{})
 		return
 	}
-	seeOther(w, r, scopePath("/sinks", sk.Owner))
+	seeOther(w, r, withNotice("/sinks", "sink_deleted", &sk.Owner))
 }
 
-// testSink sends a test message and shows the sink's page with the result:
-// delivered, or the error class.
+// testSink sends a test message and redirects to the sink's page, which
+// shows the result (delivered, or the error class in words): a reload
+// shows it again and sends nothing.
 func (s *server) testSink(w http.ResponseWriter, r *http.Request, a *actor) {
 	id, err := pathID(r, "id", "sink")
 	if err != nil {
@@ -433,10 +523,10 @@ func (s *server) testSink(w http.ResponseWriter, r *http.Request, a *actor) {
 	}
 	res, err := s.d.Engine.SendTest(r.Context(), a.P, id)
 	if err != nil {
-		s.afterSinkWrite(w, r, a, id, err, sinkPageState{})
+		s.afterSinkWrite(w, r, a, id, err, "", sinkPageState{})
 		return
 	}
-	s.renderSink(w, r, a, http.StatusOK, sinkPageState{test: &res})
+	seeOther(w, r, "/sinks/"+strconv.FormatInt(id, 10)+testResultQuery(res))
 }
 
 func (s *server) addSubscription(w http.ResponseWriter, r *http.Request, a *actor) {
@@ -450,7 +540,7 @@ func (s *server) addSubscription(w http.ResponseWriter, r *http.Request, a *acto
 	if err == nil {
 		_, err = s.d.Engine.AddSubscription(r.Context(), a.P, id, in)
 	}
-	s.afterSinkWrite(w, r, a, id, err, sinkPageState{subForm: &form})
+	s.afterSinkWrite(w, r, a, id, err, "subscription_added", sinkPageState{subForm: &form})
 }
 
 func (s *server) deleteSubscription(w http.ResponseWriter, r *http.Request, a *actor) {
@@ -463,7 +553,7 @@ func (s *server) deleteSubscription(w http.ResponseWriter, r *http.Request, a *a
 	if err == nil {
 		err = s.d.Engine.DeleteSubscription(r.Context(), a.P, id, sub)
 	}
-	s.afterSinkWrite(w, r, a, id, err, sinkPageState{})
+	s.afterSinkWrite(w, r, a, id, err, "subscription_deleted", sinkPageState{})
 }
 
 // AnyKind is the form with no kind chosen, so the create form shows every

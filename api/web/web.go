@@ -5,17 +5,21 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 )
@@ -23,7 +27,7 @@ import (
 //go:embed templates/*.html
 var templateFS embed.FS
 
-//go:embed static/style.css
+//go:embed static/style.css static/copy.js
 var staticFS embed.FS
 
 // server holds what every handler needs.
@@ -33,6 +37,8 @@ type server struct {
 	clock  engine.Clock
 	secure bool // the session cookie's Secure flag: the base URL is https
 	pages  map[string]*template.Template
+	// dir answers the pages' questions about teams and names.
+	dir *host.Directory
 }
 
 // New returns the web UI: every page and form, behind the standard headers,
@@ -43,7 +49,7 @@ func New(d httpx.Deps) http.Handler {
 	if d.Engine == nil || d.Accounts == nil || d.Endpoints == nil || d.Pool == nil || d.Limiter == nil {
 		panic("web: New needs Deps.Engine, Deps.Accounts, Deps.Endpoints, Deps.Pool and Deps.Limiter")
 	}
-	s := &server{d: d, log: d.Logger, clock: d.Clock, pages: parsePages()}
+	s := &server{d: d, log: d.Logger, clock: d.Clock, pages: parsePages(), dir: host.NewDirectory(d.Pool)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -92,14 +98,47 @@ func New(d httpx.Deps) http.Handler {
 	s.webhookRoutes(mux)
 	s.mountDigests(mux)
 
+	s.routeConfirmations(mux)
+	s.routeQueues(mux)
+	s.routeBoard(mux)
+
+	// Anything else is a styled 404.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.render(w, r, http.StatusNotFound, "error", s.optionalActor(r), view{
+			Title: "Page not found", Err: notifytype.NotFound("page"),
+		})
+	})
+
 	cop := http.NewCrossOriginProtection()
-	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	cop.SetDenyHandler(CrossOriginDenied())
+	return httpx.Headers(httpx.LimitBody(cop.Handler(mux)))
+}
+
+// CrossOriginDenied is the styled page http.CrossOriginProtection answers a
+// cross-origin form with: every surface that serves forms (the web UI,
+// /demo) sets it as its deny handler.
+func CrossOriginDenied() http.Handler {
+	s := shellServer()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusForbidden, "error", nil, view{
 			Title: "Request refused",
 			Err:   notifytype.Forbidden("this form was posted from another site; nothing was changed"),
 		})
-	}))
-	return httpx.Headers(httpx.LimitBody(cop.Handler(mux)))
+	})
+}
+
+// optionalActor is the signed-in human of a request that does not need
+// one (the 404 page shows the menu to them), nil for none.
+func (s *server) optionalActor(r *http.Request) *actor {
+	p, err := s.d.Auth.Session(r.Context(), r)
+	if err != nil {
+		return nil
+	}
+	hum, err := store.HumanByID(r.Context(), s.d.Pool, p.HumanID)
+	if err != nil {
+		return nil
+	}
+	return &actor{P: p, Human: hum}
 }
 
 // actor is the signed-in human a handler acts for.
@@ -118,6 +157,7 @@ func (s *server) authed(h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.d.Auth.Session(r.Context(), r)
 		if httpx.IsUnauthenticated(err) {
+			s.rememberDestination(w, r)
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return
 		}
@@ -149,6 +189,40 @@ func (s *server) authed(h handler) http.Handler {
 		}
 		h(w, r, a)
 	})
+}
+
+// destinationCookie holds the page a signed-out human asked for (a board
+// link from a message), so signing in lands there rather than on /sinks.
+const destinationCookie = "sb_next"
+
+// destinationRE is what a remembered destination may be: a path of this
+// site (never another host, never a scheme).
+var destinationRE = regexp.MustCompile(`^/[a-z][a-z0-9/_.-]*$`)
+
+// rememberDestination keeps a GET's path for after the sign-in.
+func (s *server) rememberDestination(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet || !destinationRE.MatchString(r.URL.Path) || strings.Contains(r.URL.Path, "..") {
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: destinationCookie, Value: r.URL.Path, Path: "/login", MaxAge: int(host.LoginLinkTTL / time.Second),
+		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
+	})
+}
+
+// takeDestination returns the remembered destination (clearing it), or
+// /sinks.
+func (s *server) takeDestination(w http.ResponseWriter, r *http.Request) string {
+	c, err := r.Cookie(destinationCookie)
+	if err != nil {
+		return "/sinks"
+	}
+	http.SetCookie(w, &http.Cookie{Name: destinationCookie, Value: "", Path: "/login", MaxAge: -1,
+		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
+	if !destinationRE.MatchString(c.Value) || strings.Contains(c.Value, "..") {
+		return "/sinks"
+	}
+	return c.Value
 }
 
 // loginPage explains how to get a login link; a signed-in human goes on to
@@ -190,7 +264,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		Name: httpx.SessionCookie, Value: session.Reveal(), Path: "/", Expires: expires,
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
 	})
-	http.Redirect(w, r, "/sinks", http.StatusSeeOther)
+	http.Redirect(w, r, s.takeDestination(w, r), http.StatusSeeOther)
 }
 
 // logout ends the session and clears its cookie.
@@ -224,7 +298,15 @@ type view struct {
 	Err    *notifytype.Error
 	// LoginAction is where the sign-in button of a login link posts.
 	LoginAction string
-	Data        any
+	// Scopes are the owner scopes the human may pick (their own and their
+	// teams'), filled in by render.
+	Scopes []scopeOption
+	// Warning is a caution that did not stop the action (a connection on
+	// a private address).
+	Warning string
+	// Body is a page's content rendered elsewhere (the demo's).
+	Body template.HTML
+	Data any
 }
 
 // render writes page with status. The page is rendered to a buffer first,
@@ -232,6 +314,13 @@ type view struct {
 func (s *server) render(w http.ResponseWriter, r *http.Request, status int, page string, a *actor, v view) {
 	if a != nil {
 		v.Human = &a.Human
+		if v.Scopes == nil && s.dir != nil {
+			opts, err := s.scopeOptions(r.Context(), a)
+			if err != nil {
+				s.log.ErrorContext(r.Context(), "web: error listing the human's scopes", "error", err)
+			}
+			v.Scopes = opts
+		}
 	}
 	var buf bytes.Buffer
 	if err := s.pages[page].ExecuteTemplate(&buf, "layout", v); err != nil {
@@ -336,7 +425,18 @@ var funcs = template.FuncMap{
 		}
 		return strings.Join(parts, ", ")
 	},
-	"scopeLabel": scopeLabel,
+	"scopeLabel":   scopeLabel,
+	"classHelp":    classHelp,
+	"itoa":         itoa,
+	"scopeOfHuman": notifytype.Human,
+	// dict builds a map for a partial: dict "Key" value "Key2" value2.
+	"dict": func(kv ...any) map[string]any {
+		m := make(map[string]any, len(kv)/2)
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[fmt.Sprint(kv[i])] = kv[i+1]
+		}
+		return m
+	},
 }
 
 // scopeLabel names an owner scope for people.
@@ -349,7 +449,8 @@ func scopeLabel(s notifytype.OwnerScope) string {
 
 // pageNames are the page templates; each defines "content" inside the
 // layout.
-var pageNames = []string{"login", "login_confirm", "error", "sinks", "sink", "connections", "endpoints", "consent", "credential", "ops"}
+var pageNames = []string{"login", "login_confirm", "error", "sinks", "sink", "connections", "endpoints", "consent", "credential", "ops",
+	"confirm", "queues", "queue", "board_todo", "board_queue", "board_notifications", "shell"}
 
 func parsePages() map[string]*template.Template {
 	base := template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", "templates/digest_fields.html"))
@@ -387,4 +488,25 @@ func when(v any) string {
 		return "—"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// Shell is a page whose content another package rendered (the demo's),
+// shown inside the web UI's layout.
+type Shell struct {
+	Title string
+	// Nav is the menu entry to mark ("demo").
+	Nav string
+	// Human is the signed-in human; the navigation bar shows for them.
+	Human *store.Human
+	Body  template.HTML
+}
+
+// shellServer renders Shell pages; its templates are parsed once.
+var shellServer = sync.OnceValue(func() *server {
+	return &server{log: slog.Default(), pages: parsePages()}
+})
+
+// RenderShell writes page with status inside the web UI's layout.
+func RenderShell(w http.ResponseWriter, r *http.Request, status int, page Shell) {
+	shellServer().render(w, r, status, "shell", nil, view{Title: page.Title, Nav: page.Nav, Human: page.Human, Body: page.Body})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/sinktest"
+	"github.com/switchboard/notify/store"
 )
 
 func TestLoginLinkWorksOnce(t *testing.T) {
@@ -46,7 +48,9 @@ func TestLoginLinkWorksOnce(t *testing.T) {
 
 	page := c.get("/sinks")
 	require.Equal(t, http.StatusOK, page.status, page.body)
-	require.Contains(t, page.body, "Sinks of human "+strconv.FormatInt(id, 10))
+	hum, err := store.HumanByID(b.ctx, b.pool, id)
+	require.NoError(t, err)
+	require.Contains(t, page.body, "<h2>Sinks of "+hum.Name+" ("+hum.Email+")</h2>", "the human's name, not an id")
 
 	// The link is spent: a second use, in any browser, fails without a
 	// session or a redirect.
@@ -164,7 +168,7 @@ func TestCrossOriginPostIsRefused(t *testing.T) {
 	// The same post from our own pages goes through.
 	res := c.post(del, nil, "Sec-Fetch-Site", "same-origin", "Origin", b.srv.URL)
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
-	require.Equal(t, "/sinks?owner=human%3A"+strconv.FormatInt(id, 10), res.header.Get("Location"))
+	require.Equal(t, "/sinks?notice=sink_deleted&owner=human%3A"+strconv.FormatInt(id, 10), res.header.Get("Location"))
 	require.Zero(t, b.count(t, "sinks"))
 }
 
@@ -509,9 +513,11 @@ func TestHeadersOnEveryPage(t *testing.T) {
 		require.Equal(t, "strict-origin-when-cross-origin", h.Get("Referrer-Policy"), i)
 		require.Equal(t, "no-store", h.Get("Cache-Control"), i)
 	}
-	// The pages run under the policy as they are: no inline script or style.
+	// The pages run under the policy as they are: no inline script or
+	// style (a script is a file of our own, /static/…).
+	ours := regexp.MustCompile(`<script src="/static/[a-z]+\.js"></script>`)
 	for _, res := range all {
-		require.NotContains(t, res.body, "<script")
+		require.Equal(t, strings.Count(res.body, "<script"), len(ours.FindAllString(res.body, -1)))
 		require.NotContains(t, res.body, "style=")
 	}
 }
@@ -637,7 +643,8 @@ func TestSinkPages(t *testing.T) {
 	require.Len(t, sinks, 1)
 	sk := sinks[0]
 	path := "/sinks/" + strconv.FormatInt(sk.ID, 10)
-	require.Equal(t, path, res.header.Get("Location"))
+	require.Equal(t, path+"?notice=sink_created", res.header.Get("Location"))
+	require.Contains(t, c.get(res.header.Get("Location")).body, `id="notice">Sink created.`)
 	require.Equal(t, 60, sk.BudgetPerHour)
 	require.JSONEq(t, `{"priorities":{"low":2,"normal":5,"high":9}}`, string(sk.Options))
 
@@ -648,24 +655,37 @@ func TestSinkPages(t *testing.T) {
 	res = c.post(path, url.Values{"name": {"pager"}, "connection_id": {strconv.FormatInt(down.ID, 10)}, "priority_low": {"1"},
 		"priority_normal": {"5"}, "priority_high": {"10"}, "budget_per_hour": {"60"}, "budget_burst": {"5"}})
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
-	require.Equal(t, path, res.header.Get("Location"))
+	require.Equal(t, path+"?notice=sink_saved", res.header.Get("Location"))
 	sk, err = b.eng.GetSink(b.ctx, engine.HumanPrincipal(id), sk.ID)
 	require.NoError(t, err)
 	require.Equal(t, "pager", sk.Name)
 	require.Equal(t, down.ID, sk.ConnectionID)
 	require.JSONEq(t, `{"priorities":{"low":1,"normal":5,"high":10}}`, string(sk.Options))
 
-	// Send test through a server that is down: the error class shows.
+	// Send test through a server that is down: the result is a redirect
+	// (a reload sends nothing again), and the page says the class in words.
 	res = c.post(path+"/test", nil)
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+	require.Equal(t, path+"?class=network&test=failed", res.header.Get("Location"))
+	res = c.get(res.header.Get("Location"))
 	require.Equal(t, http.StatusOK, res.status, res.body)
-	require.Contains(t, res.body, `id="test-result">Test message not delivered: error class <strong>network</strong>`)
+	require.Contains(t, res.body, `Test message not delivered: error class <strong>network</strong>.`)
+	require.Contains(t, res.body, "The server could not be reached")
 	// Back on the live server: delivered.
 	res = c.post(path, url.Values{"name": {"pager"}, "connection_id": {strconv.FormatInt(conn.ID, 10)}})
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
 	res = c.post(path+"/test", nil)
-	require.Equal(t, http.StatusOK, res.status, res.body)
-	require.Contains(t, res.body, "Test message delivered.")
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
 	require.Len(t, gotify.Requests(), 1)
+	// Reloading the result page shows it again and sends nothing.
+	result := res.header.Get("Location")
+	require.Equal(t, path+"?test=delivered", result)
+	for range 2 {
+		res = c.get(result)
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		require.Contains(t, res.body, "Test message delivered.")
+	}
+	require.Len(t, gotify.Requests(), 1, "a reload sends nothing")
 	require.Contains(t, res.body, "<td>test message</td>")
 	require.Contains(t, res.body, "<strong>network</strong>", "the failed test's record shows its class")
 
@@ -698,7 +718,7 @@ func TestSinkPages(t *testing.T) {
 	// Delete: back to the list of the sink's scope; records stay.
 	res = c.post(path+"/delete", nil)
 	require.Equal(t, http.StatusSeeOther, res.status)
-	require.Equal(t, "/sinks?owner=human%3A"+strconv.FormatInt(id, 10), res.header.Get("Location"))
+	require.Equal(t, "/sinks?notice=sink_deleted&owner=human%3A"+strconv.FormatInt(id, 10), res.header.Get("Location"))
 	require.Zero(t, b.count(t, "sinks"))
 	require.Equal(t, 2, b.count(t, "delivery_records"))
 	require.Equal(t, http.StatusNotFound, c.get(path).status)
@@ -790,7 +810,7 @@ func TestEndpointVending(t *testing.T) {
 	// Revoke.
 	res = c.post("/endpoints/"+strconv.FormatInt(ep.ID, 10)+"/revoke", url.Values{"owner": {owner}})
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
-	require.Equal(t, "/endpoints?owner=human%3A"+strconv.FormatInt(id, 10), res.header.Get("Location"))
+	require.Equal(t, "/endpoints?notice=endpoint_revoked&owner=human%3A"+strconv.FormatInt(id, 10), res.header.Get("Location"))
 	_, _, err = b.deps.Endpoints.Authenticate(b.ctx, cred)
 	require.NoError(t, err, "only the revoked endpoint stops")
 	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM endpoints WHERE revoked_at IS NOT NULL`))
@@ -811,7 +831,7 @@ func TestOpsPage(t *testing.T) {
 	sink := b.gotifySink(t, owner, notifytype.Human(owner), conn.ID, "ops-phone")
 	b.f.Subscription(storetestSub(sink.ID))
 
-	require.Contains(t, c.get("/ops").body, "No sink actors are running")
+	require.Contains(t, c.get("/ops").body, "an actor with nothing to do is retired after an idle period, and starts again")
 
 	ctx, cancel := context.WithCancel(b.ctx)
 	done := make(chan error, 1)
@@ -832,9 +852,11 @@ func TestOpsPage(t *testing.T) {
 	page := c.get("/ops")
 	require.Equal(t, http.StatusOK, page.status)
 	row := between(t, page.body, "<td>"+strconv.FormatInt(sink.ID, 10)+"</td>", "</tr>")
-	require.Contains(t, row, "<td>auth</td>")
-	require.NotContains(t, page.body, "ops-phone", "no tenant names")
-	require.Contains(t, stranger.get("/ops").body, "No sink actors are running", "another scope's sink is not shown")
+	require.Contains(t, row, ">auth</span></td>")
+	require.Contains(t, page.body, ">ops-phone</a>", "the owner's own sink, by name, with its last delivery")
+	strangers := stranger.get("/ops").body
+	require.NotContains(t, strangers, "ops-phone", "no other tenant's names")
+	require.Contains(t, strangers, `id="no-actors"`, "another scope's sink is not shown")
 }
 
 // TestEndpointNamesAreValidated: both vend forms refuse a NUL byte, a

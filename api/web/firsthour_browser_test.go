@@ -1,0 +1,255 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks/sinktest"
+)
+
+// deliveryWait bounds the wait for a notification to reach the Gotify
+// stand-in (wall time; the claimer polls every 20 ms here).
+const deliveryWait = 20 * time.Second
+
+// TestBrowserFirstHour walks exactly what a new user does in their first
+// hour, in headless Chromium: open the login link, create a Gotify
+// connection and a sink (on a local Gotify stand-in), subscribe it to a
+// queue picked by name, enqueue a todo, make it dead-letter, see the
+// notification arrive at the stand-in, and follow its board link to the
+// board page. With UPDATE_SCREENSHOTS=1 it rewrites docs/screenshots.
+func TestBrowserFirstHour(t *testing.T) {
+	t.Parallel()
+	ctx := startBrowser(t)
+	arrived := make(chan struct{}, 10)
+	gotify := sinktest.NewServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"id":1}`))
+		arrived <- struct{}{}
+	})
+	b := setupServing(t, func(c *engine.Config) { c.PollInterval = 20 * time.Millisecond })
+	runEngine(t, b)
+	const token = "gtfya.FirstHourToken7"
+	id := b.f.Human("Grace Hopper")
+	shots := screenshotter(t, ctx)
+
+	// Open the login link and sign in.
+	step(t, ctx, chromedp.Navigate(b.srv.URL+"/login/"+b.loginLink(t, id)))
+	require.EqualValues(t, http.StatusOK, submit(t, ctx, chromedp.Click(chromedp.ID("sign-in"))))
+	require.True(t, strings.HasPrefix(text(t, ctx, "main h2"), "Sinks of Grace Hopper ("))
+
+	// A Gotify connection on the stand-in.
+	step(t, ctx,
+		chromedp.Navigate(b.srv.URL+"/connections"),
+		chromedp.SetValue(chromedp.ID("conn-name"), "home gotify"),
+		chromedp.SetValue(chromedp.ID("conn-url"), gotify.URL),
+		chromedp.SendKeys(chromedp.ID("conn-secret"), token),
+	)
+	require.EqualValues(t, http.StatusOK, submit(t, ctx, chromedp.Click(chromedp.ID("create-connection-button"))))
+	require.Contains(t, text(t, ctx, "#notice"), "Connection created.")
+	require.Contains(t, text(t, ctx, "#connections"), "home gotify")
+
+	// A sink on it: the connection is picked by its name in the list.
+	step(t, ctx, chromedp.Navigate(b.srv.URL+"/sinks"), chromedp.SendKeys(chromedp.ID("sink-name"), "phone"))
+	selectByText(t, ctx, "sink-connection", "home gotify (gotify)")
+	require.EqualValues(t, http.StatusOK, submit(t, ctx, chromedp.Click(chromedp.ID("create-sink-button"))))
+	require.Contains(t, text(t, ctx, "#notice"), "Sink created.")
+	sinkURL := strings.TrimSuffix(location(t, ctx), "?notice=sink_created")
+
+	// A queue, made in the browser.
+	step(t, ctx, chromedp.Navigate(b.srv.URL+"/queues"), chromedp.SendKeys(chromedp.ID("queue-name"), "builds"))
+	require.EqualValues(t, http.StatusOK, submit(t, ctx, chromedp.Click(chromedp.ID("create-queue-button"))))
+	require.Contains(t, text(t, ctx, "#notice"), "Queue created.")
+	queueURL := strings.TrimSuffix(location(t, ctx), "?notice=queue_created")
+
+	// Subscribe the sink to dead letters of that queue, picked by name.
+	step(t, ctx, chromedp.Navigate(sinkURL),
+		chromedp.Click(chromedp.CSS(`input[name="event_types"][value="todo.dead_lettered"]`)))
+	tickByLabel(t, ctx, "queues", "builds")
+	require.EqualValues(t, http.StatusOK, submit(t, ctx, chromedp.Click(chromedp.ID("add-subscription-button"))))
+	require.Contains(t, text(t, ctx, "#notice"), "Subscription added.")
+	require.Contains(t, text(t, ctx, "#subscriptions"), "builds", "the filter shows the queue's name")
+	shots("sink.png")
+
+	// Enqueue a todo, then make it dead-letter.
+	step(t, ctx, chromedp.Navigate(queueURL), chromedp.SendKeys(chromedp.ID("todo-title"), "Nightly build failed on main"))
+	require.EqualValues(t, http.StatusOK, submit(t, ctx, chromedp.Click(chromedp.ID("enqueue-button"))))
+	require.Contains(t, text(t, ctx, "#notice"), "Todo enqueued.")
+	require.Contains(t, text(t, ctx, "#todos"), "pending")
+	require.EqualValues(t, http.StatusOK, submit(t, ctx, chromedp.Click(chromedp.CSS(`#todos button.danger`))))
+	require.Contains(t, text(t, ctx, "#notice"), "Todo dead-lettered.")
+	require.Contains(t, text(t, ctx, "#todos"), "dead")
+	shots("queue.png")
+
+	// The notification arrives at the stand-in, with the board link.
+	select {
+	case <-arrived:
+	case <-time.After(deliveryWait):
+		t.Fatal("no notification reached the Gotify stand-in")
+	}
+	reqs := gotify.Requests()
+	require.Len(t, reqs, 1)
+	require.Equal(t, token, reqs[0].Header.Get("X-Gotify-Key"))
+	var msg struct{ Title, Message string }
+	require.NoError(t, json.Unmarshal(reqs[0].Body, &msg))
+	require.Contains(t, msg.Title, "Nightly build failed on main")
+	link := regexp.MustCompile(`Link: (\S+)`).FindStringSubmatch(msg.Message)
+	require.NotNil(t, link, "the message carries its board link:\n%s", msg.Message)
+	require.True(t, strings.HasPrefix(link[1], b.srv.URL+"/board/todos/"), link[1])
+
+	// Follow it: the todo's board page, with its dead letter and the
+	// delivered notification.
+	require.EqualValues(t, http.StatusOK, navigate(t, ctx, link[1]))
+	require.Contains(t, text(t, ctx, "main h2"), "Nightly build failed on main")
+	require.Contains(t, text(t, ctx, "main dl"), "interrupted")
+	notes := text(t, ctx, "#notifications")
+	require.Contains(t, notes, "todo.dead_lettered")
+	require.Contains(t, notes, "phone")
+	require.Contains(t, notes, "delivered")
+	shots("board.png")
+
+	// The notifications board, for the README.
+	step(t, ctx, chromedp.Navigate(b.srv.URL+"/board/notifications"))
+	require.Contains(t, text(t, ctx, "#notifications"), "delivered")
+	shots("notifications.png")
+}
+
+// TestBrowserPhoneWidth loads every page at a phone's width: the page
+// never scrolls sideways (wide tables scroll inside their card).
+func TestBrowserPhoneWidth(t *testing.T) {
+	t.Parallel()
+	ctx := startBrowser(t)
+	b := setup(t)
+	id := b.f.Human("Katherine Johnson with a rather long name for a phone")
+	me := notifytype.Human(id)
+	gotify := sinktest.NewServer(t, nil)
+	conn := b.gotifyConnection(t, id, me, gotify.URL+"/a/rather/long/path/that/would/not/fit/on/a/phone/screen", "gtfya.phone")
+	sink := b.gotifySink(t, id, me, conn.ID, "a-sink-with-a-long-name-that-goes-on")
+	_, err := b.eng.SendTest(b.ctx, engine.HumanPrincipal(id), sink.ID)
+	require.NoError(t, err)
+	queue := b.f.Queue(me, "a-queue")
+
+	step(t, ctx, chromedp.EmulateViewport(375, 740), chromedp.Navigate(b.srv.URL+"/login/"+b.loginLink(t, id)))
+	require.EqualValues(t, http.StatusOK, submit(t, ctx, chromedp.Click(chromedp.ID("sign-in"))))
+	for _, path := range []string{"/sinks", "/sinks/" + itoa(sink.ID), "/connections", "/queues", "/queues/" + itoa(queue),
+		"/endpoints", "/ops", "/board/notifications", "/no/such/page"} {
+		step(t, ctx, chromedp.Navigate(b.srv.URL+path))
+		sctx, cancel := context.WithTimeout(ctx, browserStepTimeout)
+		overflow, err := chromedp.Run(sctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - document.documentElement.clientWidth`))
+		cancel()
+		require.NoError(t, err)
+		if overflow > 0 {
+			sctx, cancel := context.WithTimeout(ctx, browserStepTimeout)
+			wide, _ := chromedp.Run(sctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("body *")].filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth).map(e => e.tagName + "." + e.className + "#" + e.id + " " + Math.round(e.getBoundingClientRect().right))`))
+			cancel()
+			t.Logf("wider than the screen on %s: %v", path, wide)
+		}
+		require.LessOrEqual(t, overflow, 0, "%s scrolls sideways by %d px at 375 px", path, overflow)
+	}
+	step(t, ctx, chromedp.Navigate(b.srv.URL+"/sinks/"+itoa(sink.ID)))
+	shotsAt(t, ctx, "phone.png")
+}
+
+// setupServing is setup with the engine's board links pointing at the
+// test server.
+func setupServing(t *testing.T, configure ...func(*engine.Config)) *bundle {
+	t.Helper()
+	srv := newUnstartedServer()
+	base := "http://" + srv.Listener.Addr().String()
+	b := newBundle(t, append(configure, func(c *engine.Config) { c.BaseURL = base })...)
+	b.srv = srv
+	b.deps.BaseURL = base
+	b.srv.Config.Handler = webHandler(b)
+	b.srv.Start()
+	t.Cleanup(b.srv.Close)
+	return b
+}
+
+// runEngine serves the engine (claimer, actors) until the test ends.
+func runEngine(t *testing.T, b *bundle) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(b.ctx)
+	done := make(chan error, 1)
+	go func() { done <- b.eng.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// navigate loads url and returns its HTTP status.
+func navigate(t *testing.T, ctx context.Context, url string) int64 {
+	t.Helper()
+	return submit(t, ctx, chromedp.Navigate(url))
+}
+
+// selectByText picks the option of the select whose text is label, as a
+// person does.
+func selectByText(t *testing.T, ctx context.Context, selectID, label string) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, browserStepTimeout)
+	defer cancel()
+	ok, err := chromedp.Run(sctx, chromedp.Evaluate[bool](`(() => {
+		const s = document.getElementById(`+jsString(selectID)+`);
+		const o = [...s.options].find(o => o.textContent.trim() === `+jsString(label)+`);
+		if (!o) return false;
+		s.value = o.value;
+		return true;
+	})()`))
+	require.NoError(t, err)
+	require.True(t, ok, "no option %q in #%s", label, selectID)
+}
+
+// tickByLabel ticks the checkbox named name whose label reads label.
+func tickByLabel(t *testing.T, ctx context.Context, name, label string) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, browserStepTimeout)
+	defer cancel()
+	ok, err := chromedp.Run(sctx, chromedp.Evaluate[bool](`(() => {
+		const box = [...document.querySelectorAll('input[type=checkbox][name=`+name+`]')]
+			.find(b => b.parentElement.textContent.trim() === `+jsString(label)+`);
+		if (!box) return false;
+		box.click();
+		return box.checked;
+	})()`))
+	require.NoError(t, err)
+	require.True(t, ok, "no %s box labelled %q", name, label)
+}
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// screenshotter returns a function that saves the page as
+// docs/screenshots/<name> when UPDATE_SCREENSHOTS=1.
+func screenshotter(t *testing.T, ctx context.Context) func(name string) {
+	return func(name string) {
+		t.Helper()
+		shotsAt(t, ctx, name)
+	}
+}
+
+func shotsAt(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if os.Getenv("UPDATE_SCREENSHOTS") != "1" {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, browserStepTimeout)
+	defer cancel()
+	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100)) // 100 is PNG; less is JPEG
+	require.NoError(t, err)
+	out := filepath.Join("..", "..", "docs", "screenshots", name)
+	require.NoError(t, os.MkdirAll(filepath.Dir(out), 0o755))
+	require.NoError(t, os.WriteFile(out, png, 0o644))
+}

@@ -1,0 +1,389 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks/sinktest"
+	"github.com/switchboard/notify/store/storetest"
+)
+
+// TestBoardPagesAreScopeChecked: the board pages every message links to
+// (D13) answer behind the session, show the todo with its attempts and
+// dead-letter history, and answer 404 for another scope's item (D3).
+func TestBoardPagesAreScopeChecked(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	owner, c := b.human(t)
+	me := notifytype.Human(owner)
+	queue := b.f.Queue(me, "builds")
+	ep := b.f.Endpoint(storetest.EndpointOpts{Owner: me, Human: owner, Name: "builder", Grants: []string{"todos"}})
+	todo, err := b.deps.Todos.Enqueue(b.ctx, queue, host.TodoInput{Title: "Nightly <build> failed", AttemptCap: 1})
+	require.NoError(t, err)
+	_, ok, err := b.deps.Todos.Claim(b.ctx, ep, queue)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = b.deps.Todos.Fail(b.ctx, ep, todo.ID, host.AttemptReport{Summary: "3 tests failed"})
+	require.NoError(t, err)
+	todoPath := "/board/todos/" + strconv.FormatInt(todo.ID, 10)
+
+	// No session: the sign-in page, not the item.
+	res := b.anon(t).get(todoPath)
+	require.Equal(t, http.StatusSeeOther, res.status)
+	require.Equal(t, "/login", res.header.Get("Location"))
+
+	res = c.get(todoPath)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	require.Contains(t, res.body, "Nightly &lt;build&gt; failed", "sender-written text is escaped")
+	attempts := between(t, res.body, `<table id="attempts">`, "</table>")
+	require.Contains(t, attempts, "builder")
+	require.Contains(t, attempts, "failed")
+	require.Contains(t, attempts, "3 tests failed")
+	require.Contains(t, res.body, "fail at the cap")
+	require.Contains(t, res.body, `id="requeue"`, "a dead todo can be re-queued from its page")
+
+	res = c.get("/board/queues/builds")
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	require.Contains(t, res.body, `<a href="`+todoPath+`">Nightly &lt;build&gt; failed</a>`)
+	require.Equal(t, http.StatusOK, c.get("/board/notifications").status)
+
+	// Another human: every board page of the item is 404, exactly like an
+	// item that does not exist, and their notifications list nothing of it.
+	_, other := b.human(t)
+	for _, path := range []string{todoPath, "/board/queues/builds", "/board/todos/999999", "/board/queues/nothing",
+		"/board/queues/builds?owner=" + url.QueryEscape(me.String())} {
+		res := other.get(path)
+		require.Equal(t, http.StatusNotFound, res.status, path)
+		require.NotContains(t, res.body, "Nightly", path)
+	}
+	require.NotContains(t, other.get("/board/notifications").body, "builds")
+	res = other.post("/todos/"+strconv.FormatInt(todo.ID, 10)+"/requeue", nil)
+	require.Equal(t, http.StatusNotFound, res.status)
+	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM todos WHERE state = 'dead'`))
+}
+
+// TestQueuePages: create a queue, enqueue, make it dead-letter and re-queue
+// it from the web UI; refusals show under their field.
+func TestQueuePages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id, c := b.human(t)
+	me := notifytype.Human(id)
+
+	res := c.post("/queues", url.Values{"owner": {me.String()}, "name": {"deploys"}})
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+	qpath := strings.TrimSuffix(res.header.Get("Location"), "?notice=queue_created")
+	require.Contains(t, c.get(res.header.Get("Location")).body, "Queue created.")
+
+	// A taken name: refused under the name field, what was typed kept.
+	res = c.post("/queues", url.Values{"owner": {me.String()}, "name": {"deploys"}})
+	require.Equal(t, http.StatusBadRequest, res.status)
+	code, field, _ := res.refusal(t)
+	require.Equal(t, []string{"invalid_argument", "name"}, []string{code, field})
+	require.Contains(t, res.body, `id="queue-name" value="deploys" required maxlength="64" aria-invalid="true" aria-describedby="error-name"`)
+	require.Contains(t, res.body, `<p class="field-error" id="error-name">This owner already has a queue called &#34;deploys&#34;.</p>`)
+
+	res = c.post(qpath+"/todos", url.Values{"title": {""}})
+	require.Equal(t, http.StatusBadRequest, res.status)
+	require.Contains(t, res.body, `id="error-title"`)
+	res = c.post(qpath+"/todos", url.Values{"title": {"roll out"}, "body": {"the details"}})
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+	require.Equal(t, qpath+"?notice=todo_enqueued", res.header.Get("Location"))
+	todoID := b.f.Count(`SELECT max(id)::int FROM todos`)
+	td := "/todos/" + strconv.Itoa(todoID)
+
+	res = c.post(td+"/dead-letter", nil)
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+	require.Equal(t, qpath+"?notice=todo_dead_lettered", res.header.Get("Location"))
+	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM todos WHERE state = 'dead' AND dead_reason = 'interrupted'`))
+	require.Equal(t, 1, b.count(t, "outbox_events")+b.f.Count(`SELECT 1 - count(*)::int FROM subscriptions`), "no subscription: nothing to announce")
+
+	// Twice: the todo is dead, said in words on its page.
+	res = c.post(td+"/dead-letter", nil)
+	require.Equal(t, http.StatusBadRequest, res.status)
+	require.Contains(t, res.body, "only a pending or claimed todo can be interrupted")
+	banner := between(t, res.body, `id="refusal"`, "</div>")
+	require.Contains(t, banner[strings.Index(banner, ">")+1:], "Could not do that. The todo is dead;")
+	require.NotContains(t, banner[strings.Index(banner, ">")+1:], "todo_id", "no internal field names")
+
+	res = c.post(td+"/requeue", url.Values{"back": {"board"}})
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+	require.Equal(t, "/board/todos/"+strconv.Itoa(todoID)+"?notice=todo_requeued", res.header.Get("Location"))
+	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM todos WHERE state = 'pending'`))
+
+	// A team member lists the team's queues but may not create one.
+	team := b.f.Team("Platform")
+	b.f.Member(team, id, "member")
+	res = c.get("/queues?owner=" + url.QueryEscape(notifytype.Team(team).String()))
+	require.Equal(t, http.StatusOK, res.status)
+	require.NotContains(t, res.body, `id="create-queue"`)
+	res = c.post("/queues", url.Values{"owner": {notifytype.Team(team).String()}, "name": {"x"}})
+	require.Equal(t, http.StatusForbidden, res.status)
+	require.Zero(t, b.f.Count(`SELECT count(*) FROM queues WHERE name = 'x'`))
+}
+
+// TestNamesNotIds: pages name the human and their teams, offer a picker
+// of the human's own scopes, and list the scope's queues and endpoints by
+// name as subscription filters.
+func TestNamesNotIds(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.f.Human("Ada Lovelace")
+	c := b.login(t, id)
+	me := notifytype.Human(id)
+	team := b.f.Team("Night Shift")
+	b.f.Member(team, id, "admin")
+	b.f.Queue(me, "builds")
+	b.f.Queue(me, "deploys")
+	b.f.Endpoint(storetest.EndpointOpts{Owner: me, Human: id, Name: "ci-agent"})
+	b.f.Queue(notifytype.Team(team), "team-only")
+	gotify := sinktest.NewServer(t, nil)
+	sink := b.gotifySink(t, id, me, b.gotifyConnection(t, id, me, gotify.URL, "gtfya.n").ID, "phone")
+
+	page := c.get("/sinks").body
+	require.Contains(t, page, "Sinks of Ada Lovelace (")
+	picker := between(t, page, `<select name="owner" id="scope-picker">`, "</select>")
+	require.Contains(t, picker, ">Me (Ada Lovelace)</option>")
+	require.Contains(t, picker, `value="team:`+strconv.FormatInt(team, 10)+`"`)
+	require.Contains(t, picker, ">Team Night Shift (admin)</option>")
+	require.Contains(t, c.get("/sinks?owner=team:"+strconv.FormatInt(team, 10)).body, "<h2>Sinks of Night Shift</h2>")
+
+	path := "/sinks/" + strconv.FormatInt(sink.ID, 10)
+	page = c.get(path).body
+	require.Contains(t, page, "<dd>Ada Lovelace (")
+	filters := between(t, page, `<fieldset class="filters">`, "</fieldset>")
+	require.Contains(t, filters, "> builds</label>")
+	require.Contains(t, filters, "> deploys</label>")
+	require.Contains(t, filters, "> ci-agent</label>")
+	require.NotContains(t, filters, "team-only", "only the sink's own scope")
+
+	builds := b.f.Count(`SELECT id::int FROM queues WHERE name = 'builds'`)
+	deploys := b.f.Count(`SELECT id::int FROM queues WHERE name = 'deploys'`)
+	res := c.post(path+"/subscriptions", url.Values{"event_types": {"todo.dead_lettered"},
+		"queues": {strconv.Itoa(builds), strconv.Itoa(deploys)}, "min_severity": {"low"}})
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+	require.Equal(t, path+"?notice=subscription_added", res.header.Get("Location"))
+	page = c.get(res.header.Get("Location")).body
+	require.Contains(t, page, "Subscription added.")
+	require.Contains(t, between(t, page, `<table id="subscriptions">`, "</table>"), "<td>builds, deploys</td>")
+
+	// A queue of another scope, named by id, is refused under the filter.
+	res = c.post(path+"/subscriptions", url.Values{"event_types": {"todo.dead_lettered"},
+		"queues": {strconv.Itoa(b.f.Count(`SELECT id::int FROM queues WHERE name = 'team-only'`))}})
+	require.Equal(t, http.StatusBadRequest, res.status, res.body)
+	require.Contains(t, res.body, `id="error-queues"`)
+}
+
+// TestErrorsUnderTheirFields: a refused form marks the field it is about
+// and says why under it; the banner speaks in words, not internal field
+// names; what was typed comes back, except secrets and a base URL's user
+// info.
+func TestErrorsUnderTheirFields(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id, c := b.human(t)
+	me := notifytype.Human(id)
+	const canary = "canary-Hunter2-0451"
+
+	res := c.post("/connections", url.Values{"owner": {me.String()}, "kind": {"gotify"}, "name": {"home"},
+		"account_key": {"https://me:" + canary + "@gotify.example.net/base?x=1"}, "secret": {"gtfya." + canary}})
+	require.Equal(t, http.StatusBadRequest, res.status, res.body)
+	code, field, _ := res.refusal(t)
+	require.Equal(t, []string{"invalid_argument", "account_key"}, []string{code, field})
+	require.NotContains(t, res.body, canary, "neither the password in the URL nor the token is typed back")
+	require.Contains(t, res.body, `id="conn-url" value="https://gotify.example.net/base?x=1"`)
+	require.Contains(t, res.body, `aria-invalid="true" aria-describedby="error-account_key"`)
+	require.Contains(t, res.body, `<p class="field-error" id="error-account_key">`)
+	require.Contains(t, res.body, `value="home"`)
+	banner := between(t, res.body, `id="refusal"`, "</div>")
+	banner = banner[strings.Index(banner, ">")+1:]
+	require.Contains(t, banner, "Not saved: check Server base URL below.")
+	require.NotContains(t, banner, "account_key")
+
+	// A sink option: the Gotify priority field is marked.
+	conn := b.gotifyConnection(t, id, me, "https://gotify.example.net", "gtfya.x")
+	res = c.post("/sinks", url.Values{"owner": {me.String()}, "name": {"phone"}, "kind": {"gotify"},
+		"connection_id": {strconv.FormatInt(conn.ID, 10)}, "priority_high": {"99"}})
+	require.Equal(t, http.StatusBadRequest, res.status, res.body)
+	require.Contains(t, res.body, `name="priority_high" inputmode="numeric" size="3" value="99" aria-invalid="true"`)
+	require.Contains(t, res.body, `id="error-priority_high"`)
+	banner = between(t, res.body, `id="refusal"`, "</div>")
+	require.Contains(t, banner, "Not saved: check Priority for high below.")
+	require.NotContains(t, banner[strings.Index(banner, ">")+1:], "options.priorities")
+}
+
+// TestConfirmBeforeDelete: every Delete and Revoke button leads to a
+// confirmation page (no JavaScript needed) that changes nothing until its
+// own button posts.
+func TestConfirmBeforeDelete(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id, c := b.human(t)
+	me := notifytype.Human(id)
+	conn := b.gotifyConnection(t, id, me, "https://gotify.example.net", "gtfya.c")
+	spare := b.gotifyConnection(t, id, me, "https://gotify.example.net", "gtfya.s")
+	sink := b.gotifySink(t, id, me, conn.ID, "phone")
+	sub, err := b.eng.AddSubscription(b.ctx, engine.HumanPrincipal(id), sink.ID, engine.SubscriptionInput{
+		EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
+	require.NoError(t, err)
+	ep, _, err := b.deps.Endpoints.Vend(b.ctx, id, me, "agent", nil)
+	require.NoError(t, err)
+	sinkPath := "/sinks/" + strconv.FormatInt(sink.ID, 10)
+	owner := "?owner=" + url.QueryEscape(me.String())
+
+	page := c.get(sinkPath).body
+	require.Contains(t, page, `<a class="button danger" href="`+sinkPath+`/delete" id="delete">`)
+	require.NotContains(t, page, `action="`+sinkPath+`/delete"`, "no one-click delete")
+	for path, action := range map[string]string{
+		sinkPath + "/delete": sinkPath + "/delete",
+		sinkPath + "/subscriptions/" + strconv.FormatInt(sub.ID, 10) + "/delete": sinkPath + "/subscriptions/" + strconv.FormatInt(sub.ID, 10) + "/delete",
+		"/connections/" + strconv.FormatInt(spare.ID, 10) + "/delete" + owner:    "/connections/" + strconv.FormatInt(spare.ID, 10) + "/delete",
+		"/endpoints/" + strconv.FormatInt(ep.ID, 10) + "/revoke" + owner:         "/endpoints/" + strconv.FormatInt(ep.ID, 10) + "/revoke",
+	} {
+		res := c.get(path)
+		require.Equal(t, http.StatusOK, res.status, path)
+		require.Contains(t, res.body, `<form method="post" action="`+action+`" class="actions row" id="confirm">`, path)
+	}
+	require.Equal(t, 1, b.count(t, "sinks"))
+	require.Equal(t, 1, b.count(t, "subscriptions"))
+	require.Equal(t, 2, b.count(t, "connections"))
+	require.Zero(t, b.f.Count(`SELECT count(*) FROM endpoints WHERE revoked_at IS NOT NULL`))
+
+	// Another human's items have no confirmation page either.
+	_, other := b.human(t)
+	require.Equal(t, http.StatusNotFound, other.get(sinkPath+"/delete").status)
+	require.Equal(t, http.StatusNotFound, other.get("/endpoints/"+strconv.FormatInt(ep.ID, 10)+"/revoke").status)
+
+	res := c.post(sinkPath+"/delete", nil)
+	require.Equal(t, http.StatusSeeOther, res.status)
+	require.Contains(t, c.get(res.header.Get("Location")).body, "Sink deleted. Its delivery records are kept.")
+}
+
+// TestStyledNotFound: an unknown page is the layout's 404, with the menu
+// for a signed-in human.
+func TestStyledNotFound(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, c := b.human(t)
+	res := b.anon(t).get("/no/such/page")
+	require.Equal(t, http.StatusNotFound, res.status)
+	require.Contains(t, res.header.Get("Content-Type"), "text/html")
+	require.Contains(t, res.body, `<link rel="stylesheet" href="/static/style.css">`)
+	require.Contains(t, res.body, "<h1>Page not found</h1>")
+	require.NotContains(t, res.body, `<nav aria-label="Main">`)
+	res = c.get("/no/such/page")
+	require.Equal(t, http.StatusNotFound, res.status)
+	require.Contains(t, res.body, `<nav aria-label="Main">`)
+}
+
+// TestPrivateAddressWarning: a connection whose base URL resolves to a
+// private or loopback address is saved with a warning naming the setting
+// that allows it; an allowed or public address saves without one.
+func TestPrivateAddressWarning(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *engine.Config) { c.PrivateHosts = nil })
+	id, c := b.human(t)
+	me := notifytype.Human(id)
+	save := func(name, base string) response {
+		t.Helper()
+		res := c.post("/connections", url.Values{"owner": {me.String()}, "kind": {"gotify"}, "name": {name},
+			"account_key": {base}, "secret": {"gtfya.w"}})
+		require.Equal(t, http.StatusSeeOther, res.status, res.body)
+		return c.get(res.header.Get("Location"))
+	}
+	page := save("local", "http://127.0.0.1:8181")
+	require.Contains(t, page.body, "Connection created.")
+	warning := between(t, page.body, `id="warning">`, "</p>")
+	require.Contains(t, warning, "127.0.0.1")
+	require.Contains(t, warning, "SWITCHBOARD_PRIVATE_HOSTS")
+	page = save("lan", "https://10.1.2.3")
+	require.Contains(t, page.body, `id="warning"`)
+	page = save("public", "https://93.184.216.34")
+	require.NotContains(t, page.body, `id="warning"`)
+	require.Equal(t, 3, b.count(t, "connections"), "saving is allowed either way")
+	require.NotContains(t, c.get("/connections").body, `id="warning"`, "only right after the save")
+}
+
+// TestVendShowsClientConfig: after vending, the page shows the MCP URL and
+// a ready client configuration holding the credential.
+func TestVendShowsClientConfig(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, c := b.human(t)
+	res := c.post("/endpoints/quick", nil)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	cred := between(t, res.body, `<code id="credential">`, "</code>")
+	require.True(t, strings.HasPrefix(cred, "sbe_"))
+	require.Contains(t, res.body, `<code id="mcp-url">`+b.srv.URL+`/mcp</code>`)
+	cfg := between(t, res.body, `<code id="client-config">`, "</code>")
+	require.Contains(t, cfg, "&#34;url&#34;: &#34;"+b.srv.URL+"/mcp&#34;")
+	require.Contains(t, cfg, "&#34;Authorization&#34;: &#34;Bearer "+cred+"&#34;")
+	require.Contains(t, res.body, `<script src="/static/copy.js"></script>`)
+	js := c.get("/static/copy.js")
+	require.Equal(t, http.StatusOK, js.status)
+	require.Contains(t, js.body, "navigator.clipboard")
+}
+
+// TestOpsShowsLastDeliveryFromTheDatabase: with no actor running, the ops
+// page says why, and shows each of the human's sinks with its last
+// delivery state read from the database.
+func TestOpsShowsLastDeliveryFromTheDatabase(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id, c := b.human(t)
+	me := notifytype.Human(id)
+	down := b.gotifySink(t, id, me, b.gotifyConnection(t, id, me, sinktest.RefusedURL(t), "gtfya.o").ID, "pager")
+	_, err := b.eng.SendTest(b.ctx, engine.HumanPrincipal(id), down.ID)
+	require.NoError(t, err)
+	b.gotifySink(t, id, me, b.gotifyConnection(t, id, me, "https://gotify.example.net", "gtfya.q").ID, "quiet")
+
+	other := b.f.Human("")
+	b.gotifySink(t, other, notifytype.Human(other), b.gotifyConnection(t, other, notifytype.Human(other), "https://gotify.example.net", "gtfya.x").ID, "someone-elses")
+
+	page := c.get("/ops").body
+	require.Contains(t, page, `id="no-actors"`)
+	require.Contains(t, page, "retired after an idle period")
+	states := between(t, page, `<table id="sink-states">`, "</table>")
+	pager := between(t, states, ">pager</a>", "</tr>")
+	require.Contains(t, pager, "<strong>undeliverable</strong>, class <strong")
+	require.Contains(t, pager, ">network</strong>")
+	require.Contains(t, between(t, states, ">quiet</a>", "</tr>"), "nothing sent yet")
+	require.NotContains(t, page, "someone-elses")
+}
+
+// TestSignInLandsOnTheBoardLink: a signed-out human who follows a
+// message's board link signs in and lands on that page, not on /sinks; a
+// remembered destination is only ever a path of this site.
+func TestSignInLandsOnTheBoardLink(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.f.Human("")
+	c := b.anon(t)
+	res := c.get("/board/notifications")
+	require.Equal(t, http.StatusSeeOther, res.status)
+	require.Equal(t, "/login", res.header.Get("Location"))
+	res = c.post("/login/"+b.loginLink(t, id), nil)
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+	require.Equal(t, "/board/notifications", res.header.Get("Location"))
+	require.Equal(t, http.StatusOK, c.get("/board/notifications").status)
+
+	// Spent: the next sign-in goes to /sinks.
+	res = c.post("/login/"+b.loginLink(t, id), nil)
+	require.Equal(t, "/sinks", res.header.Get("Location"))
+
+	// A planted cookie naming another site is ignored.
+	u, err := url.Parse(b.srv.URL + "/login")
+	require.NoError(t, err)
+	other := b.anon(t)
+	other.http.Jar.SetCookies(u, []*http.Cookie{{Name: "sb_next", Value: "//evil.example/x", Path: "/login"}})
+	res = other.post("/login/"+b.loginLink(t, id), nil)
+	require.Equal(t, "/sinks", res.header.Get("Location"))
+}

@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store"
+)
+
+// NotificationsShownMax bounds how many notifications RecentNotifications
+// returns.
+const NotificationsShownMax = 200
+
+// Notification is one notification to one sink (an outbox row) as the
+// board shows it: what it says in public (never the excerpt), where it
+// went, and each delivery attempt.
+type Notification struct {
+	ID        int64                 `json:"id"`
+	SinkID    int64                 `json:"sink_id"`
+	SinkName  string                `json:"sink_name"` // "" once the sink is deleted
+	Owner     notifytype.OwnerScope `json:"owner"`
+	EventType notifytype.EventType  `json:"event_type"`
+	Severity  notifytype.Severity   `json:"severity"`
+	// State is pending, held, claimed, delivered, partial or undeliverable.
+	State     string                `json:"state"`
+	Count     int                   `json:"count"`
+	Attempts  int                   `json:"attempts"`
+	LastClass notifytype.ErrorClass `json:"last_class,omitempty"`
+	// Title is the item's title (sender- or agent-written); Place the
+	// queue or webhook; LinkPath the item's board path.
+	Title      string           `json:"title"`
+	Place      string           `json:"place"`
+	Summary    string           `json:"summary"`
+	LinkPath   string           `json:"link_path"`
+	CreatedAt  time.Time        `json:"created_at"`
+	DueAt      time.Time        `json:"due_at"`
+	Deliveries []DeliveryRecord `json:"deliveries"`
+}
+
+// RecentNotifications returns the latest notifications of the scopes (each
+// must be readable by p, else not_found), newest first, at most limit
+// (1..NotificationsShownMax; default 50), each with its delivery records.
+// A linkPath keeps only the notifications about that board item
+// ("/board/todos/12").
+func (e *Engine) RecentNotifications(ctx context.Context, p Principal, scopes []notifytype.OwnerScope, linkPath string, limit int) ([]Notification, error) {
+	owners := make([]string, 0, len(scopes))
+	for _, sc := range scopes {
+		if err := e.authorize(ctx, p, sc, false); err != nil {
+			return nil, wrapErr(err, "listing notifications")
+		}
+		owners = append(owners, sc.String())
+	}
+	if limit <= 0 || limit > NotificationsShownMax {
+		limit = 50
+	}
+	rows, err := store.RecentNotifications(ctx, e.cfg.Pool, owners, linkPath, limit)
+	if err != nil {
+		return nil, wrapErr(err, "listing notifications")
+	}
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	records, err := store.DeliveryRecordsOf(ctx, e.cfg.Pool, ids)
+	if err != nil {
+		return nil, wrapErr(err, "listing notifications")
+	}
+	byRow := map[int64][]DeliveryRecord{}
+	for _, d := range records {
+		byRow[d.OutboxID] = append(byRow[d.OutboxID], deliveryOut(d))
+	}
+	out := make([]Notification, 0, len(rows))
+	for _, r := range rows {
+		owner, err := notifytype.ParseOwnerScope(r.Owner)
+		if err != nil {
+			return nil, wrapErr(err, "listing notifications")
+		}
+		out = append(out, Notification{
+			ID: r.ID, SinkID: r.SinkID, SinkName: r.SinkName, Owner: owner,
+			EventType: notifytype.EventType(r.EventType), Severity: notifytype.Severity(r.Severity),
+			State: r.State, Count: r.Count, Attempts: r.Attempts, LastClass: notifytype.ErrorClass(r.LastClass),
+			Title: r.Title, Place: r.Place, Summary: r.Summary, LinkPath: r.LinkPath,
+			CreatedAt: r.CreatedAt, DueAt: r.DueAt, Deliveries: byRow[r.ID],
+		})
+	}
+	return out, nil
+}
+
+// LastDeliveries returns, for each sink of scope that has one, its newest
+// delivery record, keyed by sink id: the sinks' last delivery state from
+// the database, whether or not an actor runs for them.
+func (e *Engine) LastDeliveries(ctx context.Context, p Principal, scope notifytype.OwnerScope) (map[int64]DeliveryRecord, error) {
+	if err := e.authorize(ctx, p, scope, false); err != nil {
+		return nil, wrapErr(err, "reading last deliveries")
+	}
+	sinks, err := store.ListSinks(ctx, e.cfg.Pool, scope)
+	if err != nil {
+		return nil, wrapErr(err, "reading last deliveries")
+	}
+	ids := make([]int64, len(sinks))
+	for i, s := range sinks {
+		ids[i] = s.ID
+	}
+	records, err := store.LastDeliveryRecords(ctx, e.cfg.Pool, ids)
+	if err != nil {
+		return nil, wrapErr(err, "reading last deliveries")
+	}
+	out := make(map[int64]DeliveryRecord, len(records))
+	for _, d := range records {
+		out[d.SinkID] = deliveryOut(d)
+	}
+	return out, nil
+}
+
+func deliveryOut(r store.DeliveryRecord) DeliveryRecord {
+	return DeliveryRecord{
+		ID: r.ID, SinkID: r.SinkID, EventType: r.EventType, Attempt: r.Attempt, Test: r.IsTest,
+		CoalescedRows: r.CoalescedRows, Status: r.Status, Class: notifytype.ErrorClass(r.Class),
+		HTTPStatus: r.HTTPStatus, SentAt: r.SentAt,
+	}
+}

@@ -1,0 +1,29 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/switchboard/notify/sinks"
+)
+
+// destinationCheckTimeout bounds the DNS lookup of a save-time check.
+const destinationCheckTimeout = 3 * time.Second
+
+// DestinationWarning says, in words for the human saving a connection,
+// why its base URL will be refused at send time: it resolves to a private,
+// loopback or otherwise special-purpose address the operator has not
+// allowed. "" when the guard would let it through, or when the name does
+// not resolve now (the send will say so). It never dials the server and
+// never refuses a save: DNS can change before the send, and the guard
+// decides then.
+func (e *Engine) DestinationWarning(ctx context.Context, base string) string {
+	ctx, cancel := context.WithTimeout(ctx, destinationCheckTimeout)
+	defer cancel()
+	blocked, err := sinks.BlockedAddresses(ctx, nil, base, e.cfg.PrivateHosts)
+	if err != nil || len(blocked) == 0 {
+		return ""
+	}
+	return "This server's address (" + blocked[0].String() + ") is private or loopback, so deliveries to it will be refused as blocked. " +
+		"The operator can allow it with SWITCHBOARD_PRIVATE_HOSTS; the connection is saved either way."
+}

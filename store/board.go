@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// NotificationRow is one outbox row (a notification to one sink) as the
+// board lists it: its content's public parts, never its excerpt.
+type NotificationRow struct {
+	ID        int64
+	SinkID    int64
+	SinkName  string // "" when the sink is gone
+	Owner     string
+	EventType string
+	Severity  string
+	State     string
+	Count     int
+	Attempts  int
+	LastClass string
+	Title     string
+	Place     string
+	Summary   string
+	LinkPath  string
+	CreatedAt time.Time
+	DueAt     time.Time
+}
+
+// RecentNotifications returns the latest outbox rows of the owners, newest
+// first; linkPath, when not empty, keeps only the rows whose board link is
+// that path (a todo's page lists its own notifications).
+func RecentNotifications(ctx context.Context, db DBTX, owners []string, linkPath string, limit int) ([]NotificationRow, error) {
+	rows, err := db.Query(ctx, `SELECT o.id, o.sink_id, coalesce(s.name, ''), o.owner, o.event_type, o.severity, o.state,
+			o.count, o.attempts, coalesce(o.last_class, ''),
+			coalesce(o.payload->>'title', ''), coalesce(o.payload->>'place', ''), coalesce(o.payload->>'summary', ''),
+			coalesce(o.payload->>'link_path', ''), o.created_at, o.due_at
+		FROM outbox o LEFT JOIN sinks s ON s.id = o.sink_id
+		WHERE o.owner = ANY($1) AND ($2 = '' OR o.payload->>'link_path' = $2)
+		ORDER BY o.id DESC LIMIT $3`, owners, linkPath, limit)
+	if err != nil {
+		return nil, fmt.Errorf("error listing notifications: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (NotificationRow, error) {
+		var n NotificationRow
+		err := r.Scan(&n.ID, &n.SinkID, &n.SinkName, &n.Owner, &n.EventType, &n.Severity, &n.State,
+			&n.Count, &n.Attempts, &n.LastClass, &n.Title, &n.Place, &n.Summary, &n.LinkPath, &n.CreatedAt, &n.DueAt)
+		return n, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error listing notifications: %w", err)
+	}
+	return out, nil
+}
+
+// DeliveryRecordsOf returns the delivery records of the outbox rows, oldest
+// first.
+func DeliveryRecordsOf(ctx context.Context, db DBTX, outboxIDs []int64) ([]DeliveryRecord, error) {
+	if len(outboxIDs) == 0 {
+		return nil, nil
+	}
+	return queryDeliveryRecords(ctx, db, `WHERE outbox_id = ANY($1) ORDER BY id`, outboxIDs)
+}
+
+// LastDeliveryRecords returns the newest delivery record of each sink, one
+// at most per sink.
+func LastDeliveryRecords(ctx context.Context, db DBTX, sinkIDs []int64) ([]DeliveryRecord, error) {
+	if len(sinkIDs) == 0 {
+		return nil, nil
+	}
+	return queryDeliveryRecords(ctx, db, `WHERE id IN (SELECT (SELECT d.id FROM delivery_records d WHERE d.sink_id = s
+		ORDER BY d.id DESC LIMIT 1) FROM unnest($1::bigint[]) s) ORDER BY sink_id`, sinkIDs)
+}
+
+func queryDeliveryRecords(ctx context.Context, db DBTX, where string, args ...any) ([]DeliveryRecord, error) {
+	rows, err := db.Query(ctx, `
+		SELECT id, sink_id, owner, coalesce(outbox_id, 0), event_type, attempt, is_test, counts_budget,
+		       coalesced_rows, status, coalesce(class, ''), coalesce(http_status, 0), sent_at, finished_at
+		FROM delivery_records `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("error listing delivery records: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeliveryRecord, error) {
+		var d DeliveryRecord
+		err := r.Scan(&d.ID, &d.SinkID, &d.Owner, &d.OutboxID, &d.EventType, &d.Attempt, &d.IsTest, &d.CountsBudget,
+			&d.CoalescedRows, &d.Status, &d.Class, &d.HTTPStatus, &d.SentAt, &d.FinishedAt)
+		return d, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error listing delivery records: %w", err)
+	}
+	return out, nil
+}
