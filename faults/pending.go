@@ -23,7 +23,6 @@ const PendingEnv = "SWITCHBOARD_FAULTS_PENDING"
 // says so, and the id should leave this list. Nothing is skipped silently.
 var pendingChecks = map[string]string{
 	"crash/abandoned-records":    "D25 `abandoned` class (h-delivery): an unknown outcome is recorded `failed` today",
-	"crash/claim-ttl-setting":    "D27 SWITCHBOARD_CLAIM_TTL (h-security): the binary claims for the 2 min default today",
 	"sinkfaults/retry-after":     "D24 (h-delivery): Retry-After may push a retry past its D10 slot today",
 	"sinkfaults/panic-abandoned": "D25 `abandoned` class (h-delivery) and an exported adapter hook: a panicking adapter's attempt is recorded `failed` today",
 	"skew/db-clock":              "ARCHITECTURE.md \"Time\" (h-delivery: DB clock): claims, due times and budgets are compared by each instance's own clock today",
