@@ -23,6 +23,10 @@ type Worker interface {
 	// Flush sends every held row of the sink as one coalesced message when
 	// a token is available.
 	Flush(ctx context.Context, sinkID int64) Outcome
+	// Release gives back claimed rows the actors will not attempt (the
+	// supervisor is stopping), so that any instance may take them at once
+	// rather than after their claim expires. ctx is not cancelled.
+	Release(ctx context.Context, rows []store.OutboxRow)
 }
 
 // Outcome is what one step of an actor left behind.
@@ -154,6 +158,11 @@ func (a *SinkActor) Serve(ctx context.Context) error {
 	}()
 
 	for {
+		if ctx.Err() != nil {
+			// Stopping: what is left in the mailbox is released by the
+			// supervisor, not attempted.
+			return ctx.Err()
+		}
 		a.publish(a.restingState(), 0)
 		select {
 		case <-ctx.Done():

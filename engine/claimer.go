@@ -116,8 +116,12 @@ func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err err
 				e.cfg.OnClaim(r.SinkID, now.Sub(r.DueAt))
 			}
 			if !e.actors.Dispatch(r) {
-				// Its mailbox filled meanwhile: give the row back as it was.
-				if err := store.ReleaseRow(ctx, e.cfg.Pool, r.ID, e.instance, r.DueAt); err != nil {
+				// Its mailbox filled meanwhile, or the actors are stopping:
+				// give the row back as it was.
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+				err := store.ReleaseRow(rctx, e.cfg.Pool, r.ID, e.instance, r.DueAt)
+				cancel()
+				if err != nil {
 					return time.Time{}, false, err
 				}
 			}
