@@ -23,6 +23,9 @@ const (
 	// AgentPagesPerHour is how many notify_owner calls one endpoint may
 	// make an hour (D12).
 	AgentPagesPerHour = 5
+	// agentPageWindow is how long an agent page counts against the limit;
+	// the janitor removes older ones.
+	agentPageWindow = time.Hour
 	// AgentTitleMaxLen bounds a page's title as given; the message shows
 	// at most 120 characters of it (REQ-9).
 	AgentTitleMaxLen = 1000
@@ -149,7 +152,7 @@ func (e *Engine) notifyOwner(ctx context.Context, p Principal, in NotifyOwnerInp
 	}
 	now := e.cfg.Clock.Now()
 	return pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
-		ok, err := store.RecordAgentPage(ctx, tx, p.EndpointID, now, now.Add(-time.Hour), AgentPagesPerHour)
+		ok, err := store.RecordAgentPage(ctx, tx, p.EndpointID, now, now.Add(-agentPageWindow), AgentPagesPerHour)
 		if err != nil {
 			return err
 		}

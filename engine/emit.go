@@ -18,9 +18,11 @@ import (
 // Emit records ev in the caller's transaction tx, when some subscription
 // of ev.Owner matches it (type, filters, minimum severity): one single-row
 // insert, one round trip, whatever the number of matching sinks. Nothing
-// matches, nothing is written. The event exists exactly when tx commits
-// (REQ-10), and the claimers then fan it out into one outbox row per
-// matching sink (see FanOut).
+// matches, nothing is written. The row carries the ids of the sinks it
+// matched in tx, so where the event goes is decided when tx commits
+// (REQ-10); the claimers then fan it out into one outbox row per sink of
+// that set (see FanOut). Of the subject's body only the 280-character
+// excerpt is kept, and only when a matching subscription opted in.
 //
 // Repeats are coalesced per sink by the event's dedup key (D7):
 //   - todo.dead_lettered and relay.exhausted are keyed by the todo and its
@@ -55,9 +57,13 @@ const fanOutBatch = 500
 func (e *Engine) FanOut(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		n, _, err := store.FanOut(ctx, e.cfg.Pool, fanOutBatch)
-		total += n
-		if err != nil || n < fanOutBatch {
+		r, err := store.FanOut(ctx, e.cfg.Pool, fanOutBatch, e.cfg.Clock.Now())
+		total += r.Events
+		if r.Gone > 0 {
+			e.log.Warn("events matched sinks deleted before fan-out; recorded as undeliverable",
+				"delivery_records", r.Gone, "class", notifytype.ClassConfig)
+		}
+		if err != nil || r.Events < fanOutBatch {
 			return total, err
 		}
 	}
@@ -129,7 +135,9 @@ func (e *Engine) emitParams(ev Event) (p store.EmitParams, err error) {
 		return p, fmt.Errorf("error encoding event content: %w", err)
 	}
 	if ev.Content.Body != "" {
-		p.Body = &ev.Content.Body
+		// Only the excerpt is ever sent (REQ-9): the rest is not kept.
+		excerpt := sinks.Clean(ev.Content.Body, sinks.ExcerptMaxRunes)
+		p.Body = &excerpt
 	}
 	return p, nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -18,6 +19,7 @@ import (
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
+	"github.com/switchboard/notify/store/storetest"
 )
 
 // dueOffsets drives one failing row through every attempt: after each
@@ -340,4 +342,145 @@ func TestDeliveryGracefulStopReleasesQueuedRows(t *testing.T) {
 		require.Equal(t, "delivered", a.State)
 	}
 	require.Len(t, g.received(), 3)
+}
+
+// emitCommitted emits ev in a transaction of its own and commits it,
+// without fanning it out (as when the claimers are behind).
+func emitCommitted(t *testing.T, w *enginetest.World, eng *engine.Engine, ev engine.Event) {
+	t.Helper()
+	require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error { return eng.Emit(w.Ctx, tx, ev) }))
+}
+
+// The sinks an event goes to are decided when the emitting transaction
+// commits (REQ-10): a subscription added or removed before the fan-out
+// changes nothing, and a sink disabled or deleted in that gap still ends in
+// a delivery record.
+func TestEmitDecidesSinksAtCommit(t *testing.T) {
+	t.Parallel()
+	w := enginetest.New(t)
+	g := newGotify(t)
+	_, p, scope := w.Human()
+	eng := w.Engine()
+	opts := func(secret string) enginetest.SinkOpts {
+		return enginetest.SinkOpts{BaseURL: g.URL, Secret: secret}
+	}
+	kept := w.Sink(eng, p, scope, opts("gtfya.kept"))
+	unsubscribed := w.Sink(eng, p, scope, opts("gtfya.unsubscribed"))
+	disabled := w.Sink(eng, p, scope, opts("gtfya.disabled"))
+	deleted := w.Sink(eng, p, scope, opts("gtfya.deleted"))
+	late := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.late", Events: []notifytype.EventType{notifytype.EventAgentNotify}})
+
+	emitCommitted(t, w, eng, deadLetterOf(scope, 1))
+
+	// The gap: subscriptions and sinks change before the fan-out.
+	subs, err := eng.ListSubscriptions(w.Ctx, p, unsubscribed)
+	require.NoError(t, err)
+	require.NoError(t, eng.DeleteSubscription(w.Ctx, p, unsubscribed, subs[0].ID))
+	_, err = eng.AddSubscription(w.Ctx, p, late, engine.SubscriptionInput{EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
+	require.NoError(t, err)
+	_, err = eng.SetSinkEnabled(w.Ctx, p, disabled, false)
+	require.NoError(t, err)
+	require.NoError(t, eng.DeleteSink(w.Ctx, p, deleted))
+
+	w.FanOut(eng)
+	var sinksWithRows []int64
+	rows, err := w.Pool.Query(w.Ctx, `SELECT sink_id FROM outbox ORDER BY sink_id`)
+	require.NoError(t, err)
+	sinksWithRows, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	require.Equal(t, []int64{kept, unsubscribed, disabled}, sinksWithRows, "the sinks matched at commit that still exist")
+
+	w.Serve()
+	got := map[int64]engine.Attempt{}
+	for _, a := range w.WaitN(3) {
+		got[a.SinkID] = a
+	}
+	require.Equal(t, "delivered", got[kept].State)
+	require.Equal(t, "delivered", got[unsubscribed].State)
+	require.Equal(t, "undeliverable", got[disabled].State)
+	require.Equal(t, notifytype.ClassConfig, got[disabled].Class)
+
+	// Every sink matched at commit has a delivery record; the late one has none.
+	for sink, want := range map[int64]string{
+		kept: "delivered/", unsubscribed: "delivered/", disabled: "undeliverable/config", deleted: "undeliverable/config",
+	} {
+		statuses, _ := recordsOf(t, w, sink)
+		require.Equal(t, []string{want}, statuses, "sink %d", sink)
+	}
+	statuses, _ := recordsOf(t, w, late)
+	require.Empty(t, statuses)
+	require.Len(t, g.received(), 2)
+}
+
+// Emit keeps no more of the sender's body than the spec allows: nothing
+// when no matching subscription opted in to an excerpt, the 280-character
+// excerpt when one did; and a finished row keeps no payload at all.
+func TestEmitKeepsOnlyTheExcerpt(t *testing.T) {
+	t.Parallel()
+	w := enginetest.New(t)
+	g := newGotify(t)
+	_, p, scope := w.Human()
+	_, p2, scope2 := w.Human()
+	eng := w.Engine()
+	w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.plain"})
+	w.Sink(eng, p2, scope2, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.excerpt", IncludeExcerpt: true})
+	const canary = "CANARY-beyond-the-excerpt"
+	body := strings.Repeat("é", 300) + canary
+
+	ev := deadLetterOf(scope, 1)
+	ev.Content.Body = body
+	emitCommitted(t, w, eng, ev)
+	ev = deadLetterOf(scope2, 2)
+	ev.Content.Body = body
+	emitCommitted(t, w, eng, ev)
+
+	var stored []*string
+	rows, err := w.Pool.Query(w.Ctx, `SELECT body FROM outbox_events ORDER BY id`)
+	require.NoError(t, err)
+	stored, err = pgx.CollectRows(rows, pgx.RowTo[*string])
+	require.NoError(t, err)
+	require.Len(t, stored, 2)
+	require.Nil(t, stored[0], "no subscription opted in: no body")
+	require.NotNil(t, stored[1])
+	require.Equal(t, sinks.Clean(body, sinks.ExcerptMaxRunes), *stored[1], "only the excerpt")
+	require.NotContains(t, *stored[1], canary)
+	require.LessOrEqual(t, utf8.RuneCountInString(*stored[1]), sinks.ExcerptMaxRunes)
+
+	w.Serve()
+	w.FanOut(eng)
+	w.WaitN(2)
+	require.NotContains(t, w.TableJSON("outbox"), "é", "a finished row keeps no payload")
+	var payloads []string
+	rows, err = w.Pool.Query(w.Ctx, `SELECT payload::text FROM outbox`)
+	require.NoError(t, err)
+	payloads, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"{}", "{}"}, payloads)
+}
+
+// The janitor prunes what is of no more use: agent pages past the hour
+// they are counted in, expired sessions, used or expired login links.
+func TestJanitorPrunesPagesSessionsAndLoginLinks(t *testing.T) {
+	t.Parallel()
+	w := enginetest.New(t)
+	eng := w.Engine()
+	now := w.Clock.Now()
+	h := w.F.Human("")
+	ep := w.F.Endpoint(storetest.EndpointOpts{Human: h})
+	for _, stmt := range []string{
+		`INSERT INTO agent_pages (endpoint_id, paged_at) VALUES ($1, $2), ($1, $3)`,
+		`INSERT INTO sessions (token_hash, human_id, expires_at) VALUES ('old', $4, $5), ('live', $4, $6)`,
+		`INSERT INTO login_links (token_hash, human_id, expires_at, used_at)
+		 VALUES ('used', $4, $6, $2), ('expired', $4, $5, NULL), ('fresh', $4, $6, NULL)`,
+	} {
+		_, err := w.Pool.Exec(w.Ctx, `WITH p AS (SELECT $1::bigint, $2::timestamptz, $3::timestamptz, $4::bigint, $5::timestamptz, $6::timestamptz) `+stmt,
+			ep, now.Add(-2*time.Hour), now.Add(-time.Minute), h, now.Add(-time.Minute), now.Add(time.Hour))
+		require.NoError(t, err)
+	}
+	require.NoError(t, eng.CleanUp(w.Ctx))
+	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM agent_pages`), "the page of the last hour is kept")
+	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM sessions WHERE token_hash = 'live'`))
+	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM sessions`))
+	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM login_links WHERE token_hash = 'fresh'`))
+	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM login_links`))
 }
