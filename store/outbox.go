@@ -23,8 +23,8 @@ type EmitParams struct {
 	// Windowed says that repeats of the key add to the open row's count
 	// (quarantine, rule.notify); otherwise the key names one occurrence.
 	Windowed bool
-	Payload []byte  // JSON content without the body
-	Body    *string // the excerpt of the subject's body, kept only for opted-in subscriptions
+	Payload  []byte  // JSON content without the body
+	Body     *string // the excerpt of the subject's body, kept only for opted-in subscriptions
 	DueAt    time.Time
 	// Notify wakes listening claimers (delivered at commit).
 	Notify bool
