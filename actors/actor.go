@@ -141,7 +141,7 @@ func (a *SinkActor) Serve(ctx context.Context) error {
 		}
 		disarm()
 		a.flushAt = o.HeldUntil
-		flush = clock.NewTimer(max(o.HeldUntil.Sub(clock.Now()), 0))
+		flush = clock.NewTimer(max(o.HeldUntil.Sub(a.sup.cfg.Now()), 0))
 	}
 	// flushed folds a flush's outcome in: a flush that leaves nothing held
 	// (it sent every held row, or none was left) needs no timer, whoever
@@ -208,7 +208,7 @@ func (a *SinkActor) observe(o Outcome) {
 	a.lastClass = o.Class
 	a.held = o.Held
 	if o.Budget.PerHour > 0 && !o.TAT.IsZero() {
-		a.limiter = mirror(o.Budget, o.TAT, a.sup.cfg.Clock.Now())
+		a.limiter = mirror(o.Budget, o.TAT, a.sup.cfg.Now())
 	}
 }
 
@@ -245,7 +245,7 @@ func (a *SinkActor) publish(state State, inFlight int) {
 		Tokens:    -1,
 	}
 	if a.limiter != nil {
-		s.Tokens = a.limiter.TokensAt(a.sup.cfg.Clock.Now())
+		s.Tokens = a.limiter.TokensAt(a.sup.cfg.Now())
 	}
 	a.status.Store(s)
 }

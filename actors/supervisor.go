@@ -36,6 +36,10 @@ type Config struct {
 	IdleAfter time.Duration
 	// Clock drives held-row timers. Defaults to the real clock.
 	Clock clockwork.Clock
+	// Now tells the time that due times and budgets are kept in (the
+	// database's), to size timers and mirror budgets against. Defaults to
+	// Clock.Now.
+	Now func() time.Time
 	// Logger receives supervisor events. Defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -46,6 +50,9 @@ func (c Config) withDefaults() Config {
 	c.IdleAfter = cmp.Or(c.IdleAfter, IdleAfterDefault)
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()
+	}
+	if c.Now == nil {
+		c.Now = c.Clock.Now
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

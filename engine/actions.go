@@ -51,13 +51,16 @@ func (e *Engine) sendTest(ctx context.Context, p Principal, sinkID int64) (TestR
 	if _, err := e.readSink(ctx, p, sinkID, true); err != nil {
 		return TestResult{}, err
 	}
-	now := e.cfg.Clock.Now()
+	now, err := e.now(ctx)
+	if err != nil {
+		return TestResult{}, err
+	}
 	var (
 		adapter  sinks.Adapter
 		owner    string
 		recordID int64
 	)
-	err := pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
 		s, err := store.LockSinkForDelivery(ctx, tx, sinkID)
 		if err != nil {
 			return notFoundIfNoRows(err, "sink")
@@ -94,7 +97,7 @@ func (e *Engine) sendTest(ctx context.Context, p Principal, sinkID int64) (TestR
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	if err := store.FinishDeliveryRecord(rctx, e.cfg.Pool, recordID, status, string(result.Class), result.Status, e.cfg.Clock.Now()); err != nil {
+	if err := store.FinishDeliveryRecord(rctx, e.cfg.Pool, recordID, status, string(result.Class), result.Status, e.nowOrLocal(rctx)); err != nil {
 		return TestResult{}, err
 	}
 	return TestResult{Delivered: result.OK(), Class: result.Class, Status: result.Status}, nil
@@ -150,7 +153,10 @@ func (e *Engine) notifyOwner(ctx context.Context, p Principal, in NotifyOwnerInp
 		}
 		content.LinkPath = "/board/todos/" + strconv.FormatInt(in.TodoID, 10)
 	}
-	now := e.cfg.Clock.Now()
+	now, err := e.now(ctx)
+	if err != nil {
+		return err
+	}
 	return pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
 		ok, err := store.RecordAgentPage(ctx, tx, p.EndpointID, now, now.Add(-agentPageWindow), AgentPagesPerHour)
 		if err != nil {

@@ -90,13 +90,17 @@ type reservation struct {
 // Deliver attempts one claimed row.
 func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome {
 	e := w.e
-	now := e.cfg.Clock.Now()
 	var (
 		res     reservation
 		outcome actors.Outcome
 		final   *store.RowOutcome // the row ends without a send
 	)
-	err := pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
+	now, err := e.now(ctx)
+	if err != nil {
+		e.log.Error("error reserving delivery", "sink_id", row.SinkID, "error", err)
+		return outcome
+	}
+	err = pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
 		s, err := store.LockSinkForDelivery(ctx, tx, row.SinkID)
 		if err != nil {
 			return err
@@ -199,7 +203,7 @@ func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome
 		Count: r.Count, IncludeExcerpt: r.IncludeExcerpt, BaseURL: e.cfg.BaseURL,
 	})
 	result := e.send(ctx, res.adapter, msg)
-	next := nextStep(r, result, e.cfg.Clock.Now())
+	next := nextStep(r, result, e.nowOrLocal(ctx))
 	outcome.Class = result.Class
 	e.finish(ctx, res, next, result, notifytype.EventType(r.EventType))
 	return outcome
@@ -209,12 +213,16 @@ func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome
 // token is there (D9).
 func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 	e := w.e
-	now := e.cfg.Clock.Now()
 	var (
 		res     reservation
 		outcome actors.Outcome
 	)
-	err := pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
+	now, err := e.now(ctx)
+	if err != nil {
+		e.log.Error("error reserving coalesced delivery", "sink_id", sinkID, "error", err)
+		return outcome
+	}
+	err = pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
 		s, err := store.LockSinkForDelivery(ctx, tx, sinkID)
 		if err != nil {
 			return err
@@ -300,7 +308,7 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 		msg = sinks.RenderCoalesced(counts, e.cfg.BaseURL)
 	}
 	result := e.send(ctx, res.adapter, msg)
-	next := nextStep(res.rows[0], result, e.cfg.Clock.Now())
+	next := nextStep(res.rows[0], result, e.nowOrLocal(ctx))
 	if next.State == rowPending {
 		// A failed coalesced message stays coalesced: its rows wait, held,
 		// for their retry and go out together again.
@@ -466,7 +474,7 @@ func minTime(a, b time.Time) time.Time {
 
 // finish records an attempt's end: the delivery record and the rows.
 func (e *Engine) finish(ctx context.Context, res reservation, next store.RowOutcome, result sinks.Result, eventType notifytype.EventType) {
-	now := e.cfg.Clock.Now()
+	now := e.nowOrLocal(ctx)
 	status := "failed"
 	switch next.State {
 	case rowDelivered:

@@ -36,11 +36,15 @@ import (
 //     while the row is open counts on that row ("and N more").
 //   - agent.notify and digest have no key: each is its own row.
 func (e *Engine) Emit(ctx context.Context, tx pgx.Tx, ev Event) error {
-	p, err := e.emitParams(ev)
+	now, err := e.now(ctx)
+	if err != nil {
+		return fmt.Errorf("error emitting %s: %w", ev.Type, err)
+	}
+	p, err := e.emitParams(ev, now)
 	if err != nil {
 		return err
 	}
-	p.Notify = !p.DueAt.After(e.cfg.Clock.Now()) && e.mayNotify()
+	p.Notify = !p.DueAt.After(now) && e.mayNotify()
 	if err := store.EmitTx(ctx, tx, p); err != nil {
 		return fmt.Errorf("error emitting %s: %w", ev.Type, err)
 	}
@@ -57,7 +61,11 @@ const fanOutBatch = 500
 func (e *Engine) FanOut(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		r, err := store.FanOut(ctx, e.cfg.Pool, fanOutBatch, e.cfg.Clock.Now())
+		now, err := e.now(ctx)
+		if err != nil {
+			return total, err
+		}
+		r, err := store.FanOut(ctx, e.cfg.Pool, fanOutBatch, now)
 		total += r.Events
 		if r.Gone > 0 {
 			e.log.Warn("events matched sinks deleted before fan-out; recorded as undeliverable",
@@ -69,7 +77,7 @@ func (e *Engine) FanOut(ctx context.Context) (int, error) {
 	}
 }
 
-func (e *Engine) emitParams(ev Event) (p store.EmitParams, err error) {
+func (e *Engine) emitParams(ev Event, now time.Time) (p store.EmitParams, err error) {
 	if !ev.Type.Valid() {
 		return p, notifytype.InvalidArgumentf("type", "unknown event type %q", ev.Type)
 	}
@@ -84,7 +92,6 @@ func (e *Engine) emitParams(ev Event) (p store.EmitParams, err error) {
 		return p, notifytype.InvalidArgumentf("severity", "%q is not low, normal or high", sev)
 	}
 
-	now := e.cfg.Clock.Now()
 	p = store.EmitParams{
 		Owner:        ev.Owner.String(),
 		MatchTypes:   []string{string(ev.Type)},

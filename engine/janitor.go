@@ -45,7 +45,10 @@ func (e *Engine) CleanUp(ctx context.Context) error {
 		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, janitorLockKey).Scan(&mine); err != nil || !mine {
 			return err
 		}
-		now := e.cfg.Clock.Now()
+		now, err := e.now(ctx)
+		if err != nil {
+			return err
+		}
 		before := now.Add(-e.cfg.Retention)
 		records, rows, err := store.DeleteExpired(ctx, tx, before)
 		if err != nil {
