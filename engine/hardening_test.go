@@ -53,6 +53,7 @@ func dueOffsets(t *testing.T, w *enginetest.World, sink int64) ([]time.Duration,
 // never adds an attempt (D24).
 func TestDeliveryRetryAfterStaysInsideTheSchedule(t *testing.T) {
 	t.Parallel()
+	// Scenario: Sink down
 	for name, c := range map[string]struct {
 		retryAfter string
 		want       []time.Duration // due offsets of attempts 2..7
