@@ -21,8 +21,13 @@ import (
 // fakeClock is a clock the test moves by hand.
 type fakeClock = clockwork.FakeClock
 
+// testStart is every fake clock's start: the real now when the test binary
+// starts, the same for every world, so two worlds that take the same steps
+// store the same instants.
+var testStart = time.Now().UTC().Truncate(time.Second)
+
 func newFakeClock() *fakeClock {
-	return clockwork.NewFakeClockAt(time.Now().UTC().Truncate(time.Second))
+	return clockwork.NewFakeClockAt(testStart)
 }
 
 // recorder remembers every event the host asks to emit, then lets the real

@@ -18,9 +18,24 @@
 // The surface is thin: every rule of the spec (grants, scopes, roles,
 // limits, schemes, ceilings, budgets) is checked by the engine or the host,
 // which the web UI and the REST API call too; the only rule here is the
-// family filter of tools/list and tools/call. Refusals come back as tool
-// results with IsError set and structured content {code, field, scheme,
-// message}, mapped from *notifytype.Error through one table (errors.go).
+// family filter of tools/list and tools/call.
+//
+// Every verb is added with addTool (tools.go), and every tool call passes
+// guard (mcpserver.go), so what follows holds for every tool, whatever
+// family adds it. Arguments are checked against the tool's input schema
+// before the verb runs (arguments.go): a client's mistake is
+// invalid_argument naming the field as the client wrote it. Refusals come
+// back as tool results with IsError set, a text naming code, field and what
+// to do, and {code, field, scheme, message} in _meta under MetaKeyError,
+// mapped from *notifytype.Error through one table (errors.go). They carry
+// no structured content: clients check it against the tool's output
+// schema, which describes success.
+//
+// Only the tools capability is declared, and the methods of the others
+// (prompts, resources, completions, logging) are answered as method not
+// found. Before the credential, a browser's Origin is checked against
+// DNS rebinding (origin.go). Each request is logged in one line when it
+// ends (requestlog.go); the SDK's own lines go to DEBUG.
 //
 // The server is stateless (no Mcp-Session-Id is kept): each request is
 // authenticated on its own, so a revoked credential stops working at once

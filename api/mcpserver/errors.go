@@ -1,9 +1,7 @@
 package mcpserver
 
 import (
-	"context"
 	"errors"
-	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -17,9 +15,10 @@ const codeInternal notifytype.Code = "internal"
 
 // codeHints is the one table from the spec's codes (REQ-15) to MCP tool
 // errors: every coded refusal becomes a tool result with IsError set, its
-// {code, field, scheme, message} as structured content, and this hint after
-// the message, written for the agent reading it. A code not in the table
-// is answered as internal and logged.
+// text the code, field and message with this hint after it, written for the
+// agent reading it, and its {code, field, scheme, message} in the result's
+// _meta under MetaKeyError. A code not in the table is answered as internal
+// and logged.
 var codeHints = map[notifytype.Code]string{
 	notifytype.CodeInvalidArgument:    "Fix the named field and call again.",
 	notifytype.CodeForbiddenScheme:    "Use an Apprise URL scheme this instance allows.",
@@ -30,8 +29,18 @@ var codeHints = map[notifytype.Code]string{
 	codeInternal:                      "Something went wrong on the server; try again later.",
 }
 
-// ToolError is a tool error's structured content: always all four keys,
-// the same code, field, scheme and message the REST API answers.
+// MetaKeyError is the key, in a tool error result's _meta, of its
+// ToolError.
+const MetaKeyError = "switchboard/error"
+
+// ToolError is a tool error's machine-readable form, in the result's _meta
+// under MetaKeyError: always all four keys, the same code, field, scheme
+// and message the REST API answers.
+//
+// It is not the result's structuredContent: a tool's output schema
+// describes its success, and clients (the TypeScript SDK, the MCP
+// Inspector) check structuredContent against it even when isError is set,
+// so an error carries none.
 type ToolError struct {
 	Code    notifytype.Code `json:"code"`
 	Field   string          `json:"field"`
@@ -39,36 +48,40 @@ type ToolError struct {
 	Message string          `json:"message"`
 }
 
-// handlerError marks an error a verb's own code returned (the engine's or
-// the host's), as opposed to one the SDK made while decoding arguments.
+// handlerError marks an error a verb's own code returned (addTool's
+// argument check, the engine's or the host's), as opposed to one the SDK
+// made.
 type handlerError struct{ err error }
 
 func (e *handlerError) Error() string { return e.err.Error() }
 func (e *handlerError) Unwrap() error { return e.err }
 
-// toolError answers err as a tool error. An error of the verb's own code
-// goes through the table; an uncoded one is logged and answered as
-// internal, with no detail. An error the SDK made (arguments that do not
-// match the input schema) is invalid_argument on field arguments.
-func toolError(ctx context.Context, log *slog.Logger, tool string, endpointID int64, err error) *mcp.CallToolResult {
+// toolError answers err as a tool error and notes its code on the
+// request's log line. An error of the verb's own code goes through the
+// table; an uncoded one is noted for the log line and answered as
+// internal, with no detail. An error the SDK made (only for a tool added
+// without addTool) is invalid_argument on field arguments, without the
+// SDK's wording.
+func toolError(rec *requestRecord, err error) *mcp.CallToolResult {
 	var pub *notifytype.Error
 	var he *handlerError
 	if errors.As(err, &he) {
 		pub = httpx.Public(he.err)
 		if _, ok := codeHints[pub.Code]; !ok || pub.Code == codeInternal {
-			log.ErrorContext(ctx, "mcp tool failed", "tool", tool, "endpoint_id", endpointID, "error", he.err)
+			rec.fail(he.err)
 			pub = &notifytype.Error{Code: codeInternal, Message: "internal error"}
 		}
 	} else {
-		pub = notifytype.InvalidArgument("arguments", err.Error())
+		pub = notifytype.InvalidArgument("arguments", "do not match the tool's input schema (see tools/list)")
 	}
+	rec.toolError(pub.Code)
 	text := pub.Error()
 	if hint := codeHints[pub.Code]; hint != "" {
 		text += ". " + hint
 	}
 	return &mcp.CallToolResult{
-		IsError:           true,
-		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
-		StructuredContent: ToolError{Code: pub.Code, Field: pub.Field, Scheme: pub.Scheme, Message: pub.Message},
+		IsError: true,
+		Content: []mcp.Content{&mcp.TextContent{Text: text}},
+		Meta:    mcp.Meta{MetaKeyError: ToolError{Code: pub.Code, Field: pub.Field, Scheme: pub.Scheme, Message: pub.Message}},
 	}
 }

@@ -159,17 +159,24 @@ func succeeds[T any](t *testing.T, cs *mcp.ClientSession, name string, args any)
 	return out
 }
 
-// refused calls a tool, requires a tool error and returns its structured
-// content.
+// refused calls a tool, requires a tool error and returns its code, field,
+// scheme and message from the result's _meta.
 func refused(t *testing.T, cs *mcp.ClientSession, name string, args any) mcpserver.ToolError {
 	t.Helper()
 	res := call(t, cs, name, args)
 	require.True(t, res.IsError, "%s succeeded: %s", name, text(res))
-	b, err := json.Marshal(res.StructuredContent)
+	// A client validates structuredContent against the tool's output
+	// schema, which describes success: an error carries none.
+	require.Nil(t, res.StructuredContent, "%s: a tool error carries no structured content", name)
+	b, err := json.Marshal(res.Meta[mcpserver.MetaKeyError])
 	require.NoError(t, err)
 	var e mcpserver.ToolError
 	require.NoError(t, json.Unmarshal(b, &e))
+	require.NotEmpty(t, e.Code, "%s: _meta carries the error", name)
 	require.Contains(t, text(res), string(e.Code), "the text names the code")
+	if e.Field != "" {
+		require.Contains(t, text(res), e.Field, "the text names the field")
+	}
 	return e
 }
 

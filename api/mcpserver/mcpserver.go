@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard/notify/api/httpx"
@@ -24,16 +25,10 @@ const ServerName = "switchboard-notify"
 // Version is the version the server gives in its implementation info.
 const Version = "1.0.0"
 
-// instructions is what the server tells a client about itself.
-const instructions = "Switchboard Notify for one agent endpoint. The tools listed are the verb families " +
-	"this endpoint's owner granted it: todos (claim, heartbeat, complete, fail), notifications " +
-	"(list_sinks, set_sink, delete_sink, test_sink, set_sink_subscriptions; in the endpoint's owner " +
-	"scope, using existing connections only) and notify_owner (page the owner, 5 an hour). " +
-	"A refusal comes back as a tool error with structured content {code, field, scheme, message}."
-
 // caller is who a request acts as: the endpoint its credential names.
 type caller struct {
-	p engine.Principal
+	p   engine.Principal
+	rec *requestRecord
 }
 
 // tokenExtraCaller is the key of the caller in auth.TokenInfo.Extra, which
@@ -47,6 +42,8 @@ type callerKey struct{}
 type surface struct {
 	d   httpx.Deps
 	log *slog.Logger
+	// sdkLog is the SDK's logger: its lines at DEBUG (sdkLogHandler).
+	sdkLog *slog.Logger
 
 	mu      sync.Mutex
 	servers map[string]*mcp.Server
@@ -66,22 +63,23 @@ func New(d httpx.Deps) http.Handler {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.sdkLog = slog.New(sdkLogHandler{s.log.Handler()})
 	h := mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
-		Logger:              s.log,
+		Logger:              s.sdkLog,
 		MaxRequestBodyBytes: httpx.MaxBody,
 		// The SDK's DNS-rebinding guard refuses a request that reached a
 		// loopback address under another Host, which is every request from
-		// a reverse proxy on the same machine. It protects servers without
-		// credentials; here authenticate answers 401 before the SDK sees a
-		// request, and a rebinding page cannot hold an endpoint credential.
+		// a reverse proxy on the same machine. checkOrigin guards against
+		// rebinding instead, by the Origin a browser always sends, and
+		// authenticate answers 401 before the SDK sees a request.
 		DisableLocalhostProtection: true,
 	})
 	// The SDK's bearer middleware is what puts a TokenInfo where tool calls
 	// see it; authenticate has already checked the credential.
 	withToken := auth.RequireBearerToken(tokenInfo, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
-	return httpx.Headers(s.authenticate(withToken(h)))
+	return httpx.Headers(s.logRequests(s.checkOrigin(s.authenticate(withToken(h)))))
 }
 
 // authenticate resolves the request's bearer credential to its endpoint,
@@ -89,16 +87,20 @@ func New(d httpx.Deps) http.Handler {
 // one, on every request.
 func (s *surface) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := recordOf(r.Context())
 		p, _, err := s.d.Auth.Endpoint(r.Context(), r)
 		switch {
 		case httpx.IsUnauthenticated(err):
+			rec.set(outcomeUnauthenticated, "")
 			httpx.WriteUnauthenticated(w, "a valid endpoint credential is required as a bearer token")
 			return
 		case err != nil:
+			rec.fail(err)
 			httpx.WriteError(w, r, s.log, err)
 			return
 		}
-		ctx := context.WithValue(r.Context(), callerKey{}, &caller{p: p})
+		rec.setEndpoint(p.EndpointID)
+		ctx := context.WithValue(r.Context(), callerKey{}, &caller{p: p, rec: rec})
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
@@ -121,10 +123,10 @@ func tokenInfo(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo,
 	}, nil
 }
 
-// callerOf returns who a tool call acts as.
-func callerOf(req *mcp.CallToolRequest) (*caller, error) {
-	if req.Extra != nil && req.Extra.TokenInfo != nil {
-		if c, ok := req.Extra.TokenInfo.Extra[tokenExtraCaller].(*caller); ok {
+// callerOf returns who a request acts as.
+func callerOf(req mcp.Request) (*caller, error) {
+	if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
+		if c, ok := extra.TokenInfo.Extra[tokenExtraCaller].(*caller); ok {
 			return c, nil
 		}
 	}
@@ -170,10 +172,11 @@ func (s *surface) serverFor(r *http.Request) *mcp.Server {
 func (s *surface) newServer(fams []notifytype.Grant) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: ServerName, Title: "Switchboard Notify", Version: Version},
 		&mcp.ServerOptions{
-			Instructions: instructions,
-			Logger:       s.log,
-			// The tools of a server never change: an endpoint's grant picks
-			// another server instead.
+			Instructions: instructionsFor(fams),
+			Logger:       s.sdkLog,
+			// Tools only: no prompts, resources, completions or logging
+			// (guard refuses their methods). The tools of a server never
+			// change: an endpoint's grant picks another server instead.
 			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
 			// What a list answers depends on the credential: no shared cache
 			// may keep it.
@@ -190,51 +193,74 @@ func (s *surface) newServer(fams []notifytype.Grant) *mcp.Server {
 	return srv
 }
 
-// guard wraps tools/call: a verb outside the caller's grant is refused as
-// forbidden before the SDK could call it "unknown"; a notifications verb
-// spends one of the human's limiter tokens; and a failed call's error is
-// answered through the one table (toolError).
+// undeclared lists the methods of capabilities the server does not
+// declare (prompts, resources, completions, logging): the SDK would answer
+// them (with empty lists), and a client may not rely on what a server does
+// not declare, so guard refuses them as method not found.
+var undeclared = map[string]bool{
+	"prompts/list": true, "prompts/get": true,
+	"resources/list": true, "resources/templates/list": true, "resources/read": true,
+	"resources/subscribe": true, "resources/unsubscribe": true,
+	"completion/complete": true,
+	"logging/setLevel":    true,
+}
+
+// guard wraps every method the SDK receives. It refuses the methods of
+// undeclared capabilities; on tools/call it refuses a verb outside the
+// caller's grant as forbidden before the SDK could call it "unknown",
+// spends one of the human's limiter tokens for a notifications verb, and
+// answers any failed call through the one table (toolError), whatever
+// added the tool; and it notes each method's outcome on the request's log
+// line.
 func (s *surface) guard(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		call, ok := req.(*mcp.CallToolRequest)
-		if method != "tools/call" || !ok || call.Params == nil {
-			return next(ctx, method, req)
+		c, cerr := callerOf(req)
+		var rec *requestRecord
+		if cerr == nil {
+			rec = c.rec
+		}
+		call, isCall := req.(*mcp.CallToolRequest)
+		tool := ""
+		if isCall && call.Params != nil {
+			tool = call.Params.Name
+			if _, known := verbFamily[tool]; !known {
+				tool = ""
+			}
+		}
+		rec.setCall(method, tool)
+		if undeclared[method] {
+			err := &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+				Message: "method not found: " + method + " (this server declares and serves tools only)"}
+			rec.finish(err)
+			return nil, err
+		}
+		if method != "tools/call" || !isCall || call.Params == nil {
+			res, err := next(ctx, method, req)
+			rec.finish(err)
+			return res, err
 		}
 		name := call.Params.Name
-		c, err := callerOf(call)
-		if err != nil {
-			return toolError(ctx, s.log, name, 0, &handlerError{err}), nil
+		if cerr != nil {
+			return toolError(rec, &handlerError{cerr}), nil
 		}
 		if fam, known := verbFamily[name]; known {
 			if !slices.Contains(c.p.Grants, fam) {
-				return toolError(ctx, s.log, name, c.p.EndpointID, &handlerError{notifytype.Forbidden(
+				return toolError(rec, &handlerError{notifytype.Forbidden(
 					"this endpoint's grant lacks the " + string(fam) + " verbs, so it may not call " + name)}), nil
 			}
 			if fam == notifytype.GrantNotifications && !s.d.Limiter.Allow(c.p.HumanID) {
-				return toolError(ctx, s.log, name, c.p.EndpointID, &handlerError{notifytype.RateLimited("too many requests; slow down")}), nil
+				return toolError(rec, &handlerError{notifytype.RateLimited("too many requests; slow down")}), nil
 			}
 		}
 		res, err := next(ctx, method, req)
-		if r, ok := res.(*mcp.CallToolResult); ok && err == nil && r.GetError() != nil {
-			return toolError(ctx, s.log, name, c.p.EndpointID, r.GetError()), nil
+		if r, ok := res.(*mcp.CallToolResult); ok && err == nil && r.IsError {
+			cause := r.GetError()
+			if cause == nil {
+				cause = &handlerError{errors.New("the tool reported an error without a cause")}
+			}
+			return toolError(rec, cause), nil
 		}
+		rec.finish(err)
 		return res, err
-	}
-}
-
-// handle adapts a verb to the SDK: it finds the caller and marks the verb's
-// errors as its own, for guard to answer through the table.
-func handle[In, Out any](fn func(context.Context, *caller, In) (Out, error)) mcp.ToolHandlerFor[In, Out] {
-	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
-		var zero Out
-		c, err := callerOf(req)
-		if err != nil {
-			return nil, zero, &handlerError{err}
-		}
-		out, err := fn(ctx, c, in)
-		if err != nil {
-			return nil, zero, &handlerError{err}
-		}
-		return nil, out, nil
 	}
 }

@@ -148,12 +148,12 @@ func nonNil(ids []int64) []int64 {
 }
 
 func addListSinks(srv *mcp.Server, s *surface) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        ToolListSinks,
 		Title:       "List sinks",
 		Description: "List the sinks (Gotify and Apprise servers the owner is notified through) of this endpoint's owner scope.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, handle(func(ctx context.Context, c *caller, _ ListSinksIn) (ListSinksOut, error) {
+	}, func(ctx context.Context, c *caller, _ ListSinksIn) (ListSinksOut, error) {
 		sinks, err := s.d.Engine.ListSinks(ctx, c.p, c.p.EndpointScope)
 		if err != nil {
 			return ListSinksOut{}, err
@@ -165,18 +165,18 @@ func addListSinks(srv *mcp.Server, s *surface) {
 			}
 		}
 		return out, nil
-	}))
+	})
 }
 
 func addSetSink(srv *mcp.Server, s *surface) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:  ToolSetSink,
 		Title: "Create or change a sink",
 		Description: "Create a sink in this endpoint's owner scope (omit id) or change one (give id): its name, " +
 			"connection, enabled, options and budget. The connection must already exist in the owner scope " +
 			"and be of the sink's kind; this verb never creates a connection or reads a secret.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)},
-	}, handle(func(ctx context.Context, c *caller, in SetSinkIn) (SinkOut, error) {
+	}, func(ctx context.Context, c *caller, in SetSinkIn) (SinkOut, error) {
 		var opts json.RawMessage
 		if in.Options != nil {
 			b, err := json.Marshal(in.Options)
@@ -209,47 +209,47 @@ func addSetSink(srv *mcp.Server, s *surface) {
 			return SinkOut{}, err
 		}
 		return sinkOut(sk)
-	}))
+	})
 }
 
 func addDeleteSink(srv *mcp.Server, s *surface) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        ToolDeleteSink,
 		Title:       "Delete a sink",
 		Description: "Delete a sink of this endpoint's owner scope, with its subscriptions. Its delivery records stay.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true},
-	}, handle(func(ctx context.Context, c *caller, in SinkIDIn) (DeleteSinkOut, error) {
+	}, func(ctx context.Context, c *caller, in SinkIDIn) (DeleteSinkOut, error) {
 		if err := s.d.Engine.DeleteSink(ctx, c.p, in.ID); err != nil {
 			return DeleteSinkOut{}, err
 		}
 		return DeleteSinkOut{Deleted: true, ID: in.ID}, nil
-	}))
+	})
 }
 
 func addTestSink(srv *mcp.Server, s *surface) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:  ToolTestSink,
 		Title: "Send a test message",
 		Description: "Send one message titled as a test through a sink of this endpoint's owner scope, now, " +
 			"and report success or the error class. At most 6 a minute per sink.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
-	}, handle(func(ctx context.Context, c *caller, in SinkIDIn) (TestSinkOut, error) {
+	}, func(ctx context.Context, c *caller, in SinkIDIn) (TestSinkOut, error) {
 		res, err := s.d.Engine.SendTest(ctx, c.p, in.ID)
 		if err != nil {
 			return TestSinkOut{}, err
 		}
 		return TestSinkOut{Delivered: res.Delivered, ErrorClass: string(res.Class), HTTPStatus: res.Status}, nil
-	}))
+	})
 }
 
 func addSetSinkSubscriptions(srv *mcp.Server, s *surface) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:  ToolSetSinkSubscriptions,
 		Title: "Set a sink's subscriptions",
 		Description: "Replace all subscriptions of a sink of this endpoint's owner scope: which events it hears of, " +
 			"filtered to queues, endpoints or webhooks of the owner scope and a minimum severity. All or nothing.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true},
-	}, handle(func(ctx context.Context, c *caller, in SetSinkSubscriptionsIn) (SetSinkSubscriptionsOut, error) {
+	}, func(ctx context.Context, c *caller, in SetSinkSubscriptionsIn) (SetSinkSubscriptionsOut, error) {
 		ins := make([]engine.SubscriptionInput, len(in.Subscriptions))
 		for i, sub := range in.Subscriptions {
 			types := make([]notifytype.EventType, len(sub.EventTypes))
@@ -270,7 +270,7 @@ func addSetSinkSubscriptions(srv *mcp.Server, s *surface) {
 			out.Subscriptions[i] = subscriptionOut(sub)
 		}
 		return out, nil
-	}))
+	})
 }
 
 func deref[T any](p *T) T {

@@ -23,13 +23,13 @@ type NotifyOwnerOut struct {
 }
 
 func addNotifyOwner(srv *mcp.Server, s *surface) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:  ToolNotifyOwner,
 		Title: "Page the owner",
 		Description: "Send the endpoint's owner a short page through their sinks subscribed to agent.notify. " +
 			"Fire-and-forget: it assigns nothing and changes no todo. At most 5 an hour per endpoint.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
-	}, handle(func(ctx context.Context, c *caller, in NotifyOwnerIn) (NotifyOwnerOut, error) {
+	}, func(ctx context.Context, c *caller, in NotifyOwnerIn) (NotifyOwnerOut, error) {
 		err := s.d.Engine.NotifyOwner(ctx, c.p, engine.NotifyOwnerInput{
 			Title: in.Title, Severity: notifytype.Severity(in.Severity), TodoID: in.TodoID,
 		})
@@ -37,5 +37,5 @@ func addNotifyOwner(srv *mcp.Server, s *surface) {
 			return NotifyOwnerOut{}, err
 		}
 		return NotifyOwnerOut{Accepted: true}, nil
-	}))
+	})
 }

@@ -240,7 +240,7 @@ func TestSetSinkRefusalsMatchTheHumanSurfaces(t *testing.T) {
 	// Arguments outside the tool's schema are refused before the engine.
 	e := refused(t, cs, mcpserver.ToolSetSink, map[string]any{"nmae": "phone"})
 	require.Equal(t, notifytype.CodeInvalidArgument, e.Code)
-	require.Equal(t, "arguments", e.Field)
+	require.Equal(t, "nmae", e.Field)
 
 	require.Zero(t, w.count(t, `SELECT count(*) FROM sinks`), "nothing stored")
 

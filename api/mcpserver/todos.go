@@ -68,61 +68,61 @@ type ReportIn struct {
 }
 
 func addClaim(srv *mcp.Server, s *surface) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        ToolClaim,
 		Title:       "Claim a todo",
 		Description: "Claim the oldest pending todo of a queue. The claim is leased for the todo's TTL; renew it with heartbeat, and end it with complete or fail.",
-	}, handle(func(ctx context.Context, c *caller, in ClaimIn) (ClaimOut, error) {
+	}, func(ctx context.Context, c *caller, in ClaimIn) (ClaimOut, error) {
 		t, ok, err := s.d.Todos.Claim(ctx, c.p.EndpointID, in.QueueID, host.ClaimOpts{Relay: in.Relay})
 		if err != nil || !ok {
 			return ClaimOut{}, err
 		}
 		out, err := todoOut(t)
 		return ClaimOut{Claimed: true, Todo: &out}, err
-	}))
+	})
 }
 
 func addHeartbeat(srv *mcp.Server, s *surface) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        ToolHeartbeat,
 		Title:       "Renew a claim",
 		Description: "Renew this endpoint's lease on a claimed todo for a full TTL from now.",
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: ptr(false)},
-	}, handle(func(ctx context.Context, c *caller, in TodoIn) (TodoOut, error) {
+	}, func(ctx context.Context, c *caller, in TodoIn) (TodoOut, error) {
 		t, err := s.d.Todos.Heartbeat(ctx, c.p.EndpointID, in.TodoID)
 		if err != nil {
 			return TodoOut{}, err
 		}
 		return todoOut(t)
-	}))
+	})
 }
 
 func addComplete(srv *mcp.Server, s *surface) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        ToolComplete,
 		Title:       "Complete a todo",
 		Description: "Mark a todo this endpoint holds claimed as done, with an optional report of the attempt.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false)},
-	}, handle(func(ctx context.Context, c *caller, in ReportIn) (TodoOut, error) {
+	}, func(ctx context.Context, c *caller, in ReportIn) (TodoOut, error) {
 		t, err := s.d.Todos.Complete(ctx, c.p.EndpointID, in.TodoID, host.AttemptReport{Summary: in.Summary, ArtifactHandle: in.ArtifactHandle})
 		if err != nil {
 			return TodoOut{}, err
 		}
 		return todoOut(t)
-	}))
+	})
 }
 
 func addFail(srv *mcp.Server, s *surface) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        ToolFail,
 		Title:       "Fail a todo",
 		Description: "Give up the attempt on a todo this endpoint holds claimed. Below its attempt cap the todo is pending again; at the cap it dead-letters and its owner's subscribed sinks are told.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false)},
-	}, handle(func(ctx context.Context, c *caller, in ReportIn) (TodoOut, error) {
+	}, func(ctx context.Context, c *caller, in ReportIn) (TodoOut, error) {
 		t, err := s.d.Todos.Fail(ctx, c.p.EndpointID, in.TodoID, host.AttemptReport{Summary: in.Summary, ArtifactHandle: in.ArtifactHandle})
 		if err != nil {
 			return TodoOut{}, err
 		}
 		return todoOut(t)
-	}))
+	})
 }

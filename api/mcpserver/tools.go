@@ -2,10 +2,13 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard/notify/notifytype"
@@ -52,6 +55,107 @@ var families = map[notifytype.Grant][]verb{
 	notifytype.GrantNotifyOwner: {
 		{ToolNotifyOwner, addNotifyOwner},
 	},
+}
+
+// familyGuides says in a line what each family's verbs are for; the
+// initialize instructions carry the lines of the granted families only. A
+// family without a line is described by its verbs' names alone.
+var familyGuides = map[notifytype.Grant]string{
+	notifytype.GrantTodos: "claim the oldest pending todo of a queue, keep the lease with heartbeat, " +
+		"and end the attempt with complete or fail",
+	notifytype.GrantNotifications: "manage the sinks (Gotify and Apprise servers) of this endpoint's owner scope " +
+		"and what they are subscribed to, using existing connections only",
+	notifytype.GrantNotifyOwner: "page this endpoint's owner through their sinks, at most 5 an hour",
+}
+
+// instructionsFor is what a server holding the tools of fams tells a
+// client at initialize: the granted families only, and how errors come.
+func instructionsFor(fams []notifytype.Grant) string {
+	var b strings.Builder
+	b.WriteString("Switchboard Notify, for one agent endpoint. ")
+	if len(fams) == 0 {
+		b.WriteString("This endpoint's grant holds no verbs served over MCP, so it lists no tools; its owner decides the grant.")
+		return b.String()
+	}
+	b.WriteString("This endpoint's owner granted it these verbs: ")
+	for i, f := range fams {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s (%s)", f, strings.Join(ToolsOf(f), ", "))
+		if g := familyGuides[f]; g != "" {
+			b.WriteString(": " + g)
+		}
+	}
+	b.WriteString(". A refusal is a tool result with isError set: its text says the code (invalid_argument, forbidden, " +
+		"not_found, ...), the field and what to do, and _meta[\"" + MetaKeyError + "\"] holds {code, field, scheme, message}.")
+	return b.String()
+}
+
+// addTool is how every verb is added to a server: the tool's input and
+// output schemas are inferred from In and Out (descriptions from the
+// jsonschema tags); the arguments are checked and decoded here, so a
+// client's mistake is an invalid_argument naming the field
+// (decodeArguments); fn runs as the caller; and its output is the result's
+// structured content, checked against the output schema. Every error,
+// of decoding or of fn, comes back marked for guard to answer through the
+// one table (toolError): a tool result with isError set and no
+// structured content.
+func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, fn func(context.Context, *caller, In) (Out, error)) {
+	inSchema, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: input schema of %s: %v", t.Name, err))
+	}
+	inResolved, err := inSchema.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: input schema of %s: %v", t.Name, err))
+	}
+	outSchema, err := jsonschema.For[Out](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: output schema of %s: %v", t.Name, err))
+	}
+	outResolved, err := outSchema.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: output schema of %s: %v", t.Name, err))
+	}
+	tool := *t
+	tool.InputSchema, tool.OutputSchema = inSchema, outSchema
+	failed := func(err error) (*mcp.CallToolResult, error) {
+		res := &mcp.CallToolResult{}
+		res.SetError(&handlerError{err})
+		return res, nil
+	}
+	srv.AddTool(&tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c, err := callerOf(req)
+		if err != nil {
+			return failed(err)
+		}
+		in, err := decodeArguments[In](req.Params.Arguments, inSchema, inResolved)
+		if err != nil {
+			return failed(err)
+		}
+		out, err := fn(ctx, c, in)
+		if err != nil {
+			return failed(err)
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return failed(fmt.Errorf("error encoding the output of %s: %w", t.Name, err))
+		}
+		var check any
+		if err := json.Unmarshal(b, &check); err != nil {
+			return failed(fmt.Errorf("error decoding the output of %s: %w", t.Name, err))
+		}
+		if err := outResolved.Validate(&check); err != nil {
+			return failed(fmt.Errorf("error checking the output of %s against its schema: %w", t.Name, err))
+		}
+		// The text block repeats the JSON for clients that read content
+		// only, as the spec suggests.
+		return &mcp.CallToolResult{
+			StructuredContent: json.RawMessage(b),
+			Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+		}, nil
+	})
 }
 
 // verbFamily maps every tool name served here to its family.
