@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jonboulle/clockwork"
+
+	"github.com/switchboard/notify/store"
 )
 
 // databaseClockResync is how often (of the local clock's elapsed time) a
@@ -46,8 +48,20 @@ func NewDatabaseClock(pool *pgxpool.Pool, local clockwork.Clock) *DatabaseClock 
 	return &DatabaseClock{pool: pool, local: local}
 }
 
-// Now returns the database's present time.
+// Now returns the database's present time, reading it through a
+// connection of the pool when the last reading is a minute old.
 func (c *DatabaseClock) Now(ctx context.Context) (time.Time, error) {
+	return c.now(ctx, nil)
+}
+
+// NowIn is Now for a caller inside a transaction: a reading, when one is
+// due, goes through tx rather than another connection of the pool (which
+// the caller's own transactions may all hold).
+func (c *DatabaseClock) NowIn(ctx context.Context, tx store.DBTX) (time.Time, error) {
+	return c.now(ctx, tx)
+}
+
+func (c *DatabaseClock) now(ctx context.Context, db store.DBTX) (time.Time, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.localAt.IsZero() {
@@ -55,24 +69,27 @@ func (c *DatabaseClock) Now(ctx context.Context) (time.Time, error) {
 			return c.dbAt.Add(elapsed), nil
 		}
 	}
-	conn, err := c.pool.Acquire(ctx)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("error reading the database's clock: %w", err)
+	if db == nil {
+		conn, err := c.pool.Acquire(ctx)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("error reading the database's clock: %w", err)
+		}
+		defer conn.Release()
+		db = conn
 	}
-	defer conn.Release()
 	// The reading is taken halfway through the round trip; of a few
 	// tries, the quickest round trip bounds the error best.
 	var best time.Duration = -1
 	for range databaseClockReadings {
 		before := c.local.Now()
-		var db time.Time
-		if err := conn.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&db); err != nil {
+		var t time.Time
+		if err := db.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&t); err != nil {
 			return time.Time{}, fmt.Errorf("error reading the database's clock: %w", err)
 		}
 		after := c.local.Now()
 		if rtt := after.Sub(before); best < 0 || rtt < best {
 			best = rtt
-			c.dbAt, c.localAt = db.Add(rtt/2), after
+			c.dbAt, c.localAt = t.Add(rtt/2), after
 		}
 	}
 	return c.dbAt, nil
@@ -85,6 +102,14 @@ func (e *Engine) now(ctx context.Context) (time.Time, error) {
 		return e.cfg.DatabaseClock.Now(), nil
 	}
 	return e.dbClock.Now(ctx)
+}
+
+// nowIn is now for a caller inside tx (Emit, in the host's transaction).
+func (e *Engine) nowIn(ctx context.Context, tx store.DBTX) (time.Time, error) {
+	if e.cfg.DatabaseClock != nil {
+		return e.cfg.DatabaseClock.Now(), nil
+	}
+	return e.dbClock.NowIn(ctx, tx)
 }
 
 // nowOrLocal is now for what only waits on it (a timer's length, a status

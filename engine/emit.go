@@ -36,7 +36,7 @@ import (
 //     while the row is open counts on that row ("and N more").
 //   - agent.notify and digest have no key: each is its own row.
 func (e *Engine) Emit(ctx context.Context, tx pgx.Tx, ev Event) error {
-	now, err := e.now(ctx)
+	now, err := e.nowIn(ctx, tx)
 	if err != nil {
 		return fmt.Errorf("error emitting %s: %w", ev.Type, err)
 	}
