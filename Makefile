@@ -7,7 +7,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.version=$(VERSION)
 BENCHTIME ?= 2s
 
-.PHONY: all build run test lint bench clean
+.PHONY: all build run test lint bench bench-short bench-drivers clean
 
 all: lint test build
 
@@ -32,6 +32,25 @@ test:
 bench:
 	@[ -f bench/go.mod ] || { echo "no bench/ module yet"; exit 1; }
 	cd bench && $(GO) test -run='^$$' -bench=. -benchtime=$(BENCHTIME) ./...
+
+## bench-drivers: the full figures of docs/BENCHMARKS.md, one driver after another (~15 min)
+BENCHBIN ?= $(CURDIR)/bin/bench
+bench-drivers:
+	cd bench && $(GO) build -o $(BENCHBIN)/ ./cmd/...
+	$(BENCHBIN)/emitratio
+	$(BENCHBIN)/drainratio
+	$(BENCHBIN)/latency
+	$(BENCHBIN)/scale
+	$(BENCHBIN)/storm
+
+## bench-short: every bench driver in its short mode (seconds each), so that none rots; .ci/run runs it
+bench-short:
+	cd bench && $(GO) build -o $(BENCHBIN)/ ./cmd/...
+	@for d in emitratio drainratio latency scale storm; do \
+		echo "== $$d -short"; start=$$(date +%s); \
+		$(BENCHBIN)/$$d -short > $(BENCHBIN)/$$d.short.log 2>&1 || { cat $(BENCHBIN)/$$d.short.log; exit 1; }; \
+		tail -n 4 $(BENCHBIN)/$$d.short.log; echo "($$d: $$(( $$(date +%s) - start ))s)"; \
+	done
 
 ## lint: fail on unformatted files, then go vet
 lint:

@@ -1,8 +1,18 @@
 package api
 
 import (
+	"bytes"
+	"cmp"
+	"errors"
+	"io"
+	"log"
+	"net"
 	"net/http"
+	"time"
 
+	"golang.org/x/net/netutil"
+
+	"github.com/switchboard/notify/api/hooks"
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/api/mcpserver"
 	"github.com/switchboard/notify/api/ops"
@@ -21,13 +31,14 @@ type Options struct {
 }
 
 // NewHandler returns the whole server: every response carries the
-// standard headers and every body is bounded at 16 KiB.
+// standard headers and every body is bounded at 16 KiB, but webhook
+// deliveries at /hooks/{id}, bounded at 256 KiB.
 func NewHandler(d httpx.Deps, o Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/api/v1/", rest.New(d))
 	mcp := mcpserver.New(d)
-	mux.Handle("/mcp", mcp)
-	mux.Handle("/mcp/", mcp)
+	mux.Handle("/mcp", StreamingRoute(mcp))
+	mux.Handle("/mcp/", StreamingRoute(mcp))
 	opsHandler := ops.New(d, o.Metrics)
 	mux.Handle("GET /ops/actors", opsHandler)
 	mux.Handle("GET /metrics", opsHandler)
@@ -39,5 +50,111 @@ func NewHandler(d httpx.Deps, o Options) http.Handler {
 		mux.Handle("/demo/", o.Demo)
 	}
 	mux.Handle("/", web.New(d))
-	return httpx.Headers(httpx.LimitBody(mux))
+	// Webhook deliveries have their own body bound (256 KiB), so they sit
+	// beside the 16 KiB limit of every management route, not under it.
+	root := http.NewServeMux()
+	root.Handle("/hooks/", hooks.New(d))
+	root.Handle("/", httpx.LimitBody(mux))
+	return httpx.Headers(root)
+}
+
+// Server defaults (each a setting of the binary, D27).
+const (
+	// ReadTimeoutDefault bounds reading one request, headers and body: a
+	// client that sends a body one byte at a time is cut off.
+	ReadTimeoutDefault = 30 * time.Second
+	// ReadHeaderTimeoutMax bounds reading the headers (at most the read
+	// timeout).
+	ReadHeaderTimeoutMax = 10 * time.Second
+	// WriteTimeoutDefault bounds a response on every route but /mcp, from
+	// the end of the request's headers (a send test takes at most 10 s).
+	WriteTimeoutDefault = 30 * time.Second
+	// IdleTimeoutDefault is how long a kept-alive connection may wait for
+	// its next request.
+	IdleTimeoutDefault = 60 * time.Second
+	// MaxConnsDefault bounds the connections served at once; more wait in
+	// the kernel's backlog.
+	MaxConnsDefault = 1000
+)
+
+// ServerConfig are the HTTP server's operator bounds. The zero value of
+// every field means its default.
+type ServerConfig struct {
+	// ReadTimeout bounds reading a request (headers and body). Defaults to
+	// ReadTimeoutDefault (30 s).
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing a response, except on /mcp, whose
+	// streams last as long as the client keeps them (StreamingRoute).
+	// Defaults to WriteTimeoutDefault (30 s).
+	WriteTimeout time.Duration
+	// IdleTimeout closes a kept-alive connection idle this long. Defaults
+	// to IdleTimeoutDefault (60 s).
+	IdleTimeout time.Duration
+	// MaxConns bounds concurrent connections. Defaults to MaxConnsDefault
+	// (1000).
+	MaxConns int
+	// ErrorLog receives the server's own errors. Defaults to the standard
+	// logger.
+	ErrorLog *log.Logger
+}
+
+// WithDefaults returns a copy of c with every unset field at its default.
+func (c ServerConfig) WithDefaults() ServerConfig {
+	c.ReadTimeout = cmp.Or(c.ReadTimeout, ReadTimeoutDefault)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, WriteTimeoutDefault)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, IdleTimeoutDefault)
+	c.MaxConns = cmp.Or(c.MaxConns, MaxConnsDefault)
+	return c
+}
+
+// NewServer returns the HTTP server for handler with c's timeouts: idle
+// keep-alive connections and slow clients are cut off. Serve it on
+// LimitListener(ln, c) so connections are bounded too.
+func NewServer(handler http.Handler, c ServerConfig) *http.Server {
+	c = c.WithDefaults()
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: min(ReadHeaderTimeoutMax, c.ReadTimeout),
+		ReadTimeout:       c.ReadTimeout,
+		WriteTimeout:      c.WriteTimeout,
+		IdleTimeout:       c.IdleTimeout,
+		ErrorLog:          c.ErrorLog,
+	}
+}
+
+// LimitListener bounds the connections ln accepts at once to c.MaxConns:
+// past it, Accept waits until one closes.
+func LimitListener(ln net.Listener, c ServerConfig) net.Listener {
+	return netutil.LimitListener(ln, c.WithDefaults().MaxConns)
+}
+
+// StreamingRoute serves a route whose responses may stream for as long as
+// the client keeps them open (MCP's streamable HTTP): it reads the whole
+// request body under the server's read deadline (bodies are bounded), then
+// lifts the read and write deadlines for this request only, so the
+// server's WriteTimeout does not cut a stream and its ReadTimeout does not
+// cancel the request's context mid-stream. The idle timeout and the
+// connection limit still hold.
+func StreamingRoute(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				var tooLarge *http.MaxBytesError
+				if errors.As(err, &tooLarge) {
+					http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+					return
+				}
+				http.Error(w, "error reading request body", http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		rc := http.NewResponseController(w)
+		// Errors mean the writer cannot set deadlines (a test recorder):
+		// then there are none to lift.
+		_ = rc.SetReadDeadline(time.Time{})
+		_ = rc.SetWriteDeadline(time.Time{})
+		next.ServeHTTP(w, r)
+	})
 }

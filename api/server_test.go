@@ -26,6 +26,7 @@ import (
 // with the demo on.
 type server struct {
 	w         *enginetest.World
+	eng       *engine.Engine
 	url       string
 	token     string
 	humanID   int64
@@ -47,7 +48,8 @@ func newServer(t *testing.T) *server {
 	deps := httpx.Deps{
 		Engine: eng, Accounts: accounts, Endpoints: host.NewEndpoints(w.Pool, host.NewDirectory(w.Pool), todos, w.Clock),
 		Todos: todos, Pool: w.Pool, Limiter: httpx.NewLimiter(1000, 1000),
-		Logger: slog.New(slog.NewJSONHandler(w.Logs, nil)), Clock: w.Clock, BaseURL: "http://127.0.0.1",
+		Webhooks: host.NewWebhooks(host.WebhooksConfig{Pool: w.Pool, Emitter: eng, SecretKey: w.Key, Clock: w.Clock}),
+		Logger:   slog.New(slog.NewJSONHandler(w.Logs, nil)), Clock: w.Clock, BaseURL: "http://127.0.0.1",
 	}
 	deps.Auth = &httpx.Auth{Accounts: accounts, Endpoints: deps.Endpoints, Clock: w.Clock}
 
@@ -70,7 +72,7 @@ func newServer(t *testing.T) *server {
 		Demo:    demo.Handler(deps, world),
 	}))
 	t.Cleanup(srv.Close)
-	return &server{w: w, url: srv.URL, token: token.Reveal(), humanID: h.ID, receivers: rec}
+	return &server{w: w, eng: eng, url: srv.URL, token: token.Reveal(), humanID: h.ID, receivers: rec}
 }
 
 func (s *server) get(t *testing.T, path, token string) (*http.Response, string) {
@@ -162,6 +164,10 @@ func TestDemoDeadLetterReachesBothReceivers(t *testing.T) {
 
 	resp, _ = s.get(t, "/metrics", "")
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	resp, _ = s.get(t, "/metrics", s.token)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "metrics are for operators (D26)")
+	_, err = host.NewAccounts(s.w.Pool).GrantOperator(s.w.Ctx, "demo@example.net")
+	require.NoError(t, err)
 	resp, body = s.get(t, "/metrics", s.token)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, body, `switchboard_delivery_attempts_total{class="",state="delivered"} 2`)

@@ -83,7 +83,14 @@ func (e *Engine) sendTest(ctx context.Context, p Principal, sinkID int64) (TestR
 		recordID, err = store.InsertDeliveryRecord(ctx, tx, store.DeliveryRecord{
 			SinkID: s.ID, Owner: s.Owner, EventType: "test", IsTest: true, CountsBudget: false, SentAt: now,
 		})
-		return err
+		if err != nil {
+			return err
+		}
+		scope, err := notifytype.ParseOwnerScope(s.Owner)
+		if err != nil {
+			return fmt.Errorf("error reading sink %d owner: %w", s.ID, err)
+		}
+		return RecordWrite(ctx, tx, p, scope, WriteSinkTest, ObjectSink, s.ID)
 	})
 	if err != nil {
 		return TestResult{}, err
@@ -130,6 +137,9 @@ func (e *Engine) notifyOwner(ctx context.Context, p Principal, in NotifyOwnerInp
 	if !slices.Contains(p.Grants, notifytype.GrantNotifyOwner) {
 		return notifytype.Forbidden("this endpoint's grant lacks notify_owner")
 	}
+	if err := e.checkEndpointMember(ctx, p); err != nil {
+		return err
+	}
 	switch {
 	case in.Title == "":
 		return notifytype.InvalidArgument("title", "is required")
@@ -164,6 +174,9 @@ func (e *Engine) notifyOwner(ctx context.Context, p Principal, in NotifyOwnerInp
 		}
 		if !ok {
 			return notifytype.RateLimited(fmt.Sprintf("at most %d pages an hour per endpoint", AgentPagesPerHour))
+		}
+		if err := RecordWrite(ctx, tx, p, p.EndpointScope, WriteAgentPage, ObjectEndpoint, p.EndpointID); err != nil {
+			return err
 		}
 		return e.Emit(ctx, tx, Event{
 			Type: notifytype.EventAgentNotify, Owner: p.EndpointScope, Severity: sev,

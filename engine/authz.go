@@ -56,6 +56,25 @@ func (e *Engine) authorize(ctx context.Context, p Principal, scope notifytype.Ow
 	return notifytype.NotFound("owner scope")
 }
 
+// checkEndpointMember refuses an endpoint of a team whose accountable
+// human is no longer a member of it: an endpoint acts with its human's
+// role in its scope, checked at use, so it does not outlive the human's
+// membership (REQ-5). A human principal, or an endpoint of a human scope,
+// passes.
+func (e *Engine) checkEndpointMember(ctx context.Context, p Principal) error {
+	if p.EndpointID == 0 || p.EndpointScope.Kind != notifytype.ScopeTeam {
+		return nil
+	}
+	role, err := e.cfg.Directory.TeamRole(ctx, p.HumanID, p.EndpointScope.ID)
+	if err != nil {
+		return fmt.Errorf("error reading team role: %w", err)
+	}
+	if role == RoleNone {
+		return notifytype.Forbidden("this endpoint's accountable human is no longer a member of its team")
+	}
+	return nil
+}
+
 // authorizeResource authorizes access to a resource read from the store,
 // answering not_found for what (a "sink", a "connection") when the caller
 // has no part in its scope.

@@ -55,11 +55,13 @@ type Config struct {
 	// (SWITCHBOARD_PUSH_ALLOW_HTTP). Defaults to false: HTTPS only.
 	PushAllowHTTP bool
 
-	// AppriseSchemesDenied replaces the Apprise schemes refused when a
-	// stateless sink or its connection is saved (REQ-4). Defaults to
-	// apprise.DefaultDeniedSchemes: the generic HTTP and local-system
-	// schemes. Every other scheme is allowed.
-	AppriseSchemesDenied []string
+	// AppriseSchemesAllowed is the allowlist of Apprise URL schemes a
+	// stateless sink may use, checked when the sink or its connection is
+	// saved and again at delivery (REQ-4, D23); lower case. Defaults to
+	// apprise.DefaultAllowedSchemes: Apprise's notification services less
+	// the generic HTTP and local-system schemes. A non-nil list replaces
+	// the default (an empty one allows no stateless sink).
+	AppriseSchemesAllowed []string
 
 	// MaxSinksPerScope is the ceiling of sinks per owner scope. Defaults to
 	// MaxSinksPerScopeDefault (10).
@@ -142,8 +144,8 @@ type Config struct {
 // WithDefaults returns a copy of c with every unset field at its default.
 func (c Config) WithDefaults() Config {
 	c.BaseURL = cmp.Or(c.BaseURL, "http://localhost:8080")
-	if c.AppriseSchemesDenied == nil {
-		c.AppriseSchemesDenied = apprise.DefaultDeniedSchemes
+	if c.AppriseSchemesAllowed == nil {
+		c.AppriseSchemesAllowed = apprise.DefaultAllowedSchemes
 	}
 	c.MaxSinksPerScope = cmp.Or(c.MaxSinksPerScope, MaxSinksPerScopeDefault)
 	c.BudgetPerHourMin = cmp.Or(c.BudgetPerHourMin, BudgetPerHourMinDefault)

@@ -127,7 +127,10 @@ func (e *Engine) createConnection(ctx context.Context, p Principal, in Connectio
 		if errors.Is(err, store.ErrConnectionNameTaken) {
 			return notifytype.InvalidArgument("name", "a connection with this name already exists in this owner scope")
 		}
-		if err != nil || plaintext == "" {
+		if err != nil {
+			return err
+		}
+		if err := RecordWrite(ctx, tx, p, row.Owner, WriteConnectionCreate, ObjectConnection, row.ID); err != nil || plaintext == "" {
 			return err
 		}
 		sealed, err := v.Seal(row.ID, row.Owner, notifytype.NewSecret(plaintext))
@@ -169,7 +172,7 @@ func (e *Engine) connectionSecret(kind string, s notifytype.Secret) (string, err
 		if err != nil {
 			return "", redacted(err, "secret", v)
 		}
-		if err := apprise.CheckSchemes(as.URLs, e.cfg.AppriseSchemesDenied); err != nil {
+		if err := apprise.CheckSchemes(as.URLs, e.cfg.AppriseSchemesAllowed); err != nil {
 			return "", redacted(err, "secret", v)
 		}
 		if as.IsZero() {
@@ -257,7 +260,10 @@ func (e *Engine) deleteConnection(ctx context.Context, p Principal, id int64) er
 		if errors.Is(err, store.ErrConnectionInUse) {
 			return inUse
 		}
-		return notFoundIfNoRows(err, "connection")
+		if err != nil {
+			return notFoundIfNoRows(err, "connection")
+		}
+		return RecordWrite(ctx, tx, p, c.Owner, WriteConnectionDelete, ObjectConnection, id)
 	})
 }
 
@@ -294,8 +300,12 @@ func (e *Engine) openConnection(ctx context.Context, db store.DBTX, id int64, sc
 	return c, secret, nil
 }
 
-// checkName validates a sink or connection name: 1 to 64 printable
-// characters, without surrounding space.
+// CheckName validates the name of a sink, a connection or an endpoint (an
+// embedder's own named objects may use it too): 1 to NameMaxLen printable
+// UTF-8 characters (no NUL, control character or bidi override), without
+// surrounding space; else invalid_argument on field name.
+func CheckName(name string) error { return checkName(name) }
+
 func checkName(name string) error {
 	switch {
 	case name == "":

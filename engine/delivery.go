@@ -412,6 +412,11 @@ func (e *Engine) buildAdapter(s store.SinkForDelivery) (sinks.Adapter, notifytyp
 				return nil, owner, "the connection's secret is invalid"
 			}
 		}
+		// Checked on every use too: URLs stored before the allowlist (or
+		// under a wider one) never reach the Apprise server.
+		if !opts.Stateful() && apprise.CheckSchemes(sec.URLs, e.cfg.AppriseSchemesAllowed) != nil {
+			return nil, owner, "an Apprise URL's scheme is not allowed on this instance"
+		}
 		return apprise.New(apprise.Config{BaseURL: s.BaseURL, Secret: sec, Options: opts}, e.client), owner, ""
 	}
 	return nil, owner, "the sink's kind is unknown"

@@ -4,7 +4,10 @@
 // An embedder calls Emit inside the transaction that changes its state (a
 // todo dead-letters, a delivery is quarantined, a rule matches), so the
 // notification exists exactly when the change commits: Emit writes one row
-// for the event when some subscription matches it. It runs Serve to
+// for the event when some subscription matches it. An event addressed to
+// one sink by name (a routing rule's notify) goes through EmitToSink
+// instead, which writes that sink's outbox row in the same transaction. It
+// runs Serve to
 // deliver what was emitted: a claimer per instance fans events out into one
 // outbox row per matching sink (coalescing repeats of a dedup key), claims
 // due rows and hands them to one supervised actor per sink, which spends

@@ -13,7 +13,9 @@ import (
 
 	"github.com/switchboard/notify/actors"
 	"github.com/switchboard/notify/engine/vault"
+	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
+	"github.com/switchboard/notify/store"
 )
 
 // Engine is one instance of Switchboard Notify inside an embedding server.
@@ -95,3 +97,42 @@ type ActorStatus = actors.Status
 // Status returns the status of every active sink actor of this instance,
 // by sink id. It never blocks an actor.
 func (e *Engine) Status() []ActorStatus { return e.actors.Status() }
+
+// StatusFor is Status limited to the sinks p may read: a human's own
+// scope's and their teams' (D26). Status, the instance-wide view, is for
+// operators only; nobody else learns that another scope's sink exists.
+func (e *Engine) StatusFor(ctx context.Context, p Principal) ([]ActorStatus, error) {
+	all := e.actors.Status()
+	ids := make([]int64, len(all))
+	for i, s := range all {
+		ids[i] = s.SinkID
+	}
+	owners, err := store.SinkOwners(ctx, e.cfg.Pool, ids)
+	if err != nil {
+		return nil, wrapErr(err, "reading actor status")
+	}
+	readable := map[notifytype.OwnerScope]bool{}
+	out := make([]ActorStatus, 0, len(all))
+	for _, s := range all {
+		owner, ok := owners[s.SinkID]
+		if !ok {
+			continue // deleted since: nobody's
+		}
+		may, seen := readable[owner]
+		if !seen {
+			err := e.authorize(ctx, p, owner, false)
+			switch {
+			case err == nil:
+				may = true
+			case errors.Is(err, notifytype.ErrNotFound), errors.Is(err, notifytype.ErrForbidden):
+			default:
+				return nil, wrapErr(err, "reading actor status")
+			}
+			readable[owner] = may
+		}
+		if may {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks/apprise"
 	"github.com/switchboard/notify/store/storetest"
 )
 
@@ -31,7 +33,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	b := setupService(t, withLogs)
 	noKey := b.engine(t, withLogs, func(c *engine.Config) { c.SecretKey = nil })
-	lax := b.engine(t, withLogs, func(c *engine.Config) { c.AppriseSchemesDenied = []string{} })
+	lax := b.engine(t, withLogs, func(c *engine.Config) {
+		c.AppriseSchemesAllowed = append(slices.Clone(apprise.DefaultAllowedSchemes), "json", "form")
+	})
 	h, p := b.human()
 	_, stranger := b.human()
 	owner := notifytype.Human(h)

@@ -142,8 +142,10 @@ func (e *Engine) createSink(ctx context.Context, p Principal, in SinkInput) (Sin
 		if n >= e.cfg.MaxSinksPerScope {
 			return notifytype.InvalidArgumentf("sinks", "this owner scope already has %d sinks, the most allowed; delete one first", e.cfg.MaxSinksPerScope)
 		}
-		out, err = store.InsertSink(ctx, tx, row)
-		return nameTaken(err)
+		if out, err = store.InsertSink(ctx, tx, row); err != nil {
+			return nameTaken(err)
+		}
+		return RecordWrite(ctx, tx, p, out.Owner, WriteSinkCreate, ObjectSink, out.ID)
 	})
 	if err != nil {
 		return Sink{}, err
@@ -245,8 +247,10 @@ func (e *Engine) updateSink(ctx context.Context, p Principal, id int64, patch Si
 			}
 		}
 		row.UpdatedByHumanID, row.UpdatedByEndpointID = p.HumanID, p.EndpointID
-		out, err = store.UpdateSink(ctx, tx, row)
-		return nameTaken(err)
+		if out, err = store.UpdateSink(ctx, tx, row); err != nil {
+			return nameTaken(err)
+		}
+		return RecordWrite(ctx, tx, p, out.Owner, WriteSinkUpdate, ObjectSink, out.ID)
 	})
 	if err != nil {
 		return Sink{}, err
@@ -262,10 +266,17 @@ func (e *Engine) SetSinkEnabled(ctx context.Context, p Principal, id int64, enab
 // DeleteSink deletes a sink with its subscriptions and pending outbox rows;
 // its delivery records stay (REQ-5).
 func (e *Engine) DeleteSink(ctx context.Context, p Principal, id int64) error {
-	if _, err := e.readSink(ctx, p, id, true); err != nil {
+	s, err := e.readSink(ctx, p, id, true)
+	if err != nil {
 		return wrapErr(err, "deleting sink")
 	}
-	return wrapErr(notFoundIfNoRows(store.DeleteSink(ctx, e.cfg.Pool, id), "sink"), "deleting sink")
+	err = pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
+		if err := store.DeleteSink(ctx, tx, id); err != nil {
+			return notFoundIfNoRows(err, "sink")
+		}
+		return RecordWrite(ctx, tx, p, s.Owner, WriteSinkDelete, ObjectSink, id)
+	})
+	return wrapErr(err, "deleting sink")
 }
 
 // checkDelivery checks what a sink of owner and kind delivers through: its
@@ -308,7 +319,7 @@ func (e *Engine) checkDelivery(ctx context.Context, db store.DBTX, owner notifyt
 		case !o.Stateful() && len(as.URLs) == 0:
 			return nil, notifytype.InvalidArgument("options.config_key", "set options.config_key, or use a connection whose secret carries Apprise URLs")
 		case !o.Stateful():
-			if err := apprise.CheckSchemes(as.URLs, e.cfg.AppriseSchemesDenied); err != nil {
+			if err := apprise.CheckSchemes(as.URLs, e.cfg.AppriseSchemesAllowed); err != nil {
 				return nil, redacted(err, "options", secret.Reveal())
 			}
 		}

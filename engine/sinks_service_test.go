@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks/apprise"
 	"github.com/switchboard/notify/store/storetest"
 )
 
@@ -91,7 +93,9 @@ func TestGenericHTTPSchemeRefused(t *testing.T) {
 	// The sink's save checks again: a connection stored while the operator
 	// allowed json is refused under the default allowlist, and no sink is
 	// stored.
-	lax := b.engine(t, func(c *engine.Config) { c.AppriseSchemesDenied = []string{} })
+	lax := b.engine(t, func(c *engine.Config) {
+		c.AppriseSchemesAllowed = append(slices.Clone(apprise.DefaultAllowedSchemes), "json", "form")
+	})
 	conn := b.appriseConnection(t, lax, p, owner, `{"urls":["`+url+`"]}`)
 	_, err = b.eng.CreateSink(b.ctx, p, engine.SinkInput{Owner: owner, Name: "hooks", Kind: engine.KindApprise, ConnectionID: conn})
 	e = requireRefusal(t, err, notifytype.CodeForbiddenScheme, "")
@@ -241,7 +245,9 @@ func TestUpdateSink(t *testing.T) {
 
 func TestDisablingAlwaysWorksButEnablingRechecksSchemes(t *testing.T) {
 	t.Parallel()
-	b := setupService(t, func(c *engine.Config) { c.AppriseSchemesDenied = []string{} })
+	b := setupService(t, func(c *engine.Config) {
+		c.AppriseSchemesAllowed = append(slices.Clone(apprise.DefaultAllowedSchemes), "json", "form")
+	})
 	h, p := b.human()
 	owner := notifytype.Human(h)
 	conn := b.appriseConnection(t, b.eng, p, owner, `{"urls":["form://hooks.example.net"]}`)

@@ -100,6 +100,10 @@ func (e *Engine) writeSubscriptions(ctx context.Context, p Principal, sinkID int
 			if err := store.DeleteSinkSubscriptions(ctx, tx, sinkID); err != nil {
 				return err
 			}
+			// The replacement is one write of the sink's subscriptions.
+			if err := RecordWrite(ctx, tx, p, sink.Owner, WriteSubscriptionsSet, ObjectSink, sinkID); err != nil {
+				return err
+			}
 		}
 		for _, r := range rows {
 			s, err := store.InsertSubscription(ctx, tx, r)
@@ -107,6 +111,9 @@ func (e *Engine) writeSubscriptions(ctx context.Context, p Principal, sinkID int
 				return notFoundIfNoRows(err, "sink")
 			}
 			out = append(out, subscriptionOut(s))
+			if err := RecordWrite(ctx, tx, p, sink.Owner, WriteSubscriptionAdd, ObjectSubscription, s.ID); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -197,9 +204,15 @@ func (e *Engine) ListSubscriptions(ctx context.Context, p Principal, sinkID int6
 // DeleteSubscription deletes one subscription of a sink; a subscription of
 // another sink is not_found.
 func (e *Engine) DeleteSubscription(ctx context.Context, p Principal, sinkID, subID int64) error {
-	if _, err := e.readSink(ctx, p, sinkID, true); err != nil {
+	sink, err := e.readSink(ctx, p, sinkID, true)
+	if err != nil {
 		return wrapErr(err, "deleting subscription")
 	}
-	err := notFoundIfNoRows(store.DeleteSubscription(ctx, e.cfg.Pool, sinkID, subID), "subscription")
+	err = pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
+		if err := store.DeleteSubscription(ctx, tx, sinkID, subID); err != nil {
+			return notFoundIfNoRows(err, "subscription")
+		}
+		return RecordWrite(ctx, tx, p, sink.Owner, WriteSubscriptionDelete, ObjectSubscription, subID)
+	})
 	return wrapErr(err, "deleting subscription")
 }

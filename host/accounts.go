@@ -196,3 +196,18 @@ func mint(prefix string) (notifytype.Secret, []byte, error) {
 func (a *Accounts) HumanByEmail(ctx context.Context, email string) (store.Human, error) {
 	return store.HumanByEmail(ctx, a.pool, email)
 }
+
+// GrantOperator gives the human with email the operator role (D26): the
+// instance-wide ops view and /metrics. An unknown email is not_found.
+func (a *Accounts) GrantOperator(ctx context.Context, email string) (store.Human, error) {
+	return store.SetOperator(ctx, a.pool, strings.TrimSpace(email), true)
+}
+
+// IsOperator reports whether the human holds the operator role.
+func (a *Accounts) IsOperator(ctx context.Context, humanID int64) (bool, error) {
+	h, err := store.HumanByID(ctx, a.pool, humanID)
+	if err != nil {
+		return false, fmt.Errorf("error reading human %d: %w", humanID, err)
+	}
+	return h.IsOperator, nil
+}

@@ -15,5 +15,14 @@
 // the dead letter commits (REQ-10), and the todo ends the same whether or
 // not any sink hears of it (REQ-1).
 //
+// Webhooks is the webhooks-and-routing-rules stand-in (SPEC-0020, D17) with
+// its quarantine (SPEC-0026): webhooks with a sealed signing secret and
+// trusted senders, ordered jq rules checked at save, and Receive, which
+// takes a signed delivery and, in one transaction, stores it with its
+// outcome and routing trace, creates its todo, and emits
+// delivery.quarantined (Emit) or one rule.notify per named sink
+// (EmitToSink). It is the one service the web UI, the operator API and the
+// MCP rule verbs call.
+//
 // Accounts creates humans and teams and mints their credentials (D4).
 package host

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,6 +23,12 @@ const SessionPrefix = "sbs_"
 
 // SessionTTL is how long a web session lasts.
 const SessionTTL = 12 * time.Hour
+
+// The host's writes in the write log (engine.RecordWrite).
+const (
+	WriteEndpointVend   = "endpoint.vend"
+	WriteEndpointRevoke = "endpoint.revoke"
+)
 
 // Endpoints vends, lists, revokes and authenticates endpoints: agents'
 // credentials carrying a grant of verb families and a human accountable for
@@ -92,11 +97,14 @@ func (s *Endpoints) mayManage(ctx context.Context, humanID int64, scope notifyty
 // credential once.
 func (s *Endpoints) Vend(ctx context.Context, humanID int64, scope notifytype.OwnerScope, name string, grants []notifytype.Grant) (Endpoint, notifytype.Secret, error) {
 	name = strings.TrimSpace(name)
-	switch {
-	case !scope.Valid():
+	if !scope.Valid() {
 		return Endpoint{}, notifytype.Secret{}, notifytype.InvalidArgument("owner", "must be human:<id> or team:<id>")
-	case name == "" || utf8.RuneCountInString(name) > 64:
-		return Endpoint{}, notifytype.Secret{}, notifytype.InvalidArgument("name", "must be 1 to 64 characters")
+	}
+	// Checked like sink and connection names: a NUL byte would fail in
+	// the database, and control characters and bidi overrides would be
+	// shown to humans.
+	if err := engine.CheckName(name); err != nil {
+		return Endpoint{}, notifytype.Secret{}, err
 	}
 	if grants == nil {
 		grants = notifytype.DefaultGrants
@@ -117,9 +125,17 @@ func (s *Endpoints) Vend(ctx context.Context, humanID int64, scope notifytype.Ow
 	if err != nil {
 		return Endpoint{}, notifytype.Secret{}, err
 	}
-	e, err := store.InsertEndpoint(ctx, s.pool, store.Endpoint{
-		Owner: scope.String(), Name: name, AccountableHumanID: humanID, Grants: names,
-	}, hash)
+	var e store.Endpoint
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		e, err = store.InsertEndpoint(ctx, tx, store.Endpoint{
+			Owner: scope.String(), Name: name, AccountableHumanID: humanID, Grants: names,
+		}, hash)
+		if err != nil {
+			return err
+		}
+		return engine.RecordWrite(ctx, tx, engine.HumanPrincipal(humanID), scope, WriteEndpointVend, engine.ObjectEndpoint, e.ID)
+	})
 	if errors.Is(err, store.ErrEndpointNameTaken) {
 		return Endpoint{}, notifytype.Secret{}, notifytype.InvalidArgument("name", "an endpoint of this name exists in this owner scope")
 	}
@@ -170,7 +186,9 @@ func (s *Endpoints) Revoke(ctx context.Context, humanID, endpointID int64) error
 		}
 		return err
 	}
-	return s.todos.RevokeEndpoint(ctx, endpointID)
+	return s.todos.revokeEndpoint(ctx, endpointID, func(tx pgx.Tx) error {
+		return engine.RecordWrite(ctx, tx, engine.HumanPrincipal(humanID), scope, WriteEndpointRevoke, engine.ObjectEndpoint, endpointID)
+	})
 }
 
 // Authenticate resolves an endpoint's bearer credential to the principal
@@ -187,6 +205,18 @@ func (s *Endpoints) Authenticate(ctx context.Context, credential string) (engine
 		return engine.Principal{}, Endpoint{}, err
 	}
 	out := endpointOut(e)
+	// A team endpoint acts with its accountable human's role in the team,
+	// checked at every use: once the human has left the team, the
+	// credential stops working, whatever verb it calls.
+	if out.Owner.Kind == notifytype.ScopeTeam {
+		role, err := s.dir.TeamRole(ctx, e.AccountableHumanID, out.Owner.ID)
+		if err != nil {
+			return engine.Principal{}, Endpoint{}, err
+		}
+		if role == engine.RoleNone {
+			return engine.Principal{}, Endpoint{}, notifytype.NotFound("endpoint")
+		}
+	}
 	return engine.EndpointPrincipal(e.ID, e.AccountableHumanID, out.Owner, out.Grants...), out, nil
 }
 

@@ -475,10 +475,21 @@ func (t *Todos) reapOnce(ctx context.Context) (int, error) {
 // endpoint that does not exist is not_found. The caller has checked that
 // the principal may revoke it.
 func (t *Todos) RevokeEndpoint(ctx context.Context, endpointID int64) error {
+	return t.revokeEndpoint(ctx, endpointID, nil)
+}
+
+// revokeEndpoint is RevokeEndpoint; also, when set, runs inTx in the
+// revocation's transaction (to record its author).
+func (t *Todos) revokeEndpoint(ctx context.Context, endpointID int64, inTx func(pgx.Tx) error) error {
 	now := t.clock.Now()
 	err := pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
 		if err := store.MarkEndpointRevoked(ctx, tx, endpointID, now); err != nil {
 			return err
+		}
+		if inTx != nil {
+			if err := inTx(tx); err != nil {
+				return err
+			}
 		}
 		rows, err := store.LockTodosClaimedBy(ctx, tx, endpointID)
 		if err != nil {

@@ -17,6 +17,9 @@ type Human struct {
 	Name      string
 	Email     string
 	CreatedAt time.Time
+	// IsOperator is the operator role (D26): the instance-wide ops view and
+	// /metrics.
+	IsOperator bool
 }
 
 // Team is a group of humans with roles (D2).
@@ -26,11 +29,11 @@ type Team struct {
 	CreatedAt time.Time
 }
 
-const humanColumns = `h.id, h.name, h.email, h.created_at`
+const humanColumns = `h.id, h.name, h.email, h.created_at, h.is_operator`
 
 func scanHuman(row pgx.Row) (Human, error) {
 	var h Human
-	err := row.Scan(&h.ID, &h.Name, &h.Email, &h.CreatedAt)
+	err := row.Scan(&h.ID, &h.Name, &h.Email, &h.CreatedAt, &h.IsOperator)
 	return h, err
 }
 
@@ -177,6 +180,16 @@ func UseLoginLink(ctx context.Context, db DBTX, tokenHash []byte) (Human, error)
 		SELECT `+humanColumns+` FROM used JOIN humans h ON h.id = used.human_id`, tokenHash))
 	if err != nil {
 		return Human{}, fmt.Errorf("error using login link: %w", notFound(err, "login link"))
+	}
+	return h, nil
+}
+
+// SetOperator grants (or withdraws) the operator role of the human with
+// email; an unknown email is not_found.
+func SetOperator(ctx context.Context, db DBTX, email string, operator bool) (Human, error) {
+	h, err := scanHuman(db.QueryRow(ctx, `UPDATE humans h SET is_operator = $2 WHERE h.email = $1 RETURNING `+humanColumns, email, operator))
+	if err != nil {
+		return Human{}, notFound(fmt.Errorf("error setting operator role: %w", err), "human")
 	}
 	return h, nil
 }

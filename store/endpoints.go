@@ -93,7 +93,7 @@ func InsertSession(ctx context.Context, db DBTX, humanID int64, tokenHash []byte
 // HumanBySession returns the human of a live session.
 func HumanBySession(ctx context.Context, db DBTX, tokenHash []byte, now time.Time) (Human, error) {
 	h, err := scanHuman(db.QueryRow(ctx, `
-		SELECT h.id, h.name, h.email, h.created_at FROM sessions s JOIN humans h ON h.id = s.human_id
+		SELECT `+humanColumns+` FROM sessions s JOIN humans h ON h.id = s.human_id
 		WHERE s.token_hash = $1 AND s.expires_at > $2`, tokenHash, now))
 	if err != nil {
 		return Human{}, fmt.Errorf("error reading session: %w", err)

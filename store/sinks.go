@@ -142,3 +142,30 @@ func DeleteSink(ctx context.Context, db DBTX, id int64) error {
 	}
 	return nil
 }
+
+// SinkOwners returns the owner scope of each of ids that names a sink; an
+// id of no sink is left out.
+func SinkOwners(ctx context.Context, db DBTX, ids []int64) (map[int64]notifytype.OwnerScope, error) {
+	rows, err := db.Query(ctx, `SELECT id, owner FROM sinks WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("error reading sink owners: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[int64]notifytype.OwnerScope, len(ids))
+	for rows.Next() {
+		var id int64
+		var owner string
+		if err := rows.Scan(&id, &owner); err != nil {
+			return nil, fmt.Errorf("error reading sink owners: %w", err)
+		}
+		scope, err := notifytype.ParseOwnerScope(owner)
+		if err != nil {
+			return nil, fmt.Errorf("error reading sink %d owner: %w", id, err)
+		}
+		out[id] = scope
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error reading sink owners: %w", err)
+	}
+	return out, nil
+}

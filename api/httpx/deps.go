@@ -15,8 +15,11 @@ type Deps struct {
 	Accounts  *host.Accounts
 	Endpoints *host.Endpoints
 	Todos     *host.Todos
-	Pool      *pgxpool.Pool
-	Auth      *Auth
+	// Webhooks receives deliveries at /hooks/{id} and serves the rule
+	// verbs of every surface.
+	Webhooks *host.Webhooks
+	Pool     *pgxpool.Pool
+	Auth     *Auth
 	// Limiter is the per-human limiter all management routes share.
 	Limiter *Limiter
 	Logger  *slog.Logger

@@ -123,18 +123,21 @@ func TestToolsListFollowsTheGrant(t *testing.T) {
 	human, scope := w.person()
 	todos := mcpserver.ToolsOf(notifytype.GrantTodos)
 	notifications := mcpserver.ToolsOf(notifytype.GrantNotifications)
+	rules := mcpserver.ToolsOf(notifytype.GrantRules)
 	require.Equal(t, []string{"claim", "heartbeat", "complete", "fail"}, todos)
+	require.Equal(t, []string{"set_webhook_rules", "add_webhook_rule", "update_webhook_rule", "test_webhook_rules"}, rules)
 	require.Equal(t, []string{"list_sinks", "set_sink", "delete_sink", "test_sink", "set_sink_subscriptions"}, notifications)
 
 	for _, tc := range []struct {
 		grants []notifytype.Grant
 		want   []string
 	}{
-		{[]notifytype.Grant{notifytype.GrantRules}, nil},
+		{[]notifytype.Grant{notifytype.GrantRules}, rules},
+		{notifytype.DefaultGrants, slices.Concat(todos, rules)},
 		{[]notifytype.Grant{notifytype.GrantTodos}, todos},
 		{[]notifytype.Grant{notifytype.GrantNotifications}, notifications},
 		{[]notifytype.Grant{notifytype.GrantNotifyOwner}, []string{"notify_owner"}},
-		{notifytype.Grants, slices.Concat(todos, notifications, []string{"notify_owner"})},
+		{notifytype.Grants, slices.Concat(todos, rules, notifications, []string{"notify_owner"})},
 	} {
 		_, cred := w.vend(t, human, scope, tc.grants...)
 		cs := w.connect(t, cred)
@@ -145,7 +148,7 @@ func TestToolsListFollowsTheGrant(t *testing.T) {
 		require.Equal(t, want, toolNames(t, cs), "grant %v", tc.grants)
 
 		// Every verb outside the grant is refused as forbidden by name.
-		for name := range slices.Values(slices.Concat(todos, notifications, []string{"notify_owner"})) {
+		for name := range slices.Values(slices.Concat(todos, rules, notifications, []string{"notify_owner"})) {
 			if slices.Contains(tc.want, name) {
 				continue
 			}

@@ -25,7 +25,8 @@ func TestSinkVerbsOffUntilGranted(t *testing.T) {
 	cs := w.connect(t, cred)
 
 	names := toolNames(t, cs)
-	require.Equal(t, []string{"claim", "complete", "fail", "heartbeat"}, names)
+	require.Equal(t, []string{"add_webhook_rule", "claim", "complete", "fail", "heartbeat",
+		"set_webhook_rules", "test_webhook_rules", "update_webhook_rule"}, names, "todos and rules")
 	require.NotContains(t, names, mcpserver.ToolListSinks)
 
 	e := refused(t, cs, mcpserver.ToolListSinks, map[string]any{})

@@ -37,7 +37,6 @@ type verb struct {
 }
 
 // families lists each family's verbs; a grant adds exactly these tools.
-// The rules family's verbs (set_webhook_rules, ...) are not served here.
 var families = map[notifytype.Grant][]verb{
 	notifytype.GrantTodos: {
 		{ToolClaim, addClaim},
@@ -45,6 +44,7 @@ var families = map[notifytype.Grant][]verb{
 		{ToolComplete, addComplete},
 		{ToolFail, addFail},
 	},
+	notifytype.GrantRules: rulesVerbs,
 	notifytype.GrantNotifications: {
 		{ToolListSinks, addListSinks},
 		{ToolSetSink, addSetSink},
@@ -63,6 +63,8 @@ var families = map[notifytype.Grant][]verb{
 var familyGuides = map[notifytype.Grant]string{
 	notifytype.GrantTodos: "claim the oldest pending todo of a queue, keep the lease with heartbeat, " +
 		"and end the attempt with complete or fail",
+	notifytype.GrantRules: "set, add, change and dry-run the routing rules of the webhooks of this endpoint's owner scope: " +
+		"jq expressions whose actions route a delivery to a queue, drop it, or notify a sink by name; a dry run sends nothing",
 	notifytype.GrantNotifications: "manage the sinks (Gotify and Apprise servers) of this endpoint's owner scope " +
 		"and what they are subscribed to, using existing connections only",
 	notifytype.GrantNotifyOwner: "page this endpoint's owner through their sinks, at most 5 an hour",

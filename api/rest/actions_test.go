@@ -167,3 +167,17 @@ func TestSecretsNeverLeak(t *testing.T) {
 	require.Contains(t, b.w.Logs.String(), "test message failed", "the log was captured")
 	require.NotContains(t, b.w.Logs.String(), canary)
 }
+
+// TestEndpointNamesAreValidated: an endpoint's name is checked like a sink's
+// or a connection's: a NUL byte, a control character or a bidi override is
+// invalid_argument naming the field, never a 500, and nothing is stored.
+func TestEndpointNamesAreValidated(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, tok := b.human(t)
+	for _, name := range []string{"agent\x00", "agent\x1b[31m", "agent\u202etxt.exe", "bad\nname", "\u200fagent", strings.Repeat("x", 65)} {
+		e := b.refused(t, http.StatusBadRequest, "invalid_argument", tok, "POST", "/api/v1/endpoints", map[string]any{"name": name})
+		require.Equal(t, "name", e.Field, "%q", name)
+	}
+	require.Zero(t, b.count(t, "endpoints"))
+}

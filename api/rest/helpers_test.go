@@ -31,6 +31,7 @@ type bundle struct {
 	w        *enginetest.World
 	eng      *engine.Engine
 	accounts *host.Accounts
+	webhooks *host.Webhooks
 	srv      *httptest.Server
 
 	mu     sync.Mutex
@@ -58,8 +59,9 @@ func setup(t *testing.T, opts ...func(*options)) *bundle {
 	todos := host.NewTodos(w.Pool, eng, w.Clock)
 	accounts := host.NewAccounts(w.Pool)
 	endpoints := host.NewEndpoints(w.Pool, dir, todos, w.Clock)
+	webhooks := host.NewWebhooks(host.WebhooksConfig{Pool: w.Pool, Emitter: eng, SecretKey: w.Key, Clock: w.Clock})
 	deps := httpx.Deps{
-		Engine: eng, Accounts: accounts, Endpoints: endpoints, Todos: todos, Pool: w.Pool,
+		Engine: eng, Accounts: accounts, Endpoints: endpoints, Todos: todos, Webhooks: webhooks, Pool: w.Pool,
 		Auth:    &httpx.Auth{Accounts: accounts, Endpoints: endpoints, Clock: w.Clock},
 		Limiter: o.limiter,
 		Logger:  slog.New(slog.NewJSONHandler(w.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -68,7 +70,7 @@ func setup(t *testing.T, opts ...func(*options)) *bundle {
 	}
 	srv := httptest.NewServer(rest.New(deps))
 	t.Cleanup(srv.Close)
-	return &bundle{w: w, eng: eng, accounts: accounts, srv: srv}
+	return &bundle{w: w, eng: eng, accounts: accounts, webhooks: webhooks, srv: srv}
 }
 
 // human creates a human and returns its id and an operator API token.

@@ -2,6 +2,7 @@ package rest_test
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks/apprise"
 	"github.com/switchboard/notify/store/storetest"
 )
 
@@ -47,7 +49,9 @@ func TestBadSinkInput(t *testing.T) {
 		map[string]any{"kind": "apprise", "name": "apprise", "base_url": g.URL}))
 	// A stateless Apprise connection with a json:// URL, stored by an
 	// engine whose operator allows every scheme; this API's engine does not.
-	lax := b.w.Engine(func(c *engine.Config) { c.AppriseSchemesDenied = []string{} })
+	lax := b.w.Engine(func(c *engine.Config) {
+		c.AppriseSchemesAllowed = append(slices.Clone(apprise.DefaultAllowedSchemes), "json", "form")
+	})
 	jsonConn, err := lax.CreateConnection(b.w.Ctx, engine.HumanPrincipal(a), engine.ConnectionInput{
 		Owner: notifytype.Human(a), Kind: engine.KindApprise, Name: "lax", AccountKey: g.URL,
 		Secret: notifytype.NewSecret(`{"urls": ["json://hooks.example.net/x"]}`),
@@ -225,6 +229,8 @@ func TestBadConnectionInput(t *testing.T) {
 		post("apprise authorization two lines", apprise(map[string]any{"authorization": "Basic x\r\nX-Evil: 1"}), bad, invalid, "authorization"),
 		{name: "apprise json:// URL", method: "POST", path: "/api/v1/connections", status: bad, code: "forbidden_scheme", scheme: "json",
 			body: apprise(map[string]any{"urls": []string{"tgram://bot/chat", "json://hooks.example.net/secret-path"}})},
+		{name: "apprise json:// smuggled behind a comma", method: "POST", path: "/api/v1/connections", status: bad, code: "forbidden_scheme", scheme: "json",
+			body: apprise(map[string]any{"urls": []string{"mailto://u:p@example.com,json://169.254.169.254/latest/meta-data/"}})},
 	})
 	require.Equal(t, counts, b.counts(t), "nothing stored")
 	require.NotContains(t, b.allBodies(), "hooks.example.net", "a refused URL is never echoed")

@@ -57,7 +57,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	file, err := os.ReadFile("openapi.yaml")
 	require.NoError(t, err)
 	documented := documentedRoutes(t, file)
-	require.Len(t, documented, 18)
+	require.Len(t, documented, 30)
 	require.ElementsMatch(t, rest.Routes(), documented, "every route is documented, every documented operation is routed")
 
 	b := setup(t)
@@ -81,8 +81,10 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 			sink := b.sink(t, tok, "", conn)
 			sub := b.subscription(t, tok, sink)
 			endpoint, _ := b.vend(t, tok, "", nil)
-			id := map[string]int64{"sinks": sink, "connections": spare, "endpoints": endpoint}[strings.Split(path, "/")[3]]
-			url := strings.NewReplacer("{id}", strconv.FormatInt(id, 10), "{sub}", strconv.FormatInt(sub, 10)).Replace(path)
+			hook, rule, delivery := b.webhook(t, tok)
+			id := map[string]int64{"sinks": sink, "connections": spare, "endpoints": endpoint, "webhooks": hook}[strings.Split(path, "/")[3]]
+			url := strings.NewReplacer("{id}", strconv.FormatInt(id, 10), "{sub}", strconv.FormatInt(sub, 10),
+				"{rule}", strconv.FormatInt(rule, 10), "{delivery}", strconv.FormatInt(delivery, 10)).Replace(path)
 			var body any
 			if slices.Contains([]string{"POST", "PUT", "PATCH"}, method) {
 				body = "{}"

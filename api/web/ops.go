@@ -15,11 +15,19 @@ type opsRow struct {
 	TokensText string
 }
 
-// opsPage is the actors table from the engine's Status: any signed-in
-// human may see it, since it shows sink ids and counts only, no tenant's
-// names, messages or settings.
+// opsPage is the actors table, scoped as D26 says: an operator sees every
+// sink actor of the instance, any other human those of their own scopes'
+// sinks only.
 func (s *server) opsPage(w http.ResponseWriter, r *http.Request, a *actor) {
 	status := s.d.Engine.Status()
+	operator, err := s.d.Accounts.IsOperator(r.Context(), a.P.HumanID)
+	if err == nil && !operator {
+		status, err = s.d.Engine.StatusFor(r.Context(), a.P)
+	}
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
 	slices.SortFunc(status, func(x, y engine.ActorStatus) int { return cmp.Compare(x.SinkID, y.SinkID) })
 	rows := make([]opsRow, len(status))
 	for i, st := range status {

@@ -89,6 +89,7 @@ func New(d httpx.Deps) http.Handler {
 	mux.Handle("POST /endpoints/{id}/revoke", s.authed(s.revoke))
 
 	mux.Handle("GET /ops", s.authed(s.opsPage))
+	s.webhookRoutes(mux)
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -210,6 +210,19 @@ func TestBadInputsGiveTheAPICodes(t *testing.T) {
 			code: "forbidden_scheme", keeps: `value="relay"`, table: "connections",
 		},
 		{
+			// Apprise reads this one line as two services: the comma
+			// smuggles json:// past the allowlist (REQ-4, D23).
+			name: "connection comma-smuggled json scheme", path: "/connections",
+			form: url.Values{"owner": {owner}, "kind": {"apprise"}, "name": {"mail"}, "account_key": {"https://apprise.example.net"},
+				"apprise_urls": {"mailto://u:p@example.com,json://169.254.169.254/latest/meta-data/"}},
+			api: func() error {
+				_, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{Owner: me, Kind: "apprise", Name: "mail",
+					AccountKey: "https://apprise.example.net", Secret: notifytype.NewSecret(`{"urls":["mailto://u:p@example.com,json://169.254.169.254/latest/meta-data/"]}`)})
+				return err
+			},
+			code: "forbidden_scheme", keeps: `value="mail"`, table: "connections",
+		},
+		{
 			name: "connection without token", path: "/connections",
 			form: url.Values{"owner": {owner}, "kind": {"gotify"}, "name": {"phone2"}, "account_key": {"https://gotify.example.net"}},
 			api: func() error {
@@ -791,7 +804,8 @@ func TestOpsPage(t *testing.T) {
 		c.OnAttempt = func(a engine.Attempt) { attempts <- a }
 	})
 	owner := b.f.Human("")
-	_, c := b.human(t) // any signed-in human sees the table
+	c := b.login(t, owner)
+	_, stranger := b.human(t) // sees only their own scopes' sinks: none (D26)
 	gotify := sinktest.NewServer(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) })
 	conn := b.gotifyConnection(t, owner, notifytype.Human(owner), gotify.URL, "gtfya.ops")
 	sink := b.gotifySink(t, owner, notifytype.Human(owner), conn.ID, "ops-phone")
@@ -820,4 +834,22 @@ func TestOpsPage(t *testing.T) {
 	row := between(t, page.body, "<td>"+strconv.FormatInt(sink.ID, 10)+"</td>", "</tr>")
 	require.Contains(t, row, "<td>auth</td>")
 	require.NotContains(t, page.body, "ops-phone", "no tenant names")
+	require.Contains(t, stranger.get("/ops").body, "No sink actors are running", "another scope's sink is not shown")
+}
+
+// TestEndpointNamesAreValidated: both vend forms refuse a NUL byte, a
+// control character or a bidi override in the name with a 400 that names
+// the field, never a 500, and store nothing.
+func TestEndpointNamesAreValidated(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, c := b.human(t)
+	for _, name := range []string{"agent\x00", "agent\x1b[31m", "agent\u202etxt.exe", "\u200fagent"} {
+		for _, path := range []string{"/endpoints/vend", "/endpoints/quick"} {
+			res := c.post(path, url.Values{"name": {name}, "grant": {"todos"}})
+			require.Equal(t, http.StatusBadRequest, res.status, "%s %q: %s", path, name, res.body)
+			require.Contains(t, res.body, "name", "%s %q", path, name)
+		}
+	}
+	require.Zero(t, b.count(t, "endpoints"))
 }

@@ -13,9 +13,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/switchboard/notify/api"
 	"github.com/switchboard/notify/engine"
 )
 
@@ -66,13 +68,34 @@ type config struct {
 	// command shows the running server's actors with.
 	APIToken string
 
-	// AppriseSchemesDenied is SWITCHBOARD_APPRISE_DENIED_SCHEMES. Defaults to
-	// apprise.DefaultDeniedSchemes.
-	AppriseSchemesDenied []string
+	// AppriseSchemesAllowed is SWITCHBOARD_APPRISE_ALLOWED_SCHEMES, the
+	// Apprise scheme allowlist. Defaults to nil: the engine's default,
+	// apprise.DefaultAllowedSchemes.
+	AppriseSchemesAllowed []string
 
 	// MaxSinks is SWITCHBOARD_MAX_SINKS, the ceiling of sinks per owner
 	// scope. Defaults to engine.MaxSinksPerScopeDefault.
 	MaxSinks int
+
+	// BudgetPerHourMin and BudgetPerHourMax are SWITCHBOARD_BUDGET_PER_HOUR_MIN
+	// and _MAX, the bounds of a sink's rate. Default to
+	// engine.BudgetPerHourMinDefault and engine.BudgetPerHourMaxDefault (1, 120).
+	BudgetPerHourMin, BudgetPerHourMax int
+
+	// BudgetBurstMin and BudgetBurstMax are SWITCHBOARD_BUDGET_BURST_MIN and
+	// _MAX, the bounds of a sink's burst. Default to
+	// engine.BudgetBurstMinDefault and engine.BudgetBurstMaxDefault (1, 30).
+	BudgetBurstMin, BudgetBurstMax int
+
+	// ClaimTTL is SWITCHBOARD_CLAIM_TTL, how long a claimed row stays one
+	// instance's. Defaults to engine.ClaimTTLDefault (2 minutes).
+	ClaimTTL time.Duration
+
+	// HTTP is the server's bounds: SWITCHBOARD_HTTP_READ_TIMEOUT,
+	// SWITCHBOARD_HTTP_WRITE_TIMEOUT, SWITCHBOARD_HTTP_IDLE_TIMEOUT and
+	// SWITCHBOARD_HTTP_MAX_CONNS. Default to api's defaults (30 s, 30 s,
+	// 60 s, 1000).
+	HTTP api.ServerConfig
 
 	// LogFormat is SWITCHBOARD_LOG_FORMAT: auto, text or json. Defaults to
 	// auto.
@@ -83,7 +106,16 @@ type config struct {
 	LogLevel slog.Level
 }
 
-var schemeRE = regexp.MustCompile(`^[a-z][a-z0-9+.-]*$`)
+var schemeRE = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
+
+// Lower bounds of settings below which the server cannot work.
+const (
+	// claimTTLMin leaves an attempt (10 s) and its record time inside the
+	// claim.
+	claimTTLMin = 15 * time.Second
+	// writeTimeoutMin leaves a send test (10 s) time to answer.
+	writeTimeoutMin = 15 * time.Second
+)
 
 // loadConfig reads the configuration through lookup (os.LookupEnv in the
 // binary). It reports every bad variable at once. An error names the
@@ -102,7 +134,6 @@ func loadConfig(lookup func(string) (string, bool)) (config, error) {
 		DatabaseURL: cmp.Or(get("DATABASE_URL"), DatabaseURLDefault),
 		Listen:      cmp.Or(get("SWITCHBOARD_LISTEN"), ListenDefault),
 		LogFormat:   cmp.Or(strings.ToLower(get("SWITCHBOARD_LOG_FORMAT")), LogFormatAuto),
-		MaxSinks:    engine.MaxSinksPerScopeDefault,
 	}
 
 	// DATABASE_URL may carry a password: its parse error is not repeated.
@@ -169,24 +200,68 @@ func loadConfig(lookup func(string) (string, bool)) (config, error) {
 		}
 		c.Demo = b
 	}
-	if v := get("SWITCHBOARD_APPRISE_DENIED_SCHEMES"); v != "" {
-		c.AppriseSchemesDenied = []string{}
+	if get("SWITCHBOARD_APPRISE_DENIED_SCHEMES") != "" {
+		bad("SWITCHBOARD_APPRISE_DENIED_SCHEMES", "is no longer read: the Apprise scheme check is an allowlist now; "+
+			"set SWITCHBOARD_APPRISE_ALLOWED_SCHEMES to the schemes to allow (unset, the default allows Apprise's "+
+			"notification services except json, jsons, xml, xmls, form, forms and the local-system ones) and unset this one")
+	}
+	if v := get("SWITCHBOARD_APPRISE_ALLOWED_SCHEMES"); v != "" {
+		c.AppriseSchemesAllowed = []string{}
 		for _, f := range splitList(strings.ToLower(v)) {
 			f = strings.TrimSuffix(f, "://")
 			if !schemeRE.MatchString(f) {
-				bad("SWITCHBOARD_APPRISE_DENIED_SCHEMES", "%q is not a URL scheme", f)
+				bad("SWITCHBOARD_APPRISE_ALLOWED_SCHEMES", "%q is not an Apprise scheme (letters and digits)", f)
 				continue
 			}
-			c.AppriseSchemesDenied = append(c.AppriseSchemesDenied, f)
+			c.AppriseSchemesAllowed = append(c.AppriseSchemesAllowed, f)
 		}
 	}
 
-	if v := get("SWITCHBOARD_MAX_SINKS"); v != "" {
+	positive := func(name string, def int) int {
+		v := get(name)
+		if v == "" {
+			return def
+		}
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			bad("SWITCHBOARD_MAX_SINKS", "%q is not a positive integer", v)
+			bad(name, "%q is not a positive integer", v)
 		}
-		c.MaxSinks = n
+		return n
+	}
+	duration := func(name string, def time.Duration) time.Duration {
+		v := get(name)
+		if v == "" {
+			return def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			bad(name, "%q is not a positive duration like 30s or 2m", v)
+		}
+		return d
+	}
+	c.MaxSinks = positive("SWITCHBOARD_MAX_SINKS", engine.MaxSinksPerScopeDefault)
+	c.BudgetPerHourMin = positive("SWITCHBOARD_BUDGET_PER_HOUR_MIN", engine.BudgetPerHourMinDefault)
+	c.BudgetPerHourMax = positive("SWITCHBOARD_BUDGET_PER_HOUR_MAX", engine.BudgetPerHourMaxDefault)
+	c.BudgetBurstMin = positive("SWITCHBOARD_BUDGET_BURST_MIN", engine.BudgetBurstMinDefault)
+	c.BudgetBurstMax = positive("SWITCHBOARD_BUDGET_BURST_MAX", engine.BudgetBurstMaxDefault)
+	if c.BudgetPerHourMin > c.BudgetPerHourMax {
+		bad("SWITCHBOARD_BUDGET_PER_HOUR_MIN", "%d is above SWITCHBOARD_BUDGET_PER_HOUR_MAX (%d)", c.BudgetPerHourMin, c.BudgetPerHourMax)
+	}
+	if c.BudgetBurstMin > c.BudgetBurstMax {
+		bad("SWITCHBOARD_BUDGET_BURST_MIN", "%d is above SWITCHBOARD_BUDGET_BURST_MAX (%d)", c.BudgetBurstMin, c.BudgetBurstMax)
+	}
+	c.ClaimTTL = duration("SWITCHBOARD_CLAIM_TTL", engine.ClaimTTLDefault)
+	if c.ClaimTTL > 0 && c.ClaimTTL < claimTTLMin {
+		bad("SWITCHBOARD_CLAIM_TTL", "%s is shorter than %s: an attempt (10 s) must finish inside its claim", c.ClaimTTL, claimTTLMin)
+	}
+	c.HTTP = api.ServerConfig{
+		ReadTimeout:  duration("SWITCHBOARD_HTTP_READ_TIMEOUT", api.ReadTimeoutDefault),
+		WriteTimeout: duration("SWITCHBOARD_HTTP_WRITE_TIMEOUT", api.WriteTimeoutDefault),
+		IdleTimeout:  duration("SWITCHBOARD_HTTP_IDLE_TIMEOUT", api.IdleTimeoutDefault),
+		MaxConns:     positive("SWITCHBOARD_HTTP_MAX_CONNS", api.MaxConnsDefault),
+	}
+	if c.HTTP.WriteTimeout > 0 && c.HTTP.WriteTimeout < writeTimeoutMin {
+		bad("SWITCHBOARD_HTTP_WRITE_TIMEOUT", "%s is shorter than %s: a send test waits up to 10 s for its sink", c.HTTP.WriteTimeout, writeTimeoutMin)
 	}
 
 	switch c.LogFormat {

@@ -7,9 +7,11 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard/notify/api"
 	"github.com/switchboard/notify/engine"
 )
 
@@ -32,8 +34,15 @@ func TestLoadConfigDefaults(t *testing.T) {
 	require.Nil(t, c.SecretKey)
 	require.False(t, c.PushAllowHTTP)
 	require.Empty(t, c.PrivateHosts)
-	require.Nil(t, c.AppriseSchemesDenied, "nil leaves the engine's default")
+	require.Nil(t, c.AppriseSchemesAllowed, "nil leaves the engine's default")
 	require.Equal(t, engine.MaxSinksPerScopeDefault, c.MaxSinks)
+	require.Equal(t, engine.BudgetPerHourMinDefault, c.BudgetPerHourMin)
+	require.Equal(t, engine.BudgetPerHourMaxDefault, c.BudgetPerHourMax)
+	require.Equal(t, engine.BudgetBurstMinDefault, c.BudgetBurstMin)
+	require.Equal(t, engine.BudgetBurstMaxDefault, c.BudgetBurstMax)
+	require.Equal(t, engine.ClaimTTLDefault, c.ClaimTTL)
+	require.Equal(t, api.ServerConfig{ReadTimeout: api.ReadTimeoutDefault, WriteTimeout: api.WriteTimeoutDefault,
+		IdleTimeout: api.IdleTimeoutDefault, MaxConns: api.MaxConnsDefault}, c.HTTP)
 	require.Equal(t, LogFormatAuto, c.LogFormat)
 	require.Equal(t, slog.LevelInfo, c.LogLevel)
 }
@@ -47,8 +56,17 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"SWITCHBOARD_SECRET_KEY", key,
 		"SWITCHBOARD_PUSH_ALLOW_HTTP", "true",
 		"SWITCHBOARD_PRIVATE_HOSTS", " 10.0.0.0/8, 192.168.1.7 ,fd00::/8",
-		"SWITCHBOARD_APPRISE_DENIED_SCHEMES", "JSON, xml://",
+		"SWITCHBOARD_APPRISE_ALLOWED_SCHEMES", "TGRAM, json://",
 		"SWITCHBOARD_MAX_SINKS", "25",
+		"SWITCHBOARD_BUDGET_PER_HOUR_MIN", "2",
+		"SWITCHBOARD_BUDGET_PER_HOUR_MAX", "600",
+		"SWITCHBOARD_BUDGET_BURST_MIN", "3",
+		"SWITCHBOARD_BUDGET_BURST_MAX", "50",
+		"SWITCHBOARD_CLAIM_TTL", "5m",
+		"SWITCHBOARD_HTTP_READ_TIMEOUT", "20s",
+		"SWITCHBOARD_HTTP_WRITE_TIMEOUT", "45s",
+		"SWITCHBOARD_HTTP_IDLE_TIMEOUT", "2m",
+		"SWITCHBOARD_HTTP_MAX_CONNS", "64",
 		"SWITCHBOARD_LOG_FORMAT", "JSON",
 		"SWITCHBOARD_LOG_LEVEL", "debug",
 	))
@@ -64,8 +82,15 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		netip.MustParsePrefix("192.168.1.7/32"),
 		netip.MustParsePrefix("fd00::/8"),
 	}, c.PrivateHosts)
-	require.Equal(t, []string{"json", "xml"}, c.AppriseSchemesDenied)
+	require.Equal(t, []string{"tgram", "json"}, c.AppriseSchemesAllowed)
 	require.Equal(t, 25, c.MaxSinks)
+	require.Equal(t, 2, c.BudgetPerHourMin)
+	require.Equal(t, 600, c.BudgetPerHourMax)
+	require.Equal(t, 3, c.BudgetBurstMin)
+	require.Equal(t, 50, c.BudgetBurstMax)
+	require.Equal(t, 5*time.Minute, c.ClaimTTL)
+	require.Equal(t, api.ServerConfig{ReadTimeout: 20 * time.Second, WriteTimeout: 45 * time.Second,
+		IdleTimeout: 2 * time.Minute, MaxConns: 64}, c.HTTP)
 	require.Equal(t, LogFormatJSON, c.LogFormat)
 	require.Equal(t, slog.LevelDebug, c.LogLevel)
 
@@ -139,8 +164,17 @@ func TestLoadConfigRefusesBadValuesTogether(t *testing.T) {
 		"SWITCHBOARD_BASE_URL", "ftp://x",
 		"SWITCHBOARD_PUSH_ALLOW_HTTP", "sometimes",
 		"SWITCHBOARD_PRIVATE_HOSTS", "10.0.0.0/8,not-a-cidr",
-		"SWITCHBOARD_APPRISE_DENIED_SCHEMES", "json,bad scheme",
+		"SWITCHBOARD_APPRISE_ALLOWED_SCHEMES", "json,bad scheme",
 		"SWITCHBOARD_MAX_SINKS", "0",
+		"SWITCHBOARD_BUDGET_PER_HOUR_MIN", "-1",
+		"SWITCHBOARD_BUDGET_PER_HOUR_MAX", "lots",
+		"SWITCHBOARD_BUDGET_BURST_MIN", "40",
+		"SWITCHBOARD_BUDGET_BURST_MAX", "20",
+		"SWITCHBOARD_CLAIM_TTL", "2",
+		"SWITCHBOARD_HTTP_READ_TIMEOUT", "-5s",
+		"SWITCHBOARD_HTTP_WRITE_TIMEOUT", "1s",
+		"SWITCHBOARD_HTTP_IDLE_TIMEOUT", "forever",
+		"SWITCHBOARD_HTTP_MAX_CONNS", "0",
 		"SWITCHBOARD_LOG_FORMAT", "xml",
 		"SWITCHBOARD_LOG_LEVEL", "loud",
 	))
@@ -150,11 +184,30 @@ func TestLoadConfigRefusesBadValuesTogether(t *testing.T) {
 		`SWITCHBOARD_BASE_URL: "ftp://x"`,
 		`SWITCHBOARD_PUSH_ALLOW_HTTP: "sometimes"`,
 		`SWITCHBOARD_PRIVATE_HOSTS: "not-a-cidr"`,
-		`SWITCHBOARD_APPRISE_DENIED_SCHEMES: "bad scheme"`,
+		`SWITCHBOARD_APPRISE_ALLOWED_SCHEMES: "bad scheme"`,
 		`SWITCHBOARD_MAX_SINKS: "0"`,
+		`SWITCHBOARD_BUDGET_PER_HOUR_MIN: "-1" is not a positive integer`,
+		`SWITCHBOARD_BUDGET_PER_HOUR_MAX: "lots" is not a positive integer`,
+		`SWITCHBOARD_BUDGET_BURST_MIN: 40 is above SWITCHBOARD_BUDGET_BURST_MAX (20)`,
+		`SWITCHBOARD_CLAIM_TTL: "2" is not a positive duration`,
+		`SWITCHBOARD_HTTP_READ_TIMEOUT: "-5s" is not a positive duration`,
+		`SWITCHBOARD_HTTP_WRITE_TIMEOUT: 1s is shorter than 15s`,
+		`SWITCHBOARD_HTTP_IDLE_TIMEOUT: "forever" is not a positive duration`,
+		`SWITCHBOARD_HTTP_MAX_CONNS: "0" is not a positive integer`,
 		`SWITCHBOARD_LOG_FORMAT: "xml"`,
 		`SWITCHBOARD_LOG_LEVEL: "loud"`,
 	} {
 		require.Contains(t, err.Error(), want)
 	}
+}
+
+// TestLoadConfigRefusesTheOldDenylist: the denylist variable is gone (the
+// check is an allowlist, D23); an operator who still sets it is told to
+// use the new one instead of silently losing their setting.
+func TestLoadConfigRefusesTheOldDenylist(t *testing.T) {
+	t.Parallel()
+	_, err := loadConfig(env("SWITCHBOARD_APPRISE_DENIED_SCHEMES", "json,xml"))
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "SWITCHBOARD_APPRISE_DENIED_SCHEMES: is no longer read")
+	require.Contains(t, err.Error(), "set SWITCHBOARD_APPRISE_ALLOWED_SCHEMES")
 }

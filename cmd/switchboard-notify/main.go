@@ -29,6 +29,9 @@ commands:
   migrate   create the database if missing and apply the migrations
   demo      ensure the demo human, print a one-time login link and an operator API token
   status    print the per-sink actor table
+  grant-operator <email>
+            give the human with this email the operator role: the instance-wide
+            /ops view, /metrics and every sink in status
   version   print the version
 
 Configuration is read from the environment; see README.md.
@@ -56,7 +59,13 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	if len(args) > 0 {
 		cmd = args[0]
 	}
-	if len(args) > 1 {
+	var operand string
+	switch {
+	case cmd == "grant-operator" && len(args) != 2:
+		return fmt.Errorf("%w: grant-operator takes one argument, the human's email", errUsage)
+	case cmd == "grant-operator":
+		operand = args[1]
+	case len(args) > 1:
 		return fmt.Errorf("%w: %s takes no arguments", errUsage, cmd)
 	}
 	switch cmd {
@@ -66,7 +75,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
-	case "serve", "migrate", "demo", "status":
+	case "serve", "migrate", "demo", "status", "grant-operator":
 	default:
 		return fmt.Errorf("%w %q", errUsage, cmd)
 	}
@@ -84,6 +93,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return runDemo(ctx, cfg, stdout)
 	case "status":
 		return runStatus(ctx, cfg, stdout)
+	case "grant-operator":
+		return runGrantOperator(ctx, cfg, operand, stdout)
 	default:
 		return runServe(ctx, cfg, log, stdout)
 	}

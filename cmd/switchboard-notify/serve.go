@@ -27,9 +27,8 @@ const (
 	apiRatePerSecond = 5
 	apiBurst         = 30
 
-	readHeaderTimeout = 10 * time.Second
-	shutdownTimeout   = 15 * time.Second
-	healthTimeout     = 2 * time.Second
+	shutdownTimeout = 15 * time.Second
+	healthTimeout   = 2 * time.Second
 )
 
 // runServe is the serve command: it opens and migrates the database, builds
@@ -58,17 +57,22 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	}
 	var metrics *ops.Metrics
 	eng, err := engine.New(engine.Config{
-		Pool:                 pool,
-		Directory:            host.NewDirectory(pool),
-		SecretKey:            cfg.SecretKey,
-		BaseURL:              cfg.BaseURL,
-		PushAllowHTTP:        allowHTTP,
-		AppriseSchemesDenied: cfg.AppriseSchemesDenied,
-		MaxSinksPerScope:     cfg.MaxSinks,
-		PrivateHosts:         privateHosts,
-		Logger:               log,
-		OnAttempt:            func(a engine.Attempt) { metrics.OnAttempt(a) },
-		OnClaim:              func(sink int64, lag time.Duration) { metrics.OnClaim(sink, lag) },
+		Pool:                  pool,
+		Directory:             host.NewDirectory(pool),
+		SecretKey:             cfg.SecretKey,
+		BaseURL:               cfg.BaseURL,
+		PushAllowHTTP:         allowHTTP,
+		AppriseSchemesAllowed: cfg.AppriseSchemesAllowed,
+		MaxSinksPerScope:      cfg.MaxSinks,
+		BudgetPerHourMin:      cfg.BudgetPerHourMin,
+		BudgetPerHourMax:      cfg.BudgetPerHourMax,
+		BudgetBurstMin:        cfg.BudgetBurstMin,
+		BudgetBurstMax:        cfg.BudgetBurstMax,
+		ClaimTTL:              cfg.ClaimTTL,
+		PrivateHosts:          privateHosts,
+		Logger:                log,
+		OnAttempt:             func(a engine.Attempt) { metrics.OnAttempt(a) },
+		OnClaim:               func(sink int64, lag time.Duration) { metrics.OnClaim(sink, lag) },
 	})
 	if err != nil {
 		return err
@@ -99,6 +103,7 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 		Accounts:  accounts,
 		Endpoints: host.NewEndpoints(pool, directory, todos, nil),
 		Todos:     todos,
+		Webhooks:  host.NewWebhooks(host.WebhooksConfig{Pool: pool, Emitter: eng, SecretKey: cfg.SecretKey}),
 		Pool:      pool,
 		Limiter:   httpx.NewLimiter(apiRatePerSecond, apiBurst),
 		Logger:    log,
@@ -133,15 +138,15 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	if err != nil {
 		return fmt.Errorf("error listening on %s: %w", cfg.Listen, err)
 	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: readHeaderTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	log.Info("listening on http://"+ln.Addr().String(), "base_url", cfg.BaseURL)
+	httpCfg := cfg.HTTP
+	httpCfg.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	srv := api.NewServer(handler, httpCfg)
+	log.Info("listening on http://"+ln.Addr().String(), "base_url", cfg.BaseURL,
+		"read_timeout", srv.ReadTimeout, "write_timeout", srv.WriteTimeout, "idle_timeout", srv.IdleTimeout,
+		"max_conns", httpCfg.WithDefaults().MaxConns)
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- srv.Serve(api.LimitListener(ln, httpCfg)) }()
 
 	select {
 	case err := <-serveErr:

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/internal/optjson"
@@ -34,12 +36,31 @@ const (
 // TagMaxLen is the longest tag expression a sink may carry.
 const TagMaxLen = 256
 
-// DefaultDeniedSchemes are the Apprise URL schemes refused unless the
-// operator allows them (REQ-4): the generic HTTP schemes, which would turn
-// the Apprise server into an open relay to any host, and the local-system
-// schemes, which act on the Apprise server's own machine. dbus's sibling
-// schemes (kde, qt, glib) are the same plugin and are refused with it.
-var DefaultDeniedSchemes = []string{
+// DefaultAllowedSchemes are the Apprise URL schemes a stateless sink may
+// use unless the operator replaces the list (REQ-4, D23): the schemes of
+// Apprise's notification services (taken from Apprise 1.2's plugins; a test
+// compares them with the installed Apprise), less ExcludedSchemes.
+var DefaultAllowedSchemes = []string{
+	"apprise", "apprises", "bark", "barks", "boxcar", "bulksms", "clicksend", "d7sms", "dapnet",
+	"dingtalk", "discord", "emby", "embys", "enigma2", "enigma2s", "faast", "fcm", "flock", "gchat",
+	"gitter", "gotify", "gotifys", "growl", "guilded", "hassio", "hassios", "ifttt", "join",
+	"kavenegar", "kodi", "kodis", "kumulos", "lametric", "lametrics", "line", "mailgun", "mailto",
+	"mailtos", "mastodon", "mastodons", "matrix", "matrixs", "mmost", "mmosts", "mqtt", "mqtts",
+	"msg91", "msgbird", "msteams", "ncloud", "nclouds", "nctalk", "nctalks", "nexmo", "notica",
+	"noticas", "notifico", "ntfy", "ntfys", "o365", "onesignal", "opsgenie", "pagerduty", "parsep",
+	"parseps", "pbul", "pjet", "pjets", "popcorn", "pover", "prowl", "psafer", "psafers", "push",
+	"pushed", "reddit", "rocket", "rockets", "ryver", "schan", "sendgrid", "ses", "signal", "signals",
+	"sinch", "slack", "smseagle", "smseagles", "smtp2go", "sns", "sparkpost", "spontit", "spush",
+	"strmlabs", "tgram", "toot", "toots", "tweet", "twilio", "twist", "twitter", "vonage", "wxteams",
+	"xbmc", "xbmcs", "zulip",
+}
+
+// ExcludedSchemes are the Apprise schemes the default allowlist leaves out
+// (REQ-4): the generic HTTP schemes, which would turn the Apprise server
+// into an open relay to any host, and the local-system schemes, which act
+// on the Apprise server's own machine (dbus's sibling schemes kde, qt and
+// glib are the same plugin).
+var ExcludedSchemes = []string{
 	"json", "jsons", "xml", "xmls", "form", "forms",
 	"windows", "dbus", "kde", "qt", "glib", "gnome", "macosx", "syslog",
 }
@@ -48,8 +69,10 @@ var (
 	configKeyRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 	// tagRE is the Apprise tag grammar: tags separated by commas (any of)
 	// and spaces (all of).
-	tagRE    = regexp.MustCompile(`^[A-Za-z0-9_\-., ]*$`)
-	schemeRE = regexp.MustCompile(`^[a-z][a-z0-9+.\-]{0,31}$`)
+	tagRE = regexp.MustCompile(`^[A-Za-z0-9_\-., ]*$`)
+	// schemeRE is an Apprise scheme as written: ASCII letters and digits
+	// (every Apprise plugin's scheme is one).
+	schemeRE = regexp.MustCompile(`^[A-Za-z0-9]{1,32}$`)
 )
 
 // Options are an Apprise sink's per-kind options, stored on the sink row as
@@ -229,19 +252,54 @@ func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 // MarshalJSON marshals as "<secret>"; use Encode for the sealed form.
 func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"<secret>"`), nil }
 
-// CheckSchemes refuses an Apprise URL whose scheme (lower-cased, the part
-// before "://") is in denied, with forbidden_scheme naming the scheme. A
-// URL without a scheme is invalid_argument on secret.urls. No error ever
+// CheckSchemes checks a stateless sink's Apprise URLs against allowed, the
+// scheme allowlist (REQ-4, D23). Each URL is read the way Apprise reads it
+// (SplitURLs): every scheme Apprise would find in it must be allowed, else
+// forbidden_scheme naming the first one that is not; and a URL Apprise
+// would read as more than one (a comma or a space before another
+// scheme://) is invalid_argument on secret.urls. A URL without a scheme,
+// with white space or control characters, is invalid_argument too. The
+// list as sent, joined, must read back as the same URLs. No error ever
 // repeats a URL.
-func CheckSchemes(urls []string, denied []string) error {
+func CheckSchemes(urls []string, allowed []string) error {
 	for _, u := range urls {
+		// The schemes first, so that a smuggled json:// is named as such.
+		parts := SplitURLs(strings.TrimSpace(u))
+		for _, part := range parts {
+			if err := checkAllowed(part, allowed); err != nil {
+				return err
+			}
+		}
 		if err := checkURLShape(u); err != nil {
 			return err
 		}
-		scheme := Scheme(u)
-		if slices.ContainsFunc(denied, func(d string) bool { return strings.EqualFold(d, scheme) }) {
-			return notifytype.ForbiddenScheme(scheme)
+		if len(parts) != 1 {
+			return notifytype.InvalidArgument("secret.urls", fmt.Sprintf("Apprise would read one of these URLs as %d; give each service its own entry", len(parts)))
 		}
+	}
+	joined := SplitURLs(joinURLs(urls))
+	for _, part := range joined {
+		if err := checkAllowed(part, allowed); err != nil {
+			return err
+		}
+	}
+	if len(joined) != len(urls) {
+		return notifytype.InvalidArgument("secret.urls", fmt.Sprintf("Apprise would read these %d URLs as %d; give each service its own entry", len(urls), len(joined)))
+	}
+	return nil
+}
+
+// checkAllowed refuses one URL whose scheme is not in allowed.
+func checkAllowed(u string, allowed []string) error {
+	raw, _, ok := strings.Cut(strings.TrimSpace(u), "://")
+	scheme := strings.ToLower(raw)
+	if !ok || !schemeRE.MatchString(raw) {
+		// Only letters that fold onto ASCII ones can get here; never
+		// echo them.
+		return notifytype.InvalidArgument("secret.urls", "every Apprise URL must start with scheme:// (ASCII letters and digits)")
+	}
+	if !slices.Contains(allowed, scheme) {
+		return notifytype.ForbiddenScheme(scheme)
 	}
 	return nil
 }
@@ -257,16 +315,24 @@ func Scheme(u string) string {
 }
 
 // checkURLShape refuses a URL the stateless request could not carry: no
-// scheme, a scheme that is not one, or white space or a control character
-// inside it (the Apprise API splits its urls string on white space).
+// scheme, a scheme that is not ASCII letters and digits, text that is not
+// UTF-8, or white space or a control character inside it (Apprise splits
+// its urls string on white space, Unicode's included).
 func checkURLShape(u string) error {
-	if !schemeRE.MatchString(Scheme(u)) {
-		return notifytype.InvalidArgument("secret.urls", "every Apprise URL must start with scheme://")
+	u = strings.TrimSpace(u)
+	raw, _, ok := strings.Cut(u, "://")
+	if !ok || !schemeRE.MatchString(raw) {
+		return notifytype.InvalidArgument("secret.urls", "every Apprise URL must start with scheme:// (ASCII letters and digits)")
 	}
-	if strings.IndexFunc(strings.TrimSpace(u), isSpaceOrControl) >= 0 {
+	if !utf8.ValidString(u) {
+		return notifytype.InvalidArgument("secret.urls", "an Apprise URL must be UTF-8 text")
+	}
+	if strings.IndexFunc(u, isSpaceOrControl) >= 0 {
 		return notifytype.InvalidArgument("secret.urls", "an Apprise URL must not contain white space or control characters")
 	}
 	return nil
 }
 
-func isSpaceOrControl(r rune) bool { return r <= ' ' || r == 0x7f }
+func isSpaceOrControl(r rune) bool {
+	return isPySpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+}

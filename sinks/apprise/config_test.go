@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -119,23 +120,23 @@ func TestParseSecretRefusalsDoNotEcho(t *testing.T) {
 func TestCheckSchemes(t *testing.T) {
 	t.Parallel()
 
-	denied := apprise.DefaultDeniedSchemes
-	require.NoError(t, apprise.CheckSchemes(nil, denied))
-	require.NoError(t, apprise.CheckSchemes([]string{"tgram://bot/chat", "ntfys://topic", "mailto://u:p@x.org"}, denied))
+	allowed := apprise.DefaultAllowedSchemes
+	require.NoError(t, apprise.CheckSchemes(nil, allowed))
+	require.NoError(t, apprise.CheckSchemes([]string{"tgram://bot/chat", "ntfys://topic", "mailto://u:p@x.org"}, allowed))
 
 	for _, scheme := range []string{"json", "jsons", "xml", "xmls", "form", "forms", "windows", "dbus", "gnome", "macosx", "syslog"} {
-		err := apprise.CheckSchemes([]string{"tgram://ok/1", strings.ToUpper(scheme) + "://CANARY.example.net/hook?token=CANARY"}, denied)
+		err := apprise.CheckSchemes([]string{"tgram://ok/1", strings.ToUpper(scheme) + "://CANARY.example.net/hook?token=CANARY"}, allowed)
 		require.ErrorIs(t, err, notifytype.ErrForbiddenScheme, scheme)
 		e, _ := notifytype.AsError(err)
 		require.Equal(t, scheme, e.Scheme)
 		require.NotContains(t, err.Error(), "CANARY")
 	}
 
-	err := apprise.CheckSchemes([]string{"CANARY-no-scheme"}, denied)
+	err := apprise.CheckSchemes([]string{"CANARY-no-scheme"}, allowed)
 	require.ErrorIs(t, err, notifytype.ErrInvalidArgument)
 	e, _ := notifytype.AsError(err)
 	require.Equal(t, "secret.urls", e.Field)
 	require.NotContains(t, err.Error(), "CANARY")
 
-	require.NoError(t, apprise.CheckSchemes([]string{"json://hook.example.net"}, nil), "an operator may allow every scheme")
+	require.NoError(t, apprise.CheckSchemes([]string{"json://hook.example.net"}, append(slices.Clone(allowed), "json")), "an operator may allow json")
 }

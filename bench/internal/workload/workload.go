@@ -7,6 +7,7 @@ package workload
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,13 +34,23 @@ const (
 	Emit1Sink                  // plus engine.Emit of a dead letter matching 1 sink
 	Emit10Sinks                // plus engine.Emit of a dead letter matching 10 sinks
 	RiverInsert                // plus one River InsertTx of a trivial job
+
+	// The batch variants send the host's statements in one pgx.Batch (one
+	// round trip between BEGIN and COMMIT); see batch.go.
+	BareBatch        // UPDATE and INSERT queued in one batch
+	Emit1SinkBatch   // plus the emit queued into the same batch (BatchEmitter), 1 sink
+	Emit10SinksBatch // the same, 10 sinks
 )
+
+// BatchVariants lists the batch variants, bare first.
+var BatchVariants = []Variant{BareBatch, Emit1SinkBatch, Emit10SinksBatch}
 
 // Variants lists every variant, bare first.
 var Variants = []Variant{Bare, Emit0Sinks, Emit1Sink, Emit10Sinks, RiverInsert}
 
 func (v Variant) String() string {
-	return [...]string{"bare", "emit_0_sinks", "emit_1_sink", "emit_10_sinks", "river_inserttx"}[v]
+	return [...]string{"bare", "emit_0_sinks", "emit_1_sink", "emit_10_sinks", "river_inserttx",
+		"bare_batch", "emit_1_sink_batch", "emit_10_sinks_batch"}[v]
 }
 
 // StormMode is one kind of concurrent writer.
@@ -86,7 +97,7 @@ type World struct {
 	Engine *engine.Engine
 	River  *river.Client[pgx.Tx]
 
-	hosts [5]*hostSet
+	hosts [8]*hostSet
 
 	stormOwner    notifytype.OwnerScope
 	stormHot      int64   // the webhook every hot emitter names
@@ -129,8 +140,8 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, f *storetest.Factory) (*Worl
 	}
 	w := &World{Pool: pool, Engine: eng, River: rc}
 
-	sinksFor := map[Variant]int{Emit1Sink: 1, Emit10Sinks: 10}
-	for _, v := range Variants {
+	sinksFor := map[Variant]int{Emit1Sink: 1, Emit10Sinks: 10, Emit1SinkBatch: 1, Emit10SinksBatch: 10}
+	for _, v := range append(slices.Clone(Variants), BatchVariants...) {
 		owner := notifytype.Human(f.Human(""))
 		h := &hostSet{owner: owner, queue: f.Queue(owner, "")}
 		for range TodosPerVariant {
@@ -172,7 +183,7 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, f *storetest.Factory) (*Worl
 				return nil, err
 			}
 		}
-		for _, v := range Variants {
+		for _, v := range w.HostVariants() {
 			if err := w.HostTx(ctx, v); err != nil {
 				return nil, err
 			}
@@ -186,7 +197,12 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, f *storetest.Factory) (*Worl
 // variant's extra write, commit.
 func (w *World) HostTx(ctx context.Context, v Variant) error {
 	h := w.hosts[v]
-	todo := h.todos[(h.next.Add(1)-1)%uint64(len(h.todos))]
+	i := h.next.Add(1) - 1
+	todo := h.todos[i%uint64(len(h.todos))]
+	if v >= BareBatch {
+		// Round robin: this is the todo's (i / todos + 1)-th dead letter.
+		return w.hostTxBatch(ctx, v, h, todo, int(i/uint64(len(h.todos)))+1)
+	}
 	return pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
 		var n int
 		if err := tx.QueryRow(ctx, `UPDATE todos SET state = 'dead', dead_letter_count = dead_letter_count + 1, updated_at = now()
@@ -280,7 +296,7 @@ func (w *World) Count(ctx context.Context) (Counts, error) {
 	if _, err := w.Engine.FanOut(ctx); err != nil {
 		return c, err
 	}
-	for _, v := range Variants {
+	for _, v := range w.HostVariants() {
 		h := w.hosts[v]
 		var o, t int
 		if err := w.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM outbox WHERE owner = $1),
@@ -299,7 +315,10 @@ func (w *World) Count(ctx context.Context) (Counts, error) {
 // Check verifies that every emit inserted one row per matching sink and
 // that the storms kept one open row per key.
 func (c Counts) Check() error {
-	for v, sinks := range map[Variant]int{Emit0Sinks: 0, Emit1Sink: 1, Emit10Sinks: 10} {
+	for v, sinks := range map[Variant]int{Emit0Sinks: 0, Emit1Sink: 1, Emit10Sinks: 10, Emit1SinkBatch: 1, Emit10SinksBatch: 10} {
+		if _, ok := c.Txs[v]; !ok {
+			continue // a batch variant the engine does not offer
+		}
 		if c.Outbox[v] != sinks*c.Txs[v] {
 			return fmt.Errorf("%s: %d outbox rows for %d transactions, want %d", v, c.Outbox[v], c.Txs[v], sinks*c.Txs[v])
 		}

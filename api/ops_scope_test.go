@@ -1,0 +1,121 @@
+package api_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks"
+)
+
+// TestOpsViewsAreScopedToTheirHumans: two humans each with a sink whose
+// actor is running; through /ops/actors, the /ops page and /metrics,
+// neither learns that the other's sink exists (D3, D26). An operator sees
+// the instance: every actor, and the metrics.
+func TestOpsViewsAreScopedToTheirHumans(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	gotify := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"id": 1}`)
+	}))
+	t.Cleanup(gotify.Close)
+
+	accounts := host.NewAccounts(s.w.Pool)
+	type person struct {
+		id    int64
+		email string
+		token string
+		sink  int64
+	}
+	people := make([]person, 2)
+	for i := range people {
+		email := fmt.Sprintf("person-%d@example.net", i)
+		h, err := accounts.CreateHuman(s.w.Ctx, "Person", email)
+		require.NoError(t, err)
+		tok, err := accounts.MintAPIToken(s.w.Ctx, h.ID)
+		require.NoError(t, err)
+		scope := notifytype.Human(h.ID)
+		sink := s.w.Sink(s.eng, engine.HumanPrincipal(h.ID), scope, enginetest.SinkOpts{BaseURL: gotify.URL, Secret: "gtfya.token"})
+		people[i] = person{id: h.ID, email: email, token: tok.Reveal(), sink: sink}
+		s.w.Emit(s.eng, engine.Event{
+			Type: notifytype.EventTodoDeadLettered, Owner: scope, TodoID: int64(100 + i), DeadLetterCount: 1,
+			Content: sinks.Content{Title: "build failed", Place: "forge"},
+		})
+	}
+	for range people {
+		s.w.WaitFor(func(a engine.Attempt) bool { return a.State == "delivered" })
+	}
+
+	actorsOf := func(token string) []int64 {
+		t.Helper()
+		resp, body := s.get(t, "/ops/actors", token)
+		require.Equal(t, http.StatusOK, resp.StatusCode, body)
+		var v struct{ Actors []engine.ActorStatus }
+		require.NoError(t, json.Unmarshal([]byte(body), &v))
+		var ids []int64
+		for _, a := range v.Actors {
+			ids = append(ids, a.SinkID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	opsPageOf := func(humanID int64) []int64 {
+		t.Helper()
+		link, _, err := accounts.MintLoginLink(s.w.Ctx, humanID)
+		require.NoError(t, err)
+		jar, err := cookiejar.New(nil)
+		require.NoError(t, err)
+		browser := &http.Client{Jar: jar}
+		login, err := http.NewRequest(http.MethodPost, s.url+"/login/"+link.Reveal(), nil)
+		require.NoError(t, err)
+		login.Header.Set("Origin", s.url)
+		resp, err := browser.Do(login)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		resp, err = browser.Get(s.url + "/ops")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		var ids []int64
+		for _, m := range regexp.MustCompile(`<tr>\s*<td>(\d+)</td>`).FindAllStringSubmatch(string(body), -1) {
+			id, _ := strconv.ParseInt(m[1], 10, 64)
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+
+	for i, p := range people {
+		other := people[1-i]
+		require.Equal(t, []int64{p.sink}, actorsOf(p.token), "/ops/actors shows only the human's own sink")
+		require.Equal(t, []int64{p.sink}, opsPageOf(p.id), "/ops shows only the human's own sink")
+		resp, body := s.get(t, "/metrics", p.token)
+		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+		require.NotContains(t, body, strconv.FormatInt(other.sink, 10))
+	}
+
+	// The operator role opens the instance-wide view.
+	_, err := accounts.GrantOperator(s.w.Ctx, people[0].email)
+	require.NoError(t, err)
+	require.Equal(t, []int64{people[0].sink, people[1].sink}, actorsOf(people[0].token))
+	require.Equal(t, []int64{people[0].sink, people[1].sink}, opsPageOf(people[0].id))
+	resp, body := s.get(t, "/metrics", people[0].token)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, body, fmt.Sprintf(`switchboard_sink_tokens{sink_id="%d"}`, people[1].sink))
+	require.Equal(t, []int64{people[1].sink}, actorsOf(people[1].token), "the other human is no operator")
+}

@@ -1,0 +1,99 @@
+package web_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store/storetest"
+)
+
+var secretRE = regexp.MustCompile(`<code id="webhook-secret">(sbw_[^<]+)</code>`)
+
+func TestWebhookPages(t *testing.T) {
+	t.Parallel()
+	b := newBundle(t)
+	hooks := host.NewWebhooks(host.WebhooksConfig{Pool: b.pool, Emitter: b.eng, SecretKey: b.eng.Config().SecretKey})
+	b.deps.Webhooks = hooks
+	b.serve(t)
+	human, c := b.human(t)
+	scope := notifytype.Human(human)
+	b.f.Sink(storetest.SinkOpts{Owner: scope, Name: "phone"})
+
+	// Create: the URL and the secret are shown, the secret only this once.
+	res := c.post("/webhooks", url.Values{"name": {"forge"}, "trusted_senders": {"octocat\ndependabot"}})
+	require.Equal(t, http.StatusCreated, res.status, res.body)
+	m := secretRE.FindStringSubmatch(res.body)
+	require.NotNil(t, m, res.body)
+	secret := notifytype.NewSecret(m[1])
+	list, err := hooks.List(b.ctx, engine.HumanPrincipal(human), scope)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	hook := list[0]
+	require.Contains(t, res.body, fmt.Sprintf("%s/hooks/%d", b.srv.URL, hook.ID))
+	page := c.get(fmt.Sprintf("/webhooks/%d", hook.ID))
+	require.Equal(t, http.StatusOK, page.status)
+	require.NotContains(t, page.body, secret.Reveal(), "never shown again")
+	require.Contains(t, page.body, fmt.Sprintf("/hooks/%d", hook.ID))
+
+	// A rule naming no sink of this owner is refused next to the form.
+	res = c.post(fmt.Sprintf("/webhooks/%d/rules", hook.ID), url.Values{"name": {"pager"}, "expr": {"true"}, "notify": {"nope"}})
+	require.Equal(t, http.StatusBadRequest, res.status)
+	code, field, _ := res.refusal(t)
+	require.Equal(t, "invalid_argument", code)
+	require.Equal(t, "action.notify", field)
+	require.Zero(t, b.count(t, "webhook_rules"))
+
+	res = c.post(fmt.Sprintf("/webhooks/%d/rules", hook.ID), url.Values{
+		"name": {"bots"}, "expr": {`.sender.login == "dependabot"`}, "drop": {"1"}, "notify": {"phone"},
+	})
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+
+	body := `{"sender":{"login":"dependabot"},"issue":{"number":3,"title":"Bump <b>left-pad</b>"}}`
+	got, err := hooks.Receive(b.ctx, hook.ID, []byte(body), host.Sign(secret, []byte(body)))
+	require.NoError(t, err)
+	spam := `{"sender":{"login":"mallory"}}`
+	quarantined, err := hooks.Receive(b.ctx, hook.ID, []byte(spam), host.Sign(secret, []byte(spam)))
+	require.NoError(t, err)
+
+	page = c.get(fmt.Sprintf("/webhooks/%d", hook.ID))
+	require.Contains(t, page.body, `<code>.sender.login == &#34;dependabot&#34;</code>`, "the rules")
+	require.Contains(t, page.body, fmt.Sprintf(`/board/webhooks/%d/deliveries/%d`, hook.ID, got.DeliveryID), "recent deliveries")
+	require.Contains(t, between(t, page.body, `id="quarantine"`, `</section>`), "mallory", "the quarantine")
+	require.NotContains(t, between(t, page.body, `id="quarantine"`, `</section>`), "dependabot")
+
+	// The board link opens the delivery with its trace, scope-checked.
+	board := c.get(fmt.Sprintf("/board/webhooks/%d/deliveries/%d", hook.ID, got.DeliveryID))
+	require.Equal(t, http.StatusOK, board.status, board.body)
+	require.Contains(t, board.body, "dropped")
+	require.Contains(t, between(t, board.body, `id="notified"`, `</dd>`), "phone")
+	require.Contains(t, board.body, "Bump &lt;b&gt;left-pad&lt;/b&gt;", "sender text is escaped")
+	_, other := b.human(t)
+	require.Equal(t, http.StatusNotFound, other.get(fmt.Sprintf("/board/webhooks/%d/deliveries/%d", hook.ID, got.DeliveryID)).status)
+	require.Equal(t, http.StatusNotFound, other.get(fmt.Sprintf("/webhooks/%d", hook.ID)).status)
+	require.Equal(t, http.StatusNotFound, c.get(fmt.Sprintf("/board/webhooks/%d/deliveries/%d", hook.ID, quarantined.DeliveryID+100)).status)
+
+	// Dry run: a report, nothing sent or saved.
+	rules := b.count(t, "webhook_rules")
+	res = c.post(fmt.Sprintf("/webhooks/%d/test", hook.ID), url.Values{"name": {"all"}, "expr": {"true"}, "notify": {"phone"}})
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	require.Contains(t, between(t, res.body, `id="dry-run-report"`, `</table>`), "<code>phone</code>")
+	require.Equal(t, rules, b.count(t, "webhook_rules"))
+
+	// Rotation shows a new secret once.
+	res = c.post(fmt.Sprintf("/webhooks/%d/secret", hook.ID), nil)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	m = secretRE.FindStringSubmatch(res.body)
+	require.NotNil(t, m)
+	require.NotEqual(t, secret.Reveal(), m[1])
+	require.Equal(t, http.StatusNotFound, other.post(fmt.Sprintf("/webhooks/%d/secret", hook.ID), nil).status)
+	require.False(t, strings.Contains(b.logs.String(), m[1]), "no secret in the logs")
+}

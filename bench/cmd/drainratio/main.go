@@ -1,0 +1,432 @@
+// Command drainratio measures how fast the delivery engine drains a
+// backlog across many sinks, beside two baselines in the same run, on the
+// same database and the same loopback Gotify stand-in:
+//
+//   - engine_K: K engines (-instances, default 1,2,3), each on a pool of
+//     its own, draining one backlog of at least -backlog due deliveries
+//     across -sinks sinks (10 per owner scope, the management ceiling),
+//     budgets lifted through the operator bounds (BudgetPerHourMax,
+//     BudgetBurstMax) and every sink's budget set to them. The backlog is
+//     emitted (Emit, one event reaching its owner's 10 sinks) before the
+//     engines start, so the fan-out is part of the drain. Timed from Serve
+//     to the last delivery recorded; every message checked exactly once
+//     at the stand-in and in delivery_records.
+//   - hand: baseline (a), the hand-written loop: claim a batch FOR UPDATE
+//     SKIP LOCKED, POST each, record each, commit; batch and concurrency
+//     chosen by a sweep for its best figure (or -hand-batch/-hand-conc).
+//   - river: baseline (b), River v0.51 with an HTTP-posting worker, jobs
+//     inserted before the client starts, tuned (-river-workers 2000,
+//     FetchCooldown 2 ms, FetchPollInterval 20 ms); timed from Start to
+//     River reporting the last job completed.
+//
+// The measurements run interleaved in rounds (order reversed every other
+// round); figures are medians over rounds and ratios medians of per-round
+// ratios. The first engine_1 of the run is profiled (-cpuprofile) and its
+// statements counted on its pool (pgx tracer) with the transactions
+// committed (pg_stat_database). -short runs a small version for CI.
+package main
+
+import (
+	"cmp"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchboard/notify/bench/internal/benchdb"
+	"github.com/switchboard/notify/bench/internal/fleet"
+	"github.com/switchboard/notify/bench/internal/rig"
+	"github.com/switchboard/notify/engine"
+)
+
+var (
+	short        = flag.Bool("short", false, "a small run for CI: 50 sinks, 500 deliveries, one round, instances 1,2, no sweep")
+	rounds       = flag.Int("rounds", 3, "rounds of every measurement")
+	sinksN       = flag.Int("sinks", 1000, "sinks (10 per owner scope)")
+	backlog      = flag.Int("backlog", 20000, "due deliveries per measurement")
+	instFlag     = flag.String("instances", "1,2,3", "engine instance counts, comma separated")
+	handBatch    = flag.Int("hand-batch", 0, "hand loop batch (0: chosen by the sweep)")
+	handConc     = flag.Int("hand-conc", 0, "hand loop concurrency (0: chosen by the sweep)")
+	riverWorkers = flag.Int("river-workers", 2000, "River MaxWorkers")
+	riverConns   = flag.Int("river-conns", 16, "River's pool size")
+	engineConns  = flag.Int("engine-conns", 0, "each engine's pool size (0: pgxpool's default, max(4, NumCPU), as the server binary's)")
+	timeoutFlag  = flag.Duration("timeout", 120*time.Second, "bound on one measurement")
+	cpuprofile   = flag.String("cpuprofile", "", "write a CPU profile of the first engine_1 drain to this file")
+	keep         = flag.Bool("keep", false, "keep the database at the end")
+)
+
+func main() {
+	flag.Parse()
+	if *short {
+		*rounds, *sinksN, *backlog, *instFlag = 1, 50, 500, "1,2"
+		*handBatch, *handConc, *timeoutFlag = cmp.Or(*handBatch, 50), cmp.Or(*handConc, 16), 60*time.Second
+	}
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "drainratio:", err)
+		os.Exit(1)
+	}
+}
+
+// outcome is one measurement.
+type outcome struct {
+	rate       float64 // deliveries/s
+	n          int
+	distinct   int // distinct messages the stand-in received
+	duplicated int // messages received more than once
+	dbDouble   int // outbox rows with more than one delivered record
+	unfinished int // outbox rows sent but not recorded: sent again once their claim expires
+}
+
+type world struct {
+	r                  *rig.Rig
+	f                  *fleet.Fleet
+	keys               map[int64]string
+	emit               *engine.Engine // never served: emits the engine's backlogs
+	tracer             *rig.Tracer
+	profiled           bool
+	stats              []rig.Stat
+	commitsPerDelivery float64
+}
+
+func run(ctx context.Context) (err error) {
+	var instances []int
+	for s := range strings.SplitSeq(*instFlag, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || k < 1 {
+			return fmt.Errorf("bad -instances %q", *instFlag)
+		}
+		instances = append(instances, k)
+	}
+	if !slices.Contains(instances, 1) {
+		instances = append([]int{1}, instances...)
+	}
+	r, err := rig.Open(ctx, 8)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := r.Close(*keep); err == nil {
+			err = cerr
+		}
+	}()
+	if err := r.Describe(ctx); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	scopes := (*sinksN + 9) / 10
+	f, err := r.Fleet(ctx, scopes, min(10, *sinksN), rig.LiftedPerHour, rig.LiftedBurst, "drain")
+	if err != nil {
+		return err
+	}
+	if _, err := r.Pool.Exec(ctx, handSchema); err != nil {
+		return err
+	}
+	w := &world{r: r, f: f, tracer: rig.NewTracer()}
+	if w.keys, err = r.SinkKeys(ctx); err != nil {
+		return err
+	}
+	if w.emit, err = engine.New(r.Config(r.Pool, true)); err != nil {
+		return err
+	}
+	fmt.Printf("fleet:   %d sinks in %d scopes, budgets %d/h burst %d (%.1fs to make)\n", f.Sinks, len(f.Owners),
+		rig.LiftedPerHour, rig.LiftedBurst, time.Since(t0).Seconds())
+	fmt.Printf("engine:  defaults but budgets lifted; PollInterval %v, NotifyDebounce %v, pool %s per instance\n",
+		engine.PollIntervalDefault, engine.NotifyDebounceDefault, map[bool]string{true: "pgxpool's default", false: strconv.Itoa(*engineConns)}[*engineConns == 0])
+
+	if *handBatch == 0 || *handConc == 0 {
+		b, c, err := w.sweep(ctx)
+		if err != nil {
+			return fmt.Errorf("hand sweep: %w", err)
+		}
+		*handBatch, *handConc = cmp.Or(*handBatch, b), cmp.Or(*handConc, c)
+	}
+	rs := riverSettings{MaxWorkers: *riverWorkers, FetchCooldown: 2 * time.Millisecond, FetchPollInterval: 20 * time.Millisecond, PoolConns: int32(*riverConns)}
+	fmt.Printf("hand:    batch %d, concurrency %d (pool of %d)\nriver:   %s\n", *handBatch, *handConc, *handConc, rs)
+	fmt.Printf("run:     %d rounds, backlog %d deliveries per measurement\n\n", *rounds, *backlog)
+
+	type item struct {
+		name string
+		run  func(context.Context) (outcome, error)
+	}
+	var items []item
+	for _, k := range instances {
+		items = append(items, item{fmt.Sprintf("engine_%d", k), func(ctx context.Context) (outcome, error) { return w.engineDrain(ctx, k) }})
+		if k == 1 {
+			items = append(items,
+				item{"hand", func(ctx context.Context) (outcome, error) { return w.handDrain(ctx) }},
+				item{"river", func(ctx context.Context) (outcome, error) { return w.riverDrain(ctx, rs) }})
+		}
+	}
+	res := map[string][]outcome{}
+	var notOnce error // a measurement that did not deliver every message exactly once
+	for round := range *rounds {
+		order := slices.Clone(items)
+		if round%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, it := range order {
+			t := time.Now()
+			o, err := it.run(ctx)
+			if err != nil {
+				return fmt.Errorf("round %d, %s: %w", round+1, it.name, err)
+			}
+			res[it.name] = append(res[it.name], o)
+			// Exactly once is the engine's promise here (every attempt
+			// answered 200); River redelivers a job whose POST timed out.
+			if strings.HasPrefix(it.name, "engine_") && (o.duplicated > 0 || o.dbDouble > 0 || o.distinct != o.n || o.unfinished > 0) {
+				notOnce = fmt.Errorf("round %d, %s: not exactly once: %d distinct of %d, %d duplicated, %d rows delivered twice, %d sent but not recorded (sent again when their claim expires)",
+					round+1, it.name, o.distinct, o.n, o.duplicated, o.dbDouble, o.unfinished)
+			}
+			fmt.Printf("round %d %-9s %8.0f deliveries/s  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)\n",
+				round+1, it.name, o.rate, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds())
+		}
+	}
+
+	med := func(name string) float64 {
+		var xs []float64
+		for _, o := range res[name] {
+			xs = append(xs, o.rate)
+		}
+		return benchdb.Median(xs)
+	}
+	ratio := func(a, b string) float64 {
+		var xs []float64
+		for i := range res[a] {
+			xs = append(xs, res[a][i].rate/res[b][i].rate)
+		}
+		return benchdb.Median(xs)
+	}
+	verdict := func(ok bool) string { return map[bool]string{true: "PASS", false: "MISS"}[ok] }
+	fmt.Printf("\n== Drain of %d deliveries across %d sinks (median of %d rounds; ratios: median of per-round ratios)\n", *backlog, f.Sinks, *rounds)
+	fmt.Printf("%-10s %14s %10s %12s %8s\n", "", "deliveries/s", "ratio", "target", "verdict")
+	fmt.Printf("%-10s %14.0f\n", "engine_1", med("engine_1"))
+	rh, rr := ratio("engine_1", "hand"), ratio("engine_1", "river")
+	fmt.Printf("%-10s %14.0f %9.3fx %12s %8s\n", "hand (a)", med("hand"), rh, ">= 0.75x", verdict(rh >= 0.75))
+	fmt.Printf("%-10s %14.0f %9.3fx %12s %8s\n", "river (b)", med("river"), rr, ">= 1.1x", verdict(rr >= 1.1))
+
+	fmt.Printf("\n== Instances on one database, one backlog (aggregate; ratio to engine_1 of the same round)\n")
+	fmt.Printf("%-10s %14s %10s %12s %10s %11s %8s\n", "", "deliveries/s", "/ 1 inst", "duplicated", "db double", "unrecorded", "verdict")
+	for _, k := range instances {
+		nm := fmt.Sprintf("engine_%d", k)
+		dups, double, short, unrec := 0, 0, 0, 0
+		for _, o := range res[nm] {
+			dups += o.duplicated
+			double += o.dbDouble
+			unrec += o.unfinished
+			if o.distinct != o.n {
+				short++
+			}
+		}
+		rk := ratio(nm, "engine_1")
+		fmt.Printf("%-10s %14.0f %9.3fx %12d %10d %11d %8s\n", nm, med(nm), rk, dups, double, unrec,
+			verdict(rk >= 0.95 && dups == 0 && double == 0 && short == 0 && unrec == 0))
+	}
+
+	if len(w.stats) > 0 {
+		fmt.Printf("\n== Engine statements during the first engine_1 drain (%d deliveries; pgx tracer on the engine's pool)\n", *backlog)
+		fmt.Printf("transactions committed per delivery (pg_stat_database): %.2f\n", w.commitsPerDelivery)
+		fmt.Printf("%9s %10s %10s %9s  %s\n", "calls", "per deliv", "total ms", "mean ms", "statement")
+		for i, s := range w.stats {
+			if i == 15 {
+				break
+			}
+			sql := s.SQL
+			if len(sql) > 110 {
+				sql = sql[:110] + "…"
+			}
+			fmt.Printf("%9d %10.3f %10.0f %9.3f  %s\n", s.Calls, float64(s.Calls)/float64(*backlog), rig.Ms(s.Time),
+				rig.Ms(s.Time)/float64(s.Calls), sql)
+		}
+	}
+	return notOnce
+}
+
+// engineDrain emits a backlog, starts k engines and times them to the
+// last delivery recorded.
+func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
+	if err := w.r.Truncate(ctx); err != nil {
+		return outcome{}, err
+	}
+	n, err := w.r.Backlog(ctx, w.emit, w.f, *backlog)
+	if err != nil {
+		return outcome{}, err
+	}
+	w.r.GS.Reset()
+	profile := k == 1 && !w.profiled
+	var tracer = w.tracer
+	var commits0 int64
+	if profile {
+		if commits0, err = w.r.Commits(ctx); err != nil {
+			return outcome{}, err
+		}
+		if *cpuprofile != "" {
+			pf, err := os.Create(*cpuprofile)
+			if err != nil {
+				return outcome{}, err
+			}
+			defer pf.Close()
+			if err := pprof.StartCPUProfile(pf); err != nil {
+				return outcome{}, err
+			}
+			defer pprof.StopCPUProfile()
+		}
+		tracer.Start()
+	}
+	var ins []*rig.Instance
+	stopAll := func() error {
+		var first error
+		for _, in := range ins {
+			if err := in.Stop(); err != nil && first == nil {
+				first = err
+			}
+		}
+		ins = nil
+		return first
+	}
+	defer func() { _ = stopAll() }()
+	start := time.Now()
+	for i := range k {
+		in, err := w.r.Serve(w.r.Config(nil, true), fmt.Sprintf("bench-%d", i+1), int32(*engineConns), tracer)
+		if err != nil {
+			return outcome{}, err
+		}
+		ins = append(ins, in)
+	}
+	delivered := func() (d, failed int64) {
+		for _, in := range ins {
+			d += in.Delivered.Load()
+			failed += in.Failed.Load()
+		}
+		return d, failed
+	}
+	deadline := start.Add(*timeoutFlag)
+	// Done when every row is recorded delivered. The attempts reported
+	// delivered reach n first (a row whose record timed out is reported,
+	// stays claimed and is sent again when its claim expires), so the
+	// database is asked only from then on.
+	for {
+		d, failed := delivered()
+		if d >= int64(n) {
+			var left int
+			if err := w.r.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM outbox WHERE state <> 'delivered')
+				+ (SELECT count(*) FROM outbox_events)`).Scan(&left); err != nil {
+				return outcome{}, err
+			}
+			if left == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				return outcome{}, fmt.Errorf("%d rows not recorded delivered within %v", left, *timeoutFlag)
+			}
+			time.Sleep(250 * time.Millisecond)
+			continue
+		}
+		if failed > 0 {
+			return outcome{}, fmt.Errorf("%d attempts did not deliver", failed)
+		}
+		if time.Now().After(deadline) {
+			return outcome{}, fmt.Errorf("%d of %d delivered within %v", d, n, *timeoutFlag)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	took := time.Since(start)
+	if profile {
+		pprof.StopCPUProfile()
+		w.stats = tracer.Stop()
+		w.profiled = true
+	}
+	if err := stopAll(); err != nil {
+		return outcome{}, err
+	}
+	o := outcome{rate: float64(n) / took.Seconds(), n: n}
+	o.distinct, o.duplicated = w.r.GS.Counts()
+	if err := w.r.Pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT outbox_id FROM delivery_records
+		WHERE status = 'delivered' GROUP BY outbox_id HAVING count(*) > 1) d`).Scan(&o.dbDouble); err != nil {
+		return o, err
+	}
+	if err := w.r.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE state <> 'delivered'`).Scan(&o.unfinished); err != nil {
+		return o, err
+	}
+	if profile {
+		time.Sleep(1500 * time.Millisecond) // pg_stat_database lags
+		c1, err := w.r.Commits(ctx)
+		if err != nil {
+			return o, err
+		}
+		w.commitsPerDelivery = float64(c1-commits0) / float64(n)
+	}
+	return o, nil
+}
+
+// handDrain times baseline (a) over a backlog of the same size.
+func (w *world) handDrain(ctx context.Context) (outcome, error) {
+	return w.handRun(ctx, *backlog, *handBatch, *handConc)
+}
+
+func (w *world) handRun(ctx context.Context, n, batch, conc int) (outcome, error) {
+	if err := w.r.Truncate(ctx, "bench_hand_jobs", "bench_hand_records"); err != nil {
+		return outcome{}, err
+	}
+	if err := handLoad(ctx, w.r.Pool, jobs(w.f, w.keys, w.r, n)); err != nil {
+		return outcome{}, err
+	}
+	if _, err := w.r.Pool.Exec(ctx, `ANALYZE bench_hand_jobs`); err != nil {
+		return outcome{}, err
+	}
+	w.r.GS.Reset()
+	start := time.Now()
+	got, err := hand(ctx, w.r.URL, w.r.GS.URL, batch, conc)
+	took := time.Since(start)
+	if err != nil {
+		return outcome{}, err
+	}
+	o := outcome{rate: float64(got) / took.Seconds(), n: int(got)}
+	o.distinct, o.duplicated = w.r.GS.Counts()
+	if int(got) != n {
+		return o, fmt.Errorf("hand loop recorded %d of %d", got, n)
+	}
+	return o, nil
+}
+
+// riverDrain times baseline (b) over a backlog of the same size.
+func (w *world) riverDrain(ctx context.Context, s riverSettings) (outcome, error) {
+	if err := w.r.Truncate(ctx, "river_job"); err != nil {
+		return outcome{}, err
+	}
+	js := jobs(w.f, w.keys, w.r, *backlog)
+	w.r.GS.Reset()
+	took, err := riverRun(ctx, w.r.URL, w.r.GS.URL, js, s)
+	if err != nil {
+		return outcome{}, err
+	}
+	o := outcome{rate: float64(len(js)) / took.Seconds(), n: len(js)}
+	o.distinct, o.duplicated = w.r.GS.Counts()
+	return o, nil
+}
+
+// sweep runs the hand loop over a few batch sizes and concurrencies on a
+// smaller backlog and returns the fastest.
+func (w *world) sweep(ctx context.Context) (batch, conc int, err error) {
+	n := min(*backlog, 6000)
+	best := 0.0
+	fmt.Printf("hand sweep (%d deliveries each):", n)
+	for _, c := range []int{8, 16, 32} {
+		for _, b := range []int{10, 50, 100} {
+			o, err := w.handRun(ctx, n, b, c)
+			if err != nil {
+				return 0, 0, err
+			}
+			fmt.Printf(" b%d/c%d %.0f", b, c, o.rate)
+			if o.rate > best {
+				best, batch, conc = o.rate, b, c
+			}
+		}
+	}
+	fmt.Println()
+	return batch, conc, nil
+}

@@ -1,0 +1,372 @@
+// Package rig is what the pipeline drivers share: a fresh database with a
+// fleet of sinks on one stand-in, engines served on pools of their own,
+// the statement tracer, and the reading of machine and server settings.
+package rig
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/netip"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchboard/notify/bench/internal/benchdb"
+	"github.com/switchboard/notify/bench/internal/fleet"
+	"github.com/switchboard/notify/bench/internal/standin"
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks"
+)
+
+// Lifted budgets: the operator maxima of the drain's engines and what every
+// sink of a drain is created with (one token per 100 µs per sink; a burst
+// that covers any backlog the drivers make).
+const (
+	LiftedPerHour = 36_000_000
+	LiftedBurst   = 1_000_000
+)
+
+// Rig is a fresh database, its pool and the stand-in.
+type Rig struct {
+	URL  string
+	Pool *pgxpool.Pool // the host's pool: fixtures, backlogs, checks
+	Key  []byte
+	GS   *standin.Server
+	Log  *slog.Logger
+	drop func() error
+	todo atomic.Int64
+}
+
+// Open creates sbbench_<random> on DATABASE_URL's server, migrates it
+// (store.Migrate; River's too when river is set, by the caller) and starts
+// the stand-in.
+func Open(ctx context.Context, poolConns int32) (*Rig, error) {
+	admin := cmp.Or(os.Getenv("DATABASE_URL"), benchdb.DefaultAdminURL)
+	url, drop, err := benchdb.Create(ctx, admin)
+	if err != nil {
+		return nil, err
+	}
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		_ = drop()
+		return nil, err
+	}
+	if poolConns > 0 {
+		pc.MaxConns = poolConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		_ = drop()
+		return nil, err
+	}
+	r := &Rig{URL: url, Pool: pool, Key: make([]byte, 32), GS: standin.New(), drop: drop,
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	_, _ = rand.Read(r.Key)
+	if err := migrate(ctx, pool); err != nil {
+		r.Close(false)
+		return nil, err
+	}
+	return r, nil
+}
+
+// Close stops the stand-in, closes the pool and drops the database unless
+// keep (then it prints its URL).
+func (r *Rig) Close(keep bool) error {
+	r.GS.Close()
+	r.Pool.Close()
+	if keep {
+		fmt.Printf("\ndatabase kept: %s\n", r.URL)
+		return nil
+	}
+	return r.drop()
+}
+
+// Fleet builds scopes × perScope sinks on the stand-in subscribed to
+// todo.dead_lettered, with the budget given.
+func (r *Rig) Fleet(ctx context.Context, scopes, perScope, perHour, burst int, tag string) (*fleet.Fleet, error) {
+	return fleet.Build(ctx, r.Pool, r.Key, fleet.Options{
+		Scopes: scopes, SinksPerScope: perScope, BaseURL: r.GS.URL, PerHour: perHour, Burst: burst,
+		EventType: notifytype.EventTodoDeadLettered, Tag: tag,
+	})
+}
+
+// Config is an engine configuration on pool: loopback allowed over plain
+// HTTP, the rig's key, the real clock, everything else at its default but
+// for the budget bounds when lifted.
+func (r *Rig) Config(pool *pgxpool.Pool, lifted bool) engine.Config {
+	cfg := engine.Config{
+		Pool:          pool,
+		Directory:     host.NewDirectory(pool),
+		SecretKey:     r.Key,
+		BaseURL:       "https://switchboard.example.net",
+		PushAllowHTTP: true,
+		PrivateHosts:  []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Logger:        r.Log,
+	}
+	if lifted {
+		cfg.BudgetPerHourMax, cfg.BudgetBurstMax = LiftedPerHour, LiftedBurst
+	}
+	return cfg
+}
+
+// Event is one todo.dead_lettered event of o with a todo id never used
+// before in this rig (a new dedup key, and a message body of its own).
+func (r *Rig) Event(o notifytype.OwnerScope) engine.Event {
+	id := r.todo.Add(1)
+	return engine.Event{
+		Type: notifytype.EventTodoDeadLettered, Owner: o, TodoID: id, DeadLetterCount: 1,
+		Content: sinks.Content{Title: "nightly build", Place: "forge", Cause: "fail at the cap",
+			LinkPath: fmt.Sprintf("/board/todos/%d", id), Attempts: 3},
+	}
+}
+
+// Backlog emits events for the fleet's owners in turn (each event reaches
+// every sink of its owner) until deliveries rows are due, in transactions
+// of 200 emits, through eng (which need not serve). It returns the rows
+// made.
+func (r *Rig) Backlog(ctx context.Context, eng *engine.Engine, f *fleet.Fleet, deliveries int) (int, error) {
+	made, i := 0, 0
+	for made < deliveries {
+		err := pgx.BeginFunc(ctx, r.Pool, func(tx pgx.Tx) error {
+			for k := 0; k < 200 && made < deliveries; k++ {
+				o := f.Owners[i%len(f.Owners)]
+				i++
+				if err := eng.Emit(ctx, tx, r.Event(o.Scope)); err != nil {
+					return err
+				}
+				made += len(o.Sinks)
+			}
+			return nil
+		})
+		if err != nil {
+			return made, fmt.Errorf("error emitting the backlog: %w", err)
+		}
+	}
+	return made, nil
+}
+
+// Instance is one engine serving on a pool of its own.
+type Instance struct {
+	Eng       *engine.Engine
+	Pool      *pgxpool.Pool
+	Delivered atomic.Int64 // outbox rows delivered, as OnAttempt reports them
+	Failed    atomic.Int64 // attempts that did not deliver
+	cancel    context.CancelFunc
+	done      chan error
+	stopOnce  sync.Once
+	stopErr   error
+}
+
+// Serve starts an engine with cfg (its Pool replaced by a new pool of
+// conns connections, 0: pgxpool's default; tracer, when set, traces it).
+// mod, when set, edits the configuration last.
+func (r *Rig) Serve(cfg engine.Config, name string, conns int32, tracer pgx.QueryTracer) (*Instance, error) {
+	pc, err := pgxpool.ParseConfig(r.URL)
+	if err != nil {
+		return nil, err
+	}
+	if conns > 0 {
+		pc.MaxConns = conns
+	}
+	if tracer != nil {
+		pc.ConnConfig.Tracer = tracer
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	if err != nil {
+		return nil, err
+	}
+	in := &Instance{Pool: pool, done: make(chan error, 1)}
+	cfg.Pool, cfg.Directory, cfg.Instance = pool, host.NewDirectory(pool), name
+	prev := cfg.OnAttempt
+	cfg.OnAttempt = func(a engine.Attempt) {
+		if a.State == "delivered" {
+			in.Delivered.Add(int64(len(a.Rows)))
+		} else if a.State != "held" {
+			in.Failed.Add(1)
+		}
+		if prev != nil {
+			prev(a)
+		}
+	}
+	if in.Eng, err = engine.New(cfg); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	in.cancel = cancel
+	go func() { in.done <- in.Eng.Serve(ctx) }()
+	return in, nil
+}
+
+// Stop stops the engine and closes its pool; later calls return the
+// first's error.
+func (in *Instance) Stop() error {
+	in.stopOnce.Do(func() {
+		in.cancel()
+		err := <-in.done
+		in.Pool.Close()
+		if errors.Is(err, context.Canceled) {
+			err = nil
+		}
+		in.stopErr = err
+	})
+	return in.stopErr
+}
+
+// Truncate empties the delivery tables (outbox, events, records) and
+// vacuums them, so that every measurement starts from the same state.
+func (r *Rig) Truncate(ctx context.Context, extra ...string) error {
+	tables := append([]string{"outbox", "outbox_events", "delivery_records"}, extra...)
+	if _, err := r.Pool.Exec(ctx, `TRUNCATE `+strings.Join(tables, ", ")); err != nil {
+		return fmt.Errorf("error truncating: %w", err)
+	}
+	if _, err := r.Pool.Exec(ctx, `VACUUM (ANALYZE) `+strings.Join(tables, ", ")); err != nil {
+		return fmt.Errorf("error vacuuming: %w", err)
+	}
+	return nil
+}
+
+// Describe prints the machine, the server and its settings.
+func (r *Rig) Describe(ctx context.Context) error {
+	var version, settings string
+	if err := r.Pool.QueryRow(ctx, `SELECT version(), format('fsync %s, synchronous_commit %s, autovacuum %s, shared_buffers %s, max_connections %s, wal_level %s',
+		current_setting('fsync'), current_setting('synchronous_commit'), current_setting('autovacuum'),
+		current_setting('shared_buffers'), current_setting('max_connections'), current_setting('wal_level'))`).Scan(&version, &settings); err != nil {
+		return err
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("machine: %d CPUs (GOMAXPROCS %d), %s/%s, %s, load %s\n", runtime.NumCPU(), runtime.GOMAXPROCS(0),
+		runtime.GOOS, runtime.GOARCH, runtime.Version(), strings.TrimSpace(string(load)))
+	fmt.Printf("server:  %s\n         %s\n", version, settings)
+	return nil
+}
+
+// Commits is the count of committed transactions in the rig's database so
+// far (pg_stat_database; the statistics lag by up to a few hundred ms, so
+// read it after a pause or as a difference over a long run).
+func (r *Rig) Commits(ctx context.Context) (int64, error) {
+	var n int64
+	_, _ = r.Pool.Exec(ctx, `SELECT pg_stat_clear_snapshot()`)
+	err := r.Pool.QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&n)
+	return n, err
+}
+
+// Tracer counts the statements of a pool by their text and sums their
+// time: pgx's QueryTracer, set on the engine's pool by the drain driver.
+type Tracer struct {
+	mu    sync.Mutex
+	stats map[string]*Stat
+	on    atomic.Bool
+}
+
+// Stat is one statement's count and time.
+type Stat struct {
+	SQL   string
+	Calls int64
+	Time  time.Duration
+}
+
+type traceKey struct{}
+
+type traceStart struct {
+	sql string
+	at  time.Time
+}
+
+// NewTracer returns a tracer, off until Start.
+func NewTracer() *Tracer { return &Tracer{stats: map[string]*Stat{}} }
+
+// Start turns counting on (and forgets what was counted).
+func (t *Tracer) Start() {
+	t.mu.Lock()
+	t.stats = map[string]*Stat{}
+	t.mu.Unlock()
+	t.on.Store(true)
+}
+
+// Stop turns counting off and returns the statements, most time first.
+func (t *Tracer) Stop() []Stat {
+	t.on.Store(false)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Stat
+	for _, s := range t.stats {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Time > out[j].Time })
+	return out
+}
+
+// TraceQueryStart implements pgx.QueryTracer.
+func (t *Tracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if !t.on.Load() {
+		return ctx
+	}
+	return context.WithValue(ctx, traceKey{}, traceStart{sql: d.SQL, at: time.Now()})
+}
+
+// TraceQueryEnd implements pgx.QueryTracer.
+func (t *Tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	s, ok := ctx.Value(traceKey{}).(traceStart)
+	if !ok {
+		return
+	}
+	d := time.Since(s.at)
+	key := strings.Join(strings.Fields(s.sql), " ")
+	t.mu.Lock()
+	st := t.stats[key]
+	if st == nil {
+		st = &Stat{SQL: key}
+		t.stats[key] = st
+	}
+	st.Calls++
+	st.Time += d
+	t.mu.Unlock()
+}
+
+// Pct is the p-th percentile of xs (nearest rank); NaN when empty.
+func Pct(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	i := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// Ms is d in milliseconds.
+func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// SinkKeys reads every sink's Gotify key, by sink id (fleet.Build's
+// convention: the connection id in the secret).
+func (r *Rig) SinkKeys(ctx context.Context) (map[int64]string, error) {
+	rows, err := r.Pool.Query(ctx, `SELECT id, connection_id FROM sinks`)
+	if err != nil {
+		return nil, err
+	}
+	keys := map[int64]string{}
+	for rows.Next() {
+		var s, c int64
+		if err := rows.Scan(&s, &c); err != nil {
+			return nil, err
+		}
+		keys[s] = fmt.Sprintf("gtfya.fleet-%d", c)
+	}
+	return keys, rows.Err()
+}

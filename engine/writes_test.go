@@ -1,0 +1,107 @@
+package engine_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store"
+	"github.com/switchboard/notify/store/storetest"
+)
+
+// TestEveryWriteRecordsItsAuthor drives every write of the management
+// service, as an endpoint where an endpoint may write and as a human
+// otherwise, and checks each left a write-log record naming the acting
+// endpoint and its accountable human (REQ-5), deletions and send tests
+// included, which leave no row of their own to carry an author.
+func TestEveryWriteRecordsItsAuthor(t *testing.T) {
+	t.Parallel()
+	b := setupService(t)
+	h, human := b.human()
+	owner := notifytype.Human(h)
+	epID := b.f.Endpoint(storetest.EndpointOpts{Owner: owner, Human: h, Grants: []string{"notifications", "notify_owner"}})
+	ep := engine.EndpointPrincipal(epID, h, owner, notifytype.GrantNotifications, notifytype.GrantNotifyOwner)
+
+	writes := func(kind string, id int64) []store.Write {
+		t.Helper()
+		ws, err := store.ListWrites(b.ctx, b.pool, kind, id)
+		require.NoError(t, err)
+		return ws
+	}
+	requireAuthor := func(kind string, id int64, action string, p engine.Principal) {
+		t.Helper()
+		for _, w := range writes(kind, id) {
+			if w.Action == action {
+				require.Equal(t, p.HumanID, w.HumanID, action)
+				require.Equal(t, p.EndpointID, w.EndpointID, action)
+				require.Equal(t, owner.String(), w.Owner, action)
+				return
+			}
+		}
+		t.Fatalf("no %s recorded for %s %d: %+v", action, kind, id, writes(kind, id))
+	}
+
+	// A loopback base URL: the send test is refused by the guard at dial
+	// time, after its write is recorded.
+	conn, err := b.eng.CreateConnection(b.ctx, human, engine.ConnectionInput{
+		Owner: owner, Kind: engine.KindGotify, Name: "gotify", AccountKey: "https://127.0.0.1:1",
+		Secret: notifytype.NewSecret("gtfya.token"),
+	})
+	require.NoError(t, err)
+	requireAuthor(engine.ObjectConnection, conn.ID, engine.WriteConnectionCreate, human)
+
+	sink, err := b.eng.CreateSink(b.ctx, ep, engine.SinkInput{Owner: owner, Name: "phone", Kind: engine.KindGotify, ConnectionID: conn.ID})
+	require.NoError(t, err)
+	requireAuthor(engine.ObjectSink, sink.ID, engine.WriteSinkCreate, ep)
+
+	_, err = b.eng.SetSinkEnabled(b.ctx, ep, sink.ID, false)
+	require.NoError(t, err)
+	requireAuthor(engine.ObjectSink, sink.ID, engine.WriteSinkUpdate, ep)
+
+	subs, err := b.eng.SetSubscriptions(b.ctx, ep, sink.ID, []engine.SubscriptionInput{
+		{EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}},
+	})
+	require.NoError(t, err)
+	requireAuthor(engine.ObjectSink, sink.ID, engine.WriteSubscriptionsSet, ep)
+	requireAuthor(engine.ObjectSubscription, subs[0].ID, engine.WriteSubscriptionAdd, ep)
+
+	// Replacing them again records the replacement, though the deleted
+	// subscriptions are gone.
+	_, err = b.eng.SetSubscriptions(b.ctx, ep, sink.ID, []engine.SubscriptionInput{
+		{EventTypes: []notifytype.EventType{notifytype.EventAgentNotify}},
+	})
+	require.NoError(t, err)
+	replaced := 0
+	for _, w := range writes(engine.ObjectSink, sink.ID) {
+		if w.Action == engine.WriteSubscriptionsSet {
+			replaced++
+		}
+	}
+	require.Equal(t, 2, replaced)
+
+	sub, err := b.eng.AddSubscription(b.ctx, ep, sink.ID, engine.SubscriptionInput{EventTypes: []notifytype.EventType{notifytype.EventDigest}})
+	require.NoError(t, err)
+	require.NoError(t, b.eng.DeleteSubscription(b.ctx, ep, sink.ID, sub.ID))
+	requireAuthor(engine.ObjectSubscription, sub.ID, engine.WriteSubscriptionDelete, ep)
+
+	_, err = b.eng.SendTest(b.ctx, ep, sink.ID)
+	require.NoError(t, err)
+	requireAuthor(engine.ObjectSink, sink.ID, engine.WriteSinkTest, ep)
+
+	require.NoError(t, b.eng.NotifyOwner(b.ctx, ep, engine.NotifyOwnerInput{Title: "device QA needed"}))
+	requireAuthor(engine.ObjectEndpoint, epID, engine.WriteAgentPage, ep)
+
+	require.NoError(t, b.eng.DeleteSink(b.ctx, ep, sink.ID))
+	requireAuthor(engine.ObjectSink, sink.ID, engine.WriteSinkDelete, ep)
+
+	require.NoError(t, b.eng.DeleteConnection(b.ctx, human, conn.ID))
+	requireAuthor(engine.ObjectConnection, conn.ID, engine.WriteConnectionDelete, human)
+
+	// A refused write records nothing.
+	before := b.count(t, "write_log")
+	_, err = b.eng.CreateSink(b.ctx, ep, engine.SinkInput{Owner: owner, Name: "bad\x00", Kind: engine.KindGotify, ConnectionID: conn.ID})
+	require.Error(t, err)
+	require.Equal(t, before, b.count(t, "write_log"))
+}

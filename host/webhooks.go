@@ -1,0 +1,656 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/vault"
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store"
+)
+
+// Bounds and defaults of webhooks (D17).
+const (
+	// DeliveryMaxBytes bounds a delivery's body: 256 KiB.
+	DeliveryMaxBytes = 256 << 10
+	// SignatureHeader carries a delivery's signature: "sha256=" and the hex
+	// HMAC-SHA256 of the body under the webhook's secret.
+	SignatureHeader = "X-Switchboard-Signature"
+	// WebhookSecretPrefix starts every webhook secret.
+	WebhookSecretPrefix = "sbw_"
+	// SenderExprDefault finds the sender in a payload (GitHub's shape).
+	SenderExprDefault = ".sender.login"
+	// SubjectExprDefault finds the subject key in a payload: the
+	// repository and the issue or pull request number, "org/repo#12", or
+	// none.
+	SubjectExprDefault = `[.repository.full_name, (.issue.number // .pull_request.number)] ` +
+		`| select(all(. != null)) | map(tostring) | join("#")`
+	// TrustedSendersMax bounds a webhook's trusted senders.
+	TrustedSendersMax = 100
+	// DeliveriesListDefault and DeliveriesListMax bound delivery lists.
+	DeliveriesListDefault = 50
+	DeliveriesListMax     = 500
+)
+
+// titleExpr finds a delivery's title in a payload: the issue's or pull
+// request's title, else nothing (the delivery is then titled by its id).
+const titleExpr = `.issue.title // .pull_request.title // .title // empty | strings`
+
+// bodyExpr finds the subject's body, the source of an opt-in excerpt.
+const bodyExpr = `.comment.body // .issue.body // .pull_request.body // empty | strings`
+
+// Webhooks is the reference host's webhooks, routing rules and quarantine
+// (SPEC-0020 and SPEC-0026 stand-ins, D17): the one service the web UI, the
+// operator API and the MCP rule verbs call, so they pass the same checks.
+type Webhooks struct {
+	pool    *pgxpool.Pool
+	emitter SinkEmitter
+	clock   engine.Clock
+	vault   *vault.Vault
+	timeout time.Duration
+	rules   ruleCache
+	exprs   exprCache
+}
+
+// SinkEmitter is what routing needs of the engine: Emit for quarantine,
+// EmitToSink for a rule's notify. An *engine.Engine satisfies it.
+type SinkEmitter interface {
+	Emitter
+	EmitToSink(ctx context.Context, tx pgx.Tx, sinkID int64, ev engine.Event) (bool, error)
+}
+
+var _ SinkEmitter = (*engine.Engine)(nil)
+
+// WebhooksConfig configures Webhooks.
+type WebhooksConfig struct {
+	// Pool is the database. Required.
+	Pool *pgxpool.Pool
+	// Emitter announces quarantines and rule notifies. Required.
+	Emitter SinkEmitter
+	// SecretKey seals webhook secrets (SWITCHBOARD_SECRET_KEY, 32 bytes).
+	// Without it, creating a webhook fails with encryption_required.
+	SecretKey []byte
+	// Clock defaults to the system clock.
+	Clock engine.Clock
+	// RuleTimeout bounds one expression on one delivery. Defaults to
+	// RuleTimeoutDefault (250 ms).
+	RuleTimeout time.Duration
+}
+
+// NewWebhooks returns the webhooks service.
+func NewWebhooks(cfg WebhooksConfig) *Webhooks {
+	if cfg.Pool == nil || cfg.Emitter == nil {
+		panic("host: NewWebhooks needs a pool and an emitter")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = engine.SystemClock{}
+	}
+	if cfg.RuleTimeout <= 0 {
+		cfg.RuleTimeout = RuleTimeoutDefault
+	}
+	return &Webhooks{
+		pool: cfg.Pool, emitter: cfg.Emitter, clock: cfg.Clock, vault: vault.New(cfg.SecretKey),
+		timeout: cfg.RuleTimeout,
+	}
+}
+
+// Webhook is a webhook as the service answers it. Its secret is never
+// part of it: it is shown once, when created or rotated.
+type Webhook struct {
+	ID             int64                 `json:"id"`
+	Owner          notifytype.OwnerScope `json:"owner"`
+	Name           string                `json:"name"`
+	TrustedSenders []string              `json:"trusted_senders"`
+	SenderExpr     string                `json:"sender_expr"`
+	SubjectExpr    string                `json:"subject_expr"`
+	// Path is where deliveries are posted: /hooks/<id>.
+	Path      string    `json:"path"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+func webhookOut(w store.WebhookRow) (Webhook, error) {
+	owner, err := notifytype.ParseOwnerScope(w.Owner)
+	if err != nil {
+		return Webhook{}, fmt.Errorf("error reading webhook %d owner: %w", w.ID, err)
+	}
+	subject := w.SubjectExpr
+	if subject == "" {
+		subject = SubjectExprDefault
+	}
+	return Webhook{
+		ID: w.ID, Owner: owner, Name: w.Name, TrustedSenders: append([]string{}, w.TrustedSenders...),
+		SenderExpr: w.SenderExpr, SubjectExpr: subject, Path: "/hooks/" + strconv.FormatInt(w.ID, 10),
+		CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
+	}, nil
+}
+
+// WebhookInput is a new webhook.
+type WebhookInput struct {
+	// Owner is the webhook's owner scope. Required.
+	Owner notifytype.OwnerScope
+	// Name is unique in the scope, 1 to 64 printable characters. Required.
+	Name string
+	// TrustedSenders are the sender identities whose deliveries are
+	// routed; every other sender's are quarantined. Defaults to none.
+	TrustedSenders []string
+	// SenderExpr finds the sender in a payload. Defaults to
+	// SenderExprDefault (.sender.login).
+	SenderExpr string
+	// SubjectExpr finds the subject key in a payload. Defaults to
+	// SubjectExprDefault.
+	SubjectExpr string
+}
+
+// WebhookSettings are what an owner may change on a webhook.
+type WebhookSettings struct {
+	TrustedSenders []string
+	SenderExpr     string
+	SubjectExpr    string
+}
+
+// authorize is the webhooks' permission check, as the engine's is for
+// sinks: a human acts on their own scope and, on a team, members read and
+// only owners and admins write (D2); an endpoint needs the rules grant and
+// acts only in its own scope with its human's permissions there (D5). A
+// scope the caller has no part in is not_found (D3).
+func (s *Webhooks) authorize(ctx context.Context, p engine.Principal, scope notifytype.OwnerScope, write bool) error {
+	if p.HumanID <= 0 {
+		return notifytype.Forbidden("no acting human")
+	}
+	if p.EndpointID != 0 && !p.Has(notifytype.GrantRules) {
+		return notifytype.Forbidden("this endpoint's grant lacks the rules verbs")
+	}
+	if !scope.Valid() || (p.EndpointID != 0 && scope != p.EndpointScope) {
+		return notifytype.NotFound("webhook")
+	}
+	switch scope.Kind {
+	case notifytype.ScopeHuman:
+		if scope.ID != p.HumanID {
+			return notifytype.NotFound("webhook")
+		}
+		return nil
+	case notifytype.ScopeTeam:
+		role, err := store.TeamRole(ctx, s.pool, scope.ID, p.HumanID)
+		if err != nil {
+			return fmt.Errorf("error reading team role: %w", err)
+		}
+		switch r := engine.Role(role); {
+		case r == engine.RoleNone:
+			return notifytype.NotFound("webhook")
+		case write && !r.CanConfigure():
+			return notifytype.Forbidden("only a team owner or admin may change the team's webhooks")
+		}
+		return nil
+	}
+	return notifytype.NotFound("webhook")
+}
+
+// read reads a webhook the caller may see (write: may change), in db.
+func (s *Webhooks) read(ctx context.Context, db store.DBTX, p engine.Principal, id int64, write, lock bool) (store.WebhookRow, error) {
+	w, err := store.GetWebhook(ctx, db, id, lock)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.WebhookRow{}, notifytype.NotFound("webhook")
+	}
+	if err != nil {
+		return store.WebhookRow{}, err
+	}
+	scope, err := notifytype.ParseOwnerScope(w.Owner)
+	if err != nil {
+		return store.WebhookRow{}, fmt.Errorf("error reading webhook %d owner: %w", w.ID, err)
+	}
+	if err := s.authorize(ctx, p, scope, write); err != nil {
+		return store.WebhookRow{}, err
+	}
+	return w, nil
+}
+
+func checkWebhookName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || utf8.RuneCountInString(name) > 64 || !utf8.ValidString(name) ||
+		strings.ContainsFunc(name, unicode.IsControl) || strings.ContainsFunc(name, isBidiControl) {
+		return "", notifytype.InvalidArgument("name", "must be 1 to 64 printable characters")
+	}
+	return name, nil
+}
+
+func checkSettings(in WebhookSettings) (WebhookSettings, error) {
+	if len(in.TrustedSenders) > TrustedSendersMax {
+		return in, notifytype.InvalidArgumentf("trusted_senders", "at most %d senders", TrustedSendersMax)
+	}
+	senders := []string{}
+	for _, snd := range in.TrustedSenders {
+		snd = strings.TrimSpace(snd)
+		if snd == "" || utf8.RuneCountInString(snd) > 200 || !utf8.ValidString(snd) || strings.ContainsFunc(snd, unicode.IsControl) {
+			return in, notifytype.InvalidArgument("trusted_senders", "each sender must be 1 to 200 printable characters")
+		}
+		senders = append(senders, snd)
+	}
+	in.TrustedSenders = senders
+	in.SenderExpr = strings.TrimSpace(in.SenderExpr)
+	if in.SenderExpr == "" {
+		in.SenderExpr = SenderExprDefault
+	}
+	in.SubjectExpr = strings.TrimSpace(in.SubjectExpr)
+	if in.SubjectExpr == SubjectExprDefault {
+		in.SubjectExpr = ""
+	}
+	for field, expr := range map[string]string{"sender_expr": in.SenderExpr, "subject_expr": in.SubjectExpr} {
+		if expr == "" {
+			continue
+		}
+		if len(expr) > RuleExprMaxLen || !utf8.ValidString(expr) || strings.ContainsRune(expr, 0) {
+			return in, notifytype.InvalidArgumentf(field, "must be valid UTF-8 of at most %d bytes, without NUL", RuleExprMaxLen)
+		}
+		if _, err := compileExpr(expr); err != nil {
+			return in, notifytype.InvalidArgument(field, "does not compile: "+firstLine(err.Error()))
+		}
+	}
+	return in, nil
+}
+
+// newWebhookSecret mints a signing secret.
+func newWebhookSecret() notifytype.Secret {
+	return notifytype.NewSecret(WebhookSecretPrefix + rand.Text())
+}
+
+// sealSecret seals a webhook's secret. The row id is negated in the
+// associated data so that a connection's sealed secret (same key, same
+// scope, maybe the same id) never opens as a webhook's.
+func (s *Webhooks) sealSecret(id int64, owner string, secret notifytype.Secret) ([]byte, error) {
+	scope, err := notifytype.ParseOwnerScope(owner)
+	if err != nil {
+		return nil, err
+	}
+	return s.vault.Seal(-id, scope, secret)
+}
+
+func (s *Webhooks) openSecret(w store.WebhookRow) (notifytype.Secret, error) {
+	scope, err := notifytype.ParseOwnerScope(w.Owner)
+	if err != nil {
+		return notifytype.Secret{}, err
+	}
+	return s.vault.Open(-w.ID, scope, w.Secret)
+}
+
+// Create creates a webhook and returns it with its signing secret, which
+// is shown this once. Only humans create webhooks.
+func (s *Webhooks) Create(ctx context.Context, p engine.Principal, in WebhookInput) (Webhook, notifytype.Secret, error) {
+	if p.EndpointID != 0 {
+		return Webhook{}, notifytype.Secret{}, notifytype.Forbidden("an endpoint may not create a webhook")
+	}
+	if !in.Owner.Valid() {
+		return Webhook{}, notifytype.Secret{}, notifytype.InvalidArgument("owner", "must be human:<id> or team:<id>")
+	}
+	name, err := checkWebhookName(in.Name)
+	if err != nil {
+		return Webhook{}, notifytype.Secret{}, err
+	}
+	set, err := checkSettings(WebhookSettings{TrustedSenders: in.TrustedSenders, SenderExpr: in.SenderExpr, SubjectExpr: in.SubjectExpr})
+	if err != nil {
+		return Webhook{}, notifytype.Secret{}, err
+	}
+	if err := s.authorize(ctx, p, in.Owner, true); err != nil {
+		if errors.Is(err, notifytype.ErrNotFound) {
+			return Webhook{}, notifytype.Secret{}, notifytype.NotFound("owner scope")
+		}
+		return Webhook{}, notifytype.Secret{}, err
+	}
+	if !s.vault.Enabled() {
+		return Webhook{}, notifytype.Secret{}, notifytype.EncryptionRequired()
+	}
+	secret := newWebhookSecret()
+	var out Webhook
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		now := s.clock.Now()
+		w, err := store.InsertWebhook(ctx, tx, store.WebhookInsert{
+			Owner: in.Owner.String(), Name: name, TrustedSenders: set.TrustedSenders,
+			SenderExpr: set.SenderExpr, SubjectExpr: set.SubjectExpr, Now: now,
+		})
+		if errors.Is(err, store.ErrWebhookNameTaken) {
+			return notifytype.InvalidArgument("name", "a webhook of this name exists in this owner scope")
+		}
+		if err != nil {
+			return err
+		}
+		sealed, err := s.sealSecret(w.ID, w.Owner, secret)
+		if err != nil {
+			return err
+		}
+		if err := store.SetWebhookSecret(ctx, tx, w.ID, sealed, now); err != nil {
+			return err
+		}
+		out, err = webhookOut(w)
+		return err
+	})
+	if err != nil {
+		return Webhook{}, notifytype.Secret{}, wrap(err, "creating webhook")
+	}
+	return out, secret, nil
+}
+
+// RotateSecret replaces a webhook's signing secret and returns the new
+// one, shown this once; the old one stops verifying at once. Only humans
+// rotate secrets.
+func (s *Webhooks) RotateSecret(ctx context.Context, p engine.Principal, id int64) (notifytype.Secret, error) {
+	if p.EndpointID != 0 {
+		return notifytype.Secret{}, notifytype.Forbidden("an endpoint may not rotate a webhook's secret")
+	}
+	secret := newWebhookSecret()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		w, err := s.read(ctx, tx, p, id, true, true)
+		if err != nil {
+			return err
+		}
+		sealed, err := s.sealSecret(w.ID, w.Owner, secret)
+		if err != nil {
+			return err
+		}
+		return store.SetWebhookSecret(ctx, tx, w.ID, sealed, s.clock.Now())
+	})
+	if err != nil {
+		return notifytype.Secret{}, wrap(err, "rotating webhook secret")
+	}
+	return secret, nil
+}
+
+// UpdateSettings replaces a webhook's trusted senders and expressions.
+func (s *Webhooks) UpdateSettings(ctx context.Context, p engine.Principal, id int64, in WebhookSettings) (Webhook, error) {
+	set, err := checkSettings(in)
+	if err != nil {
+		return Webhook{}, err
+	}
+	var out Webhook
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := s.read(ctx, tx, p, id, true, true); err != nil {
+			return err
+		}
+		w, err := store.UpdateWebhookSettings(ctx, tx, id, store.WebhookSettings{
+			TrustedSenders: set.TrustedSenders, SenderExpr: set.SenderExpr, SubjectExpr: set.SubjectExpr, Now: s.clock.Now(),
+		})
+		if err != nil {
+			return err
+		}
+		out, err = webhookOut(w)
+		return err
+	})
+	return out, wrap(err, "updating webhook")
+}
+
+// Get returns a webhook the caller may see.
+func (s *Webhooks) Get(ctx context.Context, p engine.Principal, id int64) (Webhook, error) {
+	w, err := s.read(ctx, s.pool, p, id, false, false)
+	if err != nil {
+		return Webhook{}, wrap(err, "reading webhook")
+	}
+	return webhookOut(w)
+}
+
+// List lists the webhooks of scope for a caller who may see them.
+func (s *Webhooks) List(ctx context.Context, p engine.Principal, scope notifytype.OwnerScope) ([]Webhook, error) {
+	if err := s.authorize(ctx, p, scope, false); err != nil {
+		return nil, err
+	}
+	rows, err := store.ListWebhooks(ctx, s.pool, []string{scope.String()})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Webhook, 0, len(rows))
+	for _, r := range rows {
+		w, err := webhookOut(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// Rules returns a webhook's rules in order.
+func (s *Webhooks) Rules(ctx context.Context, p engine.Principal, id int64) ([]Rule, error) {
+	if _, err := s.read(ctx, s.pool, p, id, false, false); err != nil {
+		return nil, wrap(err, "listing rules")
+	}
+	rows, err := store.ListRules(ctx, s.pool, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Rule, len(rows))
+	for i, r := range rows {
+		out[i] = ruleOut(r)
+	}
+	return out, nil
+}
+
+func (s *Webhooks) ruleWrite(p engine.Principal, in RuleInput) store.RuleWrite {
+	return store.RuleWrite{
+		Name: in.Name, Expr: in.Expr, QueueID: in.Action.Queue, Drop: in.Action.Drop,
+		Notify: in.Action.Notify, NotifySeverity: string(in.Action.NotifySeverity),
+		HumanID: p.HumanID, EndpointID: p.EndpointID, Now: s.clock.Now(),
+	}
+}
+
+// SetRules replaces a webhook's whole rule list (set_webhook_rules). Every
+// rule is checked first (REQ-8): a bad expression, or a notify naming no
+// sink of the webhook's owner scope, is invalid_argument naming the rule,
+// and nothing is saved.
+func (s *Webhooks) SetRules(ctx context.Context, p engine.Principal, id int64, ins []RuleInput) ([]Rule, error) {
+	if len(ins) > RulesMax {
+		return nil, notifytype.InvalidArgumentf("rules", "at most %d rules", RulesMax)
+	}
+	checked := make([]checkedRule, len(ins))
+	for i, in := range ins {
+		c, err := checkRule(in, i, fmt.Sprintf("rules[%d].", i))
+		if err != nil {
+			return nil, err
+		}
+		checked[i] = c
+	}
+	var out []Rule
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		w, err := s.read(ctx, tx, p, id, true, true)
+		if err != nil {
+			return err
+		}
+		if err := checkRulesInScope(ctx, tx, w.Owner, checked, func(i int) string { return fmt.Sprintf("rules[%d].", i) }); err != nil {
+			return err
+		}
+		if err := store.DeleteRules(ctx, tx, id); err != nil {
+			return err
+		}
+		out = make([]Rule, 0, len(checked))
+		for _, c := range checked {
+			r, err := store.InsertRule(ctx, tx, id, s.ruleWrite(p, c.in))
+			if err != nil {
+				return err
+			}
+			out = append(out, ruleOut(r))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "setting rules")
+	}
+	return out, nil
+}
+
+// AddRule appends one rule to a webhook's list (add_webhook_rule), checked
+// as SetRules checks each.
+func (s *Webhooks) AddRule(ctx context.Context, p engine.Principal, id int64, in RuleInput) (Rule, error) {
+	c, err := checkRule(in, 0, "")
+	if err != nil {
+		return Rule{}, err
+	}
+	var out Rule
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		w, err := s.read(ctx, tx, p, id, true, true)
+		if err != nil {
+			return err
+		}
+		if err := checkRulesInScope(ctx, tx, w.Owner, []checkedRule{c}, func(int) string { return "" }); err != nil {
+			return err
+		}
+		rows, err := store.ListRules(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if len(rows) >= RulesMax {
+			return notifytype.InvalidArgumentf("rules", "at most %d rules", RulesMax)
+		}
+		r, err := store.InsertRule(ctx, tx, id, s.ruleWrite(p, c.in))
+		out = ruleOut(r)
+		return err
+	})
+	if err != nil {
+		return Rule{}, wrap(err, "adding rule")
+	}
+	return out, nil
+}
+
+// UpdateRule rewrites one rule in place (update_webhook_rule): its id and
+// place stay. Checked as SetRules checks each.
+func (s *Webhooks) UpdateRule(ctx context.Context, p engine.Principal, id, ruleID int64, in RuleInput) (Rule, error) {
+	c, err := checkRule(in, 0, "")
+	if err != nil {
+		return Rule{}, err
+	}
+	var out Rule
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		w, err := s.read(ctx, tx, p, id, true, true)
+		if err != nil {
+			return err
+		}
+		if err := checkRulesInScope(ctx, tx, w.Owner, []checkedRule{c}, func(int) string { return "" }); err != nil {
+			return err
+		}
+		r, err := store.UpdateRule(ctx, tx, id, ruleID, s.ruleWrite(p, c.in))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notifytype.NotFound("rule")
+		}
+		out = ruleOut(r)
+		return err
+	})
+	if err != nil {
+		return Rule{}, wrap(err, "updating rule")
+	}
+	return out, nil
+}
+
+// BefriendQueue lets the webhooks of friend route deliveries into a queue
+// the human may manage (SPEC-0033 stand-in): their own, or a team's they
+// own or administer.
+func (s *Webhooks) BefriendQueue(ctx context.Context, humanID, queueID int64, friend notifytype.OwnerScope) error {
+	if !friend.Valid() {
+		return notifytype.InvalidArgument("friend", "must be human:<id> or team:<id>")
+	}
+	owner, err := store.QueueOwner(ctx, s.pool, queueID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notifytype.NotFound("queue")
+	}
+	if err != nil {
+		return err
+	}
+	scope, err := notifytype.ParseOwnerScope(owner)
+	if err != nil {
+		return err
+	}
+	if err := s.authorize(ctx, engine.HumanPrincipal(humanID), scope, true); err != nil {
+		if errors.Is(err, notifytype.ErrNotFound) {
+			return notifytype.NotFound("queue")
+		}
+		return err
+	}
+	return store.BefriendQueue(ctx, s.pool, queueID, friend.String())
+}
+
+// wrap adds context to an uncoded error; a coded refusal passes as it is.
+func wrap(err error, doing string) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := notifytype.AsError(err); ok {
+		return err
+	}
+	return fmt.Errorf("error %s: %w", doing, err)
+}
+
+// Delivery is a received delivery with its routing trace.
+type Delivery struct {
+	ID         int64           `json:"id"`
+	WebhookID  int64           `json:"webhook_id"`
+	ReceivedAt time.Time       `json:"received_at"`
+	Sender     string          `json:"sender,omitempty"`
+	SubjectKey string          `json:"subject_key,omitempty"`
+	Title      string          `json:"title,omitempty"`
+	Outcome    Outcome         `json:"outcome"`
+	TodoID     int64           `json:"todo_id,omitempty"`
+	Trace      Trace           `json:"trace"`
+	Payload    json.RawMessage `json:"-"`
+}
+
+func deliveryOut(d store.DeliveryRow) (Delivery, error) {
+	out := Delivery{
+		ID: d.ID, WebhookID: d.WebhookID, ReceivedAt: d.ReceivedAt, Sender: d.Sender, SubjectKey: d.SubjectKey,
+		Title: d.Title, Outcome: Outcome(d.Outcome), TodoID: d.TodoID, Payload: d.Payload,
+	}
+	if err := json.Unmarshal(d.Trace, &out.Trace); err != nil {
+		return Delivery{}, fmt.Errorf("error reading delivery %d trace: %w", d.ID, err)
+	}
+	return out, nil
+}
+
+// Deliveries lists a webhook's most recent deliveries, newest first; a
+// non-empty outcome keeps only those (OutcomeQuarantined: the quarantine).
+func (s *Webhooks) Deliveries(ctx context.Context, p engine.Principal, id int64, outcome Outcome, limit int) ([]Delivery, error) {
+	if outcome != "" && !outcome.Valid() {
+		return nil, notifytype.InvalidArgument("outcome", "must be routed, dropped, quarantined or unrouted")
+	}
+	if limit <= 0 {
+		limit = DeliveriesListDefault
+	}
+	limit = min(limit, DeliveriesListMax)
+	if _, err := s.read(ctx, s.pool, p, id, false, false); err != nil {
+		return nil, wrap(err, "listing deliveries")
+	}
+	rows, err := store.ListDeliveries(ctx, s.pool, id, string(outcome), limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Delivery, 0, len(rows))
+	for _, r := range rows {
+		d, err := deliveryOut(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// Delivery returns one delivery of a webhook the caller may see; another
+// scope's is not_found.
+func (s *Webhooks) Delivery(ctx context.Context, p engine.Principal, webhookID, deliveryID int64) (Delivery, error) {
+	if _, err := s.read(ctx, s.pool, p, webhookID, false, false); err != nil {
+		return Delivery{}, wrap(err, "reading delivery")
+	}
+	r, err := store.GetDelivery(ctx, s.pool, webhookID, deliveryID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Delivery{}, notifytype.NotFound("delivery")
+	}
+	if err != nil {
+		return Delivery{}, err
+	}
+	return deliveryOut(r)
+}

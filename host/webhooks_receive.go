@@ -1,0 +1,504 @@
+package host
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/itchyny/gojq"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks"
+	"github.com/switchboard/notify/store"
+)
+
+// Outcome is what became of a received delivery.
+type Outcome string
+
+const (
+	// OutcomeRouted: a rule routed it to a queue as a new todo.
+	OutcomeRouted Outcome = "routed"
+	// OutcomeDropped: a rule dropped it.
+	OutcomeDropped Outcome = "dropped"
+	// OutcomeQuarantined: its sender is not trusted (SPEC-0026 stand-in).
+	OutcomeQuarantined Outcome = "quarantined"
+	// OutcomeUnrouted: no rule decided its routing, or the deciding rule's
+	// queue could not take it.
+	OutcomeUnrouted Outcome = "unrouted"
+)
+
+// Valid reports whether o is one of the outcomes.
+func (o Outcome) Valid() bool {
+	return slices.Contains([]Outcome{OutcomeRouted, OutcomeDropped, OutcomeQuarantined, OutcomeUnrouted}, o)
+}
+
+// NotifiedSink is a rule.notify enqueued for a delivery.
+type NotifiedSink struct {
+	Sink   string `json:"sink"`
+	RuleID int64  `json:"rule_id"`
+	Rule   string `json:"rule"`
+}
+
+// Trace is a delivery's routing trace (REQ-8, D17): each rule's outcome,
+// where routing went and which rule decided it, the sinks a rule.notify was
+// enqueued for, and every fault.
+type Trace struct {
+	Sender  string       `json:"sender,omitempty"`
+	Trusted bool         `json:"trusted"`
+	Rules   []RuleResult `json:"rules,omitempty"`
+	// DecidedBy is the rule that decided routing; 0 for none.
+	DecidedBy int64 `json:"decided_by,omitempty"`
+	// Queue is the queue the delivery was routed to; 0 for none.
+	Queue    int64          `json:"queue,omitempty"`
+	Notified []NotifiedSink `json:"notified,omitempty"`
+	Faults   []string       `json:"faults,omitempty"`
+}
+
+// Received is what Receive made of a delivery.
+type Received struct {
+	DeliveryID int64   `json:"delivery_id"`
+	Outcome    Outcome `json:"outcome"`
+}
+
+// exprCache keeps compiled fixed and per-webhook expressions by source.
+type exprCache struct {
+	mu sync.Mutex
+	m  map[string]*gojq.Code
+}
+
+func (c *exprCache) get(expr string) (*gojq.Code, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if code, ok := c.m[expr]; ok {
+		return code, nil
+	}
+	code, err := compileExpr(expr)
+	if err != nil {
+		return nil, err
+	}
+	if c.m == nil || len(c.m) > ruleCacheMax {
+		c.m = map[string]*gojq.Code{}
+	}
+	c.m[expr] = code
+	return code, nil
+}
+
+// text runs expr on payload and returns its first output as text ("" for
+// none, an error or a non-scalar), cut to maxRunes.
+func (s *Webhooks) text(ctx context.Context, expr string, payload any, maxRunes int) string {
+	code, err := s.exprs.get(expr)
+	if err != nil {
+		return ""
+	}
+	out, ok, err := runExpr(ctx, code, payload, s.timeout)
+	if err != nil || !ok {
+		return ""
+	}
+	var v string
+	switch o := out.(type) {
+	case string:
+		v = o
+	case json.Number:
+		v = o.String()
+	case int, float64, bool:
+		v = fmt.Sprint(o)
+	default:
+		return ""
+	}
+	v = strings.ToValidUTF8(v, "")
+	if utf8.RuneCountInString(v) > maxRunes {
+		v = string([]rune(v)[:maxRunes])
+	}
+	return v
+}
+
+// verify checks the delivery's signature header: "sha256=" and the hex
+// HMAC-SHA256 of body under the webhook's secret, compared in constant
+// time.
+func (s *Webhooks) verify(w store.WebhookRow, body []byte, signature string) error {
+	if len(w.Secret) == 0 {
+		return notifytype.Forbidden("the signature does not match the body")
+	}
+	secret, err := s.openSecret(w)
+	if err != nil {
+		return fmt.Errorf("error opening webhook %d secret: %w", w.ID, err)
+	}
+	hexSig, ok := strings.CutPrefix(strings.TrimSpace(signature), "sha256=")
+	got, decErr := hex.DecodeString(hexSig)
+	mac := hmac.New(sha256.New, []byte(secret.Reveal()))
+	mac.Write(body)
+	if !ok || decErr != nil || !hmac.Equal(got, mac.Sum(nil)) {
+		return notifytype.Forbidden("the signature does not match the body")
+	}
+	return nil
+}
+
+// Sign returns the signature header value of body under secret, as a
+// sender computes it: "sha256=" and the hex HMAC-SHA256.
+func Sign(secret notifytype.Secret, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret.Reveal()))
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// subject is what Receive reads from a payload.
+type subject struct {
+	payload map[string]any
+	sender  string
+	key     string
+	title   string
+	body    string
+}
+
+// readSubject reads the sender, subject key, title and body of a payload
+// with the webhook's expressions.
+func (s *Webhooks) readSubject(ctx context.Context, w store.WebhookRow, payload map[string]any) subject {
+	subjectExpr := w.SubjectExpr
+	if subjectExpr == "" {
+		subjectExpr = SubjectExprDefault
+	}
+	return subject{
+		payload: payload,
+		sender:  s.text(ctx, w.SenderExpr, payload, 200),
+		key:     s.text(ctx, subjectExpr, payload, 200),
+		title:   s.text(ctx, titleExpr, payload, TitleMaxLen),
+		body:    s.text(ctx, bodyExpr, payload, 4000),
+	}
+}
+
+// Receive takes one delivery posted to webhook id (POST /hooks/{id}): it
+// checks the size, the signature and the JSON, then stores the delivery
+// with its outcome and trace and, in the same transaction (REQ-10), the
+// events it causes: a delivery from an untrusted sender is quarantined and
+// announced with delivery.quarantined; any other runs the rules (D17),
+// becomes a todo or is dropped as the deciding rule says, and every sink a
+// matching rule names gets one rule.notify. A refused delivery (too large,
+// badly signed, not a JSON object, an unknown webhook) changes nothing.
+func (s *Webhooks) Receive(ctx context.Context, id int64, body []byte, signature string) (Received, error) {
+	if len(body) > DeliveryMaxBytes {
+		return Received{}, notifytype.InvalidArgument("body", "must be at most 256 KiB")
+	}
+	w, err := store.GetWebhook(ctx, s.pool, id, false)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Received{}, notifytype.NotFound("webhook")
+	}
+	if err != nil {
+		return Received{}, err
+	}
+	if err := s.verify(w, body, signature); err != nil {
+		return Received{}, err
+	}
+	if bytes.Contains(body, []byte(`\u0000`)) {
+		return Received{}, notifytype.InvalidArgument("body", "must not contain NUL characters")
+	}
+	payload, err := decodePayload(body)
+	if err != nil {
+		return Received{}, err
+	}
+	subj := s.readSubject(ctx, w, payload)
+	if !slices.Contains(w.TrustedSenders, subj.sender) || subj.sender == "" {
+		return s.quarantine(ctx, w, body, subj)
+	}
+	rows, err := store.ListRules(ctx, s.pool, w.ID)
+	if err != nil {
+		return Received{}, err
+	}
+	ev := evaluate(ctx, s.rules.compile(rows), payload, s.timeout)
+	var out Received
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = s.route(ctx, tx, w, body, subj, rows, ev)
+		return err
+	})
+	if err != nil {
+		return Received{}, wrap(err, "routing delivery")
+	}
+	return out, nil
+}
+
+func boardLink(webhookID, deliveryID int64) string {
+	return "/board/webhooks/" + strconv.FormatInt(webhookID, 10) + "/deliveries/" + strconv.FormatInt(deliveryID, 10)
+}
+
+func deliveryTitle(title string, deliveryID int64) string {
+	if title != "" {
+		return title
+	}
+	return "delivery " + strconv.FormatInt(deliveryID, 10)
+}
+
+// quarantine stores a delivery from an untrusted sender and emits
+// delivery.quarantined in the same transaction. Its dedup key is the
+// webhook with a 10-minute window (D7): a storm is one message.
+func (s *Webhooks) quarantine(ctx context.Context, w store.WebhookRow, body []byte, subj subject) (Received, error) {
+	owner, err := notifytype.ParseOwnerScope(w.Owner)
+	if err != nil {
+		return Received{}, err
+	}
+	var id int64
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if id, err = store.NextDeliveryID(ctx, tx); err != nil {
+			return err
+		}
+		trace, err := json.Marshal(Trace{Sender: subj.sender, Trusted: false})
+		if err != nil {
+			return err
+		}
+		title := subj.title
+		if title == "" {
+			title = "delivery from " + cmp.Or(subj.sender, "an unnamed sender")
+		}
+		if err := store.InsertDelivery(ctx, tx, store.DeliveryRow{
+			ID: id, WebhookID: w.ID, Owner: w.Owner, ReceivedAt: s.clock.Now(), Sender: subj.sender,
+			SubjectKey: subj.key, Title: subj.title, Outcome: string(OutcomeQuarantined), Payload: body, Trace: trace,
+		}); err != nil {
+			return err
+		}
+		return s.emitter.Emit(ctx, tx, engine.Event{
+			Type: notifytype.EventDeliveryQuarantined, Owner: owner, WebhookID: w.ID,
+			Content: sinks.Content{
+				Title: title, Place: w.Name, Summary: "a delivery from an untrusted sender was quarantined",
+				LinkPath: boardLink(w.ID, id),
+			},
+		})
+	})
+	if err != nil {
+		return Received{}, wrap(err, "quarantining delivery")
+	}
+	return Received{DeliveryID: id, Outcome: OutcomeQuarantined}, nil
+}
+
+// route applies an evaluation in tx: the todo, the rule notifies and the
+// delivery with its trace commit together (REQ-10).
+func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w store.WebhookRow, body []byte, subj subject,
+	rules []store.RuleRow, ev evaluation) (Received, error) {
+	owner, err := notifytype.ParseOwnerScope(w.Owner)
+	if err != nil {
+		return Received{}, err
+	}
+	id, err := store.NextDeliveryID(ctx, tx)
+	if err != nil {
+		return Received{}, err
+	}
+	now := s.clock.Now()
+	trace := Trace{Sender: subj.sender, Trusted: true, Rules: ev.results}
+	outcome := OutcomeUnrouted
+	var todoID, queueID int64
+	if ev.decider >= 0 {
+		r := rules[ev.decider]
+		trace.DecidedBy = r.ID
+		switch {
+		case r.Drop:
+			outcome = OutcomeDropped
+		case r.QueueID != 0:
+			ok, err := store.QueueRoutable(ctx, tx, r.QueueID, w.Owner)
+			if err != nil {
+				return Received{}, err
+			}
+			if !ok {
+				trace.Faults = append(trace.Faults, fmt.Sprintf("rule %q: queue %d can no longer take this webhook's deliveries", r.Name, r.QueueID))
+				break
+			}
+			todo, err := store.InsertTodo(ctx, tx, store.TodoInsert{
+				QueueID: r.QueueID, Title: deliveryTitle(subj.title, id), Payload: body,
+				AttemptCap: AttemptCapDefault, LeaseTTLSecs: int(LeaseTTLDefault.Seconds()), WebhookID: &w.ID, Now: now,
+			})
+			if err != nil {
+				return Received{}, err
+			}
+			outcome, todoID, queueID = OutcomeRouted, todo.ID, r.QueueID
+			trace.Queue = r.QueueID
+		}
+	}
+	if len(ev.notify) > 0 {
+		names := make([]string, len(ev.notify))
+		for i, n := range ev.notify {
+			names[i] = n.Sink
+		}
+		found, err := store.SinksByName(ctx, tx, w.Owner, names, true)
+		if err != nil {
+			return Received{}, err
+		}
+		for _, n := range ev.notify {
+			ref, ok := found[n.Sink]
+			switch {
+			case !ok:
+				trace.Faults = append(trace.Faults, fmt.Sprintf("rule %q: sink %q no longer exists; nothing was sent", n.Rule, n.Sink))
+				continue
+			case !ref.Enabled:
+				trace.Faults = append(trace.Faults, fmt.Sprintf("rule %q: sink %q is disabled; nothing was sent", n.Rule, n.Sink))
+				continue
+			}
+			sent, err := s.emitter.EmitToSink(ctx, tx, ref.ID, engine.Event{
+				Type: notifytype.EventRuleNotify, Owner: owner, Severity: n.Severity, WebhookID: w.ID,
+				QueueID: queueID, RuleID: n.RuleID, SubjectKey: subj.key, EventID: id,
+				Content: sinks.Content{
+					Title: deliveryTitle(subj.title, id), Place: w.Name,
+					Summary:  fmt.Sprintf("rule %q matched; the delivery was %s", n.Rule, outcome),
+					LinkPath: boardLink(w.ID, id), Body: subj.body,
+				},
+			})
+			if err != nil {
+				return Received{}, err
+			}
+			if !sent {
+				trace.Faults = append(trace.Faults, fmt.Sprintf("rule %q: sink %q could not take the notification", n.Rule, n.Sink))
+				continue
+			}
+			trace.Notified = append(trace.Notified, NotifiedSink{Sink: n.Sink, RuleID: n.RuleID, Rule: n.Rule})
+		}
+	}
+	for _, r := range ev.results {
+		if r.Fault != "" {
+			trace.Faults = append(trace.Faults, fmt.Sprintf("rule %q: %s", r.Name, r.Fault))
+		}
+	}
+	traceJSON, err := json.Marshal(trace)
+	if err != nil {
+		return Received{}, fmt.Errorf("error encoding trace: %w", err)
+	}
+	if err := store.InsertDelivery(ctx, tx, store.DeliveryRow{
+		ID: id, WebhookID: w.ID, Owner: w.Owner, ReceivedAt: now, Sender: subj.sender, SubjectKey: subj.key,
+		Title: subj.title, Outcome: string(outcome), TodoID: todoID, Payload: body, Trace: traceJSON,
+	}); err != nil {
+		return Received{}, err
+	}
+	return Received{DeliveryID: id, Outcome: outcome}, nil
+}
+
+// TestDelivery is how candidate rules score on one stored delivery.
+type TestDelivery struct {
+	DeliveryID int64   `json:"delivery_id"`
+	Sender     string  `json:"sender,omitempty"`
+	Outcome    Outcome `json:"would_outcome"`
+	// Queue is the queue the delivery would be routed to; 0 for none.
+	Queue int64 `json:"would_route_to_queue,omitempty"`
+	// DecidedBy names the rule that would decide routing.
+	DecidedBy   string          `json:"decided_by,omitempty"`
+	WouldNotify []NotifyRequest `json:"would_notify,omitempty"`
+	Rules       []RuleResult    `json:"rules,omitempty"`
+	Faults      []string        `json:"faults,omitempty"`
+}
+
+// TestReport is test_webhook_rules' answer.
+type TestReport struct {
+	// Scored is how many stored deliveries were scored.
+	Scored     int            `json:"scored"`
+	Deliveries []TestDelivery `json:"deliveries"`
+}
+
+// TestRules scores candidate rules (the saved ones when candidates is nil)
+// against the webhook's most recent stored deliveries (test_webhook_rules):
+// which would be routed where, dropped or quarantined, and which would
+// notify which sink. Candidates are checked as a save checks them. It
+// sends nothing and writes nothing (REQ-8).
+func (s *Webhooks) TestRules(ctx context.Context, p engine.Principal, id int64, candidates []RuleInput, limit int) (TestReport, error) {
+	if len(candidates) > RulesMax {
+		return TestReport{}, notifytype.InvalidArgumentf("rules", "at most %d rules", RulesMax)
+	}
+	checked := make([]checkedRule, len(candidates))
+	for i, in := range candidates {
+		c, err := checkRule(in, i, fmt.Sprintf("rules[%d].", i))
+		if err != nil {
+			return TestReport{}, err
+		}
+		checked[i] = c
+	}
+	w, err := s.read(ctx, s.pool, p, id, false, false)
+	if err != nil {
+		return TestReport{}, wrap(err, "testing rules")
+	}
+	var rules []compiledRule
+	if candidates == nil {
+		rows, err := store.ListRules(ctx, s.pool, id)
+		if err != nil {
+			return TestReport{}, err
+		}
+		rules = s.rules.compile(rows)
+	} else {
+		if err := checkRulesInScope(ctx, s.pool, w.Owner, checked, func(i int) string { return fmt.Sprintf("rules[%d].", i) }); err != nil {
+			return TestReport{}, err
+		}
+		for i, c := range checked {
+			rules = append(rules, compiledRule{code: c.code, row: store.RuleRow{
+				Position: i + 1, Name: c.in.Name, Expr: c.in.Expr, QueueID: c.in.Action.Queue, Drop: c.in.Action.Drop,
+				Notify: c.in.Action.Notify, NotifySeverity: string(c.in.Action.NotifySeverity),
+			}})
+		}
+	}
+	var names []string
+	for _, r := range rules {
+		if r.row.Notify != "" {
+			names = append(names, r.row.Notify)
+		}
+	}
+	sinkRefs, err := store.SinksByName(ctx, s.pool, w.Owner, names, false)
+	if err != nil {
+		return TestReport{}, err
+	}
+	if limit <= 0 {
+		limit = DeliveriesListDefault
+	}
+	stored, err := store.ListDeliveries(ctx, s.pool, id, "", min(limit, DeliveriesListMax))
+	if err != nil {
+		return TestReport{}, err
+	}
+	report := TestReport{Scored: len(stored), Deliveries: []TestDelivery{}}
+	for _, d := range stored {
+		td := TestDelivery{DeliveryID: d.ID, Sender: d.Sender}
+		if d.Sender == "" || !slices.Contains(w.TrustedSenders, d.Sender) {
+			td.Outcome = OutcomeQuarantined
+			report.Deliveries = append(report.Deliveries, td)
+			continue
+		}
+		payload, err := decodePayload(d.Payload)
+		if err != nil {
+			td.Outcome = OutcomeUnrouted
+			td.Faults = append(td.Faults, "stored payload is not a JSON object")
+			report.Deliveries = append(report.Deliveries, td)
+			continue
+		}
+		ev := evaluate(ctx, rules, payload, s.timeout)
+		td.Rules, td.Outcome = ev.results, OutcomeUnrouted
+		if ev.decider >= 0 {
+			r := rules[ev.decider].row
+			td.DecidedBy = r.Name
+			if r.Drop {
+				td.Outcome = OutcomeDropped
+			} else {
+				td.Outcome, td.Queue = OutcomeRouted, r.QueueID
+			}
+		}
+		for _, n := range ev.notify {
+			ref, ok := sinkRefs[n.Sink]
+			switch {
+			case !ok:
+				td.Faults = append(td.Faults, fmt.Sprintf("rule %q: sink %q does not exist", n.Rule, n.Sink))
+			case !ref.Enabled:
+				td.Faults = append(td.Faults, fmt.Sprintf("rule %q: sink %q is disabled", n.Rule, n.Sink))
+			default:
+				td.WouldNotify = append(td.WouldNotify, n)
+			}
+		}
+		for _, r := range ev.results {
+			if r.Fault != "" {
+				td.Faults = append(td.Faults, fmt.Sprintf("rule %q: %s", r.Name, r.Fault))
+			}
+		}
+		report.Deliveries = append(report.Deliveries, td)
+	}
+	return report, nil
+}

@@ -1,0 +1,439 @@
+package host_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store/storetest"
+)
+
+// hookWorld is one database with the real engine, the host's todos and
+// its webhooks.
+type hookWorld struct {
+	*todoWorld
+	hooks *host.Webhooks
+	key   []byte
+}
+
+func newHookWorld(t *testing.T) (*hookWorld, context.Context) {
+	t.Helper()
+	pool := storetest.New(t)
+	return newHookWorldOn(t, pool, 0), context.Background()
+}
+
+func newHookWorldOn(t testing.TB, pool *pgxpool.Pool, timeout time.Duration) *hookWorld {
+	t.Helper()
+	clock := newFakeClock()
+	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Clock: clock, DatabaseClock: clock})
+	require.NoError(t, err)
+	rec := &recorder{inner: eng}
+	w := &todoWorld{
+		pool: pool, f: storetest.NewFactory(t, pool), clock: clock, engine: eng, rec: rec,
+		todos: host.NewTodos(pool, rec, clock),
+	}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return &hookWorld{
+		todoWorld: w,
+		key:       key,
+		hooks: host.NewWebhooks(host.WebhooksConfig{
+			Pool: pool, Emitter: w.engine, SecretKey: key, Clock: w.clock, RuleTimeout: timeout,
+		}),
+	}
+}
+
+// hook creates a webhook of a new human trusting "octocat" and returns it
+// with its secret and the owner's principal.
+func (w *hookWorld) hook(t testing.TB, ctx context.Context) (host.Webhook, notifytype.Secret, engine.Principal) {
+	t.Helper()
+	h := w.f.Human("")
+	p := engine.HumanPrincipal(h)
+	hook, secret, err := w.hooks.Create(ctx, p, host.WebhookInput{
+		Owner: notifytype.Human(h), Name: "github-forge", TrustedSenders: []string{"octocat", "dependabot"},
+	})
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(secret.Reveal(), host.WebhookSecretPrefix))
+	return hook, secret, p
+}
+
+func (w *hookWorld) post(t *testing.T, ctx context.Context, hook host.Webhook, secret notifytype.Secret, payload string) host.Received {
+	t.Helper()
+	got, err := w.hooks.Receive(ctx, hook.ID, []byte(payload), host.Sign(secret, []byte(payload)))
+	require.NoError(t, err)
+	return got
+}
+
+func issue(sender string, number int, title string) string {
+	b, _ := json.Marshal(map[string]any{
+		"action": "opened", "sender": map[string]any{"login": sender},
+		"repository": map[string]any{"full_name": "acme/forge"},
+		"issue":      map[string]any{"number": number, "title": title, "body": "the body of the issue"},
+	})
+	return string(b)
+}
+
+func TestDropAndNotify(t *testing.T) {
+	t.Parallel()
+	// Scenario: Drop and notify
+	w, ctx := newHookWorld(t)
+	hook, secret, p := w.hook(t, ctx)
+	phone := w.f.Sink(storetest.SinkOpts{Owner: hook.Owner, Name: "phone"})
+	_, err := w.hooks.SetRules(ctx, p, hook.ID, []host.RuleInput{{
+		Name: "dependabot noise", Expr: `.sender.login == "dependabot"`,
+		Action: host.RuleAction{Drop: true, Notify: "phone"},
+	}})
+	require.NoError(t, err)
+
+	got := w.post(t, ctx, hook, secret, issue("dependabot", 7, "Bump left-pad"))
+	require.Equal(t, host.OutcomeDropped, got.Outcome)
+
+	require.Zero(t, w.f.Count(`SELECT count(*) FROM todos`), "no todo is created")
+	d, err := w.hooks.Delivery(ctx, p, hook.ID, got.DeliveryID)
+	require.NoError(t, err)
+	require.Equal(t, host.OutcomeDropped, d.Outcome, "the event is recorded as dropped")
+	require.Equal(t, "acme/forge#7", d.SubjectKey)
+	require.Equal(t, []host.NotifiedSink{{Sink: "phone", RuleID: d.Trace.DecidedBy, Rule: "dependabot noise"}}, d.Trace.Notified,
+		"the trace records the sink name")
+
+	rows := w.outbox(t)
+	require.Len(t, rows, 1, "one rule.notify is enqueued")
+	require.Equal(t, phone, rows[0].SinkID)
+	require.Equal(t, string(notifytype.EventRuleNotify), rows[0].EventType)
+	require.Equal(t, "rule:"+itoa(d.Trace.DecidedBy)+":acme/forge#7", rows[0].DedupKey)
+}
+
+func TestRuleNotifyOncePerSinkPerDelivery(t *testing.T) {
+	t.Parallel()
+	w, ctx := newHookWorld(t)
+	hook, secret, p := w.hook(t, ctx)
+	phone := w.f.Sink(storetest.SinkOpts{Owner: hook.Owner, Name: "phone"})
+	pager := w.f.Sink(storetest.SinkOpts{Owner: hook.Owner, Name: "pager"})
+	queue := w.f.Queue(hook.Owner, "forge")
+	rules, err := w.hooks.SetRules(ctx, p, hook.ID, []host.RuleInput{
+		{Name: "any issue", Expr: `.issue != null`, Action: host.RuleAction{Notify: "phone"}},
+		{Name: "to forge", Expr: `.action == "opened"`, Action: host.RuleAction{Queue: queue, Notify: "phone"}},
+		{Name: "drop opened", Expr: `.action == "opened"`, Action: host.RuleAction{Drop: true, Notify: "pager", NotifySeverity: notifytype.SeverityHigh}},
+		{Name: "no match", Expr: `.action == "closed"`, Action: host.RuleAction{Notify: "pager"}},
+	})
+	require.NoError(t, err)
+	require.Len(t, rules, 4)
+
+	got := w.post(t, ctx, hook, secret, issue("octocat", 12, "Build is red"))
+	require.Equal(t, host.OutcomeRouted, got.Outcome, "the first match with queue or drop decides")
+	d, err := w.hooks.Delivery(ctx, p, hook.ID, got.DeliveryID)
+	require.NoError(t, err)
+	require.Equal(t, rules[1].ID, d.Trace.DecidedBy)
+	require.Equal(t, queue, d.Trace.Queue)
+	require.Equal(t, []host.NotifiedSink{
+		{Sink: "phone", RuleID: rules[0].ID, Rule: "any issue"},
+		{Sink: "pager", RuleID: rules[2].ID, Rule: "drop opened"},
+	}, d.Trace.Notified)
+	require.Equal(t, []bool{true, true, true, false}, matched(d.Trace.Rules))
+
+	todo := row(t, w.pool, `SELECT queue_id, title, webhook_id FROM todos`)
+	require.Equal(t, map[string]any{"queue_id": queue, "title": "Build is red", "webhook_id": hook.ID}, todo)
+
+	rows := w.outbox(t)
+	require.Len(t, rows, 2, "one rule.notify per sink, whichever rules matched")
+	require.ElementsMatch(t, []int64{phone, pager}, []int64{rows[0].SinkID, rows[1].SinkID})
+	require.Equal(t, "high", row(t, w.pool, `SELECT severity FROM outbox WHERE sink_id = $1`, pager)["severity"])
+}
+
+func matched(rs []host.RuleResult) []bool {
+	out := make([]bool, len(rs))
+	for i, r := range rs {
+		out[i] = r.Matched
+	}
+	return out
+}
+
+func TestAnotherOwnersSinkName(t *testing.T) {
+	t.Parallel()
+	// Scenario: Another owner's sink name
+	w, ctx := newHookWorld(t)
+	hook, _, _ := w.hook(t, ctx)
+	other := notifytype.Human(w.f.Human(""))
+	w.f.Sink(storetest.SinkOpts{Owner: other, Name: "their-phone"})
+	agent := w.f.Endpoint(storetest.EndpointOpts{Human: hook.Owner.ID})
+	p := engine.EndpointPrincipal(agent, hook.Owner.ID, hook.Owner, notifytype.GrantTodos, notifytype.GrantRules)
+	good := host.RuleInput{Name: "keep", Expr: `true`, Action: host.RuleAction{Drop: true}}
+	_, err := w.hooks.AddRule(ctx, p, hook.ID, good)
+	require.NoError(t, err)
+	before := w.f.Count(`SELECT count(*) FROM webhook_rules`)
+
+	bad := host.RuleInput{Name: "page them", Expr: `true`, Action: host.RuleAction{Notify: "their-phone"}}
+	_, err = w.hooks.AddRule(ctx, p, hook.ID, bad)
+	requireCode(t, err, notifytype.CodeInvalidArgument, "action.notify")
+	require.Contains(t, err.Error(), `"page them"`, "the error names the rule")
+
+	_, err = w.hooks.SetRules(ctx, p, hook.ID, []host.RuleInput{good, bad})
+	requireCode(t, err, notifytype.CodeInvalidArgument, "rules[1].action.notify")
+	require.Contains(t, err.Error(), `"page them"`)
+
+	rules, err := w.hooks.Rules(ctx, p, hook.ID)
+	require.NoError(t, err)
+	_, err = w.hooks.UpdateRule(ctx, p, hook.ID, rules[0].ID, bad)
+	requireCode(t, err, notifytype.CodeInvalidArgument, "action.notify")
+
+	require.Equal(t, before, w.f.Count(`SELECT count(*) FROM webhook_rules`), "nothing is saved")
+	after, err := w.hooks.Rules(ctx, p, hook.ID)
+	require.NoError(t, err)
+	require.Equal(t, rules, after)
+	require.Equal(t, agent, after[0].UpdatedByEndpointID, "the write records the endpoint")
+	require.Equal(t, hook.Owner.ID, after[0].UpdatedByHumanID, "and its human")
+}
+
+func TestRuleSaveRefusesBadInputNamingTheRule(t *testing.T) {
+	t.Parallel()
+	w, ctx := newHookWorld(t)
+	hook, _, p := w.hook(t, ctx)
+	w.f.Sink(storetest.SinkOpts{Owner: hook.Owner, Name: "phone"})
+	theirQueue := w.f.Queue(notifytype.Human(w.f.Human("")), "theirs")
+	for _, tc := range []struct {
+		rule  host.RuleInput
+		field string
+	}{
+		{host.RuleInput{Name: "broken", Expr: `.sender.login ==`, Action: host.RuleAction{Drop: true}}, "rules[0].expr"},
+		{host.RuleInput{Name: "", Expr: `true`, Action: host.RuleAction{Drop: true}}, "rules[0].name"},
+		{host.RuleInput{Name: "both", Expr: `true`, Action: host.RuleAction{Drop: true, Queue: theirQueue}}, "rules[0].action"},
+		{host.RuleInput{Name: "nothing", Expr: `true`}, "rules[0].action"},
+		{host.RuleInput{Name: "severity", Expr: `true`, Action: host.RuleAction{Notify: "phone", NotifySeverity: "urgent"}}, "rules[0].action.notify_severity"},
+		{host.RuleInput{Name: "their queue", Expr: `true`, Action: host.RuleAction{Queue: theirQueue}}, "rules[0].action.queue"},
+		{host.RuleInput{Name: "no queue", Expr: `true`, Action: host.RuleAction{Queue: 1 << 40}}, "rules[0].action.queue"},
+	} {
+		_, err := w.hooks.SetRules(ctx, p, hook.ID, []host.RuleInput{tc.rule})
+		requireCode(t, err, notifytype.CodeInvalidArgument, tc.field)
+		if tc.rule.Name != "" {
+			require.Contains(t, err.Error(), `"`+tc.rule.Name+`"`)
+		}
+	}
+	require.Zero(t, w.f.Count(`SELECT count(*) FROM webhook_rules`))
+}
+
+func TestDryRunSendsNothing(t *testing.T) {
+	t.Parallel()
+	// Scenario: Dry run sends nothing
+	w, ctx := newHookWorld(t)
+	hook, secret, p := w.hook(t, ctx)
+	w.subscribedSink(hook.Owner, storetest.SubscriptionOpts{}, notifytype.EventRuleNotify, notifytype.EventDeliveryQuarantined)
+	w.f.Sink(storetest.SinkOpts{Owner: hook.Owner, Name: "phone"})
+	first := w.post(t, ctx, hook, secret, issue("octocat", 1, "first"))
+	second := w.post(t, ctx, hook, secret, issue("dependabot", 2, "Bump"))
+	third := w.post(t, ctx, hook, secret, issue("mallory", 3, "spam"))
+	require.Equal(t, host.OutcomeQuarantined, third.Outcome)
+	_, err := w.engine.FanOut(ctx)
+	require.NoError(t, err)
+	outboxBefore := w.f.Count(`SELECT count(*) FROM outbox`)
+	eventsBefore := w.f.Count(`SELECT count(*) FROM outbox_events`)
+
+	report, err := w.hooks.TestRules(ctx, p, hook.ID, []host.RuleInput{{
+		Name: "bots", Expr: `.sender.login == "dependabot"`, Action: host.RuleAction{Drop: true, Notify: "phone"},
+	}}, 0)
+	require.NoError(t, err)
+	require.Equal(t, 3, report.Scored)
+	byID := map[int64]host.TestDelivery{}
+	for _, d := range report.Deliveries {
+		byID[d.DeliveryID] = d
+	}
+	require.Equal(t, host.OutcomeDropped, byID[second.DeliveryID].Outcome)
+	require.Equal(t, "bots", byID[second.DeliveryID].DecidedBy)
+	require.Equal(t, []host.NotifyRequest{{Sink: "phone", Rule: "bots", Severity: notifytype.SeverityNormal}},
+		byID[second.DeliveryID].WouldNotify, "the report lists the would-notify match")
+	require.Equal(t, host.OutcomeUnrouted, byID[first.DeliveryID].Outcome)
+	require.Empty(t, byID[first.DeliveryID].WouldNotify)
+	require.Equal(t, host.OutcomeQuarantined, byID[third.DeliveryID].Outcome)
+
+	require.Equal(t, outboxBefore, w.f.Count(`SELECT count(*) FROM outbox`), "no outbox row is written")
+	require.Equal(t, eventsBefore, w.f.Count(`SELECT count(*) FROM outbox_events`))
+	require.Zero(t, w.f.Count(`SELECT count(*) FROM webhook_rules`), "candidates are not saved")
+	require.Zero(t, w.f.Count(`SELECT count(*) FROM delivery_records`), "no message is sent")
+}
+
+func TestNotifiedSinkDeletedOrDisabledIsATraceFault(t *testing.T) {
+	t.Parallel()
+	w, ctx := newHookWorld(t)
+	hook, secret, p := w.hook(t, ctx)
+	gone := w.f.Sink(storetest.SinkOpts{Owner: hook.Owner, Name: "gone"})
+	off := w.f.Sink(storetest.SinkOpts{Owner: hook.Owner, Name: "off"})
+	queue := w.f.Queue(hook.Owner, "forge")
+	_, err := w.hooks.SetRules(ctx, p, hook.ID, []host.RuleInput{
+		{Name: "route", Expr: `true`, Action: host.RuleAction{Queue: queue, Notify: "gone"}},
+		{Name: "also", Expr: `true`, Action: host.RuleAction{Notify: "off"}},
+	})
+	require.NoError(t, err)
+	_, err = w.pool.Exec(ctx, `DELETE FROM sinks WHERE id = $1`, gone)
+	require.NoError(t, err)
+	_, err = w.pool.Exec(ctx, `UPDATE sinks SET enabled = false WHERE id = $1`, off)
+	require.NoError(t, err)
+
+	got := w.post(t, ctx, hook, secret, issue("octocat", 5, "a bug"))
+	require.Equal(t, host.OutcomeRouted, got.Outcome, "routing is unchanged")
+	d, err := w.hooks.Delivery(ctx, p, hook.ID, got.DeliveryID)
+	require.NoError(t, err)
+	require.Empty(t, d.Trace.Notified)
+	require.Len(t, d.Trace.Faults, 2)
+	require.Contains(t, d.Trace.Faults[0], `sink "gone" no longer exists`)
+	require.Contains(t, d.Trace.Faults[1], `sink "off" is disabled`)
+	require.Equal(t, 1, w.f.Count(`SELECT count(*) FROM todos WHERE queue_id = $1`, queue))
+	require.Empty(t, w.outbox(t), "no outbox row")
+}
+
+func TestReceiveRefusesAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	w, ctx := newHookWorld(t)
+	hook, secret, p := w.hook(t, ctx)
+	w.subscribedSink(hook.Owner, storetest.SubscriptionOpts{}, notifytype.EventDeliveryQuarantined)
+	_, err := w.hooks.SetRules(ctx, p, hook.ID, []host.RuleInput{{Name: "all", Expr: `true`, Action: host.RuleAction{Drop: true}}})
+	require.NoError(t, err)
+	body := issue("mallory", 1, "spam")
+	huge := `{"sender":{"login":"octocat"},"pad":"` + strings.Repeat("x", host.DeliveryMaxBytes) + `"}`
+
+	for name, tc := range map[string]struct {
+		body, sig string
+		code      notifytype.Code
+		field     string
+	}{
+		"bad signature":   {body, host.Sign(notifytype.NewSecret("sbw_wrong"), []byte(body)), notifytype.CodeForbidden, ""},
+		"no signature":    {body, "", notifytype.CodeForbidden, ""},
+		"signed other":    {body, host.Sign(secret, []byte(body+" ")), notifytype.CodeForbidden, ""},
+		"oversized body":  {huge, host.Sign(secret, []byte(huge)), notifytype.CodeInvalidArgument, "body"},
+		"malformed JSON":  {`{"sender":`, host.Sign(secret, []byte(`{"sender":`)), notifytype.CodeInvalidArgument, "body"},
+		"not an object":   {`[1,2]`, host.Sign(secret, []byte(`[1,2]`)), notifytype.CodeInvalidArgument, "body"},
+		"two objects":     {`{} {}`, host.Sign(secret, []byte(`{} {}`)), notifytype.CodeInvalidArgument, "body"},
+		"NUL in a string": {`{"a":"\u0000"}`, host.Sign(secret, []byte(`{"a":"\u0000"}`)), notifytype.CodeInvalidArgument, "body"},
+	} {
+		_, err := w.hooks.Receive(ctx, hook.ID, []byte(tc.body), tc.sig)
+		requireCode(t, err, tc.code, tc.field)
+		require.NotContains(t, err.Error(), secret.Reveal(), name)
+	}
+	_, err = w.hooks.Receive(ctx, 1<<40, []byte(body), host.Sign(secret, []byte(body)))
+	requireCode(t, err, notifytype.CodeNotFound, "")
+
+	require.Zero(t, w.f.Count(`SELECT count(*) FROM webhook_deliveries`))
+	require.Zero(t, w.f.Count(`SELECT count(*) FROM outbox_events`))
+	require.Zero(t, w.f.Count(`SELECT count(*) FROM todos`))
+}
+
+func TestExpressionThatLoopsForeverIsAFault(t *testing.T) {
+	t.Parallel()
+	w := newHookWorldOn(t, storetest.New(t), 50*time.Millisecond)
+	ctx := context.Background()
+	hook, secret, p := w.hook(t, ctx)
+	w.f.Sink(storetest.SinkOpts{Owner: hook.Owner, Name: "phone"})
+	queue := w.f.Queue(hook.Owner, "forge")
+	rules, err := w.hooks.SetRules(ctx, p, hook.ID, []host.RuleInput{
+		{Name: "forever", Expr: `def f: f; f`, Action: host.RuleAction{Drop: true, Notify: "phone"}},
+		{Name: "counting", Expr: `last(range(1; infinite))`, Action: host.RuleAction{Drop: true}},
+		{Name: "route", Expr: `.issue.number == 9`, Action: host.RuleAction{Queue: queue}},
+	})
+	require.NoError(t, err, "an endless expression compiles; it faults when run")
+
+	got := w.post(t, ctx, hook, secret, issue("octocat", 9, "nine"))
+	require.Equal(t, host.OutcomeRouted, got.Outcome, "the looping rules match nothing; the next rule routes")
+	d, err := w.hooks.Delivery(ctx, p, hook.ID, got.DeliveryID)
+	require.NoError(t, err)
+	require.Equal(t, rules[2].ID, d.Trace.DecidedBy)
+	require.Len(t, d.Trace.Faults, 2)
+	require.Contains(t, d.Trace.Faults[0], `rule "forever": expression failed: ran longer than 50ms`)
+	require.Contains(t, d.Trace.Faults[1], `rule "counting"`)
+	require.Empty(t, d.Trace.Notified)
+	require.Empty(t, w.outbox(t), "a faulting rule notifies nothing")
+}
+
+func TestQuarantineIsOneTransactionWithItsEvent(t *testing.T) {
+	t.Parallel()
+	w, ctx := newHookWorld(t)
+	hook, secret, p := w.hook(t, ctx)
+	sink := w.subscribedSink(hook.Owner, storetest.SubscriptionOpts{}, notifytype.EventDeliveryQuarantined)
+	got := w.post(t, ctx, hook, secret, issue("mallory", 1, "spam"))
+	require.Equal(t, host.OutcomeQuarantined, got.Outcome)
+	quarantine, err := w.hooks.Deliveries(ctx, p, hook.ID, host.OutcomeQuarantined, 0)
+	require.NoError(t, err)
+	require.Len(t, quarantine, 1)
+	require.Equal(t, "mallory", quarantine[0].Sender)
+	rows := w.outbox(t)
+	require.Len(t, rows, 1)
+	require.Equal(t, outboxRow{SinkID: sink, Owner: hook.Owner.String(), EventType: "delivery.quarantined", DedupKey: "webhook:" + itoa(hook.ID)}, rows[0])
+
+	// A quarantine whose event cannot be written leaves no delivery either.
+	failing := host.NewWebhooks(host.WebhooksConfig{Pool: w.pool, Emitter: failingEmitter{w.engine}, SecretKey: w.key, Clock: w.clock})
+	body := issue("mallory", 2, "more spam")
+	_, err = failing.Receive(ctx, hook.ID, []byte(body), host.Sign(secret, []byte(body)))
+	require.ErrorContains(t, err, "outbox unavailable")
+	require.Equal(t, 1, w.f.Count(`SELECT count(*) FROM webhook_deliveries`), "the rolled-back quarantine left nothing")
+}
+
+func TestWebhookSecretsAreShownOnceAndRotate(t *testing.T) {
+	t.Parallel()
+	w, ctx := newHookWorld(t)
+	hook, secret, p := w.hook(t, ctx)
+	body := issue("octocat", 1, "x")
+	fresh, err := w.hooks.RotateSecret(ctx, p, hook.ID)
+	require.NoError(t, err)
+	require.NotEqual(t, secret.Reveal(), fresh.Reveal())
+	_, err = w.hooks.Receive(ctx, hook.ID, []byte(body), host.Sign(secret, []byte(body)))
+	requireCode(t, err, notifytype.CodeForbidden, "")
+	_, err = w.hooks.Receive(ctx, hook.ID, []byte(body), host.Sign(fresh, []byte(body)))
+	require.NoError(t, err)
+
+	stored := row(t, w.pool, `SELECT secret FROM webhooks WHERE id = $1`, hook.ID)["secret"].([]byte)
+	require.NotContains(t, string(stored), fresh.Reveal(), "the secret is sealed")
+	out, err := json.Marshal(hook)
+	require.NoError(t, err)
+	require.NotContains(t, string(out), secret.Reveal())
+
+	other := engine.HumanPrincipal(w.f.Human(""))
+	_, err = w.hooks.RotateSecret(ctx, other, hook.ID)
+	requireCode(t, err, notifytype.CodeNotFound, "")
+	_, err = w.hooks.Get(ctx, other, hook.ID)
+	requireCode(t, err, notifytype.CodeNotFound, "")
+	agent := engine.EndpointPrincipal(w.f.Endpoint(storetest.EndpointOpts{Human: p.HumanID}), p.HumanID, hook.Owner, notifytype.GrantRules)
+	_, err = w.hooks.RotateSecret(ctx, agent, hook.ID)
+	requireCode(t, err, notifytype.CodeForbidden, "")
+	noRules := engine.EndpointPrincipal(w.f.Endpoint(storetest.EndpointOpts{Human: p.HumanID}), p.HumanID, hook.Owner, notifytype.GrantTodos)
+	_, err = w.hooks.AddRule(ctx, noRules, hook.ID, host.RuleInput{Name: "x", Expr: "true", Action: host.RuleAction{Drop: true}})
+	requireCode(t, err, notifytype.CodeForbidden, "")
+
+	noKey := host.NewWebhooks(host.WebhooksConfig{Pool: w.pool, Emitter: w.engine, Clock: w.clock})
+	_, _, err = noKey.Create(ctx, p, host.WebhookInput{Owner: hook.Owner, Name: "another"})
+	requireCode(t, err, notifytype.CodeEncryptionRequired, "")
+}
+
+func TestTeamWebhookRoles(t *testing.T) {
+	t.Parallel()
+	w, ctx := newHookWorld(t)
+	team := w.f.Team("")
+	admin, member := w.f.Human(""), w.f.Human("")
+	w.f.Member(team, admin, "admin")
+	w.f.Member(team, member, "member")
+	hook, _, err := w.hooks.Create(ctx, engine.HumanPrincipal(admin), host.WebhookInput{Owner: notifytype.Team(team), Name: "team-hook"})
+	require.NoError(t, err)
+	_, _, err = w.hooks.Create(ctx, engine.HumanPrincipal(member), host.WebhookInput{Owner: notifytype.Team(team), Name: "mine"})
+	requireCode(t, err, notifytype.CodeForbidden, "")
+	_, err = w.hooks.Rules(ctx, engine.HumanPrincipal(member), hook.ID)
+	require.NoError(t, err, "a member reads")
+	_, err = w.hooks.AddRule(ctx, engine.HumanPrincipal(member), hook.ID, host.RuleInput{Name: "x", Expr: "true", Action: host.RuleAction{Drop: true}})
+	requireCode(t, err, notifytype.CodeForbidden, "")
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// failingEmitter is the engine whose Emit fails, as a database error would.
+type failingEmitter struct{ *engine.Engine }
+
+func (failingEmitter) Emit(context.Context, pgx.Tx, engine.Event) error {
+	return errors.New("outbox unavailable")
+}
