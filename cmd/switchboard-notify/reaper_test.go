@@ -57,6 +57,10 @@ func TestServeReapsExpiredLeases(t *testing.T) {
 		}
 		return ""
 	})
+	// Stop only once serve has started in full.
+	if !listeningRE.MatchString(strings.Join(seen, "\n")) {
+		stderr.waitFor(t, &seen, func(l string) string { return listeningRE.FindString(l) })
+	}
 	var state, reason string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT state, dead_reason FROM todos WHERE id = $1`, todo).Scan(&state, &reason))
 	require.Equal(t, "dead", state)
