@@ -7,7 +7,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.version=$(VERSION)
 BENCHTIME ?= 2s
 
-.PHONY: all build run test lint bench bench-short bench-drivers clean
+.PHONY: all build run test lint bench bench-short bench-drivers clean faults faults-short faults-fuzz
 
 all: lint test build
 
@@ -22,11 +22,42 @@ run: build
 	export DATABASE_URL; export SWITCHBOARD_SECRET_KEY=$${SWITCHBOARD_SECRET_KEY:-$$(cat .devkey)}; \
 	export SWITCHBOARD_DEMO=$${SWITCHBOARD_DEMO:-1}; exec ./$(BIN) serve
 
-## test: vet, then every test with the race detector (PostgreSQL required)
+## test: vet, then every test with the race detector (PostgreSQL required); the
+## reliability suite's short version (faults/) runs after the rest, so its
+## processes and loads do not compete with the other packages for the cores
 test:
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/faults')
+	$(GO) test -race -count=1 ./faults/...
 	@if [ -f bench/go.mod ]; then echo "cd bench && $(GO) vet ./..."; cd bench && $(GO) vet ./...; fi
+
+## faults: the full reliability and security suite (issue 11), then its table
+## (docs/RELIABILITY.md): 10,000-row crash run, fuzzers FAULTS_FUZZTIME each
+FAULTS_REPORT   ?= $(CURDIR)/bin/faults-report.jsonl
+FAULTS_FUZZTIME ?= 60s
+FAULTS_FUZZERS  := FuzzClean FuzzRender FuzzAppriseURL FuzzAppriseSecret FuzzRESTBody
+faults:
+	@mkdir -p bin && rm -f $(FAULTS_REPORT)
+	@export SWITCHBOARD_FAULTS_CANARY=cnry$$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n'); \
+	SWITCHBOARD_FAULTS_FULL=1 SWITCHBOARD_FAULTS_REPORT=$(FAULTS_REPORT) $(GO) test -count=1 -timeout 30m ./faults/...; st=$$?; \
+	$(MAKE) --no-print-directory faults-fuzz FAULTS_FUZZTIME=$(FAULTS_FUZZTIME) || st=1; \
+	$(GO) run ./faults/cmd/faults-table $(FAULTS_REPORT) || st=1; exit $$st
+
+## faults-short: the suite's short version and 5 s per fuzzer, then the table
+## (CI runs the short suite inside `make test` and adds faults-fuzz: .ci/run)
+faults-short:
+	@mkdir -p bin && rm -f $(FAULTS_REPORT)
+	@SWITCHBOARD_FAULTS_REPORT=$(FAULTS_REPORT) $(GO) test -count=1 -timeout 10m ./faults/...; st=$$?; \
+	$(MAKE) --no-print-directory faults-fuzz FAULTS_FUZZTIME=5s || st=1; \
+	$(GO) run ./faults/cmd/faults-table $(FAULTS_REPORT) || st=1; exit $$st
+
+## faults-fuzz: each fuzz target of faults/surface for FAULTS_FUZZTIME
+faults-fuzz:
+	@for f in $(FAULTS_FUZZERS); do \
+		echo "fuzz $$f for $(FAULTS_FUZZTIME)"; \
+		out=$$(env -u SWITCHBOARD_FAULTS_REPORT $(GO) test -count=1 -run='^$$' -fuzz="^$$f\$$" -fuzztime=$(FAULTS_FUZZTIME) ./faults/surface 2>&1); \
+		st=$$?; echo "$$out" | tail -n 3; [ $$st -eq 0 ] || { echo "$$out"; exit 1; }; \
+	done
 
 ## bench: the benchmarks of the bench module (BENCHTIME=2s by default)
 bench:

@@ -38,6 +38,7 @@ func newServer(t *testing.T) *server {
 	w := enginetest.New(t)
 	var metrics *ops.Metrics
 	eng := w.Serve(func(c *engine.Config) {
+		c.DigestSources = host.NewDigestSources(w.Pool)
 		inner := c.OnAttempt
 		c.OnAttempt = func(a engine.Attempt) { metrics.OnAttempt(a); inner(a) }
 		c.OnClaim = func(sink int64, lag time.Duration) { metrics.OnClaim(sink, lag) }

@@ -18,19 +18,21 @@ import (
 
 // Defaults and operator bounds. Each Config field says which applies.
 const (
-	MaxSinksPerScopeDefault = 10
-	BudgetPerHourDefault    = 30
-	BudgetBurstDefault      = 10
-	BudgetPerHourMinDefault = 1
-	BudgetPerHourMaxDefault = 120
-	BudgetBurstMinDefault   = 1
-	BudgetBurstMaxDefault   = 30
-	QuarantineWindowDefault = 10 * time.Minute
-	ClaimTTLDefault         = 2 * time.Minute
-	PollIntervalDefault     = time.Second
-	NotifyDebounceDefault   = 50 * time.Millisecond
-	RetentionDefault        = 30 * 24 * time.Hour
-	JanitorIntervalDefault  = time.Hour
+	MaxSinksPerScopeDefault     = 10
+	BudgetPerHourDefault        = 30
+	BudgetBurstDefault          = 10
+	BudgetPerHourMinDefault     = 1
+	BudgetPerHourMaxDefault     = 120
+	BudgetBurstMinDefault       = 1
+	BudgetBurstMaxDefault       = 30
+	QuarantineWindowDefault     = 10 * time.Minute
+	ClaimTTLDefault             = 2 * time.Minute
+	PollIntervalDefault         = time.Second
+	NotifyDebounceDefault       = 50 * time.Millisecond
+	RetentionDefault            = 30 * 24 * time.Hour
+	JanitorIntervalDefault      = time.Hour
+	DigestIntervalDefault       = 30 * time.Second
+	DigestSectionTimeoutDefault = 5 * time.Second
 )
 
 // Config configures an Engine. The zero value of every optional field means
@@ -139,6 +141,21 @@ type Config struct {
 
 	// Logger receives the engine's logs. Defaults to slog.Default().
 	Logger *slog.Logger
+
+	// DigestSources gives the figures of digest sections (REQ-13); the
+	// host implements it. Defaults to none: every section but "could not
+	// deliver" then reads "unavailable: not measured on this instance".
+	DigestSources DigestSources
+
+	// DigestInterval is how often (wall time) the digest scheduler looks
+	// for due digests; which are due is decided on the database's clock.
+	// Defaults to DigestIntervalDefault (30 s).
+	DigestInterval time.Duration
+
+	// DigestSectionTimeout bounds each digest section's source; a section
+	// past it reads "unavailable". Defaults to
+	// DigestSectionTimeoutDefault (5 s).
+	DigestSectionTimeout time.Duration
 }
 
 // WithDefaults returns a copy of c with every unset field at its default.
@@ -167,6 +184,8 @@ func (c Config) WithDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.DigestInterval = cmp.Or(c.DigestInterval, DigestIntervalDefault)
+	c.DigestSectionTimeout = cmp.Or(c.DigestSectionTimeout, DigestSectionTimeoutDefault)
 	return c
 }
 

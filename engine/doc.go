@@ -17,6 +17,12 @@
 // ...), which holds every rule of the spec so that every surface (web UI,
 // REST API, MCP) passes the same checks.
 //
+// Queue digests (CreateDigest, PreviewDigest, SendDigestNow, ...) are built
+// from the host's DigestSources and sent by a scheduler every instance
+// runs under Serve; a scheduled time is claimed by one atomic update on the
+// database's clock, so exactly one instance sends it. The schedule grammar
+// and the report live in engine/digest.
+//
 // The engine knows nothing of a particular host. What it must ask of the
 // surrounding system (a human's role in a team, whether a queue, endpoint or
 // webhook belongs to an owner scope) it asks through Directory, which the

@@ -84,6 +84,7 @@ func (e *Engine) Serve(ctx context.Context) error {
 	root.Add(e.claimer)
 	root.Add(&listener{e: e})
 	root.Add(&janitor{e: e})
+	root.Add(&digestScheduler{e: e})
 	err := root.Serve(ctx)
 	if ctx.Err() != nil {
 		return ctx.Err()

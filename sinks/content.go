@@ -40,6 +40,11 @@ type Content struct {
 	AttemptSummary string `json:"attempt_summary,omitempty"`
 	ArtifactHandle string `json:"artifact_handle,omitempty"`
 
+	// Lines are a digest's body, one line each (REQ-13): counts, ages,
+	// names, titles and board links, built by the digest builder. Each is
+	// cleaned and cut again when rendered.
+	Lines []string `json:"lines,omitempty"`
+
 	// Body is the subject's body, the source of an opt-in excerpt. Emit
 	// stores it only on rows whose subscription set include_excerpt.
 	// Sender-written.

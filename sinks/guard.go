@@ -163,7 +163,36 @@ func ParseBaseURL(base string) (*url.URL, error) {
 	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Hostname() == "" {
 		return nil, ErrInvalidURL
 	}
+	if otherIPv4Spelling(u.Hostname()) {
+		return nil, ErrInvalidURL
+	}
 	return u, nil
+}
+
+// otherIPv4Spelling reports a host that some resolvers read as an IPv4
+// address although it is not dotted decimal: decimal (2130706433), octal
+// (0177.0.0.1), hexadecimal (0x7f.1) or shortened (127.1). Go's resolver
+// refuses such a name, so it could only ever fail as a network error and
+// be retried; refused at once, it is final (blocked) and the owner is told
+// to write the address plainly.
+func otherIPv4Spelling(host string) bool {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return false
+	}
+	for label := range strings.SplitSeq(strings.ToLower(host), ".") {
+		digits := label
+		if rest, ok := strings.CutPrefix(label, "0x"); ok {
+			digits = rest
+			if strings.Trim(digits, "0123456789abcdef") != "" {
+				return false
+			}
+			continue
+		}
+		if digits == "" || strings.Trim(digits, "0123456789") != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // CheckURL is the save-time and send-time check of a sink's base URL: it

@@ -139,7 +139,8 @@ func TestGuardTimeout(t *testing.T) {
 func TestCheckURL(t *testing.T) {
 	t.Parallel()
 
-	for _, ok := range []string{"https://push.example.net", "https://push.example.net/gotify/", "HTTPS://push.example.net:8443"} {
+	for _, ok := range []string{"https://push.example.net", "https://push.example.net/gotify/", "HTTPS://push.example.net:8443",
+		"https://192.0.2.7", "https://[2001:db8::1]:8443", "https://0x1.example.net", "https://123.example.net"} {
 		require.NoError(t, sinks.CheckURL(ok, false), ok)
 	}
 	require.NoError(t, sinks.CheckURL("http://push.example.net", true))
@@ -158,6 +159,13 @@ func TestCheckURL(t *testing.T) {
 		"https://push.example.net/%zz":              sinks.ErrInvalidURL,
 		"https:push.example.net":                    sinks.ErrInvalidURL,
 		"https://push.example.net\n/SECRETline":     sinks.ErrInvalidURL,
+		// IPv4 addresses spelt other than dotted decimal: refused at save,
+		// and blocked (final) at send, never retried as a network error.
+		"https://2130706433":    sinks.ErrInvalidURL,
+		"https://0177.0.0.1":    sinks.ErrInvalidURL,
+		"https://127.1":         sinks.ErrInvalidURL,
+		"https://0x7f.0.0.1":    sinks.ErrInvalidURL,
+		"https://0X7F000001:80": sinks.ErrInvalidURL,
 	} {
 		err := sinks.CheckURL(in, false)
 		require.ErrorIs(t, err, want, in)

@@ -20,6 +20,9 @@ const (
 	TitleMaxRunes = 120
 	// ExcerptMaxRunes bounds the opt-in excerpt of the subject's body.
 	ExcerptMaxRunes = 280
+	// DigestMaxLines and DigestLineMaxRunes bound a digest's body lines.
+	DigestMaxLines     = 400
+	DigestLineMaxRunes = 400
 	// fieldMaxRunes bounds the other text a source supplies (place, summary,
 	// cause, origin, artifact handle), which is ours but may quote others.
 	fieldMaxRunes = 200
@@ -84,6 +87,9 @@ func Render(c Content, m Meta) Message {
 		}
 	}
 	add("", Clean(c.Summary, fieldMaxRunes))
+	for _, l := range c.Lines[:min(len(c.Lines), DigestMaxLines)] {
+		lines = append(lines, Clean(l, DigestLineMaxRunes))
+	}
 	if m.Count > 1 {
 		add("", "and "+strconv.Itoa(m.Count-1)+" more")
 	}

@@ -28,7 +28,10 @@ type World struct {
 	HumanID    int64
 	QueueID    int64
 	EndpointID int64
-	Receivers  *Receivers
+	// DigestID is the demo owner's morning digest (to the demo sinks and
+	// the local Cairn stand-in).
+	DigestID  int64
+	Receivers *Receivers
 }
 
 // Setup gives the demo human a sink of each kind on the local receivers
@@ -102,7 +105,11 @@ func Setup(ctx context.Context, d httpx.Deps, rec *Receivers, humanID int64) (*W
 		}
 		endpoint = e.ID
 	}
-	return &World{HumanID: humanID, QueueID: queue, EndpointID: endpoint, Receivers: rec}, nil
+	digest, err := setupDigest(ctx, d, rec, humanID)
+	if err != nil {
+		return nil, err
+	}
+	return &World{HumanID: humanID, QueueID: queue, EndpointID: endpoint, DigestID: digest, Receivers: rec}, nil
 }
 
 //go:embed demo.html

@@ -3,8 +3,11 @@ package httpx
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"strings"
 
 	"github.com/switchboard/notify/notifytype"
 )
@@ -69,12 +72,25 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-// DecodeJSON reads a JSON body into v, refusing unknown fields; a bad body
-// is invalid_argument naming the body.
+// DecodeJSON reads a JSON body into v, refusing unknown fields. A body
+// declared as anything but JSON is invalid_argument naming Content-Type; a
+// bad body, or one with anything after its one JSON value, is
+// invalid_argument naming the body. Nothing is read past the first refusal.
 func DecodeJSON(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSONMediaType(ct) {
+		return notifytype.InvalidArgument("Content-Type", "must be application/json")
+	}
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	err := dec.Decode(v)
+	if err == nil {
+		// One value only: a second object after the first is refused, not
+		// silently ignored.
+		if _, next := dec.Token(); next != io.EOF {
+			err = errTrailingJSON
+		}
+	}
+	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return err
@@ -82,6 +98,18 @@ func DecodeJSON(r *http.Request, v any) error {
 		return notifytype.InvalidArgument("body", "must be a JSON object of the documented fields: "+jsonProblem(err))
 	}
 	return nil
+}
+
+var errTrailingJSON = errors.New("one JSON value only, nothing after it")
+
+// isJSONMediaType reports whether a Content-Type names JSON
+// (application/json or a +json type, any parameters).
+func isJSONMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
 }
 
 // jsonProblem describes a decoding error without echoing values.

@@ -51,6 +51,9 @@ var families = map[notifytype.Grant][]verb{
 		{ToolDeleteSink, addDeleteSink},
 		{ToolTestSink, addTestSink},
 		{ToolSetSinkSubscriptions, addSetSinkSubscriptions},
+		{ToolListDigests, addListDigests},
+		{ToolSetDigest, addSetDigest},
+		{ToolDeleteDigest, addDeleteDigest},
 	},
 	notifytype.GrantNotifyOwner: {
 		{ToolNotifyOwner, addNotifyOwner},
@@ -66,7 +69,7 @@ var familyGuides = map[notifytype.Grant]string{
 	notifytype.GrantRules: "set, add, change and dry-run the routing rules of the webhooks of this endpoint's owner scope: " +
 		"jq expressions whose actions route a delivery to a queue, drop it, or notify a sink by name; a dry run sends nothing",
 	notifytype.GrantNotifications: "manage the sinks (Gotify and Apprise servers) of this endpoint's owner scope " +
-		"and what they are subscribed to, using existing connections only",
+		"and what they are subscribed to, and its scheduled queue digests, using existing connections only",
 	notifytype.GrantNotifyOwner: "page this endpoint's owner through their sinks, at most 5 an hour",
 }
 

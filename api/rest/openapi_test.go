@@ -57,7 +57,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	file, err := os.ReadFile("openapi.yaml")
 	require.NoError(t, err)
 	documented := documentedRoutes(t, file)
-	require.Len(t, documented, 30)
+	require.Len(t, documented, 37)
 	require.ElementsMatch(t, rest.Routes(), documented, "every route is documented, every documented operation is routed")
 
 	b := setup(t)
@@ -82,7 +82,8 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 			sub := b.subscription(t, tok, sink)
 			endpoint, _ := b.vend(t, tok, "", nil)
 			hook, rule, delivery := b.webhook(t, tok)
-			id := map[string]int64{"sinks": sink, "connections": spare, "endpoints": endpoint, "webhooks": hook}[strings.Split(path, "/")[3]]
+			digest := b.digest(t, tok, sink)
+			id := map[string]int64{"sinks": sink, "connections": spare, "endpoints": endpoint, "webhooks": hook, "digests": digest}[strings.Split(path, "/")[3]]
 			url := strings.NewReplacer("{id}", strconv.FormatInt(id, 10), "{sub}", strconv.FormatInt(sub, 10),
 				"{rule}", strconv.FormatInt(rule, 10), "{delivery}", strconv.FormatInt(delivery, 10)).Replace(path)
 			var body any

@@ -90,6 +90,7 @@ func New(d httpx.Deps) http.Handler {
 
 	mux.Handle("GET /ops", s.authed(s.opsPage))
 	s.webhookRoutes(mux)
+	s.mountDigests(mux)
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -351,7 +352,7 @@ func scopeLabel(s notifytype.OwnerScope) string {
 var pageNames = []string{"login", "login_confirm", "error", "sinks", "sink", "connections", "endpoints", "consent", "credential", "ops"}
 
 func parsePages() map[string]*template.Template {
-	base := template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html"))
+	base := template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", "templates/digest_fields.html"))
 	pages := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
 		pages[name] = template.Must(template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html"))

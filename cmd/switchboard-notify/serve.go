@@ -59,6 +59,7 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	eng, err := engine.New(engine.Config{
 		Pool:                  pool,
 		Directory:             host.NewDirectory(pool),
+		DigestSources:         host.NewDigestSources(pool),
 		SecretKey:             cfg.SecretKey,
 		BaseURL:               cfg.BaseURL,
 		PushAllowHTTP:         allowHTTP,
@@ -130,7 +131,8 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 			return err
 		}
 		demoHandler = demo.Handler(deps, world)
-		fmt.Fprintf(stdout, "Demo: log in with the link above, then open %s/demo and press the button.\n\n", cfg.BaseURL)
+		fmt.Fprintf(stdout, "Demo: log in with the link above, then open %s/demo and press the button.\n", cfg.BaseURL)
+		fmt.Fprintf(stdout, "Demo digest: %s/board/digests/%d shows it now and sends one on demand.\n\n", cfg.BaseURL, world.DigestID)
 	}
 	handler := api.NewHandler(deps, api.Options{Metrics: metrics, Health: healthHandler(pool), Demo: demoHandler})
 

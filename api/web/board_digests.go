@@ -1,0 +1,150 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/switchboard/notify/api/httpx"
+	"github.com/switchboard/notify/engine"
+)
+
+// The board page of one digest, /board/digests/<id> (D13): the link every
+// digest carries. It is behind the web session and scope-checked: a digest
+// of a scope the human has no part in is 404, like every other board item
+// (D3).
+
+// digestPageData is one digest's page.
+type digestPageData struct {
+	Digest  engine.Digest
+	Form    digestForm
+	Choices digestChoices
+	Preview *engine.DigestPreview
+	// PreviewWhy is why no preview could be built.
+	PreviewWhy string
+	Runs       []engine.DigestRun
+	Sent       *engine.DigestRun
+}
+
+type digestPageState struct {
+	form    *digestForm
+	sent    *engine.DigestRun
+	notice  string
+	refusal error
+}
+
+func (s *server) digestPage(w http.ResponseWriter, r *http.Request, a *actor) {
+	s.renderDigest(w, r, a, http.StatusOK, digestPageState{})
+}
+
+func (s *server) renderDigest(w http.ResponseWriter, r *http.Request, a *actor, status int, st digestPageState) {
+	ctx := r.Context()
+	id, err := pathID(r, "id", "digest")
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	d, err := s.d.Engine.GetDigest(ctx, a.P, id)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	canWrite, readOnly, err := s.access(ctx, a, d.Owner)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	data := digestPageData{Digest: d, Form: digestFormOf(d), Sent: st.sent}
+	if st.form != nil {
+		data.Form = *st.form
+	}
+	if data.Choices, err = s.choices(r, a, d.Owner); err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	if pv, err := s.d.Engine.PreviewDigest(ctx, a.P, id); err != nil {
+		s.log.WarnContext(ctx, "web: error building a digest preview", "digest_id", id, "error", err)
+		data.PreviewWhy = "the preview could not be built just now"
+	} else {
+		data.Preview = &pv
+	}
+	if data.Runs, err = s.d.Engine.DigestRuns(ctx, a.P, id, 10); err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	s.render(w, r, status, "digest", a, view{
+		Title: "Digest " + d.Name, Nav: "digests", Scope: d.Owner, CanWrite: canWrite, ReadOnly: readOnly,
+		Notice: st.notice, Err: s.public(r, st.refusal), Data: data,
+	})
+}
+
+func (s *server) editDigest(w http.ResponseWriter, r *http.Request, a *actor) {
+	id, err := pathID(r, "id", "digest")
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	form := readDigestForm(r)
+	cairn, err := form.cairn()
+	var threshold time.Duration
+	if err == nil {
+		threshold, err = form.threshold()
+	}
+	if err == nil {
+		queues, sinks := form.QueueIDs, form.SinkIDs
+		if queues == nil {
+			queues = []int64{}
+		}
+		if sinks == nil {
+			sinks = []int64{}
+		}
+		_, err = s.d.Engine.UpdateDigest(r.Context(), a.P, id, engine.DigestPatch{
+			Name: &form.Name, Schedule: &form.Schedule, QueueIDs: &queues, SinkIDs: &sinks,
+			CairnConnectionID: &cairn, SkipWhenQuiet: &form.SkipWhenQuiet, QuietThreshold: &threshold,
+		})
+	}
+	if err != nil {
+		s.renderDigest(w, r, a, httpx.StatusOf(err), digestPageState{form: &form, refusal: err})
+		return
+	}
+	s.renderDigest(w, r, a, http.StatusOK, digestPageState{notice: "Saved."})
+}
+
+func (s *server) deleteDigest(w http.ResponseWriter, r *http.Request, a *actor) {
+	id, err := pathID(r, "id", "digest")
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	d, err := s.d.Engine.GetDigest(r.Context(), a.P, id)
+	if err == nil {
+		err = s.d.Engine.DeleteDigest(r.Context(), a.P, id)
+	}
+	if err != nil {
+		s.renderDigest(w, r, a, httpx.StatusOf(err), digestPageState{refusal: err})
+		return
+	}
+	seeOther(w, r, scopePath("/digests", d.Owner))
+}
+
+// sendDigestNow sends the digest now without spending its scheduled time.
+func (s *server) sendDigestNow(w http.ResponseWriter, r *http.Request, a *actor) {
+	id, err := pathID(r, "id", "digest")
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	run, err := s.d.Engine.SendDigestNow(r.Context(), a.P, id)
+	if err != nil {
+		s.renderDigest(w, r, a, httpx.StatusOf(err), digestPageState{refusal: err})
+		return
+	}
+	notice := "Sent now to " + strconv.Itoa(run.SinksQueued) + " sink(s); the scheduled send is unchanged."
+	if run.ArtifactURL != "" {
+		notice += " Published to Cairn."
+	}
+	if run.CairnError != "" {
+		notice += " Publishing to Cairn failed (" + run.CairnError + "): the sinks got the full digest."
+	}
+	s.renderDigest(w, r, a, http.StatusOK, digestPageState{sent: &run, notice: notice})
+}

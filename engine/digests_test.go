@@ -1,0 +1,595 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digest"
+	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store/storetest"
+)
+
+// withSources gives an engine the reference host's digest sources; with
+// fast, its scheduler looks for due digests every 10 ms.
+func withSources(w *enginetest.World, fast bool) func(*engine.Config) {
+	return func(c *engine.Config) {
+		c.DigestSources = host.NewDigestSources(w.Pool)
+		if fast {
+			c.DigestInterval = 10 * time.Millisecond
+		}
+	}
+}
+
+// slotAgo is a daily UTC schedule whose latest send time is ago before the
+// database's now, rounded down to the minute (so it is between ago and
+// ago + 1 minute late).
+func slotAgo(t *testing.T, w *enginetest.World, ago time.Duration) string {
+	t.Helper()
+	var hhmm string
+	require.NoError(t, w.Pool.QueryRow(w.Ctx,
+		`SELECT to_char(date_trunc('minute', (now() AT TIME ZONE 'UTC') - $1::interval), 'HH24:MI')`, ago).Scan(&hhmm))
+	return "TZ=UTC * " + hhmm
+}
+
+// backdate makes a digest two days old, so that its latest send time falls
+// after its creation.
+func backdate(t *testing.T, w *enginetest.World, id int64) {
+	t.Helper()
+	_, err := w.Pool.Exec(w.Ctx, `UPDATE digests SET created_at = now() - interval '2 days' WHERE id = $1`, id)
+	require.NoError(t, err)
+}
+
+// deadTodo inserts a todo on queue that dead-lettered just now.
+func deadTodo(t *testing.T, w *enginetest.World, queue int64, title string) int64 {
+	t.Helper()
+	id := w.F.Todo(storetest.TodoOpts{Queue: queue, Title: title})
+	_, err := w.Pool.Exec(w.Ctx, `UPDATE todos SET state = 'dead', dead_letter_count = 1, updated_at = now() WHERE id = $1`, id)
+	require.NoError(t, err)
+	return id
+}
+
+func requireCode(t *testing.T, err error, code notifytype.Code, field string) {
+	t.Helper()
+	require.Error(t, err)
+	ce, ok := notifytype.AsError(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, code, ce.Code, "%v", err)
+	if field != "" {
+		require.Equal(t, field, ce.Field, "%v", err)
+	}
+}
+
+type digestWorld struct {
+	w     *enginetest.World
+	eng   *engine.Engine
+	g     *gotifyServer
+	p     engine.Principal
+	scope notifytype.OwnerScope
+	sink  int64
+	queue int64
+}
+
+func newDigestWorld(t *testing.T, configure ...func(*engine.Config)) digestWorld {
+	w := enginetest.New(t)
+	g := newGotify(t)
+	_, p, scope := w.Human()
+	eng := w.Engine(append([]func(*engine.Config){withSources(w, false)}, configure...)...)
+	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.digest"})
+	return digestWorld{w: w, eng: eng, g: g, p: p, scope: scope, sink: sink, queue: w.F.Queue(scope, "forge")}
+}
+
+func (d digestWorld) digest(t *testing.T, in engine.DigestInput) engine.Digest {
+	t.Helper()
+	in.Owner = d.scope
+	if in.Name == "" {
+		in.Name = "morning"
+	}
+	if in.SinkIDs == nil && in.CairnConnectionID == 0 {
+		in.SinkIDs = []int64{d.sink}
+	}
+	dg, err := d.eng.CreateDigest(d.w.Ctx, d.p, in)
+	require.NoError(t, err)
+	return dg
+}
+
+func (d digestWorld) digestRows(t *testing.T) int {
+	return d.w.F.Count(`SELECT count(*) FROM outbox WHERE event_type = 'digest'`)
+}
+
+func TestDigestOneSendAcrossInstances(t *testing.T) {
+	t.Parallel()
+	// Scenario: One send across instances
+	w := enginetest.New(t)
+	g := newGotify(t)
+	_, p, scope := w.Human()
+	a := w.Serve(withSources(w, true))
+	b := w.Serve(withSources(w, true))
+	sink := w.Sink(a, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.digest"})
+	w.F.Queue(scope, "forge")
+	// Their own clocks disagree by an hour; the claim is on the database's.
+	dg, err := b.CreateDigest(w.Ctx, p, engine.DigestInput{Owner: scope, Name: "nine", Schedule: slotAgo(t, w, time.Minute), SinkIDs: []int64{sink}})
+	require.NoError(t, err)
+	backdate(t, w, dg.ID)
+
+	att := w.WaitFor(func(a engine.Attempt) bool { return a.EventType == notifytype.EventDigest })
+	require.Equal(t, "delivered", att.State)
+	// Both instances have passed since: neither claims the time again.
+	for _, eng := range []*engine.Engine{a, b} {
+		n, err := eng.RunDueDigests(w.Ctx)
+		require.NoError(t, err)
+		require.Zero(t, n)
+	}
+	_, err = w.Settle()
+	require.NoError(t, err)
+	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM digest_runs WHERE digest_id = $1 AND outcome = 'sent'`, dg.ID))
+	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM outbox WHERE event_type = 'digest'`))
+	var digests int
+	for _, m := range g.received() {
+		if strings.HasPrefix(m.Title, "[digest]") {
+			digests++
+		}
+	}
+	require.Equal(t, 1, digests)
+}
+
+func TestDigestClaimIsExclusiveUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	d := newDigestWorld(t)
+	other := d.w.Engine(withSources(d.w, false))
+	dg := d.digest(t, engine.DigestInput{Schedule: slotAgo(t, d.w, 2*time.Minute)})
+	backdate(t, d.w, dg.ID)
+
+	var wg sync.WaitGroup
+	claims := make(chan int, 16)
+	for i := range 16 {
+		eng := d.eng
+		if i%2 == 1 {
+			eng = other
+		}
+		wg.Go(func() {
+			n, err := eng.RunDueDigests(d.w.Ctx)
+			require.NoError(t, err)
+			claims <- n
+		})
+	}
+	wg.Wait()
+	close(claims)
+	total := 0
+	for n := range claims {
+		total += n
+	}
+	require.Equal(t, 1, total)
+	require.Equal(t, 1, d.digestRows(t))
+}
+
+func TestDigestMissedTimeSentOnceIfLessThanAnHourLate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		late    time.Duration
+		outcome string
+		rows    int
+	}{
+		{59 * time.Minute, "sent", 1},
+		{61 * time.Minute, "late", 0},
+	} {
+		t.Run(tc.late.String(), func(t *testing.T) {
+			t.Parallel()
+			d := newDigestWorld(t)
+			dg := d.digest(t, engine.DigestInput{Schedule: slotAgo(t, d.w, tc.late)})
+			backdate(t, d.w, dg.ID)
+
+			n, err := d.eng.RunDueDigests(d.w.Ctx)
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			require.Equal(t, tc.rows, d.digestRows(t))
+			runs, err := d.eng.DigestRuns(d.w.Ctx, d.p, dg.ID, 10)
+			require.NoError(t, err)
+			require.Len(t, runs, 1)
+			require.Equal(t, tc.outcome, runs[0].Outcome)
+
+			// Recovery sends (or skips) it once: the next pass does nothing.
+			n, err = d.eng.RunDueDigests(d.w.Ctx)
+			require.NoError(t, err)
+			require.Zero(t, n)
+			require.Equal(t, tc.rows, d.digestRows(t))
+		})
+	}
+}
+
+func TestDigestNotDueBeforeItsTimeNorBeforeItExisted(t *testing.T) {
+	t.Parallel()
+	d := newDigestWorld(t)
+	// Created now, its latest send time a minute ago was before it existed.
+	d.digest(t, engine.DigestInput{Schedule: slotAgo(t, d.w, time.Minute)})
+	n, err := d.eng.RunDueDigests(d.w.Ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Zero(t, d.digestRows(t))
+}
+
+func TestDigestInvalidSchedule(t *testing.T) {
+	t.Parallel()
+	// Scenario: Invalid schedule
+	d := newDigestWorld(t)
+	_, err := d.eng.CreateDigest(d.w.Ctx, d.p, engine.DigestInput{Owner: d.scope, Name: "bad", Schedule: "Mon-Fri 25:00", SinkIDs: []int64{d.sink}})
+	requireCode(t, err, notifytype.CodeInvalidArgument, "schedule")
+	require.Zero(t, d.w.F.Count(`SELECT count(*) FROM digests`))
+
+	dg := d.digest(t, engine.DigestInput{Schedule: "Mon-Fri 09:00"})
+	bad := "Mon-Fri 25:00"
+	_, err = d.eng.UpdateDigest(d.w.Ctx, d.p, dg.ID, engine.DigestPatch{Schedule: &bad})
+	requireCode(t, err, notifytype.CodeInvalidArgument, "schedule")
+	got, err := d.eng.GetDigest(d.w.Ctx, d.p, dg.ID)
+	require.NoError(t, err)
+	require.Equal(t, "Mon-Fri 09:00", got.Schedule, "a refused update changes nothing")
+}
+
+func TestDigestSixthRefused(t *testing.T) {
+	t.Parallel()
+	d := newDigestWorld(t)
+	for i := range engine.MaxDigestsPerScope {
+		d.digest(t, engine.DigestInput{Name: fmt.Sprintf("d%d", i), Schedule: "* 09:00"})
+	}
+	_, err := d.eng.CreateDigest(d.w.Ctx, d.p, engine.DigestInput{Owner: d.scope, Name: "sixth", Schedule: "* 09:00", SinkIDs: []int64{d.sink}})
+	requireCode(t, err, notifytype.CodeInvalidArgument, "digests")
+	require.Equal(t, 5, d.w.F.Count(`SELECT count(*) FROM digests`))
+}
+
+func TestDigestValidatesTargetsAndPermissions(t *testing.T) {
+	t.Parallel()
+	d := newDigestWorld(t)
+	_, err := d.eng.CreateDigest(d.w.Ctx, d.p, engine.DigestInput{Owner: d.scope, Name: "x", Schedule: "* 09:00", SinkIDs: []int64{}})
+	requireCode(t, err, notifytype.CodeInvalidArgument, "sink_ids")
+
+	// Another human's sink, queue and Cairn connection.
+	_, pb, scopeB := d.w.Human()
+	sinkB := d.w.F.Sink(storetest.SinkOpts{Owner: scopeB})
+	queueB := d.w.F.Queue(scopeB, "forge")
+	connB := d.w.F.Connection(storetest.ConnectionOpts{Owner: scopeB, Kind: "cairn"})
+	_, err = d.eng.CreateDigest(d.w.Ctx, d.p, engine.DigestInput{Owner: d.scope, Name: "x", Schedule: "* 09:00", SinkIDs: []int64{sinkB}})
+	requireCode(t, err, notifytype.CodeInvalidArgument, "sink_ids")
+	_, err = d.eng.CreateDigest(d.w.Ctx, d.p, engine.DigestInput{Owner: d.scope, Name: "x", Schedule: "* 09:00", SinkIDs: []int64{d.sink}, QueueIDs: []int64{queueB}})
+	requireCode(t, err, notifytype.CodeInvalidArgument, "queue_ids")
+	_, err = d.eng.CreateDigest(d.w.Ctx, d.p, engine.DigestInput{Owner: d.scope, Name: "x", Schedule: "* 09:00", CairnConnectionID: connB})
+	requireCode(t, err, notifytype.CodeForbidden, "")
+	require.Zero(t, d.w.F.Count(`SELECT count(*) FROM digests`))
+
+	// B cannot see or change A's digest (D3), nor create one in A's scope.
+	dg := d.digest(t, engine.DigestInput{Schedule: "* 09:00"})
+	_, err = d.eng.GetDigest(d.w.Ctx, pb, dg.ID)
+	requireCode(t, err, notifytype.CodeNotFound, "")
+	requireCode(t, d.eng.DeleteDigest(d.w.Ctx, pb, dg.ID), notifytype.CodeNotFound, "")
+	_, err = d.eng.CreateDigest(d.w.Ctx, pb, engine.DigestInput{Owner: d.scope, Name: "y", Schedule: "* 09:00", SinkIDs: []int64{d.sink}})
+	requireCode(t, err, notifytype.CodeNotFound, "")
+
+	// A team member reads the team's digests but may not write them (D2).
+	team := d.w.F.Team("")
+	d.w.F.Member(team, d.p.HumanID, "admin")
+	memberID := d.w.F.Human("")
+	d.w.F.Member(team, memberID, "member")
+	teamScope := notifytype.Team(team)
+	teamSink := d.w.F.Sink(storetest.SinkOpts{Owner: teamScope})
+	tdg, err := d.eng.CreateDigest(d.w.Ctx, d.p, engine.DigestInput{Owner: teamScope, Name: "team", Schedule: "* 09:00", SinkIDs: []int64{teamSink}})
+	require.NoError(t, err)
+	member := engine.HumanPrincipal(memberID)
+	_, err = d.eng.GetDigest(d.w.Ctx, member, tdg.ID)
+	require.NoError(t, err)
+	requireCode(t, d.eng.DeleteDigest(d.w.Ctx, member, tdg.ID), notifytype.CodeForbidden, "")
+	_, err = d.eng.SendDigestNow(d.w.Ctx, member, tdg.ID)
+	requireCode(t, err, notifytype.CodeForbidden, "")
+
+	// An endpoint needs the notifications grant.
+	ep := engine.EndpointPrincipal(1, d.p.HumanID, d.scope, notifytype.GrantTodos)
+	_, err = d.eng.ListDigests(d.w.Ctx, ep, d.scope)
+	requireCode(t, err, notifytype.CodeForbidden, "")
+}
+
+// stubSources measures what the reference host does not, as a host that
+// had them would: every such section available and zero (or given).
+type stubSources struct {
+	*host.DigestSources
+	unheard []digest.NamedCount
+}
+
+func (s stubSources) Quarantined(context.Context, engine.DigestQuery) ([]digest.NamedCount, error) {
+	return nil, nil
+}
+func (s stubSources) UnheardDoorbells(context.Context, engine.DigestQuery) ([]digest.NamedCount, error) {
+	return s.unheard, nil
+}
+func (s stubSources) ClockedOut(context.Context, engine.DigestQuery) ([]string, error) {
+	return nil, nil
+}
+func (s stubSources) AdmissionDeferred(context.Context, engine.DigestQuery) (map[int64]int, error) {
+	return map[int64]int{}, nil
+}
+
+func TestDigestUnmeasuredIsNotZero(t *testing.T) {
+	t.Parallel()
+	// Scenario: Unmeasured is not zero
+	d := newDigestWorld(t)
+	d.w.F.Todo(storetest.TodoOpts{Queue: d.queue, Title: "fresh"})
+	dg := d.digest(t, engine.DigestInput{Schedule: slotAgo(t, d.w, time.Minute)})
+
+	pv, err := d.eng.PreviewDigest(d.w.Ctx, d.p, dg.ID)
+	require.NoError(t, err)
+	require.Equal(t, digest.NotMeasured, pv.Report.UnheardDoorbells.Unavailable)
+	require.False(t, pv.Quiet, "an unavailable section makes a digest not quiet")
+	require.Contains(t, pv.Text, "Unheard doorbells:\n- unavailable: not measured on this instance")
+	require.Contains(t, pv.Text, "unheard doorbells unavailable", "the headline says so too")
+	require.NotContains(t, pv.Text, "0 unheard doorbells")
+
+	// So a digest with nothing else to say is still sent.
+	backdate(t, d.w, dg.ID)
+	n, err := d.eng.RunDueDigests(d.w.Ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, 1, d.digestRows(t))
+}
+
+func TestDigestQuietDay(t *testing.T) {
+	t.Parallel()
+	// Scenario: Quiet day
+	w := enginetest.New(t)
+	g := newGotify(t)
+	_, p, scope := w.Human()
+	eng := w.Engine(func(c *engine.Config) { c.DigestSources = stubSources{DigestSources: host.NewDigestSources(w.Pool)} })
+	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.digest"})
+	queue := w.F.Queue(scope, "forge")
+	w.F.Todo(storetest.TodoOpts{Queue: queue, Title: "young and pending"})
+
+	quiet, err := eng.CreateDigest(w.Ctx, p, engine.DigestInput{Owner: scope, Name: "quiet", Schedule: slotAgo(t, w, time.Minute), SinkIDs: []int64{sink}})
+	require.NoError(t, err)
+	require.True(t, quiet.SkipWhenQuiet, "skip_when_quiet defaults to true")
+	require.Equal(t, time.Hour, quiet.QuietThreshold)
+	pv, err := eng.PreviewDigest(w.Ctx, p, quiet.ID)
+	require.NoError(t, err)
+	require.Empty(t, pv.Report.Unavailable())
+	require.True(t, pv.Quiet)
+
+	backdate(t, w, quiet.ID)
+	n, err := eng.RunDueDigests(w.Ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Zero(t, w.F.Count(`SELECT count(*) FROM outbox WHERE event_type = 'digest'`), "no digest is sent")
+	runs, err := eng.DigestRuns(w.Ctx, p, quiet.ID, 5)
+	require.NoError(t, err)
+	require.Equal(t, "quiet", runs[0].Outcome)
+
+	// One trouble count makes the next digest worth sending; so does a
+	// queue older than the threshold.
+	deadTodo(t, w, queue, "broken")
+	pv, err = eng.PreviewDigest(w.Ctx, p, quiet.ID)
+	require.NoError(t, err)
+	require.False(t, pv.Quiet)
+	_, err = w.Pool.Exec(w.Ctx, `UPDATE todos SET state = 'done' WHERE state = 'dead'`)
+	require.NoError(t, err)
+	_, err = w.Pool.Exec(w.Ctx, `UPDATE todos SET created_at = now() - interval '61 minutes' WHERE state = 'pending'`)
+	require.NoError(t, err)
+	pv, err = eng.PreviewDigest(w.Ctx, p, quiet.ID)
+	require.NoError(t, err)
+	require.False(t, pv.Quiet, "a queue older than the threshold is not quiet")
+}
+
+func TestDigestAnotherOwnersQueues(t *testing.T) {
+	t.Parallel()
+	// Scenario: Another owner's queues
+	d := newDigestWorld(t)
+	for range 2 {
+		d.w.F.Todo(storetest.TodoOpts{Queue: d.queue, Title: "a's todo"})
+	}
+	deadTodo(t, d.w, d.queue, "a's dead letter")
+	_, _, scopeB := d.w.Human()
+	queueB := d.w.F.Queue(scopeB, "forge") // the same name
+	for range 5 {
+		d.w.F.Todo(storetest.TodoOpts{Queue: queueB, Title: "b's todo"})
+	}
+	for range 3 {
+		deadTodo(t, d.w, queueB, "b's secret dead letter")
+	}
+	claimedB := d.w.F.Todo(storetest.TodoOpts{Queue: queueB})
+	_, err := d.w.Pool.Exec(d.w.Ctx, `UPDATE todos SET state = 'claimed', lease_expires_at = now() - interval '1 hour' WHERE id = $1`, claimedB)
+	require.NoError(t, err)
+
+	dg := d.digest(t, engine.DigestInput{Schedule: "* 09:00"})
+	pv, err := d.eng.PreviewDigest(d.w.Ctx, d.p, dg.ID)
+	require.NoError(t, err)
+	r := pv.Report
+	require.Equal(t, []digest.Queue{{ID: d.queue, Name: "forge"}}, r.Queues)
+	require.Equal(t, 2, r.Pending.Data[d.queue].Count)
+	require.Equal(t, 1, r.DeadLetters.Data[d.queue].Count)
+	require.Zero(t, r.StalledLeases.Data[d.queue])
+	require.Len(t, r.Pending.Data, 1)
+	require.NotContains(t, pv.Text, "b's")
+	require.Contains(t, pv.Text, "Title: a's dead letter")
+	require.Contains(t, pv.Text, "- Pending: 2, oldest")
+}
+
+func TestDigestSections(t *testing.T) {
+	t.Parallel()
+	d := newDigestWorld(t)
+	other := d.w.F.Queue(d.scope, "inbox")
+	old := d.w.F.Todo(storetest.TodoOpts{Queue: d.queue})
+	_, err := d.w.Pool.Exec(d.w.Ctx, `UPDATE todos SET created_at = now() - interval '2 hours 5 minutes' WHERE id = $1`, old)
+	require.NoError(t, err)
+	// Claimed: one healthy, one lease expired (not reaped), one silent
+	// for more than twice its TTL though its lease runs on.
+	for _, set := range []string{
+		`lease_expires_at = now() + interval '4 minutes', last_heartbeat_at = now()`,
+		`lease_expires_at = now() - interval '1 minute', last_heartbeat_at = now() - interval '2 minutes'`,
+		`lease_expires_at = now() + interval '1 hour', last_heartbeat_at = now() - interval '11 minutes'`,
+	} {
+		id := d.w.F.Todo(storetest.TodoOpts{Queue: d.queue, LeaseTTL: 300})
+		_, err := d.w.Pool.Exec(d.w.Ctx, `UPDATE todos SET state = 'claimed', `+set+` WHERE id = $1`, id)
+		require.NoError(t, err)
+	}
+	var titles []int64
+	for i := range 7 {
+		titles = append(titles, deadTodo(t, d.w, other, fmt.Sprintf("dead %d\x1b[31m\n%s", i, strings.Repeat("x", 200))))
+	}
+	// A dead letter before the previous digest does not count.
+	before := deadTodo(t, d.w, other, "long ago")
+	_, err = d.w.Pool.Exec(d.w.Ctx, `UPDATE todos SET updated_at = now() - interval '3 days' WHERE id = $1`, before)
+	require.NoError(t, err)
+
+	dg := d.digest(t, engine.DigestInput{Schedule: "* 09:00"})
+	pv, err := d.eng.PreviewDigest(d.w.Ctx, d.p, dg.ID)
+	require.NoError(t, err)
+	r := pv.Report
+	require.True(t, r.First)
+	require.Equal(t, 1, r.Pending.Data[d.queue].Count)
+	require.GreaterOrEqual(t, r.Pending.Data[d.queue].OldestAge, 2*time.Hour+5*time.Minute)
+	require.Equal(t, 3, r.Claimed.Data[d.queue])
+	require.Equal(t, 2, r.StalledLeases.Data[d.queue])
+	require.Equal(t, 7, r.DeadLetters.Data[other].Count)
+	require.Len(t, r.DeadLetters.Data[other].Recent, digest.MaxDeadLetterTitles)
+	require.Contains(t, pv.Text, "- Pending: 1, oldest 2h 5m")
+	require.Contains(t, pv.Text, fmt.Sprintf("https://switchboard.example.net/board/todos/%d", titles[6]))
+	require.NotContains(t, pv.Text, fmt.Sprintf("/board/todos/%d ", titles[0]), "only five titles")
+	require.NotContains(t, pv.Text, "\x1b")
+	for _, l := range strings.Split(pv.Text, "\n") {
+		if _, title, ok := strings.Cut(l, "Title: "); ok {
+			require.LessOrEqual(t, len([]rune(title)), 120, "titles are truncated (REQ-9)")
+		}
+	}
+	require.Contains(t, pv.Markdown, "## Queue inbox")
+	require.Contains(t, pv.Markdown, "https://switchboard.example.net/board/digests/")
+	require.Contains(t, pv.Markdown, "# Digest morning")
+}
+
+// failingSources fails one section and hangs another.
+type failingSources struct {
+	*host.DigestSources
+	canary string
+}
+
+func (s failingSources) Pending(context.Context, engine.DigestQuery) (map[int64]digest.Pending, error) {
+	return nil, errors.New("relation todos_" + s.canary + " does not exist")
+}
+
+func (s failingSources) DeadLetters(ctx context.Context, _ engine.DigestQuery) (map[int64]digest.DeadLetters, error) {
+	<-ctx.Done()
+	return map[int64]digest.DeadLetters{}, nil // a source that answers late, as zero: dropped
+}
+
+func TestDigestSourceThatFailsOrTimesOutIsUnavailable(t *testing.T) {
+	t.Parallel()
+	d := newDigestWorld(t)
+	canary := "cnry" + fmt.Sprint(time.Now().UnixNano())
+	eng := d.w.Engine(func(c *engine.Config) {
+		c.DigestSources = failingSources{DigestSources: host.NewDigestSources(d.w.Pool), canary: canary}
+		c.DigestSectionTimeout = 2 * time.Second
+	})
+	dg := d.digest(t, engine.DigestInput{Schedule: slotAgo(t, d.w, time.Minute)})
+	pv, err := eng.PreviewDigest(d.w.Ctx, d.p, dg.ID)
+	require.NoError(t, err)
+	require.Equal(t, "its source failed (the instance's log says why)", pv.Report.Pending.Unavailable)
+	require.Equal(t, "timed out after 2s", pv.Report.DeadLetters.Unavailable)
+	require.True(t, pv.Report.Claimed.Available(), "other sections stand")
+	require.False(t, pv.Quiet)
+	require.Contains(t, pv.Text, "- Pending: unavailable: its source failed")
+	require.Contains(t, pv.Text, "- Dead letters: unavailable: timed out after 2s")
+	require.NotContains(t, pv.Text, canary, "a source's error text never reaches the digest")
+	require.Contains(t, d.w.Logs.String(), canary, "it is logged")
+}
+
+func TestDigestSendNowKeepsTheScheduledSlot(t *testing.T) {
+	t.Parallel()
+	d := newDigestWorld(t)
+	dg := d.digest(t, engine.DigestInput{Schedule: slotAgo(t, d.w, time.Minute)})
+	backdate(t, d.w, dg.ID)
+	run, err := d.eng.SendDigestNow(d.w.Ctx, d.p, dg.ID)
+	require.NoError(t, err)
+	require.Equal(t, "sent", run.Outcome)
+	require.Equal(t, 1, run.SinksQueued)
+	require.Equal(t, 1, d.digestRows(t))
+	got, err := d.eng.GetDigest(d.w.Ctx, d.p, dg.ID)
+	require.NoError(t, err)
+	require.Nil(t, got.LastSentAt)
+
+	n, err := d.eng.RunDueDigests(d.w.Ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the scheduled time is still sent")
+	require.Equal(t, 2, d.digestRows(t))
+}
+
+func TestDigestSinkDownAppearsInTheNextDigest(t *testing.T) {
+	t.Parallel()
+	// Scenario: Sink down
+	// (its first half, seven attempts over about 30 minutes, is
+	// TestDeliverySinkDown; this is the next digest's "could not deliver").
+	w := enginetest.New(t)
+	g := newGotify(t)
+	down := newGotify(t)
+	down.setStatus(http.StatusBadGateway)
+	_, p, scope := w.Human()
+	eng := w.Serve(withSources(w, false))
+	w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: down.URL, Secret: "gtfya.down"})
+	up := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.up", Events: []notifytype.EventType{notifytype.EventDigest}})
+	w.F.Queue(scope, "forge")
+
+	w.Emit(eng, deadLetterOf(scope, 2))
+	for k := 1; k <= engine.MaxAttempts; k++ {
+		a := w.WaitFor(func(a engine.Attempt) bool { return a.EventType == notifytype.EventTodoDeadLettered })
+		if k < engine.MaxAttempts {
+			w.Clock.Advance(engine.RetryDelay(k+1) - engine.RetryDelay(k))
+		} else {
+			require.Equal(t, "undeliverable", a.State)
+		}
+	}
+
+	dg, err := eng.CreateDigest(w.Ctx, p, engine.DigestInput{Owner: scope, Name: "next", Schedule: slotAgo(t, w, time.Minute), SinkIDs: []int64{up}})
+	require.NoError(t, err)
+	backdate(t, w, dg.ID)
+	n, err := eng.RunDueDigests(w.Ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	a := w.WaitFor(func(a engine.Attempt) bool { return a.EventType == notifytype.EventDigest })
+	require.Equal(t, "delivered", a.State)
+	var msg gotifyMessage
+	for _, m := range g.received() {
+		if strings.HasPrefix(m.Title, "[digest]") {
+			msg = m
+		}
+	}
+	require.Equal(t, "[digest] next", msg.Title)
+	require.Contains(t, msg.Message, "Could not deliver:\n- Notifications recorded undeliverable: 1")
+	require.Contains(t, msg.Message, "1 could not deliver")
+}
+
+func TestDigestCountsQuarantineOfItsOwnWebhooks(t *testing.T) {
+	t.Parallel()
+	d := newDigestWorld(t)
+	_, _, scopeB := d.w.Human()
+	mine := d.w.F.Webhook(d.scope, "github")
+	theirs := d.w.F.Webhook(scopeB, "github")
+	for _, hook := range []struct {
+		id    int64
+		owner notifytype.OwnerScope
+		n     int
+	}{{mine, d.scope, 3}, {theirs, scopeB, 7}} {
+		for range hook.n {
+			_, err := d.w.Pool.Exec(d.w.Ctx, `INSERT INTO webhook_deliveries (webhook_id, owner, received_at, outcome, payload, trace)
+				VALUES ($1, $2, now(), 'quarantined', '{}', '{}')`, hook.id, hook.owner.String())
+			require.NoError(t, err)
+		}
+	}
+	dg := d.digest(t, engine.DigestInput{Schedule: "* 09:00"})
+	pv, err := d.eng.PreviewDigest(d.w.Ctx, d.p, dg.ID)
+	require.NoError(t, err)
+	require.Equal(t, []digest.NamedCount{{Name: "github", Count: 3}}, pv.Report.Quarantined.Data)
+	require.Contains(t, pv.Text, "Quarantined deliveries:\n- github: 3")
+	require.Contains(t, pv.Text, "3 quarantined")
+	require.False(t, pv.Quiet)
+}

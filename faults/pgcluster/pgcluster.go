@@ -1,0 +1,143 @@
+package pgcluster
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// BinEnv names the directory of the PostgreSQL server binaries.
+const BinEnv = "SWITCHBOARD_FAULTS_PGBIN"
+
+// BinDefault is Debian's PostgreSQL 15.
+const BinDefault = "/usr/lib/postgresql/15/bin"
+
+// Cluster is a running private cluster.
+type Cluster struct {
+	Dir  string
+	Port int
+	bin  string
+	run  []string // runuser prefix when root
+	tb   testing.TB
+}
+
+// Start initialises and starts a cluster, stopped and removed at cleanup.
+// It fails the test when the binaries are missing: it never skips.
+func Start(tb testing.TB) *Cluster {
+	tb.Helper()
+	bin := cmp.Or(os.Getenv(BinEnv), BinDefault)
+	if _, err := os.Stat(filepath.Join(bin, "initdb")); err != nil {
+		tb.Fatalf("no PostgreSQL server binaries in %s (set %s): %v", bin, BinEnv, err)
+	}
+	dir, err := os.MkdirTemp("", "faults-pg-")
+	if err != nil {
+		tb.Fatalf("error making the cluster directory: %v", err)
+	}
+	c := &Cluster{Dir: dir, bin: bin, tb: tb}
+	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if os.Getuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			tb.Fatalf("running as root, and there is no postgres user to run the cluster as: %v", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			tb.Fatalf("error handing the cluster directory to postgres: %v", err)
+		}
+		c.run = []string{"runuser", "-u", "postgres", "--"}
+	}
+	if c.Port, err = freePort(); err != nil {
+		tb.Fatalf("error finding a free port: %v", err)
+	}
+	c.cmd("initdb", "-D", c.data(), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
+	c.pgctl("start")
+	tb.Cleanup(func() { c.pgctlQuiet("stop", "-m", "immediate") })
+	return c
+}
+
+func (c *Cluster) data() string { return filepath.Join(c.Dir, "data") }
+
+func (c *Cluster) cmd(name string, args ...string) {
+	c.tb.Helper()
+	argv := append(append(append([]string{}, c.run...), filepath.Join(c.bin, name)), args...)
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		c.tb.Fatalf("%s: %v\n%s", name, err, out)
+	}
+}
+
+func (c *Cluster) pgctlArgs(action string, extra ...string) []string {
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100", c.Port, c.Dir)
+	return append([]string{"-D", c.data(), "-o", opts, "-l", filepath.Join(c.Dir, "log"), "-w", "-t", "60", action}, extra...)
+}
+
+func (c *Cluster) pgctl(action string, extra ...string) {
+	c.tb.Helper()
+	c.cmd("pg_ctl", c.pgctlArgs(action, extra...)...)
+}
+
+func (c *Cluster) pgctlQuiet(action string, extra ...string) {
+	argv := append(append(append([]string{}, c.run...), filepath.Join(c.bin, "pg_ctl")), c.pgctlArgs(action, extra...)...)
+	_ = exec.Command(argv[0], argv[1:]...).Run()
+}
+
+// Restart restarts the server (fast shutdown: every connection is cut)
+// and waits until it accepts connections again.
+func (c *Cluster) Restart() { c.tb.Helper(); c.pgctl("restart", "-m", "fast") }
+
+// URL is the connection string of database db.
+func (c *Cluster) URL(db string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.Port, db)
+}
+
+// CreateDatabase creates database db.
+func (c *Cluster) CreateDatabase(ctx context.Context, db string) error {
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		return fmt.Errorf("error connecting to the private cluster: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
+		return fmt.Errorf("error creating database %s: %w", db, err)
+	}
+	return nil
+}
+
+// TerminateBackends kills every other connection to database db
+// (pg_terminate_backend) and returns how many it killed.
+func (c *Cluster) TerminateBackends(ctx context.Context, db string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		return 0, fmt.Errorf("error connecting to the private cluster: %w", err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	err = conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))
+		FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, db).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("error terminating backends: %w", err)
+	}
+	return n, nil
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

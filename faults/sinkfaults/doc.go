@@ -1,0 +1,7 @@
+// Package sinkfaults is scenario 3 of the reliability suite: sinks that
+// time out, reset connections, answer slowly, fail then recover, redirect,
+// ask to be retried later (429/503 with Retry-After) or panic in their
+// adapter. Each runs through a serving engine on a fake clock against an
+// httptest server, and must end in the right error class on the D10
+// schedule, never past 7 attempts.
+package sinkfaults
