@@ -23,6 +23,10 @@ type Worker interface {
 	// Flush sends every held row of the sink as one coalesced message when
 	// a token is available.
 	Flush(ctx context.Context, sinkID int64) Outcome
+	// Release gives back claimed rows the actors will not attempt (the
+	// supervisor is stopping), so that any instance may take them at once
+	// rather than after their claim expires. ctx is not cancelled.
+	Release(ctx context.Context, rows []store.OutboxRow)
 }
 
 // Outcome is what one step of an actor left behind.
@@ -137,7 +141,7 @@ func (a *SinkActor) Serve(ctx context.Context) error {
 		}
 		disarm()
 		a.flushAt = o.HeldUntil
-		flush = clock.NewTimer(max(o.HeldUntil.Sub(clock.Now()), 0))
+		flush = clock.NewTimer(max(o.HeldUntil.Sub(a.sup.cfg.Now()), 0))
 	}
 	// flushed folds a flush's outcome in: a flush that leaves nothing held
 	// (it sent every held row, or none was left) needs no timer, whoever
@@ -154,6 +158,11 @@ func (a *SinkActor) Serve(ctx context.Context) error {
 	}()
 
 	for {
+		if ctx.Err() != nil {
+			// Stopping: what is left in the mailbox is released by the
+			// supervisor, not attempted.
+			return ctx.Err()
+		}
 		a.publish(a.restingState(), 0)
 		select {
 		case <-ctx.Done():
@@ -199,7 +208,7 @@ func (a *SinkActor) observe(o Outcome) {
 	a.lastClass = o.Class
 	a.held = o.Held
 	if o.Budget.PerHour > 0 && !o.TAT.IsZero() {
-		a.limiter = mirror(o.Budget, o.TAT, a.sup.cfg.Clock.Now())
+		a.limiter = mirror(o.Budget, o.TAT, a.sup.cfg.Now())
 	}
 }
 
@@ -236,7 +245,7 @@ func (a *SinkActor) publish(state State, inFlight int) {
 		Tokens:    -1,
 	}
 	if a.limiter != nil {
-		s.Tokens = a.limiter.TokensAt(a.sup.cfg.Clock.Now())
+		s.Tokens = a.limiter.TokensAt(a.sup.cfg.Now())
 	}
 	a.status.Store(s)
 }

@@ -10,7 +10,10 @@
 //
 // An actor with nothing to do stops after an idle period and returns
 // suture.ErrDoNotRestart; the Supervisor starts it again when a row for its
-// sink is dispatched. A panic in a Worker (an adapter) restarts that actor
-// only: the row it was delivering stays claimed in the database and is
-// delivered again when its claim expires.
+// sink is dispatched. The engine's Worker recovers an adapter's panic into
+// a failed attempt (class abandoned); a panic that escapes a Worker still
+// restarts that actor only, and the row it was delivering stays claimed in
+// the database until its claim expires. When the Supervisor stops, the
+// rows still queued in mailboxes are handed to Worker.Release, so they
+// need not wait for their claims to expire.
 package actors

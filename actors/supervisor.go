@@ -36,6 +36,10 @@ type Config struct {
 	IdleAfter time.Duration
 	// Clock drives held-row timers. Defaults to the real clock.
 	Clock clockwork.Clock
+	// Now tells the time that due times and budgets are kept in (the
+	// database's), to size timers and mirror budgets against. Defaults to
+	// Clock.Now.
+	Now func() time.Time
 	// Logger receives supervisor events. Defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -46,6 +50,9 @@ func (c Config) withDefaults() Config {
 	c.IdleAfter = cmp.Or(c.IdleAfter, IdleAfterDefault)
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()
+	}
+	if c.Now == nil {
+		c.Now = c.Clock.Now
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -59,9 +66,10 @@ type Supervisor struct {
 	worker Worker
 	sup    *suture.Supervisor
 
-	mu     sync.Mutex
-	actors map[int64]*SinkActor
-	room   chan struct{}
+	mu      sync.Mutex
+	actors  map[int64]*SinkActor
+	room    chan struct{}
+	stopped bool // Serve ended: Dispatch takes no more rows
 }
 
 // NewSupervisor returns a supervisor delivering through worker.
@@ -82,8 +90,33 @@ func NewSupervisor(cfg Config, worker Worker) *Supervisor {
 	return s
 }
 
-// Serve runs the actors until ctx ends.
-func (s *Supervisor) Serve(ctx context.Context) error { return s.sup.Serve(ctx) }
+// releaseTimeout bounds giving back the queued rows on stop.
+const releaseTimeout = 5 * time.Second
+
+// Serve runs the actors until ctx ends. Once they have stopped, the rows
+// still queued in their mailboxes are released (Worker.Release), so a
+// deploy does not delay them by a claim's lifetime.
+func (s *Supervisor) Serve(ctx context.Context) error {
+	err := s.sup.Serve(ctx)
+	if ctx.Err() == nil {
+		return err
+	}
+	s.mu.Lock()
+	s.stopped = true
+	var queued []store.OutboxRow
+	for _, a := range s.actors {
+		for len(a.mailbox) > 0 {
+			queued = append(queued, <-a.mailbox)
+		}
+	}
+	s.mu.Unlock()
+	if len(queued) > 0 {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		s.worker.Release(rctx, queued)
+	}
+	return err
+}
 
 // String names the supervisor in its parent's logs.
 func (s *Supervisor) String() string { return "sink-actors" }
@@ -108,10 +141,14 @@ func (s *Supervisor) Room() (free int, full []int64) {
 func (s *Supervisor) RoomFreed() <-chan struct{} { return s.room }
 
 // Dispatch hands a claimed row to its sink's actor, starting the actor if
-// needed. It reports false when the actor's mailbox is full.
+// needed. It reports false when the actor's mailbox is full, or the
+// supervisor has stopped.
 func (s *Supervisor) Dispatch(row store.OutboxRow) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.stopped {
+		return false
+	}
 	a := s.actorLocked(row.SinkID)
 	select {
 	case a.mailbox <- row:

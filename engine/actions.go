@@ -23,6 +23,9 @@ const (
 	// AgentPagesPerHour is how many notify_owner calls one endpoint may
 	// make an hour (D12).
 	AgentPagesPerHour = 5
+	// agentPageWindow is how long an agent page counts against the limit;
+	// the janitor removes older ones.
+	agentPageWindow = time.Hour
 	// AgentTitleMaxLen bounds a page's title as given; the message shows
 	// at most 120 characters of it (REQ-9).
 	AgentTitleMaxLen = 1000
@@ -48,13 +51,16 @@ func (e *Engine) sendTest(ctx context.Context, p Principal, sinkID int64) (TestR
 	if _, err := e.readSink(ctx, p, sinkID, true); err != nil {
 		return TestResult{}, err
 	}
-	now := e.cfg.Clock.Now()
+	now, err := e.now(ctx)
+	if err != nil {
+		return TestResult{}, err
+	}
 	var (
 		adapter  sinks.Adapter
 		owner    string
 		recordID int64
 	)
-	err := pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
 		s, err := store.LockSinkForDelivery(ctx, tx, sinkID)
 		if err != nil {
 			return notFoundIfNoRows(err, "sink")
@@ -98,7 +104,7 @@ func (e *Engine) sendTest(ctx context.Context, p Principal, sinkID int64) (TestR
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	if err := store.FinishDeliveryRecord(rctx, e.cfg.Pool, recordID, status, string(result.Class), result.Status, e.cfg.Clock.Now()); err != nil {
+	if err := store.FinishDeliveryRecord(rctx, e.cfg.Pool, recordID, status, string(result.Class), result.Status, e.nowOrLocal(rctx)); err != nil {
 		return TestResult{}, err
 	}
 	return TestResult{Delivered: result.OK(), Class: result.Class, Status: result.Status}, nil
@@ -157,9 +163,12 @@ func (e *Engine) notifyOwner(ctx context.Context, p Principal, in NotifyOwnerInp
 		}
 		content.LinkPath = "/board/todos/" + strconv.FormatInt(in.TodoID, 10)
 	}
-	now := e.cfg.Clock.Now()
+	now, err := e.now(ctx)
+	if err != nil {
+		return err
+	}
 	return pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
-		ok, err := store.RecordAgentPage(ctx, tx, p.EndpointID, now, now.Add(-time.Hour), AgentPagesPerHour)
+		ok, err := store.RecordAgentPage(ctx, tx, p.EndpointID, now, now.Add(-agentPageWindow), AgentPagesPerHour)
 		if err != nil {
 			return err
 		}

@@ -54,7 +54,7 @@ func (c *claimer) Serve(ctx context.Context) error {
 			timer clockwork.Timer
 		)
 		if !full && !next.IsZero() {
-			if wait := next.Sub(c.e.cfg.Clock.Now()); wait > 0 {
+			if wait := next.Sub(c.e.nowOrLocal(ctx)); wait > 0 {
 				timer = c.e.cfg.Clock.NewTimer(wait)
 				due = timer.Chan()
 			}
@@ -91,6 +91,10 @@ func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err err
 	if _, err := e.FanOut(ctx); err != nil {
 		return time.Time{}, false, err
 	}
+	now, err := e.now(ctx)
+	if err != nil {
+		return time.Time{}, false, err
+	}
 	for {
 		free, fullSinks := e.actors.Room()
 		if free == 0 {
@@ -100,13 +104,12 @@ func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err err
 		full = len(fullSinks) > 0 // due rows may be left behind: wait for room
 		limit := min(free, claimBatch)
 		rows, err := store.ClaimDue(ctx, e.cfg.Pool, store.ClaimParams{
-			Instance: e.instance, Now: e.cfg.Clock.Now(), TTL: e.cfg.ClaimTTL,
+			Instance: e.instance, Now: now, TTL: e.cfg.ClaimTTL,
 			Limit: limit, PerSink: actors.MailboxSizeDefault / 2, SkipSinks: fullSinks,
 		})
 		if err != nil {
 			return time.Time{}, false, err
 		}
-		now := e.cfg.Clock.Now()
 		perSink := map[int64]int{}
 		for _, r := range rows {
 			if perSink[r.SinkID]++; perSink[r.SinkID] == actors.MailboxSizeDefault/2 {
@@ -116,8 +119,12 @@ func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err err
 				e.cfg.OnClaim(r.SinkID, now.Sub(r.DueAt))
 			}
 			if !e.actors.Dispatch(r) {
-				// Its mailbox filled meanwhile: give the row back as it was.
-				if err := store.ReleaseRow(ctx, e.cfg.Pool, r.ID, e.instance, r.DueAt); err != nil {
+				// Its mailbox filled meanwhile, or the actors are stopping:
+				// give the row back as it was.
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+				err := store.ReleaseRow(rctx, e.cfg.Pool, r.ID, e.instance, r.DueAt)
+				cancel()
+				if err != nil {
 					return time.Time{}, false, err
 				}
 			}
@@ -126,7 +133,7 @@ func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err err
 			break
 		}
 	}
-	sinkIDs, err := store.HeldDueSinks(ctx, e.cfg.Pool, e.cfg.Clock.Now(), claimBatch)
+	sinkIDs, err := store.HeldDueSinks(ctx, e.cfg.Pool, now, claimBatch)
 	if err != nil {
 		return time.Time{}, full, err
 	}

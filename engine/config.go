@@ -124,10 +124,20 @@ type Config struct {
 	// actor and how late it was (now − due); for metrics.
 	OnClaim func(sinkID int64, lag time.Duration)
 
-	// Clock tells the time of everything the engine stores or compares
-	// (due times, budgets, windows, retries); tests give a fake one.
-	// Defaults to the real clock.
+	// Clock is this instance's own clock: it times waits (timers, idle
+	// periods) and measures the time elapsed since the engine last read
+	// the database's clock. It never decides an instant another instance
+	// compares: those come from the database (see DatabaseClock). Defaults
+	// to the real clock.
 	Clock clockwork.Clock
+
+	// DatabaseClock, for tests only, stands in for the database's clock:
+	// when set, every instant that instances compare (claims and their
+	// expiry, due times, budgets, windows, retention) is read from it, so a
+	// test can move time with a fake clock. Defaults to nil: the database's
+	// own clock (clock_timestamp(), see engine.DatabaseClock), which is what
+	// production must use.
+	DatabaseClock clockwork.Clock
 
 	// Logger receives the engine's logs. Defaults to slog.Default().
 	Logger *slog.Logger

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -89,13 +90,17 @@ type reservation struct {
 // Deliver attempts one claimed row.
 func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome {
 	e := w.e
-	now := e.cfg.Clock.Now()
 	var (
 		res     reservation
 		outcome actors.Outcome
 		final   *store.RowOutcome // the row ends without a send
 	)
-	err := pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
+	now, err := e.now(ctx)
+	if err != nil {
+		e.log.Error("error reserving delivery", "sink_id", row.SinkID, "error", err)
+		return outcome
+	}
+	err = pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
 		s, err := store.LockSinkForDelivery(ctx, tx, row.SinkID)
 		if err != nil {
 			return err
@@ -103,13 +108,29 @@ func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome
 		budget := Budget{PerHour: s.PerHour, Burst: s.Burst}
 		res.budget = budget
 		outcome.Budget = actors.Budget(budget)
+		if row.Attempts >= MaxAttempts {
+			// Its last attempt was abandoned mid-send (D25): finish it
+			// before it could be sent an eighth time.
+			if _, err := store.CloseAbandoned(ctx, tx, []int64{row.ID}, now); err != nil {
+				return err
+			}
+			final = &store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassAbandoned)}
+			e.log.Error("outbox row undeliverable: its last attempt was abandoned", "sink_id", s.ID,
+				"event_type", row.EventType, "owner_scope", s.Owner, "class", notifytype.ClassAbandoned,
+				"attempt", row.Attempts)
+			return store.FinishRows(ctx, tx, []int64{row.ID}, e.instance, *final, now)
+		}
 		adapter, owner, refusal := e.adapterFor(s)
 		if refusal != "" {
 			// The sink was disabled, or its connection no longer fits it:
-			// checked on every use (REQ-2). No send, no token.
+			// checked on every use (REQ-2). No send, no token; the event
+			// still ends in a delivery record.
 			final = &store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassConfig)}
 			e.log.Warn("outbox row not delivered", "sink_id", s.ID, "event_type", row.EventType,
 				"owner_scope", s.Owner, "class", notifytype.ClassConfig, "reason", refusal)
+			if err := recordRefusal(ctx, tx, s, row, now); err != nil {
+				return err
+			}
 			return store.FinishRows(ctx, tx, []int64{row.ID}, e.instance, *final, now)
 		}
 		tat, err := store.BudgetTAT(ctx, tx, s.ID)
@@ -128,13 +149,17 @@ func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome
 			outcome.Held = n
 			return err
 		}
-		r, err := store.StartAttempt(ctx, tx, row.ID, e.instance, now, e.cfg.ClaimTTL)
+		r, abandoned, err := store.StartAttempt(ctx, tx, row.ID, e.instance, now, e.cfg.ClaimTTL)
 		if err != nil {
 			return err
 		}
+		if abandoned > 0 {
+			e.log.Warn("redelivering an abandoned attempt", "sink_id", s.ID, "event_type", r.EventType,
+				"owner_scope", s.Owner, "class", notifytype.ClassAbandoned, "attempt", r.Attempts-1)
+		}
 		recID, err := store.InsertDeliveryRecord(ctx, tx, store.DeliveryRecord{
 			SinkID: s.ID, Owner: s.Owner, OutboxID: r.ID, EventType: r.EventType, Attempt: r.Attempts,
-			CountsBudget: true, SentAt: now, BudgetTAT: &newTAT,
+			CountsBudget: true, SentAt: now, BudgetTAT: &newTAT, Rows: []int64{r.ID},
 		})
 		if err != nil {
 			return err
@@ -156,9 +181,11 @@ func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome
 			"owner_scope", row.Owner, "error", err)
 		return outcome
 	case final != nil:
-		e.observe(Attempt{SinkID: row.SinkID, EventType: notifytype.EventType(row.EventType), Rows: []int64{row.ID},
-			Attempt: row.Attempts, State: final.State, Class: notifytype.ClassConfig})
-		outcome.Class = notifytype.ClassConfig
+		class := notifytype.ErrorClass(final.Class)
+		owner, _ := notifytype.ParseOwnerScope(row.Owner)
+		e.observe(Attempt{SinkID: row.SinkID, Owner: owner, EventType: notifytype.EventType(row.EventType), Rows: []int64{row.ID},
+			Attempt: row.Attempts, State: final.State, Class: class})
+		outcome.Class = class
 		return outcome
 	case !outcome.HeldUntil.IsZero():
 		e.observe(Attempt{SinkID: row.SinkID, EventType: notifytype.EventType(row.EventType), Rows: []int64{row.ID},
@@ -176,7 +203,7 @@ func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome
 		Count: r.Count, IncludeExcerpt: r.IncludeExcerpt, BaseURL: e.cfg.BaseURL,
 	})
 	result := e.send(ctx, res.adapter, msg)
-	next := nextStep(r, result, e.cfg.Clock.Now())
+	next := nextStep(r, result, e.nowOrLocal(ctx))
 	outcome.Class = result.Class
 	e.finish(ctx, res, next, result, notifytype.EventType(r.EventType))
 	return outcome
@@ -186,12 +213,16 @@ func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome
 // token is there (D9).
 func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 	e := w.e
-	now := e.cfg.Clock.Now()
 	var (
 		res     reservation
 		outcome actors.Outcome
 	)
-	err := pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
+	now, err := e.now(ctx)
+	if err != nil {
+		e.log.Error("error reserving coalesced delivery", "sink_id", sinkID, "error", err)
+		return outcome
+	}
+	err = pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
 		s, err := store.LockSinkForDelivery(ctx, tx, sinkID)
 		if err != nil {
 			return err
@@ -215,9 +246,24 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 			}
 			return err
 		}
+		capped, err := store.FinishHeldAtCap(ctx, tx, s.ID, MaxAttempts, now)
+		if err != nil {
+			return err
+		}
+		if len(capped) > 0 {
+			e.log.Error("held outbox rows undeliverable: they had their last attempt", "sink_id", s.ID,
+				"owner_scope", s.Owner, "rows", len(capped))
+		}
 		rows, err := store.ClaimHeld(ctx, tx, s.ID, e.instance, now, e.cfg.ClaimTTL)
 		if err != nil || len(rows) == 0 {
 			return err // nothing held: spend no token
+		}
+		ids := rowIDs(rows)
+		if n, err := store.CloseAbandoned(ctx, tx, ids, now); err != nil {
+			return err
+		} else if n > 0 {
+			e.log.Warn("redelivering an abandoned attempt", "sink_id", s.ID, "event_type", eventCoalesced,
+				"owner_scope", s.Owner, "class", notifytype.ClassAbandoned, "rows", len(rows))
 		}
 		outcome.TAT = newTAT
 		rec := store.DeliveryRecord{OutboxID: rows[0].ID, EventType: rows[0].EventType}
@@ -227,7 +273,7 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 		recID, err := store.InsertDeliveryRecord(ctx, tx, store.DeliveryRecord{
 			SinkID: s.ID, Owner: s.Owner, OutboxID: rec.OutboxID,
 			EventType: rec.EventType, Attempt: maxAttempts(rows), CountsBudget: true, CoalescedRows: len(rows),
-			SentAt: now, BudgetTAT: &newTAT,
+			SentAt: now, BudgetTAT: &newTAT, Rows: ids,
 		})
 		if err != nil {
 			return err
@@ -262,7 +308,7 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 		msg = sinks.RenderCoalesced(counts, e.cfg.BaseURL)
 	}
 	result := e.send(ctx, res.adapter, msg)
-	next := nextStep(res.rows[0], result, e.cfg.Clock.Now())
+	next := nextStep(res.rows[0], result, e.nowOrLocal(ctx))
 	if next.State == rowPending {
 		// A failed coalesced message stays coalesced: its rows wait, held,
 		// for their retry and go out together again.
@@ -275,6 +321,40 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 	}
 	e.finish(ctx, res, next, result, eventCoalesced)
 	return outcome
+}
+
+// Release gives back rows queued in a stopping actor's mailbox: pending
+// again, due as they were, unclaimed.
+func (w worker) Release(ctx context.Context, rows []store.OutboxRow) {
+	n, err := store.ReleaseRows(ctx, w.e.cfg.Pool, rowIDs(rows), w.e.instance)
+	if err != nil {
+		w.e.log.Error("error releasing queued rows on stop; they wait for their claim to expire",
+			"rows", len(rows), "error", err)
+		return
+	}
+	w.e.log.Info("released queued rows on stop", "rows", n)
+}
+
+func rowIDs(rows []store.OutboxRow) []int64 {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+// recordRefusal writes the delivery record of a row its sink can no longer
+// take (disabled, or its connection no longer fits): undeliverable, class
+// config, not counted against the budget (nothing was sent).
+func recordRefusal(ctx context.Context, tx pgx.Tx, s store.SinkForDelivery, row store.OutboxRow, now time.Time) error {
+	id, err := store.InsertDeliveryRecord(ctx, tx, store.DeliveryRecord{
+		SinkID: s.ID, Owner: s.Owner, OutboxID: row.ID, EventType: row.EventType, Attempt: row.Attempts + 1,
+		SentAt: now, Rows: []int64{row.ID},
+	})
+	if err != nil {
+		return err
+	}
+	return store.FinishDeliveryRecord(ctx, tx, id, rowUndeliverable, string(notifytype.ClassConfig), 0, now)
 }
 
 func maxAttempts(rows []store.OutboxRow) int {
@@ -345,9 +425,16 @@ func (e *Engine) buildAdapter(s store.SinkForDelivery) (sinks.Adapter, notifytyp
 // send runs the adapter. A send that has begun is not cut short by the
 // engine stopping: the guarded client bounds it (10 s), and its outcome is
 // recorded, so a graceful stop does not deliver a message twice. A panic
-// is not recovered here: it restarts the sink's actor (suture), and the row
-// is delivered again when its claim expires.
-func (e *Engine) send(ctx context.Context, a sinks.Adapter, msg sinks.Message) sinks.Result {
+// is recovered into a failure of class abandoned (D25): its outcome is
+// unknown, it counts against the budget and the attempts, and the row is
+// retried on schedule like any other failure. The panic's value is not
+// logged: it may quote what the adapter held.
+func (e *Engine) send(ctx context.Context, a sinks.Adapter, msg sinks.Message) (res sinks.Result) {
+	defer func() {
+		if v := recover(); v != nil {
+			res = sinks.Result{Class: notifytype.ClassAbandoned, Err: fmt.Errorf("the sink adapter panicked (%T)", v)}
+		}
+	}()
 	return a.Deliver(context.WithoutCancel(ctx), msg)
 }
 
@@ -371,15 +458,28 @@ func nextStep(r store.OutboxRow, res sinks.Result, now time.Time) store.RowOutco
 		first = *r.FirstAttemptAt
 	}
 	due := first.Add(RetryDelay(r.Attempts + 1))
-	if res.RetryAfter > 0 && due.Before(now.Add(res.RetryAfter)) {
-		due = now.Add(res.RetryAfter)
+	if asked := now.Add(res.RetryAfter); res.RetryAfter > 0 && asked.After(due) {
+		// Retry-After is honoured only inside the schedule (D24): up to the
+		// slot after this one, and the last attempt not at all.
+		limit := due
+		if r.Attempts+1 < MaxAttempts {
+			limit = first.Add(RetryDelay(r.Attempts + 2))
+		}
+		due = minTime(asked, limit)
 	}
 	return store.RowOutcome{State: rowPending, Class: string(class), DueAt: due}
 }
 
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
 // finish records an attempt's end: the delivery record and the rows.
 func (e *Engine) finish(ctx context.Context, res reservation, next store.RowOutcome, result sinks.Result, eventType notifytype.EventType) {
-	now := e.cfg.Clock.Now()
+	now := e.nowOrLocal(ctx)
 	status := "failed"
 	switch next.State {
 	case rowDelivered:

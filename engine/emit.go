@@ -18,9 +18,11 @@ import (
 // Emit records ev in the caller's transaction tx, when some subscription
 // of ev.Owner matches it (type, filters, minimum severity): one single-row
 // insert, one round trip, whatever the number of matching sinks. Nothing
-// matches, nothing is written. The event exists exactly when tx commits
-// (REQ-10), and the claimers then fan it out into one outbox row per
-// matching sink (see FanOut).
+// matches, nothing is written. The row carries the ids of the sinks it
+// matched in tx, so where the event goes is decided when tx commits
+// (REQ-10); the claimers then fan it out into one outbox row per sink of
+// that set (see FanOut). Of the subject's body only the 280-character
+// excerpt is kept, and only when a matching subscription opted in.
 //
 // Repeats are coalesced per sink by the event's dedup key (D7):
 //   - todo.dead_lettered and relay.exhausted are keyed by the todo and its
@@ -34,11 +36,15 @@ import (
 //     while the row is open counts on that row ("and N more").
 //   - agent.notify and digest have no key: each is its own row.
 func (e *Engine) Emit(ctx context.Context, tx pgx.Tx, ev Event) error {
-	p, err := e.emitParams(ev)
+	now, err := e.nowIn(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("error emitting %s: %w", ev.Type, err)
+	}
+	p, err := e.emitParams(ev, now)
 	if err != nil {
 		return err
 	}
-	p.Notify = !p.DueAt.After(e.cfg.Clock.Now()) && e.mayNotify()
+	p.Notify = !p.DueAt.After(now) && e.mayNotify()
 	if err := store.EmitTx(ctx, tx, p); err != nil {
 		return fmt.Errorf("error emitting %s: %w", ev.Type, err)
 	}
@@ -55,15 +61,23 @@ const fanOutBatch = 500
 func (e *Engine) FanOut(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		n, _, err := store.FanOut(ctx, e.cfg.Pool, fanOutBatch)
-		total += n
-		if err != nil || n < fanOutBatch {
+		now, err := e.now(ctx)
+		if err != nil {
+			return total, err
+		}
+		r, err := store.FanOut(ctx, e.cfg.Pool, fanOutBatch, now)
+		total += r.Events
+		if r.Gone > 0 {
+			e.log.Warn("events matched sinks deleted before fan-out; recorded as undeliverable",
+				"delivery_records", r.Gone, "class", notifytype.ClassConfig)
+		}
+		if err != nil || r.Events < fanOutBatch {
 			return total, err
 		}
 	}
 }
 
-func (e *Engine) emitParams(ev Event) (p store.EmitParams, err error) {
+func (e *Engine) emitParams(ev Event, now time.Time) (p store.EmitParams, err error) {
 	if !ev.Type.Valid() {
 		return p, notifytype.InvalidArgumentf("type", "unknown event type %q", ev.Type)
 	}
@@ -78,7 +92,6 @@ func (e *Engine) emitParams(ev Event) (p store.EmitParams, err error) {
 		return p, notifytype.InvalidArgumentf("severity", "%q is not low, normal or high", sev)
 	}
 
-	now := e.cfg.Clock.Now()
 	p = store.EmitParams{
 		Owner:        ev.Owner.String(),
 		MatchTypes:   []string{string(ev.Type)},
@@ -129,7 +142,9 @@ func (e *Engine) emitParams(ev Event) (p store.EmitParams, err error) {
 		return p, fmt.Errorf("error encoding event content: %w", err)
 	}
 	if ev.Content.Body != "" {
-		p.Body = &ev.Content.Body
+		// Only the excerpt is ever sent (REQ-9): the rest is not kept.
+		excerpt := sinks.Clean(ev.Content.Body, sinks.ExcerptMaxRunes)
+		p.Body = &excerpt
 	}
 	return p, nil
 }

@@ -21,11 +21,15 @@ func (e *Engine) EmitToSink(ctx context.Context, tx pgx.Tx, sinkID int64, ev Eve
 	if sinkID <= 0 {
 		return false, notifytype.InvalidArgument("sink_id", "an addressed event needs its sink")
 	}
-	p, err := e.emitParams(ev)
+	now, err := e.nowIn(ctx, tx)
+	if err != nil {
+		return false, fmt.Errorf("error emitting %s to sink %d: %w", ev.Type, sinkID, err)
+	}
+	p, err := e.emitParams(ev, now)
 	if err != nil {
 		return false, err
 	}
-	p.Notify = !p.DueAt.After(e.cfg.Clock.Now()) && e.mayNotify()
+	p.Notify = !p.DueAt.After(now) && e.mayNotify()
 	ok, err := store.EnqueueForSinkTx(ctx, tx, sinkID, p)
 	if err != nil {
 		return false, fmt.Errorf("error emitting %s to sink %d: %w", ev.Type, sinkID, err)

@@ -40,7 +40,7 @@ func setupEmit(t *testing.T) *emitBundle {
 	t.Helper()
 	pool := storetest.New(t)
 	now := time.Now().UTC().Truncate(time.Second)
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clockwork.NewFakeClockAt(now)})
+	eng, err := engine.New(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clockwork.NewFakeClockAt(now), DatabaseClock: clockwork.NewFakeClockAt(now)})
 	require.NoError(t, err)
 	return &emitBundle{pool: pool, f: storetest.NewFactory(t, pool), eng: eng, now: now}
 }

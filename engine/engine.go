@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/thejerf/suture/v4"
 
@@ -25,6 +26,7 @@ type Engine struct {
 	instance string
 	vlt      *vault.Vault
 	client   *http.Client // the guarded client every delivery goes through
+	dbClock  *DatabaseClock
 
 	actors     *actors.Supervisor
 	claimer    *claimer
@@ -48,6 +50,7 @@ func New(cfg Config) (*Engine, error) {
 		log:      cfg.Logger,
 		instance: cfg.Instance,
 		vlt:      vault.New(cfg.SecretKey),
+		dbClock:  NewDatabaseClock(cfg.Pool, cfg.Clock),
 		client: sinks.NewClient(sinks.GuardConfig{
 			AllowHTTP:       cfg.PushAllowHTTP,
 			AllowedPrefixes: cfg.PrivateHosts,
@@ -56,6 +59,7 @@ func New(cfg Config) (*Engine, error) {
 	e.actors = actors.NewSupervisor(actors.Config{
 		IdleAfter: cfg.ActorIdleAfter,
 		Clock:     cfg.Clock,
+		Now:       func() time.Time { return e.nowOrLocal(context.Background()) },
 		Logger:    cfg.Logger.With("component", "actors"),
 	}, worker{e})
 	e.claimer = newClaimer(e)

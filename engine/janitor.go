@@ -14,8 +14,9 @@ import (
 const janitorLockKey int64 = 0x73626a616e697472
 
 // janitor removes delivery records and finished outbox rows past
-// retention (REQ-10), at start and every JanitorInterval of the engine's
-// clock. One instance at a time does it, under a transaction-level advisory
+// retention (REQ-10), and what is of no more use (agent pages past their
+// hour, expired sessions, used or expired login links), at start and every
+// JanitorInterval of the engine's clock. One instance at a time does it, under a transaction-level advisory
 // lock: no leader of our own.
 type janitor struct{ e *Engine }
 
@@ -44,12 +45,27 @@ func (e *Engine) CleanUp(ctx context.Context) error {
 		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, janitorLockKey).Scan(&mine); err != nil || !mine {
 			return err
 		}
-		before := e.cfg.Clock.Now().Add(-e.cfg.Retention)
+		now, err := e.now(ctx)
+		if err != nil {
+			return err
+		}
+		before := now.Add(-e.cfg.Retention)
 		records, rows, err := store.DeleteExpired(ctx, tx, before)
-		if err == nil && records+rows > 0 {
+		if err != nil {
+			return err
+		}
+		if records+rows > 0 {
 			e.log.Info("removed expired delivery history", "delivery_records", records, "outbox_rows", rows,
 				"older_than", before.Format(time.RFC3339))
 		}
-		return err
+		p, err := store.PruneSpent(ctx, tx, now, now.Add(-agentPageWindow))
+		if err != nil {
+			return err
+		}
+		if p.AgentPages+p.Sessions+p.LoginLinks > 0 {
+			e.log.Info("removed spent pages, sessions and login links", "agent_pages", p.AgentPages,
+				"sessions", p.Sessions, "login_links", p.LoginLinks)
+		}
+		return nil
 	})
 }

@@ -105,13 +105,15 @@ type Todos struct {
 }
 
 // NewTodos returns the todos kept in pool's database, announcing dead
-// letters through emitter. clock defaults to the system clock.
+// letters through emitter. clock defaults to the database's clock
+// (engine.DatabaseClock), so that instances whose own clocks disagree
+// agree on every lease; tests give a fake one.
 func NewTodos(pool *pgxpool.Pool, emitter Emitter, clock engine.Clock) *Todos {
 	if pool == nil || emitter == nil {
 		panic("host: NewTodos needs a pool and an emitter")
 	}
 	if clock == nil {
-		clock = engine.SystemClock{}
+		clock = engine.NewDatabaseClock(pool, nil).AsClock()
 	}
 	return &Todos{pool: pool, emitter: emitter, clock: clock, reapBatch: ReapBatchDefault}
 }

@@ -68,7 +68,7 @@ func newTodoWorld(t *testing.T) (*todoWorld, context.Context) {
 
 func newTodoWorldOn(t *testing.T, pool *pgxpool.Pool, clock *fakeClock) *todoWorld {
 	t.Helper()
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Clock: clock})
+	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Clock: clock, DatabaseClock: clock})
 	require.NoError(t, err)
 	rec := &recorder{inner: eng}
 	return &todoWorld{

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
@@ -19,9 +20,11 @@ func TestScenarioDeadLetterIsAnnouncedNotAssigned(t *testing.T) {
 	// Scenario: A dead letter is announced, not assigned
 	t.Parallel()
 
-	// One world per run, the same steps in each; only one has a sink.
+	// One world per run, the same steps in each at the same fake instants;
+	// only one has a sink.
+	start := newFakeClock().Now()
 	run := func(t *testing.T, withSink bool) (w *todoWorld, todoID int64) {
-		w, ctx := newTodoWorld(t)
+		w, ctx := newTodoWorldOn(t, storetest.New(t), clockwork.NewFakeClockAt(start)), context.Background()
 		p := w.person(t, "forge")
 		if withSink {
 			w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, notifytype.EventTodoDeadLettered)

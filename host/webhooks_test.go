@@ -37,7 +37,7 @@ func newHookWorld(t *testing.T) (*hookWorld, context.Context) {
 func newHookWorldOn(t testing.TB, pool *pgxpool.Pool, timeout time.Duration) *hookWorld {
 	t.Helper()
 	clock := newFakeClock()
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Clock: clock})
+	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Clock: clock, DatabaseClock: clock})
 	require.NoError(t, err)
 	rec := &recorder{inner: eng}
 	w := &todoWorld{

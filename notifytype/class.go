@@ -17,12 +17,15 @@ const (
 	ClassPartial  ErrorClass = "partial"  // Apprise 424
 	ClassConfig   ErrorClass = "config"   // Apprise 204
 	ClassBlocked  ErrorClass = "blocked"  // SSRF guard, scheme, HTTP without the opt-in
+	// ClassAbandoned is an attempt whose outcome is unknown: its instance
+	// died mid-send or its adapter panicked (D25). It may have been sent.
+	ClassAbandoned ErrorClass = "abandoned"
 )
 
 // ErrorClasses lists every failure class.
 var ErrorClasses = []ErrorClass{
 	ClassNetwork, ClassTimeout, ClassTLS, ClassAuth, ClassRejected, ClassServer,
-	ClassRedirect, ClassPartial, ClassConfig, ClassBlocked,
+	ClassRedirect, ClassPartial, ClassConfig, ClassBlocked, ClassAbandoned,
 }
 
 // Final reports whether a failure of this class ends the row at once, with

@@ -137,7 +137,8 @@ func TestEmitProperties(t *testing.T) {
 	pool := storetest.New(t)
 	f := storetest.NewFactory(t, pool)
 	ctx := context.Background()
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: nopDirectory{}, Clock: clockwork.NewFakeClockAt(time.Now().UTC().Truncate(time.Second))})
+	clock := clockwork.NewFakeClockAt(time.Now().UTC().Truncate(time.Second))
+	eng, err := engine.New(engine.Config{Pool: pool, Directory: nopDirectory{}, Clock: clock, DatabaseClock: clock})
 	require.NoError(t, err)
 
 	rapid.Check(t, func(rt *rapid.T) {

@@ -222,7 +222,16 @@ func schedule(kind string, answers []answer, first time.Time) []step {
 		seen424 = seen424 || class == notifytype.ClassPartial
 		due = first.Add(engine.RetryDelay(k + 1))
 		if ra := time.Duration(a.retryAfter) * time.Second; ra > 0 && (a.status == 429 || a.status == 503) && due.Before(at.Add(ra)) {
+			// D24: Retry-After delays the attempt at most to the next slot;
+			// the last attempt not at all.
+			limit := due
+			if k+1 < maxAttempt {
+				limit = first.Add(engine.RetryDelay(k + 2))
+			}
 			due = at.Add(ra)
+			if due.After(limit) {
+				due = limit
+			}
 		}
 		if due.After(at) {
 			at = due

@@ -187,16 +187,31 @@ func BudgetTAT(ctx context.Context, db DBTX, sinkID int64) (time.Time, error) {
 // expired and another instance took it).
 var ErrClaimLost = errors.New("outbox row is no longer claimed by this instance")
 
+// CloseAbandoned closes, as failed with class "abandoned", the records of
+// earlier attempts on these rows that were never finished (their instance
+// died or their adapter panicked mid-send), one coalesced record for
+// several rows included: they may have been sent, so they still count
+// against the budget (D25). It returns how many it closed.
+func CloseAbandoned(ctx context.Context, tx DBTX, rowIDs []int64, now time.Time) (int, error) {
+	tag, err := tx.Exec(ctx, `
+		UPDATE delivery_records SET status = 'failed', class = 'abandoned', finished_at = $2
+		WHERE status = 'sending' AND id IN (
+		    SELECT attempt_record_id FROM outbox WHERE id = ANY ($1)
+		    UNION ALL
+		    SELECT id FROM delivery_records WHERE outbox_id = ANY ($1) AND status = 'sending')`, rowIDs, now)
+	if err != nil {
+		return 0, fmt.Errorf("error closing abandoned attempts on rows %v: %w", rowIDs, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // StartAttempt counts an attempt on a row this instance holds, extends its
-// claim, and returns the row as it is now. An earlier attempt whose record
-// was never finished (its instance died or its actor panicked mid-send) is
-// closed as failed: it may have been sent, so it still counts against the
-// budget.
-func StartAttempt(ctx context.Context, tx DBTX, rowID int64, instance string, now time.Time, ttl time.Duration) (OutboxRow, error) {
-	if _, err := tx.Exec(ctx, `
-		UPDATE delivery_records SET status = 'failed', finished_at = $2
-		WHERE outbox_id = $1 AND status = 'sending'`, rowID, now); err != nil {
-		return OutboxRow{}, fmt.Errorf("error closing abandoned attempts on row %d: %w", rowID, err)
+// claim, and returns the row as it is now, with how many abandoned
+// attempts it closed (see CloseAbandoned).
+func StartAttempt(ctx context.Context, tx DBTX, rowID int64, instance string, now time.Time, ttl time.Duration) (OutboxRow, int, error) {
+	abandoned, err := CloseAbandoned(ctx, tx, []int64{rowID}, now)
+	if err != nil {
+		return OutboxRow{}, 0, err
 	}
 	rows, err := collectOutboxRows(tx.Query(ctx, `
 		UPDATE outbox o SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, $3),
@@ -204,12 +219,12 @@ func StartAttempt(ctx context.Context, tx DBTX, rowID int64, instance string, no
 		WHERE id = $1 AND state = 'claimed' AND claimed_by = $2
 		RETURNING `+outboxRowColumns, rowID, instance, now, ttl))
 	if err != nil {
-		return OutboxRow{}, fmt.Errorf("error starting attempt on row %d: %w", rowID, err)
+		return OutboxRow{}, 0, fmt.Errorf("error starting attempt on row %d: %w", rowID, err)
 	}
 	if len(rows) == 0 {
-		return OutboxRow{}, ErrClaimLost
+		return OutboxRow{}, 0, ErrClaimLost
 	}
-	return rows[0], nil
+	return rows[0], abandoned, nil
 }
 
 // HoldRow parks a claimed row until the sink's next token (D9).
@@ -236,6 +251,36 @@ func ReleaseRow(ctx context.Context, db DBTX, rowID int64, instance string, due 
 		return fmt.Errorf("error releasing row %d: %w", rowID, err)
 	}
 	return nil
+}
+
+// ReleaseRows gives claimed rows back to the pending queue, due as they
+// were (their instance is stopping before it attempted them).
+func ReleaseRows(ctx context.Context, db DBTX, ids []int64, instance string) (int, error) {
+	tag, err := db.Exec(ctx, `
+		UPDATE outbox SET state = 'pending', claimed_by = NULL, claim_expires_at = NULL
+		WHERE id = ANY ($1) AND state = 'claimed' AND claimed_by = $2`, ids, instance)
+	if err != nil {
+		return 0, fmt.Errorf("error releasing rows %v: %w", ids, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// FinishHeldAtCap ends a sink's held rows that have had their last attempt
+// (cap) as undeliverable, so a coalesced message never attempts a row
+// again past the cap; it returns their ids.
+func FinishHeldAtCap(ctx context.Context, tx DBTX, sinkID int64, limit int, now time.Time) ([]int64, error) {
+	rows, err := tx.Query(ctx, `
+		UPDATE outbox SET state = 'undeliverable', payload = '{}', finished_at = $3
+		WHERE sink_id = $1 AND state = 'held' AND attempts >= $2
+		RETURNING id`, sinkID, limit, now)
+	if err != nil {
+		return nil, fmt.Errorf("error finishing held rows at the cap of sink %d: %w", sinkID, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("error finishing held rows at the cap of sink %d: %w", sinkID, err)
+	}
+	return ids, nil
 }
 
 // ClaimHeld claims every held row of a sink (for one coalesced message).
@@ -272,18 +317,27 @@ type DeliveryRecord struct {
 	SentAt        time.Time
 	FinishedAt    *time.Time
 	BudgetTAT     *time.Time
+	// Rows are the outbox rows the attempt is for: each is linked to the
+	// record (attempt_record_id), so that an attempt abandoned mid-send is
+	// closed when any of them is attempted again.
+	Rows []int64
 }
 
 // InsertDeliveryRecord writes a record in status "sending".
 func InsertDeliveryRecord(ctx context.Context, db DBTX, r DeliveryRecord) (int64, error) {
 	var id int64
 	err := db.QueryRow(ctx, `
-		INSERT INTO delivery_records (sink_id, owner, outbox_id, event_type, attempt, is_test, counts_budget,
-		                              coalesced_rows, status, sent_at, budget_tat)
-		VALUES ($1, $2, nullif($3, 0), $4, $5, $6, $7, $8, 'sending', $9, $10)
-		RETURNING id`,
+		WITH rec AS (
+		    INSERT INTO delivery_records (sink_id, owner, outbox_id, event_type, attempt, is_test, counts_budget,
+		                                  coalesced_rows, status, sent_at, budget_tat)
+		    VALUES ($1, $2, nullif($3, 0), $4, $5, $6, $7, $8, 'sending', $9, $10)
+		    RETURNING id
+		), link AS (
+		    UPDATE outbox SET attempt_record_id = (SELECT id FROM rec) WHERE id = ANY ($11::bigint[])
+		)
+		SELECT id FROM rec`,
 		r.SinkID, r.Owner, r.OutboxID, r.EventType, max(r.Attempt, 1), r.IsTest, r.CountsBudget,
-		max(r.CoalescedRows, 1), r.SentAt, r.BudgetTAT).Scan(&id)
+		max(r.CoalescedRows, 1), r.SentAt, r.BudgetTAT, nonNilIDs(r.Rows)).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("error writing delivery record: %w", err)
 	}
@@ -310,7 +364,9 @@ type RowOutcome struct {
 	DueAt time.Time
 }
 
-// FinishRows applies an outcome to rows this instance holds.
+// FinishRows applies an outcome to rows this instance holds. A row that
+// ends (delivered, partial, undeliverable) keeps no payload: its delivery
+// records are what is kept of it.
 func FinishRows(ctx context.Context, db DBTX, ids []int64, instance string, o RowOutcome, now time.Time) error {
 	final := o.State == "delivered" || o.State == "partial" || o.State == "undeliverable"
 	var finishedAt *time.Time
@@ -322,6 +378,7 @@ func FinishRows(ctx context.Context, db DBTX, ids []int64, instance string, o Ro
 		       due_at = CASE WHEN $5::timestamptz IS NULL THEN due_at ELSE $5 END,
 		       delivered_count = CASE WHEN $3 = 'delivered' THEN count ELSE delivered_count END,
 		       had_partial = had_partial OR $4 = 'partial',
+		       payload = CASE WHEN $6::timestamptz IS NULL THEN payload ELSE '{}' END,
 		       finished_at = $6, claimed_by = NULL, claim_expires_at = NULL
 		WHERE id = ANY ($1) AND state = 'claimed' AND claimed_by = $2`,
 		ids, instance, o.State, o.Class, nullTime(o.DueAt), finishedAt)
@@ -372,10 +429,10 @@ func RescheduleHeld(ctx context.Context, db DBTX, sinkID int64, due time.Time) (
 }
 
 // FinishHeld ends every held row of a sink with one outcome (its sink can
-// no longer be used).
+// no longer be used), clearing their payloads.
 func FinishHeld(ctx context.Context, db DBTX, sinkID int64, o RowOutcome, now time.Time) error {
 	_, err := db.Exec(ctx, `
-		UPDATE outbox SET state = $2, last_class = nullif($3, ''), finished_at = $4
+		UPDATE outbox SET state = $2, last_class = nullif($3, ''), payload = '{}', finished_at = $4
 		WHERE sink_id = $1 AND state = 'held'`, sinkID, o.State, o.Class, now)
 	if err != nil {
 		return fmt.Errorf("error finishing held rows of sink %d: %w", sinkID, err)

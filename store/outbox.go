@@ -24,31 +24,47 @@ type EmitParams struct {
 	// (quarantine, rule.notify); otherwise the key names one occurrence.
 	Windowed bool
 	Payload  []byte  // JSON content without the body
-	Body     *string // the subject's body, for opted-in subscriptions
+	Body     *string // the excerpt of the subject's body, kept only for opted-in subscriptions
 	DueAt    time.Time
 	// Notify wakes listening claimers (delivered at commit).
 	Notify bool
 }
 
-// emitSQL writes the event's one row when some subscription of its scope
-// matches it (type, minimum severity, filters), and nothing otherwise.
-// Both the subscription and its sink must be of the event's scope (REQ-7).
-const emitSQL = `
-INSERT INTO outbox_events (owner, event_type, match_types, severity, severity_rank, queue_id, endpoint_id,
-                           webhook_id, dedup_key, windowed, payload, body, due_at)
-SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
-WHERE EXISTS (
-    SELECT 1 FROM subscriptions s JOIN sinks k ON k.id = s.sink_id
+// emitMatchSQL decides, in the emitting transaction, which sinks the event
+// goes to: the sinks of its scope whose enabled subscriptions match it
+// (type, minimum severity, filters), and those of them whose matching
+// subscription opted in to an excerpt. Both the subscription and its sink
+// must be of the event's scope (REQ-7).
+const emitMatchSQL = `
+m AS (
+    SELECT s.sink_id, s.include_excerpt FROM subscriptions s JOIN sinks k ON k.id = s.sink_id
     WHERE s.owner = $1 AND k.owner = $1 AND k.enabled
       AND s.event_types && $3::text[]
       AND s.min_severity_rank <= $5
       AND (cardinality(s.queue_ids) = 0 OR $6 = ANY (s.queue_ids))
       AND (cardinality(s.endpoint_ids) = 0 OR $7 = ANY (s.endpoint_ids))
-      AND (cardinality(s.webhook_ids) = 0 OR $8 = ANY (s.webhook_ids)))`
+      AND (cardinality(s.webhook_ids) = 0 OR $8 = ANY (s.webhook_ids))
+), sets AS (
+    SELECT array_agg(DISTINCT sink_id) AS sink_ids,
+           coalesce(array_agg(DISTINCT sink_id) FILTER (WHERE include_excerpt), '{}') AS excerpt_ids
+    FROM m
+)`
+
+// emitInsertSQL writes the event's one row, with the sinks it matched,
+// when it matched any, and nothing otherwise. The excerpt is kept only
+// when some matching subscription opted in to it (REQ-9).
+const emitInsertSQL = `
+INSERT INTO outbox_events (owner, event_type, match_types, severity, severity_rank, queue_id, endpoint_id,
+                           webhook_id, dedup_key, windowed, payload, body, due_at, sink_ids, excerpt_sink_ids)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
+       CASE WHEN cardinality(sets.excerpt_ids) > 0 THEN $12::text END, $13, sets.sink_ids, sets.excerpt_ids
+FROM sets WHERE sets.sink_ids IS NOT NULL`
+
+const emitSQL = `WITH` + emitMatchSQL + emitInsertSQL
 
 // emitNotifySQL is emitSQL that also wakes listening claimers (at commit)
 // when it wrote the row.
-const emitNotifySQL = `WITH ins AS (` + emitSQL + `
+const emitNotifySQL = `WITH` + emitMatchSQL + `, ins AS (` + emitInsertSQL + `
 RETURNING 1)
 SELECT pg_notify('switchboard_outbox', '') FROM ins`
 
@@ -76,24 +92,40 @@ func EmitTx(ctx context.Context, tx pgx.Tx, p EmitParams) error {
 //     however often it is emitted; relay.exhausted replaces
 //     todo.dead_lettered (REQ-6).
 //
-// The body goes only into the rows of sinks whose subscription opted in
-// to excerpts (REQ-9). Subscriptions are matched as they are now.
+// Each event goes to exactly the sinks it matched when it was emitted
+// (sink_ids, REQ-10); a sink deleted since gets a delivery record
+// (undeliverable, class config) instead of a row, so every event that
+// matched at commit ends in a delivery record. An event written before
+// migration 0006 has no sink set and is matched as subscriptions are now.
+// The excerpt goes only into the rows of sinks whose subscription opted in
+// (REQ-9).
 const fanOutSQL = `
 WITH ev AS (
     DELETE FROM outbox_events WHERE id IN (
         SELECT id FROM outbox_events ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
     RETURNING *
 ), m AS (
-    SELECT ev.id AS event_id, s.sink_id, bool_or(s.include_excerpt) AS excerpt
+    SELECT ev.id AS event_id, k.id AS sink_id, k.id = ANY (ev.excerpt_sink_ids) AS excerpt
+    FROM ev CROSS JOIN LATERAL unnest(ev.sink_ids) AS sid
+    JOIN sinks k ON k.id = sid AND k.owner = ev.owner
+    UNION ALL
+    SELECT ev.id, s.sink_id, bool_or(s.include_excerpt)
     FROM ev
     JOIN subscriptions s ON s.owner = ev.owner
     JOIN sinks k ON k.id = s.sink_id AND k.owner = ev.owner AND k.enabled
-    WHERE s.event_types && ev.match_types
+    WHERE cardinality(ev.sink_ids) = 0
+      AND s.event_types && ev.match_types
       AND s.min_severity_rank <= ev.severity_rank
       AND (cardinality(s.queue_ids) = 0 OR ev.queue_id = ANY (s.queue_ids))
       AND (cardinality(s.endpoint_ids) = 0 OR ev.endpoint_id = ANY (s.endpoint_ids))
       AND (cardinality(s.webhook_ids) = 0 OR ev.webhook_id = ANY (s.webhook_ids))
     GROUP BY ev.id, s.sink_id
+), gone AS (
+    INSERT INTO delivery_records (sink_id, owner, event_type, attempt, counts_budget, status, class, sent_at, finished_at)
+    SELECT sid, ev.owner, ev.event_type, 1, false, 'undeliverable', 'config', $2, $2
+    FROM ev CROSS JOIN LATERAL unnest(ev.sink_ids) AS sid
+    WHERE NOT EXISTS (SELECT 1 FROM sinks k WHERE k.id = sid AND k.owner = ev.owner)
+    RETURNING 1
 ), g AS (
     SELECT m.sink_id,
            coalesce(ev.dedup_key, 'event:' || ev.id) AS grp,
@@ -121,14 +153,25 @@ ON CONFLICT (sink_id, dedup_key) WHERE state IN ('pending', 'held') DO UPDATE SE
     include_excerpt = outbox.include_excerpt OR excluded.include_excerpt
 RETURNING 1
 )
-SELECT (SELECT count(*) FROM ev), (SELECT count(*) FROM ins)`
+SELECT (SELECT count(*) FROM ev), (SELECT count(*) FROM ins), (SELECT count(*) FROM gone)`
 
-// FanOut fans out at most limit events and reports how many it took and
-// how many outbox rows it wrote or added to. A batch is one statement: its
-// events and their outbox rows commit together.
-func FanOut(ctx context.Context, db DBTX, limit int) (events, rows int, err error) {
-	if err := db.QueryRow(ctx, fanOutSQL, limit).Scan(&events, &rows); err != nil {
-		return 0, 0, fmt.Errorf("error fanning out events: %w", err)
+// FanOutResult is what one fan-out batch did.
+type FanOutResult struct {
+	// Events is how many events it took.
+	Events int
+	// Rows is how many outbox rows it wrote or added to.
+	Rows int
+	// Gone is how many delivery records it wrote for sinks deleted since
+	// their event was emitted.
+	Gone int
+}
+
+// FanOut fans out at most limit events at now. A batch is one statement:
+// its events, their outbox rows and records commit together.
+func FanOut(ctx context.Context, db DBTX, limit int, now time.Time) (FanOutResult, error) {
+	var r FanOutResult
+	if err := db.QueryRow(ctx, fanOutSQL, limit, now).Scan(&r.Events, &r.Rows, &r.Gone); err != nil {
+		return FanOutResult{}, fmt.Errorf("error fanning out events: %w", err)
 	}
-	return events, rows, nil
+	return r, nil
 }

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/thejerf/suture/v4"
+
 	"github.com/switchboard/notify/api"
 	"github.com/switchboard/notify/api/demo"
 	"github.com/switchboard/notify/api/httpx"
@@ -77,18 +79,26 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 		return err
 	}
 	metrics = ops.NewMetrics(pool, eng.Status)
+	accounts := host.NewAccounts(pool)
+	directory := host.NewDirectory(pool)
+	todos := host.NewTodos(pool, eng, nil)
+
+	// The engine and the lease reaper run under one supervisor on every
+	// instance; they coordinate with other instances only through the
+	// database.
+	services := suture.New("switchboard-notify-serve", suture.Spec{
+		EventHook: func(ev suture.Event) { log.Warn("service event", "event", ev.String()) },
+	})
+	services.Add(engineService{eng})
+	services.Add(&reaper{todos: todos, log: log.With("component", "reaper"), interval: reapInterval})
 	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopEngine()
 	engineDone := make(chan error, 1)
-	go func() { engineDone <- eng.Serve(engineCtx) }()
+	go func() { engineDone <- services.Serve(engineCtx) }()
 	log.Info("engine ready", "base_url", eng.Config().BaseURL, "max_sinks_per_scope", eng.Config().MaxSinksPerScope)
 	if cfg.SecretKey == nil {
 		log.Warn("SWITCHBOARD_SECRET_KEY is not set: connection secrets cannot be stored")
 	}
-
-	accounts := host.NewAccounts(pool)
-	directory := host.NewDirectory(pool)
-	todos := host.NewTodos(pool, eng, nil)
 	deps := httpx.Deps{
 		Engine:    eng,
 		Accounts:  accounts,
@@ -161,6 +171,12 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	log.Info("stopped")
 	return nil
 }
+
+// engineService serves the engine under the serve command's supervisor.
+type engineService struct{ eng *engine.Engine }
+
+func (s engineService) Serve(ctx context.Context) error { return s.eng.Serve(ctx) }
+func (engineService) String() string                    { return "engine" }
 
 // pinger is what the health check asks: a *pgxpool.Pool.
 type pinger interface {

@@ -100,6 +100,7 @@ func (w *World) Config(pool *pgxpool.Pool, configure ...func(*engine.Config)) en
 		PushAllowHTTP:  true,
 		PrivateHosts:   []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 		Clock:          w.Clock,
+		DatabaseClock:  w.Clock,
 		PollInterval:   20 * time.Millisecond,
 		NotifyDebounce: -1,
 		Logger:         slog.New(slog.NewJSONHandler(w.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

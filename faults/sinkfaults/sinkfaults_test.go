@@ -319,3 +319,7 @@ func (p *panicky) Deliver(_ context.Context, row store.OutboxRow) actors.Outcome
 }
 
 func (p *panicky) Flush(context.Context, int64) actors.Outcome { return actors.Outcome{} }
+
+// Release is what a stopping supervisor calls with queued rows; this worker
+// keeps none.
+func (p *panicky) Release(context.Context, []store.OutboxRow) {}

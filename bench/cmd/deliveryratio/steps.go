@@ -50,7 +50,7 @@ func (w *world) steps(ctx context.Context, count int) ([]float64, error) {
 		d[0] = time.Since(t)
 
 		t = time.Now()
-		if _, _, err := store.FanOut(ctx, w.host, 500); err != nil {
+		if _, err := store.FanOut(ctx, w.host, 500, time.Now()); err != nil {
 			return nil, err
 		}
 		d[1] = time.Since(t)
@@ -129,7 +129,7 @@ func reserve(ctx context.Context, pool *pgxpool.Pool, row store.OutboxRow, insta
 	}
 	d[1] = time.Since(t)
 	t = time.Now()
-	r, err := store.StartAttempt(ctx, tx, row.ID, instance, now, engine.ClaimTTLDefault)
+	r, _, err := store.StartAttempt(ctx, tx, row.ID, instance, now, engine.ClaimTTLDefault)
 	if err != nil {
 		return 0, d, err
 	}
