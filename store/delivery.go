@@ -276,7 +276,7 @@ func ReleaseRows(ctx context.Context, db DBTX, ids []int64, instance string) (in
 // again past the cap; it returns their ids.
 func FinishHeldAtCap(ctx context.Context, tx DBTX, sinkID int64, limit int, now time.Time) ([]int64, error) {
 	rows, err := tx.Query(ctx, `
-		UPDATE outbox SET state = 'undeliverable', payload = ` + finishedPayload + `, finished_at = $3
+		UPDATE outbox SET state = 'undeliverable', payload = `+finishedPayload+`, finished_at = $3
 		WHERE sink_id = $1 AND state = 'held' AND attempts >= $2
 		RETURNING id`, sinkID, limit, now)
 	if err != nil {
@@ -384,7 +384,7 @@ func FinishRows(ctx context.Context, db DBTX, ids []int64, instance string, o Ro
 		       due_at = CASE WHEN $5::timestamptz IS NULL THEN due_at ELSE $5 END,
 		       delivered_count = CASE WHEN $3 = 'delivered' THEN count ELSE delivered_count END,
 		       had_partial = had_partial OR $4 = 'partial',
-		       payload = CASE WHEN $6::timestamptz IS NULL THEN payload ELSE ` + finishedPayload + ` END,
+		       payload = CASE WHEN $6::timestamptz IS NULL THEN payload ELSE `+finishedPayload+` END,
 		       finished_at = $6, claimed_by = NULL, claim_expires_at = NULL
 		WHERE id = ANY ($1) AND state = 'claimed' AND claimed_by = $2`,
 		ids, instance, o.State, o.Class, nullTime(o.DueAt), finishedAt)
@@ -438,7 +438,7 @@ func RescheduleHeld(ctx context.Context, db DBTX, sinkID int64, due time.Time) (
 // no longer be used), clearing their payloads.
 func FinishHeld(ctx context.Context, db DBTX, sinkID int64, o RowOutcome, now time.Time) error {
 	_, err := db.Exec(ctx, `
-		UPDATE outbox SET state = $2, last_class = nullif($3, ''), payload = ` + finishedPayload + `, finished_at = $4
+		UPDATE outbox SET state = $2, last_class = nullif($3, ''), payload = `+finishedPayload+`, finished_at = $4
 		WHERE sink_id = $1 AND state = 'held'`, sinkID, o.State, o.Class, now)
 	if err != nil {
 		return fmt.Errorf("error finishing held rows of sink %d: %w", sinkID, err)
