@@ -204,7 +204,7 @@ func TestTypeScriptClientDefaultGrant(t *testing.T) {
 	_, cred := w.vend(t, human, scope) // the default grant: todos and rules
 
 	run := runTSClient(t, node, w.url, cred, []tsCall{{Name: mcpserver.ToolListSinks, Arguments: map[string]any{}}}, nil)
-	require.ElementsMatch(t, mcpserver.ToolsOf(notifytype.GrantTodos), run.Tools)
+	require.ElementsMatch(t, append(mcpserver.ToolsOf(notifytype.GrantTodos), mcpserver.ToolsOf(notifytype.GrantRules)...), run.Tools)
 	require.NotContains(t, run.Tools, mcpserver.ToolListSinks)
 	require.NotContains(t, run.Instructions, mcpserver.ToolListSinks, "the instructions describe only the granted verbs")
 	require.NotContains(t, run.Instructions, mcpserver.ToolNotifyOwner)
