@@ -105,6 +105,12 @@ func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome
 		if err != nil {
 			return err
 		}
+		// The time is read once the sink's row is locked: read before, it
+		// could predate the reservation another instance made while this
+		// one waited for the lock, and refuse a token the bucket holds.
+		if now, err = e.now(ctx); err != nil {
+			return err
+		}
 		budget := Budget{PerHour: s.PerHour, Burst: s.Burst}
 		res.budget = budget
 		outcome.Budget = actors.Budget(budget)
@@ -225,6 +231,9 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 	err = pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
 		s, err := store.LockSinkForDelivery(ctx, tx, sinkID)
 		if err != nil {
+			return err
+		}
+		if now, err = e.now(ctx); err != nil { // after the lock, as above
 			return err
 		}
 		budget := Budget{PerHour: s.PerHour, Burst: s.Burst}
