@@ -62,6 +62,7 @@ func newServer(t testing.TB, o serverOpts) *server {
 		c.MaxSinksPerScope = 20
 		if o.realClock {
 			c.Clock = clockwork.NewRealClock()
+			c.DatabaseClock = nil // the database's own clock, as in production
 			clock = engine.SystemClock{}
 		}
 		inner := c.OnAttempt
