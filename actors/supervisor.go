@@ -18,7 +18,7 @@ import (
 // Defaults of Config.
 const (
 	MailboxSizeDefault = 8
-	CapacityDefault    = 256
+	CapacityDefault    = 1024
 	IdleAfterDefault   = time.Minute
 )
 
@@ -29,7 +29,7 @@ type Config struct {
 	// well within a claim's lifetime.
 	MailboxSize int
 	// Capacity is how many claimed rows all actors together may queue.
-	// Defaults to CapacityDefault (256).
+	// Defaults to CapacityDefault (1024).
 	Capacity int
 	// IdleAfter is how long an actor with nothing to do lives on (wall
 	// time). Defaults to IdleAfterDefault (1 minute).

@@ -16,7 +16,7 @@ import (
 const notifyChannel = "switchboard_outbox"
 
 // claimBatch is the most rows one claim statement takes.
-const claimBatch = 64
+const claimBatch = 256
 
 // claimer is the one goroutine per instance that claims due rows (FOR
 // UPDATE SKIP LOCKED, never more than the actors can take) and hands them

@@ -62,9 +62,6 @@ const (
 	rowUndeliverable = "undeliverable"
 )
 
-// recordTimeout bounds recording an attempt's outcome once it was sent.
-const recordTimeout = 5 * time.Second
-
 // eventCoalesced is the event type recorded for a coalesced message.
 const eventCoalesced = "coalesced"
 
@@ -87,118 +84,44 @@ type reservation struct {
 	tat      time.Time
 }
 
-// Deliver attempts one claimed row.
+// Deliver attempts one claimed row: the reserver answers whether it may be
+// sent now (in a group with every other actor's row, see reserve.go), the
+// adapter sends it, and the recorder writes how it ended (record.go).
 func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome {
 	e := w.e
-	var (
-		res     reservation
-		outcome actors.Outcome
-		final   *store.RowOutcome // the row ends without a send
-	)
-	now, err := e.now(ctx)
-	if err != nil {
-		e.log.Error("error reserving delivery", "sink_id", row.SinkID, "error", err)
-		return outcome
-	}
-	err = pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
-		s, err := store.LockSinkForDelivery(ctx, tx, row.SinkID)
-		if err != nil {
-			return err
-		}
-		// The time is read once the sink's row is locked: read before, it
-		// could predate the reservation another instance made while this
-		// one waited for the lock, and refuse a token the bucket holds.
-		if now, err = e.now(ctx); err != nil {
-			return err
-		}
-		budget := Budget{PerHour: s.PerHour, Burst: s.Burst}
-		res.budget = budget
-		outcome.Budget = actors.Budget(budget)
-		if row.Attempts >= MaxAttempts {
-			// Its last attempt was abandoned mid-send (D25): finish it
-			// before it could be sent an eighth time.
-			if _, err := store.CloseAbandoned(ctx, tx, []int64{row.ID}, now); err != nil {
-				return err
-			}
-			final = &store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassAbandoned)}
-			e.log.Error("outbox row undeliverable: its last attempt was abandoned", "sink_id", s.ID,
-				"event_type", row.EventType, "owner_scope", s.Owner, "class", notifytype.ClassAbandoned,
-				"attempt", row.Attempts)
-			return store.FinishRows(ctx, tx, []int64{row.ID}, e.instance, *final, now)
-		}
-		adapter, owner, refusal := e.adapterFor(s)
-		if refusal != "" {
-			// The sink was disabled, or its connection no longer fits it:
-			// checked on every use (REQ-2). No send, no token; the event
-			// still ends in a delivery record.
-			final = &store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassConfig)}
-			e.log.Warn("outbox row not delivered", "sink_id", s.ID, "event_type", row.EventType,
-				"owner_scope", s.Owner, "class", notifytype.ClassConfig, "reason", refusal)
-			if err := recordRefusal(ctx, tx, s, row, now); err != nil {
-				return err
-			}
-			return store.FinishRows(ctx, tx, []int64{row.ID}, e.instance, *final, now)
-		}
-		tat, err := store.BudgetTAT(ctx, tx, s.ID)
-		if err != nil {
-			return err
-		}
-		ok, newTAT, next := budget.Reserve(tat, now)
-		outcome.TAT = newTAT
-		if !ok {
-			outcome.HeldUntil = next
-			outcome.TAT = tat
-			if err := store.HoldRow(ctx, tx, row.ID, e.instance, next); err != nil {
-				return err
-			}
-			n, err := store.RescheduleHeld(ctx, tx, s.ID, next)
-			outcome.Held = n
-			return err
-		}
-		r, abandoned, err := store.StartAttempt(ctx, tx, row.ID, e.instance, now, e.cfg.ClaimTTL)
-		if err != nil {
-			return err
-		}
-		if abandoned > 0 {
-			e.log.Warn("redelivering an abandoned attempt", "sink_id", s.ID, "event_type", r.EventType,
-				"owner_scope", s.Owner, "class", notifytype.ClassAbandoned, "attempt", r.Attempts-1)
-		}
-		recID, err := store.InsertDeliveryRecord(ctx, tx, store.DeliveryRecord{
-			SinkID: s.ID, Owner: s.Owner, OutboxID: r.ID, EventType: r.EventType, Attempt: r.Attempts,
-			CountsBudget: true, SentAt: now, BudgetTAT: &newTAT, Rows: []int64{r.ID},
-		})
-		if err != nil {
-			return err
-		}
-		res = reservation{sink: s, owner: owner, adapter: adapter, rows: []store.OutboxRow{r}, recordID: recID, budget: budget, tat: newTAT}
-		return nil
-	})
+	g := e.reserver.reserve(ctx, row)
+	outcome := g.outcome
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		// The sink was deleted: its rows went with it (REQ-5).
+	case errors.Is(g.err, errStopping):
+		// The engine stops before the row was attempted: give it back at
+		// once rather than after its claim expires.
+		w.Release(context.WithoutCancel(ctx), []store.OutboxRow{row})
 		return outcome
-	case errors.Is(err, store.ErrClaimLost):
-		e.log.Warn("outbox row claim lost before its attempt", "sink_id", row.SinkID, "row_id", row.ID)
-		return outcome
-	case err != nil:
+	case g.err != nil:
 		// The database failed us: leave the row claimed; it is attempted
 		// again when its claim expires.
 		e.log.Error("error reserving delivery", "sink_id", row.SinkID, "event_type", row.EventType,
-			"owner_scope", row.Owner, "error", err)
+			"owner_scope", row.Owner, "error", g.err)
 		return outcome
-	case final != nil:
-		class := notifytype.ErrorClass(final.Class)
+	case g.gone == "lost":
+		e.log.Warn("outbox row claim lost before its attempt", "sink_id", row.SinkID, "row_id", row.ID)
+		return outcome
+	case g.gone != "":
+		return outcome
+	case g.final != nil:
+		class := notifytype.ErrorClass(g.final.Class)
 		owner, _ := notifytype.ParseOwnerScope(row.Owner)
 		e.observe(Attempt{SinkID: row.SinkID, Owner: owner, EventType: notifytype.EventType(row.EventType), Rows: []int64{row.ID},
-			Attempt: row.Attempts, State: final.State, Class: class})
+			Attempt: row.Attempts, State: g.final.State, Class: class})
 		outcome.Class = class
 		return outcome
-	case !outcome.HeldUntil.IsZero():
+	case g.held:
 		e.observe(Attempt{SinkID: row.SinkID, EventType: notifytype.EventType(row.EventType), Rows: []int64{row.ID},
 			Attempt: row.Attempts, State: rowHeld})
 		return outcome
 	}
 
+	res := g.res
 	r := res.rows[0]
 	var content sinks.Content
 	if err := json.Unmarshal(r.Payload, &content); err != nil {
@@ -486,9 +409,9 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
-// finish records an attempt's end: the delivery record and the rows.
+// finish hands an attempt's end to the recorder, which writes its delivery
+// record and its rows and then reports it (Config.OnAttempt).
 func (e *Engine) finish(ctx context.Context, res reservation, next store.RowOutcome, result sinks.Result, eventType notifytype.EventType) {
-	now := e.nowOrLocal(ctx)
 	status := "failed"
 	switch next.State {
 	case rowDelivered:
@@ -498,25 +421,7 @@ func (e *Engine) finish(ctx context.Context, res reservation, next store.RowOutc
 	case rowUndeliverable:
 		status = "undeliverable"
 	}
-	ids := make([]int64, len(res.rows))
-	for i, r := range res.rows {
-		ids[i] = r.ID
-	}
-	// What was sent is recorded even while the engine stops.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	err := pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
-		if err := store.FinishDeliveryRecord(ctx, tx, res.recordID, status, string(result.Class), result.Status, now); err != nil {
-			return err
-		}
-		return store.FinishRows(ctx, tx, ids, e.instance, next, now)
-	})
-	if err != nil {
-		// The rows stay claimed and are attempted again when the claim
-		// expires: at least once.
-		e.log.Error("error recording delivery", "sink_id", res.sink.ID, "event_type", eventType,
-			"owner_scope", res.sink.Owner, "error", err)
-	}
+	ids := rowIDs(res.rows)
 	if !result.OK() {
 		level := slog.LevelWarn
 		if next.State != rowPending && next.State != rowHeld {
@@ -526,9 +431,15 @@ func (e *Engine) finish(ctx context.Context, res reservation, next store.RowOutc
 			"owner_scope", res.sink.Owner, "class", result.Class, "http_status", result.Status,
 			"attempt", res.rows[0].Attempts, "next", next.State, "error", result.Err)
 	}
-	e.observe(Attempt{
-		SinkID: res.sink.ID, Owner: res.owner, EventType: eventType, Rows: ids, Attempt: res.rows[0].Attempts,
-		State: next.State, Class: result.Class, Status: result.Status,
+	e.recorder.record(finishedAttempt{
+		f: store.Finished{
+			RecordID: res.recordID, Rows: ids, Status: status, Class: string(result.Class), HTTPStatus: result.Status,
+			Outcome: next, At: e.nowOrLocal(ctx),
+		},
+		attempt: Attempt{
+			SinkID: res.sink.ID, Owner: res.owner, EventType: eventType, Rows: ids, Attempt: res.rows[0].Attempts,
+			State: next.State, Class: result.Class, Status: result.Status,
+		},
 	})
 }
 

@@ -30,6 +30,8 @@ type Engine struct {
 
 	actors     *actors.Supervisor
 	claimer    *claimer
+	reserver   *reserver
+	recorder   *recorder
 	lastNotify atomic.Int64 // wall-clock nanoseconds of the last NOTIFY Emit sent
 	serving    atomic.Bool
 
@@ -63,6 +65,8 @@ func New(cfg Config) (*Engine, error) {
 		Logger:    cfg.Logger.With("component", "actors"),
 	}, worker{e})
 	e.claimer = newClaimer(e)
+	e.reserver = newReserver(e)
+	e.recorder = newRecorder(e)
 	return e, nil
 }
 
@@ -85,7 +89,16 @@ func (e *Engine) Serve(ctx context.Context) error {
 	root.Add(&listener{e: e})
 	root.Add(&janitor{e: e})
 	root.Add(&digestScheduler{e: e})
+	// The reserver and the recorder outlive the actors: a reservation
+	// asked for before the stop is answered, and what was sent is
+	// recorded, before Serve returns.
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	go e.reserver.run(bg)
+	go e.recorder.run(bg)
 	err := root.Serve(ctx)
+	stopBG()
+	<-e.reserver.done
+	<-e.recorder.done
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

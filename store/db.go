@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // DBTX is what a statement needs: a pgx.Tx or a *pgxpool.Pool.
@@ -12,4 +14,21 @@ type DBTX interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// PoolMaxConnsDefault is the size of the server's connection pool when
+// DATABASE_URL does not set pool_max_conns. The delivery engine keeps up
+// to four connections busy at once (the claimer, the group reservation,
+// the group record and the LISTEN connection), the janitor and the digest
+// scheduler one each now and then, and the API the rest; pgxpool's own
+// default, max(4, number of CPUs), would make the engine's own parts wait
+// for each other on a small machine.
+const PoolMaxConnsDefault = 16
+
+// ApplyPoolDefaults sizes pc, parsed from databaseURL, to
+// PoolMaxConnsDefault unless the URL sets pool_max_conns itself.
+func ApplyPoolDefaults(pc *pgxpool.Config, databaseURL string) {
+	if !strings.Contains(databaseURL, "pool_max_conns") {
+		pc.MaxConns = PoolMaxConnsDefault
+	}
 }

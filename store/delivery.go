@@ -69,13 +69,20 @@ type ClaimParams struct {
 // instances take disjoint rows.
 func ClaimDue(ctx context.Context, db DBTX, p ClaimParams) ([]OutboxRow, error) {
 	rows, err := collectOutboxRows(db.Query(ctx, `
-		WITH candidates AS (
+		WITH due AS (
 		    SELECT id, sink_id, due_at FROM outbox
-		    WHERE ((state = 'pending' AND due_at <= $2) OR (state = 'claimed' AND claim_expires_at <= $2))
-		      AND sink_id <> ALL ($6::bigint[])
+		    WHERE state = 'pending' AND due_at <= $2 AND sink_id <> ALL ($6::bigint[])
 		    ORDER BY due_at, id
 		    LIMIT $4 * 4
 		    FOR UPDATE SKIP LOCKED
+		), expired AS (
+		    SELECT id, sink_id, due_at FROM outbox
+		    WHERE state = 'claimed' AND claim_expires_at <= $2 AND sink_id <> ALL ($6::bigint[])
+		    ORDER BY claim_expires_at
+		    LIMIT $4
+		    FOR UPDATE SKIP LOCKED
+		), candidates AS (
+		    SELECT * FROM due UNION ALL SELECT * FROM expired
 		), ranked AS (
 		    SELECT id, row_number() OVER (PARTITION BY sink_id ORDER BY due_at, id) AS n, due_at
 		    FROM candidates

@@ -66,6 +66,7 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.P
 		return nil, errors.New("error parsing DATABASE_URL")
 	}
 	pc.ConnConfig.ConnectTimeout = connectTimeout
+	store.ApplyPoolDefaults(pc, cfg.DatabaseURL)
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("error opening database %s: %w", redactedDatabase(cfg.DatabaseURL), err)

@@ -42,6 +42,7 @@ import (
 	"github.com/switchboard/notify/bench/internal/fleet"
 	"github.com/switchboard/notify/bench/internal/rig"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/store"
 )
 
 var (
@@ -54,7 +55,7 @@ var (
 	handConc     = flag.Int("hand-conc", 0, "hand loop concurrency (0: chosen by the sweep)")
 	riverWorkers = flag.Int("river-workers", 2000, "River MaxWorkers")
 	riverConns   = flag.Int("river-conns", 16, "River's pool size")
-	engineConns  = flag.Int("engine-conns", 0, "each engine's pool size (0: pgxpool's default, max(4, NumCPU), as the server binary's)")
+	engineConns  = flag.Int("engine-conns", 0, "each engine's pool size (0: the server binary's default, store.PoolMaxConnsDefault)")
 	timeoutFlag  = flag.Duration("timeout", 120*time.Second, "bound on one measurement")
 	cpuprofile   = flag.String("cpuprofile", "", "write a CPU profile of the first engine_1 drain to this file")
 	keep         = flag.Bool("keep", false, "keep the database at the end")
@@ -136,7 +137,7 @@ func run(ctx context.Context) (err error) {
 	fmt.Printf("fleet:   %d sinks in %d scopes, budgets %d/h burst %d (%.1fs to make)\n", f.Sinks, len(f.Owners),
 		rig.LiftedPerHour, rig.LiftedBurst, time.Since(t0).Seconds())
 	fmt.Printf("engine:  defaults but budgets lifted; PollInterval %v, NotifyDebounce %v, pool %s per instance\n",
-		engine.PollIntervalDefault, engine.NotifyDebounceDefault, map[bool]string{true: "pgxpool's default", false: strconv.Itoa(*engineConns)}[*engineConns == 0])
+		engine.PollIntervalDefault, engine.NotifyDebounceDefault, map[bool]string{true: fmt.Sprintf("%d (the server's default)", store.PoolMaxConnsDefault), false: strconv.Itoa(*engineConns)}[*engineConns == 0])
 
 	if *handBatch == 0 || *handConc == 0 {
 		b, c, err := w.sweep(ctx)

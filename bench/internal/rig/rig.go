@@ -31,6 +31,7 @@ import (
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
+	"github.com/switchboard/notify/store"
 )
 
 // Lifted budgets: the operator maxima of the drain's engines and what every
@@ -180,6 +181,7 @@ func (r *Rig) Serve(cfg engine.Config, name string, conns int32, tracer pgx.Quer
 	if err != nil {
 		return nil, err
 	}
+	store.ApplyPoolDefaults(pc, r.URL) // as the server binary
 	if conns > 0 {
 		pc.MaxConns = conns
 	}

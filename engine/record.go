@@ -1,0 +1,147 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/switchboard/notify/store"
+)
+
+// Group records. An actor hands the outcome of an attempt it made to the
+// recorder and goes on with its next row; the recorder writes the outcomes
+// of every attempt finished meanwhile in one implicit transaction (the
+// records and their rows, store.RecordFinished). The rows stay claimed by
+// this instance until their outcome is written, so no other instance sends
+// them again meanwhile; a write that fails is tried again until it lands
+// (or, once the engine is stopping, until recordGrace has passed): an
+// outcome given up is sent again when the row's claim expires (at least
+// once), and never because a write was merely slow.
+
+// recordMax bounds the attempts of one group record.
+const recordMax = 1024
+
+// recordQueue is how many finished attempts may wait for the recorder;
+// an actor finding it full waits, which slows sending to the pace of
+// recording.
+const recordQueue = 2048
+
+// recordTimeout bounds one try of a write.
+const recordTimeout = 10 * time.Second
+
+// recordGrace is how long a stopping engine keeps trying to write what
+// was sent.
+const recordGrace = 15 * time.Second
+
+// finishedAttempt is an attempt's outcome waiting to be written, and what
+// to report once it is.
+type finishedAttempt struct {
+	f       store.Finished
+	attempt Attempt
+}
+
+type recorder struct {
+	e    *Engine
+	in   chan finishedAttempt
+	done chan struct{} // closed when run has returned
+}
+
+func newRecorder(e *Engine) *recorder {
+	return &recorder{e: e, in: make(chan finishedAttempt, recordQueue), done: make(chan struct{})}
+}
+
+// record queues fa for writing. Once the recorder has stopped (an attempt
+// finished after the engine's stop), it writes fa itself.
+func (r *recorder) record(fa finishedAttempt) {
+	select {
+	case r.in <- fa:
+	case <-r.done:
+		r.write(nil, time.Now().Add(recordGrace), []finishedAttempt{fa})
+	}
+}
+
+// run writes groups until ctx ends, then what is still queued. It is
+// stopped after the actors, so what they sent is in the queue by then.
+// One loop writes, so that attempts are reported (Config.OnAttempt) in the
+// order they were made; while it writes, the next group gathers.
+func (r *recorder) run(ctx context.Context) {
+	defer close(r.done)
+	for {
+		var group []finishedAttempt
+		select {
+		case <-ctx.Done():
+			r.drain(time.Now().Add(recordGrace))
+			return
+		case fa := <-r.in:
+			group = append(group, fa)
+		}
+		group = r.gather(group)
+		r.write(ctx.Done(), time.Time{}, group)
+	}
+}
+
+func (r *recorder) gather(group []finishedAttempt) []finishedAttempt {
+	for len(group) < recordMax {
+		select {
+		case fa := <-r.in:
+			group = append(group, fa)
+		default:
+			return group
+		}
+	}
+	return group
+}
+
+func (r *recorder) drain(until time.Time) {
+	for {
+		group := r.gather(nil)
+		if len(group) == 0 {
+			return
+		}
+		r.write(nil, until, group)
+	}
+}
+
+// write writes a group, trying again after a failure until it lands or
+// until (when not zero) has passed, then reports each attempt. Once stop
+// is closed, until becomes recordGrace from then.
+func (r *recorder) write(stop <-chan struct{}, until time.Time, group []finishedAttempt) {
+	e := r.e
+	fs := make([]store.Finished, len(group))
+	for i, fa := range group {
+		fs[i] = fa.f
+	}
+	backoff := 50 * time.Millisecond
+	for try := 1; ; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+		err := store.RecordFinished(ctx, e.cfg.Pool, fs, e.instance)
+		cancel()
+		if err == nil {
+			if try > 1 {
+				e.log.Info("recorded delivery outcomes after a failure", "attempts", len(fs), "tries", try)
+			}
+			break
+		}
+		if until.IsZero() {
+			select {
+			case <-stop:
+				until = time.Now().Add(recordGrace)
+			default:
+			}
+		}
+		if !until.IsZero() && time.Now().Add(backoff).After(until) {
+			// The rows stay claimed and are attempted again when the claim
+			// expires: at least once.
+			e.log.Error("error recording delivery outcomes; their rows are sent again when their claims expire",
+				"attempts", len(fs), "tries", try, "error", err)
+			return
+		}
+		if try == 1 || try%20 == 0 {
+			e.log.Error("error recording delivery outcomes; trying again", "attempts", len(fs), "tries", try, "error", err)
+		}
+		time.Sleep(backoff)
+		backoff = min(backoff*2, 2*time.Second)
+	}
+	for _, fa := range group {
+		e.observe(fa.attempt)
+	}
+}

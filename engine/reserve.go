@@ -1,0 +1,323 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/switchboard/notify/actors"
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks"
+	"github.com/switchboard/notify/store"
+)
+
+// Group reservation. Every sink actor asks the reserver for a token before
+// it sends, and the reserver answers the questions of all actors waiting
+// at that moment in one transaction: it locks their sinks in id order,
+// reads each one's budget from the delivery records, decides in order
+// which rows get a token (and which are held, or end without a send), and
+// writes the "sending" records, in a handful of statements whatever the
+// number of sinks. While one group commits the next one gathers, so the
+// cost of a commit is shared by every actor that was ready, and an actor
+// alone pays for one. Budgets stay exact across instances: a sink's row
+// is locked while its tokens are counted and spent.
+
+// groupMax bounds the rows of one group reservation.
+const groupMax = 512
+
+// groupTimeout bounds one group reservation's transaction.
+const groupTimeout = 10 * time.Second
+
+// reservers is how many group reservations one instance runs at once:
+// while one commits, others gather and lock. The groups of one instance
+// never share a sink (an actor waits for its answer before it asks
+// again), and every group locks its sinks in id order, so they never wait
+// for each other.
+const reservers = 4
+
+// groupTries is how often a group whose transaction failed on a
+// transient error (deadlock, serialization failure) is tried.
+const groupTries = 3
+
+// errStopping answers a request the reserver did not take before it
+// stopped.
+var errStopping = errors.New("the engine is stopping")
+
+// reserved is the reserver's answer for one row.
+type reserved struct {
+	// res is set (res.rows not empty) when the row's attempt began: send it.
+	res     reservation
+	outcome actors.Outcome
+	// final is set when the row ended without a send (at its attempt cap,
+	// or its sink can no longer be used); held when it waits for a token.
+	final *store.RowOutcome
+	held  bool
+	// gone is set when there is nothing to do: the sink was deleted, or
+	// this instance no longer holds the row.
+	gone string
+	err  error
+}
+
+type reserveReq struct {
+	ctx   context.Context
+	row   store.OutboxRow
+	reply chan reserved
+}
+
+// reserver gathers the actors' requests into groups.
+type reserver struct {
+	e    *Engine
+	reqs chan *reserveReq
+	done chan struct{} // closed when run has returned
+}
+
+func newReserver(e *Engine) *reserver {
+	return &reserver{e: e, reqs: make(chan *reserveReq), done: make(chan struct{})}
+}
+
+// reserve asks for row's reservation and waits for the group's answer.
+func (r *reserver) reserve(ctx context.Context, row store.OutboxRow) reserved {
+	q := &reserveReq{ctx: ctx, row: row, reply: make(chan reserved, 1)}
+	select {
+	case r.reqs <- q:
+	case <-r.done:
+		return reserved{err: errStopping}
+	}
+	return <-q.reply // run answers every request it took
+}
+
+// run answers requests with reservers loops until ctx ends. It is stopped
+// after the actors, so that a reservation asked for before the stop is
+// answered.
+func (r *reserver) run(ctx context.Context) {
+	defer close(r.done)
+	var wg sync.WaitGroup
+	for range reservers {
+		wg.Go(func() { r.loop(ctx) })
+	}
+	wg.Wait()
+}
+
+func (r *reserver) loop(ctx context.Context) {
+	for {
+		var group []*reserveReq
+		select {
+		case <-ctx.Done():
+			return
+		case q := <-r.reqs:
+			group = append(group, q)
+		}
+	gather:
+		for len(group) < groupMax {
+			select {
+			case q := <-r.reqs:
+				group = append(group, q)
+			default:
+				break gather
+			}
+		}
+		r.e.reserveGroup(ctx, group)
+	}
+}
+
+// reserveGroup answers every request of group.
+func (e *Engine) reserveGroup(ctx context.Context, group []*reserveReq) {
+	live := make([]*reserveReq, 0, len(group))
+	for _, q := range group {
+		if err := q.ctx.Err(); err != nil {
+			q.reply <- reserved{err: errStopping} // its actor is stopping: no attempt
+			continue
+		}
+		live = append(live, q)
+	}
+	// Sinks in id order, and a sink's rows in the order they were due.
+	slices.SortFunc(live, func(a, b *reserveReq) int {
+		return cmp.Or(cmp.Compare(a.row.SinkID, b.row.SinkID), a.row.DueAt.Compare(b.row.DueAt), cmp.Compare(a.row.ID, b.row.ID))
+	})
+	var (
+		out []reserved
+		err error
+	)
+	for try := 1; ; try++ {
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupTimeout)
+		out, err = e.reserveOnce(tctx, live)
+		cancel()
+		if err == nil || try == groupTries || !transient(err) {
+			break
+		}
+	}
+	for i, q := range live {
+		if err != nil {
+			q.reply <- reserved{err: err}
+			continue
+		}
+		q.reply <- out[i]
+	}
+}
+
+// transient reports a failure that trying the same transaction again can
+// cure.
+func transient(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
+
+// sinkUse is what a group learnt of one sink.
+type sinkUse struct {
+	sink    store.LockedSink
+	adapter sinks.Adapter
+	owner   notifytype.OwnerScope
+	refusal string
+	tat     time.Time
+}
+
+// reserveOnce is one try of a group's transaction; out[i] answers reqs[i].
+func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []reserved, err error) {
+	sinkIDs := make([]int64, 0, len(reqs))
+	rowIDs := make([]int64, len(reqs))
+	for i, q := range reqs {
+		rowIDs[i] = q.row.ID
+		if i == 0 || q.row.SinkID != reqs[i-1].row.SinkID {
+			sinkIDs = append(sinkIDs, q.row.SinkID)
+		}
+	}
+	err = pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
+		out = make([]reserved, len(reqs))
+		locked, err := store.LockSinksForDelivery(ctx, tx, sinkIDs)
+		if err != nil {
+			return err
+		}
+		claimed, err := store.LockClaimed(ctx, tx, rowIDs, e.instance)
+		if err != nil {
+			return err
+		}
+		// The time is read once the sinks are locked: read before, it
+		// could predate a reservation another instance made while this
+		// one waited for a lock, and refuse a token the bucket holds.
+		now, err := e.now(ctx)
+		if err != nil {
+			return err
+		}
+		uses := make(map[int64]*sinkUse, len(locked))
+		var (
+			starts  []store.Start
+			started []int // indexes into out of starts
+			holds   []store.Hold
+			held    []int
+			capped  []int64
+		)
+		for i, q := range reqs {
+			row, o := q.row, &out[i]
+			s, ok := locked[row.SinkID]
+			if !ok {
+				o.gone = "deleted" // its rows went with it (REQ-5)
+				continue
+			}
+			u := uses[s.ID]
+			if u == nil {
+				u = &sinkUse{sink: s, tat: s.TAT}
+				u.adapter, u.owner, u.refusal = e.adapterFor(s.SinkForDelivery)
+				uses[s.ID] = u
+			}
+			budget := Budget{PerHour: s.PerHour, Burst: s.Burst}
+			o.outcome.Budget = actors.Budget(budget)
+			switch {
+			case !claimed[row.ID]:
+				o.gone = "lost"
+			case row.Attempts >= MaxAttempts:
+				// Its last attempt was abandoned mid-send (D25): finish it
+				// before it could be sent an eighth time.
+				capped = append(capped, row.ID)
+				o.final = &store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassAbandoned)}
+				e.log.Error("outbox row undeliverable: its last attempt was abandoned", "sink_id", s.ID,
+					"event_type", row.EventType, "owner_scope", s.Owner, "class", notifytype.ClassAbandoned,
+					"attempt", row.Attempts)
+			case u.refusal != "":
+				// The sink was disabled, or its connection no longer fits
+				// it: checked on every use (REQ-2). No send, no token; the
+				// event still ends in a delivery record.
+				o.final = &store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassConfig)}
+				e.log.Warn("outbox row not delivered", "sink_id", s.ID, "event_type", row.EventType,
+					"owner_scope", s.Owner, "class", notifytype.ClassConfig, "reason", u.refusal)
+				if err := recordRefusal(ctx, tx, s.SinkForDelivery, row, now); err != nil {
+					return err
+				}
+				if err := store.FinishRows(ctx, tx, []int64{row.ID}, e.instance, *o.final, now); err != nil {
+					return err
+				}
+			default:
+				ok, tat, next := budget.Reserve(u.tat, now)
+				if !ok {
+					o.held, o.outcome.HeldUntil, o.outcome.TAT = true, next, u.tat
+					holds, held = append(holds, store.Hold{RowID: row.ID, SinkID: s.ID, Until: next}), append(held, i)
+					continue
+				}
+				u.tat, o.outcome.TAT = tat, tat
+				starts, started = append(starts, store.Start{RowID: row.ID, TAT: tat}), append(started, i)
+			}
+		}
+
+		if len(capped)+len(starts) > 0 {
+			ids := slices.Clone(capped)
+			for _, s := range starts {
+				ids = append(ids, s.RowID)
+			}
+			closed, err := store.CloseAbandonedRows(ctx, tx, ids, now)
+			if err != nil {
+				return err
+			}
+			for _, id := range closed {
+				if i := slices.IndexFunc(reqs, func(q *reserveReq) bool { return q.row.ID == id }); i >= 0 && !slices.Contains(capped, id) {
+					row := reqs[i].row
+					e.log.Warn("redelivering an abandoned attempt", "sink_id", row.SinkID, "event_type", row.EventType,
+						"owner_scope", row.Owner, "class", notifytype.ClassAbandoned, "attempt", row.Attempts)
+				}
+			}
+		}
+		if len(capped) > 0 {
+			if err := store.FinishRows(ctx, tx, capped, e.instance,
+				store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassAbandoned)}, now); err != nil {
+				return err
+			}
+		}
+		if len(holds) > 0 {
+			bySink, err := store.HoldRows(ctx, tx, holds, e.instance)
+			if err != nil {
+				return err
+			}
+			for _, i := range held {
+				out[i].outcome.Held = bySink[reqs[i].row.SinkID]
+			}
+		}
+		if len(starts) > 0 {
+			rows, err := store.StartAttempts(ctx, tx, starts, e.instance, now, e.cfg.ClaimTTL)
+			if err != nil {
+				return err
+			}
+			byID := make(map[int64]store.StartedRow, len(rows))
+			for _, r := range rows {
+				byID[r.ID] = r
+			}
+			for _, i := range started {
+				r, ok := byID[reqs[i].row.ID]
+				if !ok { // locked above as ours: cannot happen
+					out[i] = reserved{gone: "lost"}
+					continue
+				}
+				u := uses[r.SinkID]
+				out[i].res = reservation{
+					sink: u.sink.SinkForDelivery, owner: u.owner, adapter: u.adapter, rows: []store.OutboxRow{r.OutboxRow},
+					recordID: r.RecordID, budget: Budget{PerHour: u.sink.PerHour, Burst: u.sink.Burst}, tat: out[i].outcome.TAT,
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,299 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// This file holds the statements of a group reservation and a group
+// record: the delivery engine reserves the budgets of many sinks in one
+// transaction, and records the outcomes of many attempts in another, so
+// that a delivery pays for a share of two commits rather than two commits
+// of its own.
+
+// LockedSink is a sink locked for a group reservation, with its budget
+// state: the theoretical arrival time recorded by its latest counted
+// delivery record (zero when none).
+type LockedSink struct {
+	SinkForDelivery
+	TAT time.Time
+}
+
+// LockSinksForDelivery locks the sinks' rows in id order (so that
+// instances reserving overlapping groups wait for each other rather than
+// deadlock) and reads each one's connection and budget state, from the
+// delivery records. FOR NO KEY UPDATE excludes every other reservation and
+// any change of the sink, but not the key-share locks that writing an
+// outbox row for the sink takes. Deleted sinks are absent from the result.
+// Call it in a transaction of READ COMMITTED (the default).
+func LockSinksForDelivery(ctx context.Context, tx DBTX, ids []int64) (map[int64]LockedSink, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT k.id, k.owner, k.kind, k.enabled, k.options, k.budget_per_hour, k.budget_burst,
+		       c.id, c.owner, c.kind, c.account_key, c.secret
+		FROM sinks k JOIN connections c ON c.id = k.connection_id
+		WHERE k.id = ANY ($1)
+		ORDER BY k.id
+		FOR NO KEY UPDATE OF k`, nonNilIDs(ids))
+	if err != nil {
+		return nil, fmt.Errorf("error locking sinks for delivery: %w", err)
+	}
+	out := make(map[int64]LockedSink, len(ids))
+	var s LockedSink
+	_, err = pgx.ForEachRow(rows, []any{&s.ID, &s.Owner, &s.Kind, &s.Enabled, &s.Options, &s.PerHour, &s.Burst,
+		&s.ConnectionID, &s.ConnectionOwner, &s.ConnectionKind, &s.BaseURL, &s.SealedSecret}, func() error {
+		out[s.ID] = s
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error locking sinks for delivery: %w", err)
+	}
+	// The budgets are read by a statement of their own, after the locks:
+	// a statement that waited for a lock still reads with the snapshot it
+	// began with, which would miss the records of the reservation it
+	// waited for.
+	rows, err = tx.Query(ctx, `
+		SELECT s, (SELECT max(d.budget_tat) FROM delivery_records d WHERE d.sink_id = s AND d.counts_budget)
+		FROM unnest($1::bigint[]) AS s`, nonNilIDs(ids))
+	if err != nil {
+		return nil, fmt.Errorf("error reading sink budgets: %w", err)
+	}
+	var (
+		id  int64
+		tat *time.Time
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &tat}, func() error {
+		if l, ok := out[id]; ok && tat != nil {
+			l.TAT = *tat
+			out[id] = l
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error reading sink budgets: %w", err)
+	}
+	return out, nil
+}
+
+// LockClaimed locks the rows among ids that this instance still holds
+// (claimed by it) and returns their ids: a row whose claim expired and
+// was taken by another instance is absent.
+func LockClaimed(ctx context.Context, tx DBTX, ids []int64, instance string) (map[int64]bool, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT id FROM outbox WHERE id = ANY ($1) AND state = 'claimed' AND claimed_by = $2
+		ORDER BY id FOR UPDATE`, nonNilIDs(ids), instance)
+	if err != nil {
+		return nil, fmt.Errorf("error locking claimed rows: %w", err)
+	}
+	held := make(map[int64]bool, len(ids))
+	var id int64
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { held[id] = true; return nil }); err != nil {
+		return nil, fmt.Errorf("error locking claimed rows: %w", err)
+	}
+	return held, nil
+}
+
+// Hold parks a claimed row until its sink's next token.
+type Hold struct {
+	RowID  int64
+	SinkID int64
+	Until  time.Time
+}
+
+// HoldRows parks claimed rows until their sinks' next tokens (D9) and moves
+// every held row of those sinks to the same time; it returns how many rows
+// each sink holds now.
+func HoldRows(ctx context.Context, tx DBTX, holds []Hold, instance string) (map[int64]int, error) {
+	ids := make([]int64, len(holds))
+	sinkIDs := make([]int64, len(holds))
+	until := make([]time.Time, len(holds))
+	for i, h := range holds {
+		ids[i], sinkIDs[i], until[i] = h.RowID, h.SinkID, h.Until
+	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE outbox o SET state = 'held', due_at = u.until, claimed_by = NULL, claim_expires_at = NULL
+		FROM unnest($1::bigint[], $2::timestamptz[]) AS u(id, until)
+		WHERE o.id = u.id AND o.state = 'claimed' AND o.claimed_by = $3`, ids, until, instance); err != nil {
+		return nil, fmt.Errorf("error holding rows: %w", err)
+	}
+	rows, err := tx.Query(ctx, `
+		WITH s AS (
+		    SELECT DISTINCT ON (sink_id) sink_id, until
+		    FROM unnest($1::bigint[], $2::timestamptz[]) AS u(sink_id, until)
+		    ORDER BY sink_id, until DESC
+		)
+		UPDATE outbox o SET due_at = s.until FROM s
+		WHERE o.sink_id = s.sink_id AND o.state = 'held'
+		RETURNING o.sink_id`, sinkIDs, until)
+	if err != nil {
+		return nil, fmt.Errorf("error rescheduling held rows: %w", err)
+	}
+	held := map[int64]int{}
+	var id int64
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { held[id]++; return nil }); err != nil {
+		return nil, fmt.Errorf("error rescheduling held rows: %w", err)
+	}
+	return held, nil
+}
+
+// Start is a row whose attempt begins: a token of its sink is reserved,
+// and the sink's budget state after it is TAT.
+type Start struct {
+	RowID int64
+	TAT   time.Time
+}
+
+// StartedRow is a row whose attempt began, as it is now, with the id of
+// its delivery record (status "sending").
+type StartedRow struct {
+	OutboxRow
+	RecordID int64
+}
+
+// StartAttempts begins an attempt on each row this instance holds: it
+// counts the attempt, extends the claim, and writes the attempt's delivery
+// record (status "sending", counted against the budget, carrying the
+// sink's budget state) linked from the row, all in one statement. Rows
+// this instance no longer holds are left alone and absent from the result.
+// Abandoned attempts on the rows must be closed first (CloseAbandoned).
+func StartAttempts(ctx context.Context, tx DBTX, starts []Start, instance string, now time.Time, ttl time.Duration) ([]StartedRow, error) {
+	ids := make([]int64, len(starts))
+	tats := make([]time.Time, len(starts))
+	for i, s := range starts {
+		ids[i], tats[i] = s.RowID, s.TAT
+	}
+	rows, err := tx.Query(ctx, `
+		WITH req AS (
+		    SELECT * FROM unnest($1::bigint[], $2::timestamptz[]) AS r(id, tat)
+		), started AS (
+		    UPDATE outbox o SET attempts = o.attempts + 1, first_attempt_at = coalesce(o.first_attempt_at, $4),
+		           claim_expires_at = $4::timestamptz + $5::interval,
+		           attempt_record_id = nextval(pg_get_serial_sequence('delivery_records', 'id'))
+		    FROM req WHERE o.id = req.id AND o.state = 'claimed' AND o.claimed_by = $3
+		    RETURNING o.id, o.sink_id, o.owner, o.event_type, o.severity, o.payload, o.include_excerpt,
+		              o.attempts, o.first_attempt_at, coalesce(o.last_class, '') AS last_class, o.due_at, o.count,
+		              o.had_partial, o.attempt_record_id, req.tat
+		), rec AS (
+		    INSERT INTO delivery_records (id, sink_id, owner, outbox_id, event_type, attempt, counts_budget,
+		                                  coalesced_rows, status, sent_at, budget_tat)
+		    OVERRIDING SYSTEM VALUE
+		    SELECT attempt_record_id, sink_id, owner, id, event_type, attempts, true, 1, 'sending', $4, tat
+		    FROM started
+		)
+		SELECT id, sink_id, owner, event_type, severity, payload, include_excerpt, attempts, first_attempt_at,
+		       last_class, due_at, count, had_partial, attempt_record_id
+		FROM started ORDER BY id`, ids, tats, instance, now, ttl)
+	if err != nil {
+		return nil, fmt.Errorf("error starting attempts: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StartedRow, error) {
+		var r StartedRow
+		err := row.Scan(&r.ID, &r.SinkID, &r.Owner, &r.EventType, &r.Severity, &r.Payload, &r.IncludeExcerpt,
+			&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count, &r.HadPartial, &r.RecordID)
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error starting attempts: %w", err)
+	}
+	return out, nil
+}
+
+// BatchSender sends a pgx.Batch: a pool, a connection or a transaction.
+type BatchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// Finished is how one attempt ended: its delivery record's end and what
+// its rows become.
+type Finished struct {
+	RecordID   int64
+	Rows       []int64
+	Status     string // of the record: delivered, failed, partial, undeliverable
+	Class      string
+	HTTPStatus int
+	Outcome    RowOutcome
+	At         time.Time
+}
+
+// RecordFinished records the ends of many attempts at once: their delivery
+// records and their rows (see FinishRows: only rows this instance still
+// holds change), in one implicit transaction and one round trip.
+func RecordFinished(ctx context.Context, db BatchSender, fs []Finished, instance string) error {
+	var (
+		recIDs   = make([]int64, len(fs))
+		statuses = make([]string, len(fs))
+		classes  = make([]string, len(fs))
+		https    = make([]int32, len(fs))
+		ats      = make([]time.Time, len(fs))
+
+		rowIDs   []int64
+		states   []string
+		rclasses []string
+		dues     []*time.Time
+		finals   []*time.Time
+	)
+	for i, f := range fs {
+		recIDs[i], statuses[i], classes[i], https[i], ats[i] = f.RecordID, f.Status, f.Class, int32(f.HTTPStatus), f.At
+		final := f.Outcome.State == "delivered" || f.Outcome.State == "partial" || f.Outcome.State == "undeliverable"
+		for _, id := range f.Rows {
+			rowIDs = append(rowIDs, id)
+			states = append(states, f.Outcome.State)
+			rclasses = append(rclasses, f.Outcome.Class)
+			dues = append(dues, nullTime(f.Outcome.DueAt))
+			if final {
+				finals = append(finals, &ats[i])
+			} else {
+				finals = append(finals, nil)
+			}
+		}
+	}
+	b := &pgx.Batch{}
+	b.Queue(`
+		UPDATE delivery_records d SET status = u.status, class = nullif(u.class, ''),
+		       http_status = nullif(u.http, 0), finished_at = u.at
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::timestamptz[]) AS u(id, status, class, http, at)
+		WHERE d.id = u.id`, recIDs, statuses, classes, https, ats)
+	b.Queue(`
+		UPDATE outbox SET state = u.state, last_class = coalesce(nullif(u.class, ''), last_class),
+		       due_at = coalesce(u.due, due_at),
+		       delivered_count = CASE WHEN u.state = 'delivered' THEN count ELSE delivered_count END,
+		       had_partial = had_partial OR u.class = 'partial',
+		       payload = CASE WHEN u.finished IS NULL THEN payload ELSE `+finishedPayload+` END,
+		       finished_at = u.finished, claimed_by = NULL, claim_expires_at = NULL
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) AS u(id, state, class, due, finished)
+		WHERE outbox.id = u.id AND outbox.state = 'claimed' AND outbox.claimed_by = $6`,
+		nonNilIDs(rowIDs), states, rclasses, dues, finals, instance)
+	// Sent outside a transaction, the batch runs as one implicit
+	// transaction: both statements take effect, or neither.
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("error recording %d attempts: %w", len(fs), err)
+	}
+	return nil
+}
+
+// CloseAbandonedRows is CloseAbandoned for rows attempted one by one: it
+// returns the rows among rowIDs whose abandoned attempts it closed.
+func CloseAbandonedRows(ctx context.Context, tx DBTX, rowIDs []int64, now time.Time) ([]int64, error) {
+	rows, err := tx.Query(ctx, `
+		WITH targets AS (
+		    SELECT id AS row_id, attempt_record_id AS rec FROM outbox
+		    WHERE id = ANY ($1) AND attempt_record_id IS NOT NULL
+		    UNION
+		    SELECT outbox_id, id FROM delivery_records WHERE outbox_id = ANY ($1) AND status = 'sending'
+		), closed AS (
+		    UPDATE delivery_records SET status = 'failed', class = 'abandoned', finished_at = $2
+		    WHERE status = 'sending' AND id IN (SELECT rec FROM targets)
+		    RETURNING id
+		)
+		SELECT DISTINCT t.row_id FROM targets t JOIN closed c ON c.id = t.rec`, nonNilIDs(rowIDs), now)
+	if err != nil {
+		return nil, fmt.Errorf("error closing abandoned attempts: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("error closing abandoned attempts: %w", err)
+	}
+	return ids, nil
+}
