@@ -1,4 +1,4 @@
--- 0011: retention of the history tables, and deleting a webhook.
+-- 0012: retention of the history tables, and deleting a webhook.
 --
 -- The janitor removes write_log rows, digest runs and received webhook
 -- deliveries (their payloads, routing traces and the quarantine) older
