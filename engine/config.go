@@ -31,6 +31,7 @@ const (
 	NotifyDebounceDefault       = 50 * time.Millisecond
 	RetentionDefault            = 30 * 24 * time.Hour
 	JanitorIntervalDefault      = time.Hour
+	JanitorBatchDefault         = 1000
 	DigestIntervalDefault       = 30 * time.Second
 	DigestSectionTimeoutDefault = 5 * time.Second
 )
@@ -108,12 +109,20 @@ type Config struct {
 	ActorIdleAfter time.Duration
 
 	// Retention is how long delivery records and finished outbox rows are
-	// kept (REQ-10). Defaults to RetentionDefault (30 days).
+	// kept (REQ-10), and with them the history that would otherwise grow
+	// without bound: the write log, digest runs, and received webhook
+	// deliveries with their routing traces and the quarantine. Defaults to
+	// RetentionDefault (30 days).
 	Retention time.Duration
 
 	// JanitorInterval is how often one instance removes what is older than
 	// Retention. Defaults to JanitorIntervalDefault (1 hour).
 	JanitorInterval time.Duration
+
+	// JanitorBatch is the most rows one delete of the janitor removes; each
+	// batch commits on its own, so a backlog never makes one long
+	// transaction. Defaults to JanitorBatchDefault (1000).
+	JanitorBatch int
 
 	// OnAttempt, when set, is called after every delivery attempt (and
 	// every row held), on the sink actor's goroutine: keep it quick. For
@@ -181,6 +190,9 @@ func (c Config) WithDefaults() Config {
 	c.NotifyDebounce = cmp.Or(c.NotifyDebounce, NotifyDebounceDefault)
 	c.Retention = cmp.Or(c.Retention, RetentionDefault)
 	c.JanitorInterval = cmp.Or(c.JanitorInterval, JanitorIntervalDefault)
+	if c.JanitorBatch <= 0 {
+		c.JanitorBatch = JanitorBatchDefault
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

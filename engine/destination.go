@@ -27,3 +27,17 @@ func (e *Engine) DestinationWarning(ctx context.Context, base string) string {
 	return "This server's address (" + blocked[0].String() + ") is private or loopback, so deliveries to it will be refused as blocked. " +
 		"The operator can allow it with SWITCHBOARD_PRIVATE_HOSTS; the connection is saved either way."
 }
+
+// SinkDestinationWarning is DestinationWarning for the connection sink s
+// delivers through, for a surface that has just saved s with the caller's
+// permission (the REST API's sink create and update, MCP set_sink): a
+// caller that picks an existing connection learns, as the human saving it
+// did, that deliveries to it will be refused. "" when the connection is
+// not the sink's to use any more, as when DestinationWarning says nothing.
+func (e *Engine) SinkDestinationWarning(ctx context.Context, s Sink) string {
+	c, err := connectionFor(ctx, e.cfg.Pool, s.ConnectionID, s.Owner, s.Kind)
+	if err != nil {
+		return ""
+	}
+	return e.DestinationWarning(ctx, c.AccountKey)
+}

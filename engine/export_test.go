@@ -12,3 +12,7 @@ func (e *Engine) OpenConnectionForTest(ctx context.Context, id int64, scope noti
 	_, s, err := e.openConnection(ctx, e.cfg.Pool, id, scope, kind)
 	return s, err
 }
+
+// JanitorLockKeyForTest is the advisory lock the janitor holds while it
+// cleans up, so a test can hold it as another instance would.
+const JanitorLockKeyForTest = janitorLockKey

@@ -2,9 +2,8 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard/notify/store"
 )
@@ -13,11 +12,16 @@ import (
 // clean up ("sbjanitr" in ASCII).
 const janitorLockKey int64 = 0x73626a616e697472
 
-// janitor removes delivery records and finished outbox rows past
-// retention (REQ-10), and what is of no more use (agent pages past their
-// hour, expired sessions, used or expired login links), at start and every
-// JanitorInterval of the engine's clock. One instance at a time does it, under a transaction-level advisory
-// lock: no leader of our own.
+// janitorUnlockTimeout bounds giving the janitor's lock back.
+const janitorUnlockTimeout = 5 * time.Second
+
+// janitor removes, past retention, delivery records and finished outbox
+// rows (REQ-10) and the history that would otherwise grow without bound
+// (the write log, digest runs, received webhook deliveries with their
+// traces and the quarantine), and what is of no more use (agent pages past
+// their hour, expired sessions, used or expired login links), at start and
+// every JanitorInterval of the engine's clock. One instance at a time does
+// it, under a session-level advisory lock: no leader of our own.
 type janitor struct{ e *Engine }
 
 func (j *janitor) String() string { return "janitor" }
@@ -37,35 +41,58 @@ func (j *janitor) Serve(ctx context.Context) error {
 	}
 }
 
-// CleanUp removes what is older than the retention period, unless another
-// instance is doing it right now.
+// CleanUp removes what is older than the retention period (Config.Retention,
+// 30 days by default, on the database's clock), unless another instance is
+// doing it right now. Old rows go in deletes of at most Config.JanitorBatch
+// rows, each committed on its own, so a backlog neither makes one long
+// transaction nor holds many row locks at once.
 func (e *Engine) CleanUp(ctx context.Context) error {
-	return pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
-		var mine bool
-		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, janitorLockKey).Scan(&mine); err != nil || !mine {
-			return err
-		}
-		now, err := e.now(ctx)
-		if err != nil {
-			return err
-		}
-		before := now.Add(-e.cfg.Retention)
-		records, rows, err := store.DeleteExpired(ctx, tx, before)
-		if err != nil {
-			return err
-		}
-		if records+rows > 0 {
-			e.log.Info("removed expired delivery history", "delivery_records", records, "outbox_rows", rows,
-				"older_than", before.Format(time.RFC3339))
-		}
-		p, err := store.PruneSpent(ctx, tx, now, now.Add(-agentPageWindow))
-		if err != nil {
-			return err
-		}
-		if p.AgentPages+p.Sessions+p.LoginLinks > 0 {
-			e.log.Info("removed spent pages, sessions and login links", "agent_pages", p.AgentPages,
-				"sessions", p.Sessions, "login_links", p.LoginLinks)
-		}
+	conn, err := e.cfg.Pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("error acquiring a connection to clean up: %w", err)
+	}
+	defer conn.Release()
+	var mine bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, janitorLockKey).Scan(&mine); err != nil {
+		return fmt.Errorf("error taking the janitor lock: %w", err)
+	}
+	if !mine {
 		return nil
-	})
+	}
+	defer func() {
+		unlockCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), janitorUnlockTimeout)
+		defer cancel()
+		if _, uerr := conn.Exec(unlockCtx, `SELECT pg_advisory_unlock($1)`, janitorLockKey); uerr != nil {
+			// The session may still hold the lock: closing it releases the
+			// lock, and the pool drops the closed connection.
+			_ = conn.Conn().Close(unlockCtx)
+		}
+	}()
+
+	now, err := e.now(ctx)
+	if err != nil {
+		return err
+	}
+	before := now.Add(-e.cfg.Retention)
+	x, err := store.PruneExpired(ctx, conn, before, e.cfg.JanitorBatch)
+	if x.DeliveryRecords+x.OutboxRows > 0 {
+		e.log.Info("removed expired delivery history", "delivery_records", x.DeliveryRecords, "outbox_rows", x.OutboxRows,
+			"older_than", before.Format(time.RFC3339))
+	}
+	if x.Writes+x.DigestRuns+x.WebhookDeliveries > 0 {
+		e.log.Info("removed expired history", "write_log", x.Writes, "digest_runs", x.DigestRuns,
+			"webhook_deliveries", x.WebhookDeliveries, "older_than", before.Format(time.RFC3339))
+	}
+	if err != nil {
+		return err
+	}
+	p, err := store.PruneSpent(ctx, conn, now, now.Add(-agentPageWindow))
+	if err != nil {
+		return err
+	}
+	if p.AgentPages+p.Sessions+p.LoginLinks > 0 {
+		e.log.Info("removed spent pages, sessions and login links", "agent_pages", p.AgentPages,
+			"sessions", p.Sessions, "login_links", p.LoginLinks)
+	}
+	return nil
 }

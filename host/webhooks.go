@@ -44,6 +44,18 @@ const (
 	DeliveriesListMax     = 500
 )
 
+// The webhooks' writes in the write log (engine.RecordWrite, REQ-5): who
+// created, changed, rotated the secret of, or deleted which webhook. Rules
+// carry their author on their own rows.
+const (
+	WriteWebhookCreate = "webhook.create"
+	WriteWebhookUpdate = "webhook.update"
+	WriteWebhookRotate = "webhook.rotate_secret"
+	WriteWebhookDelete = "webhook.delete"
+	// ObjectWebhook is the write log's object kind of a webhook.
+	ObjectWebhook = "webhook"
+)
+
 // titleExpr finds a delivery's title in a payload: the issue's or pull
 // request's title, else nothing (the delivery is then titled by its id).
 const titleExpr = `.issue.title // .pull_request.title // .title // empty | strings`
@@ -62,6 +74,9 @@ type Webhooks struct {
 	timeout time.Duration
 	rules   ruleCache
 	exprs   exprCache
+	// dummySealed is a secret sealed at start that a delivery to an unknown
+	// webhook is checked against (verifyUnknown); nil without a key.
+	dummySealed []byte
 }
 
 // SinkEmitter is what routing needs of the engine: Emit for quarantine,
@@ -100,10 +115,18 @@ func NewWebhooks(cfg WebhooksConfig) *Webhooks {
 	if cfg.RuleTimeout <= 0 {
 		cfg.RuleTimeout = RuleTimeoutDefault
 	}
-	return &Webhooks{
+	s := &Webhooks{
 		pool: cfg.Pool, emitter: cfg.Emitter, clock: cfg.Clock, vault: vault.New(cfg.SecretKey),
 		timeout: cfg.RuleTimeout,
 	}
+	if s.vault.Enabled() {
+		sealed, err := s.vault.Seal(0, dummyScope, notifytype.NewSecret(dummySignatureKey))
+		if err != nil {
+			panic("host: sealing the dummy webhook secret: " + err.Error()) // a valid key always seals
+		}
+		s.dummySealed = sealed
+	}
+	return s
 }
 
 // Webhook is a webhook as the service answers it. Its secret is never
@@ -332,6 +355,9 @@ func (s *Webhooks) Create(ctx context.Context, p engine.Principal, in WebhookInp
 		if err := store.SetWebhookSecret(ctx, tx, w.ID, sealed, now); err != nil {
 			return err
 		}
+		if err := engine.RecordWrite(ctx, tx, p, in.Owner, WriteWebhookCreate, ObjectWebhook, w.ID); err != nil {
+			return err
+		}
 		out, err = webhookOut(w)
 		return err
 	})
@@ -358,7 +384,10 @@ func (s *Webhooks) RotateSecret(ctx context.Context, p engine.Principal, id int6
 		if err != nil {
 			return err
 		}
-		return store.SetWebhookSecret(ctx, tx, w.ID, sealed, s.clock.Now())
+		if err := store.SetWebhookSecret(ctx, tx, w.ID, sealed, s.clock.Now()); err != nil {
+			return err
+		}
+		return recordWebhookWrite(ctx, tx, p, w, WriteWebhookRotate)
 	})
 	if err != nil {
 		return notifytype.Secret{}, wrap(err, "rotating webhook secret")
@@ -383,10 +412,50 @@ func (s *Webhooks) UpdateSettings(ctx context.Context, p engine.Principal, id in
 		if err != nil {
 			return err
 		}
+		if err := recordWebhookWrite(ctx, tx, p, w, WriteWebhookUpdate); err != nil {
+			return err
+		}
 		out, err = webhookOut(w)
 		return err
 	})
 	return out, wrap(err, "updating webhook")
+}
+
+// Delete deletes a webhook, as deleting a sink does (REQ-5): what
+// configures it goes with it (its rules and its signing secret, so
+// POST /hooks/<id> is refused from now on); what it received stays (its
+// deliveries, their routing traces and the quarantine, whose board links
+// messages already carry), until the janitor removes them past retention.
+// A todo it routed stays in its queue, and a notification already queued
+// about one of its deliveries is still sent. A subscription filtered to it
+// keeps the id and matches nothing more from it; the filter is never
+// widened. Only humans delete webhooks, with the permission creating one
+// needs: their own, or as a team's owner or admin (D2); another scope's is
+// not_found (D3). The deletion is recorded in the write log.
+func (s *Webhooks) Delete(ctx context.Context, p engine.Principal, id int64) error {
+	if p.EndpointID != 0 {
+		return notifytype.Forbidden("an endpoint may not delete a webhook")
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		w, err := s.read(ctx, tx, p, id, true, true)
+		if err != nil {
+			return err
+		}
+		if err := store.DeleteWebhook(ctx, tx, w.ID); err != nil {
+			return err
+		}
+		return recordWebhookWrite(ctx, tx, p, w, WriteWebhookDelete)
+	})
+	return wrap(err, "deleting webhook")
+}
+
+// recordWebhookWrite records p's write (action) of w in the write log.
+func recordWebhookWrite(ctx context.Context, tx pgx.Tx, p engine.Principal, w store.WebhookRow, action string) error {
+	owner, err := notifytype.ParseOwnerScope(w.Owner)
+	if err != nil {
+		return fmt.Errorf("error reading webhook %d owner: %w", w.ID, err)
+	}
+	return engine.RecordWrite(ctx, tx, p, owner, action, ObjectWebhook, w.ID)
 }
 
 // Get returns a webhook the caller may see.
@@ -598,10 +667,16 @@ type Delivery struct {
 	TodoID     int64           `json:"todo_id,omitempty"`
 	Trace      Trace           `json:"trace"`
 	Payload    json.RawMessage `json:"-"`
+	// Owner is the owner scope of the webhook that received it.
+	Owner notifytype.OwnerScope `json:"-"`
 }
 
 func deliveryOut(d store.DeliveryRow) (Delivery, error) {
-	out := Delivery{
+	owner, err := notifytype.ParseOwnerScope(d.Owner)
+	if err != nil {
+		return Delivery{}, fmt.Errorf("error reading delivery %d owner: %w", d.ID, err)
+	}
+	out := Delivery{Owner: owner,
 		ID: d.ID, WebhookID: d.WebhookID, ReceivedAt: d.ReceivedAt, Sender: d.Sender, SubjectKey: d.SubjectKey,
 		Title: d.Title, Outcome: Outcome(d.Outcome), TodoID: d.TodoID, Payload: d.Payload,
 	}
@@ -639,18 +714,29 @@ func (s *Webhooks) Deliveries(ctx context.Context, p engine.Principal, id int64,
 	return out, nil
 }
 
-// Delivery returns one delivery of a webhook the caller may see; another
-// scope's is not_found.
+// Delivery returns one delivery of a webhook the caller may see, also
+// after the webhook was deleted (its deliveries stay until retention, so
+// the board links of messages already sent still open); another scope's
+// is not_found, as is a delivery that does not exist, alike (D3).
 func (s *Webhooks) Delivery(ctx context.Context, p engine.Principal, webhookID, deliveryID int64) (Delivery, error) {
-	if _, err := s.read(ctx, s.pool, p, webhookID, false, false); err != nil {
-		return Delivery{}, wrap(err, "reading delivery")
-	}
 	r, err := store.GetDelivery(ctx, s.pool, webhookID, deliveryID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Delivery{}, notifytype.NotFound("delivery")
 	}
 	if err != nil {
 		return Delivery{}, err
+	}
+	// A webhook never changes owner scope, so the delivery's scope is its
+	// webhook's, whether or not the webhook still exists.
+	scope, err := notifytype.ParseOwnerScope(r.Owner)
+	if err != nil {
+		return Delivery{}, fmt.Errorf("error reading delivery %d owner: %w", r.ID, err)
+	}
+	if err := s.authorize(ctx, p, scope, false); err != nil {
+		if errors.Is(err, notifytype.ErrNotFound) {
+			return Delivery{}, notifytype.NotFound("delivery")
+		}
+		return Delivery{}, wrap(err, "reading delivery")
 	}
 	return deliveryOut(r)
 }

@@ -125,25 +125,83 @@ func (s *Webhooks) text(ctx context.Context, expr string, payload any, maxRunes 
 	return v
 }
 
+// Why Receive refused a delivery before reading it, for the operator's log
+// (ReceiveRefusal.Reason). The caller is told neither.
+const (
+	// RefusalUnknownWebhook: no webhook has this id (never had one, or it
+	// was deleted).
+	RefusalUnknownWebhook = "unknown_webhook"
+	// RefusalBadSignature: the webhook exists and the signature is
+	// missing, malformed or wrong.
+	RefusalBadSignature = "bad_signature"
+)
+
+// ReceiveRefusal is Receive's answer to a delivery it cannot show came from
+// a webhook's sender: an unknown webhook id and a bad signature are the same
+// forbidden refusal to the caller (same status, same body: Unwrap gives the
+// one *notifytype.Error both share), so POST /hooks/{id} reveals no webhook
+// id that exists. Reason tells the operator which it was, for the log.
+type ReceiveRefusal struct {
+	Reason string
+}
+
+// refusedSignature is the one refusal both reasons share.
+func refusedSignature() *notifytype.Error {
+	return notifytype.Forbidden("the signature does not match the body")
+}
+
+func (r *ReceiveRefusal) Error() string { return refusedSignature().Error() }
+func (r *ReceiveRefusal) Unwrap() error { return refusedSignature() }
+
+// dummySignatureKey is what an unknown webhook's delivery is checked
+// against, so that it costs what a known webhook's bad signature costs:
+// one decryption of a sealed secret and one HMAC of the body.
+const dummySignatureKey = "sbw_unknown-webhooks-are-checked-against-this"
+
+// dummyScope is the scope the dummy secret is sealed for.
+var dummyScope = notifytype.Human(1)
+
+// checkSignature reports whether signature is "sha256=" and the hex
+// HMAC-SHA256 of body under secret, compared in constant time. It does the
+// same work whatever the signature looks like.
+func checkSignature(secret notifytype.Secret, body []byte, signature string) bool {
+	hexSig, ok := strings.CutPrefix(strings.TrimSpace(signature), "sha256=")
+	got, decErr := hex.DecodeString(hexSig)
+	mac := hmac.New(sha256.New, []byte(secret.Reveal()))
+	mac.Write(body)
+	return hmac.Equal(got, mac.Sum(nil)) && ok && decErr == nil
+}
+
 // verify checks the delivery's signature header: "sha256=" and the hex
 // HMAC-SHA256 of body under the webhook's secret, compared in constant
-// time.
+// time. A webhook without a secret refuses every delivery, after the same
+// work.
 func (s *Webhooks) verify(w store.WebhookRow, body []byte, signature string) error {
 	if len(w.Secret) == 0 {
-		return notifytype.Forbidden("the signature does not match the body")
+		s.verifyUnknown(body, signature)
+		return &ReceiveRefusal{Reason: RefusalBadSignature}
 	}
 	secret, err := s.openSecret(w)
 	if err != nil {
 		return fmt.Errorf("error opening webhook %d secret: %w", w.ID, err)
 	}
-	hexSig, ok := strings.CutPrefix(strings.TrimSpace(signature), "sha256=")
-	got, decErr := hex.DecodeString(hexSig)
-	mac := hmac.New(sha256.New, []byte(secret.Reveal()))
-	mac.Write(body)
-	if !ok || decErr != nil || !hmac.Equal(got, mac.Sum(nil)) {
-		return notifytype.Forbidden("the signature does not match the body")
+	if !checkSignature(secret, body, signature) {
+		return &ReceiveRefusal{Reason: RefusalBadSignature}
 	}
 	return nil
+}
+
+// verifyUnknown does the work verify does, against the dummy secret, and
+// throws the result away: a delivery to an unknown webhook takes about as
+// long to refuse as a badly signed one to a webhook that exists.
+func (s *Webhooks) verifyUnknown(body []byte, signature string) {
+	secret := notifytype.NewSecret(dummySignatureKey)
+	if s.dummySealed != nil {
+		if opened, err := s.vault.Open(0, dummyScope, s.dummySealed); err == nil {
+			secret = opened
+		}
+	}
+	_ = checkSignature(secret, body, signature)
 }
 
 // Sign returns the signature header value of body under secret, as a
@@ -186,14 +244,18 @@ func (s *Webhooks) readSubject(ctx context.Context, w store.WebhookRow, payload 
 // announced with delivery.quarantined; any other runs the rules (D17),
 // becomes a todo or is dropped as the deciding rule says, and every sink a
 // matching rule names gets one rule.notify. A refused delivery (too large,
-// badly signed, not a JSON object, an unknown webhook) changes nothing.
+// badly signed, not a JSON object, an unknown webhook) changes nothing. An
+// unknown webhook id (id <= 0 included) and a bad signature are one and the
+// same refusal to the caller, a *ReceiveRefusal that is forbidden; only its
+// Reason, for the operator's log, tells them apart.
 func (s *Webhooks) Receive(ctx context.Context, id int64, body []byte, signature string) (Received, error) {
 	if len(body) > DeliveryMaxBytes {
 		return Received{}, notifytype.InvalidArgument("body", "must be at most 256 KiB")
 	}
 	w, err := store.GetWebhook(ctx, s.pool, id, false)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Received{}, notifytype.NotFound("webhook")
+		s.verifyUnknown(body, signature)
+		return Received{}, &ReceiveRefusal{Reason: RefusalUnknownWebhook}
 	}
 	if err != nil {
 		return Received{}, err

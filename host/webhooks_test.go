@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
 )
 
@@ -319,8 +320,18 @@ func TestReceiveRefusesAndChangesNothing(t *testing.T) {
 		requireCode(t, err, tc.code, tc.field)
 		require.NotContains(t, err.Error(), secret.Reveal(), name)
 	}
+	// An unknown webhook is refused as a bad signature is: nothing tells
+	// the caller which ids exist; only the refusal's reason (for the log)
+	// does.
 	_, err = w.hooks.Receive(ctx, 1<<40, []byte(body), host.Sign(secret, []byte(body)))
-	requireCode(t, err, notifytype.CodeNotFound, "")
+	requireCode(t, err, notifytype.CodeForbidden, "")
+	_, badSig := w.hooks.Receive(ctx, hook.ID, []byte(body), "sha256=00")
+	require.Equal(t, badSig.Error(), err.Error())
+	var refusal *host.ReceiveRefusal
+	require.ErrorAs(t, err, &refusal)
+	require.Equal(t, host.RefusalUnknownWebhook, refusal.Reason)
+	require.ErrorAs(t, badSig, &refusal)
+	require.Equal(t, host.RefusalBadSignature, refusal.Reason)
 
 	require.Zero(t, w.f.Count(`SELECT count(*) FROM webhook_deliveries`))
 	require.Zero(t, w.f.Count(`SELECT count(*) FROM outbox_events`))
@@ -436,4 +447,41 @@ type failingEmitter struct{ *engine.Engine }
 
 func (failingEmitter) Emit(context.Context, pgx.Tx, engine.Event) error {
 	return errors.New("outbox unavailable")
+}
+
+// Deleting a webhook: an endpoint may not (as it may not create one), even
+// with the rules grant; after a human deletes it, its URL takes no more
+// deliveries, its rules are gone, and its quarantine still counts in the
+// owner's digest under "deleted webhook <id>" until retention removes it.
+func TestDeleteWebhook(t *testing.T) {
+	t.Parallel()
+	w, ctx := newHookWorld(t)
+	hook, secret, p := w.hook(t, ctx)
+	_, err := w.hooks.AddRule(ctx, p, hook.ID, host.RuleInput{Name: "all", Expr: "true", Action: host.RuleAction{Drop: true}})
+	require.NoError(t, err)
+	since := w.clock.Now().Add(-time.Minute)
+	got := w.post(t, ctx, hook, secret, issue("mallory", 1, "spam"))
+	require.Equal(t, host.OutcomeQuarantined, got.Outcome)
+
+	ep := w.f.Endpoint(storetest.EndpointOpts{Owner: hook.Owner, Human: p.HumanID})
+	agent := engine.EndpointPrincipal(ep, p.HumanID, hook.Owner, notifytype.GrantRules, notifytype.GrantNotifications)
+	err = w.hooks.Delete(ctx, agent, hook.ID)
+	require.ErrorIs(t, err, notifytype.ErrForbidden)
+	require.Equal(t, 1, w.f.Count(`SELECT count(*) FROM webhooks`))
+
+	require.ErrorIs(t, w.hooks.Delete(ctx, engine.HumanPrincipal(w.f.Human("")), hook.ID), notifytype.ErrNotFound,
+		"another human's webhook is not found")
+	require.NoError(t, w.hooks.Delete(ctx, p, hook.ID))
+	require.ErrorIs(t, w.hooks.Delete(ctx, p, hook.ID), notifytype.ErrNotFound)
+	require.Zero(t, w.f.Count(`SELECT count(*) FROM webhook_rules`))
+	_, err = w.hooks.Receive(ctx, hook.ID, []byte(issue("octocat", 2, "late")), host.Sign(secret, []byte(issue("octocat", 2, "late"))))
+	require.ErrorIs(t, err, notifytype.ErrForbidden, "the old secret signs nothing any more")
+	require.Equal(t, 1, w.f.Count(`SELECT count(*) FROM webhook_deliveries`), "a refused delivery is not stored")
+
+	counts, err := store.QuarantinedByWebhook(ctx, w.pool, hook.Owner, since)
+	require.NoError(t, err)
+	require.Equal(t, []store.WebhookCount{{Name: "deleted webhook " + strconv.FormatInt(hook.ID, 10), Count: 1}}, counts)
+	d, err := w.hooks.Delivery(ctx, p, hook.ID, got.DeliveryID)
+	require.NoError(t, err)
+	require.Equal(t, hook.Owner, d.Owner)
 }

@@ -128,12 +128,14 @@ func DeadLettersByQueue(ctx context.Context, db DBTX, owner notifytype.OwnerScop
 
 // QuarantinedSQL counts the owner scope's deliveries quarantined since $2,
 // per webhook (SPEC-0026 stand-in: webhook_deliveries with outcome
-// quarantined; index webhook_deliveries_quarantined of migration 0009).
+// quarantined; index webhook_deliveries_quarantined of migration 0009). A
+// webhook deleted since is counted as "deleted webhook <id>": its
+// deliveries stay until retention, and were quarantined all the same.
 const QuarantinedSQL = `
-SELECT w.name, count(*)::int
-FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id AND w.owner = $1
+SELECT coalesce(w.name, 'deleted webhook ' || d.webhook_id), count(*)::int
+FROM webhook_deliveries d LEFT JOIN webhooks w ON w.id = d.webhook_id
 WHERE d.owner = $1 AND d.outcome = 'quarantined' AND d.received_at >= $2
-GROUP BY w.name ORDER BY w.name`
+GROUP BY 1 ORDER BY 1`
 
 // WebhookCount is a count for a webhook, by name.
 type WebhookCount struct {

@@ -36,3 +36,80 @@ func PruneSpent(ctx context.Context, db DBTX, now, pagesBefore time.Time) (Prune
 	}
 	return p, nil
 }
+
+// Expired counts what PruneExpired removed, per table.
+type Expired struct {
+	// DeliveryRecords and OutboxRows: delivery records sent, and outbox
+	// rows finished, before the cut-off (REQ-10).
+	DeliveryRecords int64
+	OutboxRows      int64
+	// Writes: write_log rows recorded before the cut-off.
+	Writes int64
+	// DigestRuns: digest runs before the cut-off.
+	DigestRuns int64
+	// WebhookDeliveries: received webhook deliveries (payloads, routing
+	// traces, the quarantine) received before the cut-off.
+	WebhookDeliveries int64
+}
+
+// Total is the number of rows removed.
+func (x Expired) Total() int64 {
+	return x.DeliveryRecords + x.OutboxRows + x.Writes + x.DigestRuns + x.WebhookDeliveries
+}
+
+// expiry is one table the janitor prunes: a DELETE of at most $2 rows
+// older than $1, found through an index on their age.
+type expiry struct {
+	what string
+	n    func(*Expired) *int64
+	sql  string
+}
+
+var expiries = []expiry{
+	{"delivery records", func(x *Expired) *int64 { return &x.DeliveryRecords },
+		// delivery_records_age
+		`DELETE FROM delivery_records WHERE id IN (SELECT id FROM delivery_records WHERE sent_at < $1 LIMIT $2)`},
+	{"finished outbox rows", func(x *Expired) *int64 { return &x.OutboxRows },
+		// outbox_finished (finished_at < $1 implies finished_at IS NOT NULL)
+		`DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE finished_at < $1 LIMIT $2)`},
+	{"write log rows", func(x *Expired) *int64 { return &x.Writes },
+		// write_log_age
+		`DELETE FROM write_log WHERE id IN (SELECT id FROM write_log WHERE at < $1 LIMIT $2)`},
+	{"digest runs", func(x *Expired) *int64 { return &x.DigestRuns },
+		// digest_runs_age
+		`DELETE FROM digest_runs WHERE id IN (SELECT id FROM digest_runs WHERE ran_at < $1 LIMIT $2)`},
+	{"webhook deliveries", func(x *Expired) *int64 { return &x.WebhookDeliveries },
+		// webhook_deliveries_age
+		`DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE received_at < $1 LIMIT $2)`},
+}
+
+// PruneExpired removes what is older than before, table by table, in
+// deletes of at most batch rows each: delivery records and finished outbox
+// rows (REQ-10), the write log, digest runs and received webhook
+// deliveries. Give it a pool or a connection outside a transaction, so
+// each batch commits on its own and no delete holds many locks or a long
+// transaction; it stops at the first error, with the counts so far, and
+// between batches when ctx is done.
+func PruneExpired(ctx context.Context, db DBTX, before time.Time, batch int) (Expired, error) {
+	if batch <= 0 {
+		panic("store: PruneExpired needs a positive batch")
+	}
+	var x Expired
+	for _, e := range expiries {
+		n := e.n(&x)
+		for {
+			if err := ctx.Err(); err != nil {
+				return x, fmt.Errorf("error deleting %s: %w", e.what, err)
+			}
+			tag, err := db.Exec(ctx, e.sql, before, batch)
+			if err != nil {
+				return x, fmt.Errorf("error deleting %s: %w", e.what, err)
+			}
+			*n += tag.RowsAffected()
+			if tag.RowsAffected() < int64(batch) {
+				break
+			}
+		}
+	}
+	return x, nil
+}

@@ -107,6 +107,20 @@ func GetWebhook(ctx context.Context, db DBTX, id int64, lock bool) (WebhookRow, 
 	return w, nil
 }
 
+// DeleteWebhook deletes a webhook and, by cascade, its rules; its
+// deliveries stay (they carry the webhook's id without a foreign key). No
+// row is pgx.ErrNoRows.
+func DeleteWebhook(ctx context.Context, db DBTX, id int64) error {
+	tag, err := db.Exec(ctx, `DELETE FROM webhooks WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("error deleting webhook: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("error deleting webhook: %w", pgx.ErrNoRows)
+	}
+	return nil
+}
+
 // ListWebhooks lists the webhooks of the given owner scopes, by id.
 func ListWebhooks(ctx context.Context, db DBTX, owners []string) ([]WebhookRow, error) {
 	rows, err := db.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE owner = ANY($1) ORDER BY id`, owners)

@@ -14,14 +14,20 @@ import (
 // New returns the handler of POST /hooks/{id}. It answers 202 with
 // {"delivery_id", "outcome"} for a stored delivery; 413 for a body over
 // 256 KiB, 403 for a bad signature, 400 for a body that is not one JSON
-// object and 404 for an unknown webhook, each changing nothing.
+// object, each changing nothing. An id that names no webhook (not a number,
+// never created, or deleted) is answered exactly as a bad signature is, 403
+// with the same body, after the same work (the body's HMAC under a dummy
+// secret), so the route reveals no webhook id that exists; the log line
+// "webhook delivery refused" tells the operator which it was (reason
+// unknown_webhook or bad_signature), never with the body or the signature.
 func New(d httpx.Deps) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /hooks/{id}", func(w http.ResponseWriter, r *http.Request) {
+		// An id that does not parse names no webhook: it goes the unknown
+		// webhook's way (id 0 is never a row), not a quicker one.
 		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-		if err != nil || id <= 0 {
-			httpx.WriteError(w, r, d.Logger, notifytype.NotFound("webhook"))
-			return
+		if err != nil || id < 0 {
+			id = 0
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, host.DeliveryMaxBytes))
 		var tooLarge *http.MaxBytesError
@@ -36,6 +42,11 @@ func New(d httpx.Deps) http.Handler {
 			return
 		}
 		got, err := d.Webhooks.Receive(r.Context(), id, body, r.Header.Get(host.SignatureHeader))
+		var refusal *host.ReceiveRefusal
+		if errors.As(err, &refusal) {
+			d.Logger.WarnContext(r.Context(), "webhook delivery refused", "webhook_id", loggableID(r.PathValue("id")),
+				"reason", refusal.Reason, "body_bytes", len(body))
+		}
 		if err != nil {
 			httpx.WriteError(w, r, d.Logger, err)
 			return
@@ -43,4 +54,13 @@ func New(d httpx.Deps) http.Handler {
 		httpx.WriteJSON(w, http.StatusAccepted, got)
 	})
 	return mux
+}
+
+// loggableID is the path's id as the log may carry it: the caller wrote
+// it, so it is cut to 24 bytes (longer than any int64).
+func loggableID(v string) string {
+	if len(v) > 24 {
+		return v[:24] + "…"
+	}
+	return v
 }

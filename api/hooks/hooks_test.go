@@ -214,8 +214,90 @@ func TestHooksRefuseAndChangeNothing(t *testing.T) {
 	resp, err = http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
-	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "an unknown webhook is refused as a bad signature is")
 
 	require.Equal(t, 1, b.w.F.Count(`SELECT count(*) FROM webhook_deliveries`), "only the good delivery is stored")
 	require.NotContains(t, b.w.Logs.String(), secret.Reveal())
+}
+
+// An attacker probing /hooks/{id} cannot tell an id that exists from one
+// that does not: an unknown id (never created, deleted, not a number) gets
+// the very answer a bad signature gets, status, headers and body alike.
+// The operator's log still says which it was.
+func TestUnknownWebhookIsRefusedAsABadSignature(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, p, scope := b.w.Human()
+	hook, secret, err := b.hooks.Create(b.w.Ctx, p, host.WebhookInput{Owner: scope, Name: "h", TrustedSenders: []string{"octocat"}})
+	require.NoError(t, err)
+	gone, goneSecret, err := b.hooks.Create(b.w.Ctx, p, host.WebhookInput{Owner: scope, Name: "gone"})
+	require.NoError(t, err)
+	require.NoError(t, b.hooks.Delete(b.w.Ctx, p, gone.ID))
+	body := []byte(payload("octocat", 1))
+
+	type answer struct {
+		Status int
+		Header http.Header
+		Body   string
+	}
+	send := func(id, sig string) answer {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, b.server.URL+"/hooks/"+id, bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		if sig != "" {
+			req.Header.Set(host.SignatureHeader, sig)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		resp.Header.Del("Date")
+		return answer{Status: resp.StatusCode, Header: resp.Header, Body: string(raw)}
+	}
+	known := fmt.Sprint(hook.ID)
+	badSignature := send(known, "sha256="+strings.Repeat("ab", 32))
+	require.Equal(t, http.StatusForbidden, badSignature.Status)
+	require.Contains(t, badSignature.Body, `"code": "forbidden"`)
+
+	for name, got := range map[string]answer{
+		"no signature":                              send(known, ""),
+		"a malformed signature":                     send(known, "md5=nothex"),
+		"another webhook's valid signature":         send(known, host.Sign(goneSecret, body)),
+		"an id never created":                       send(fmt.Sprint(hook.ID+1000), host.Sign(secret, body)),
+		"a deleted webhook, signed with its secret": send(fmt.Sprint(gone.ID), host.Sign(goneSecret, body)),
+		"id 0":           send("0", host.Sign(secret, body)),
+		"a negative id":  send("-5", host.Sign(secret, body)),
+		"not a number":   send("forge", host.Sign(secret, body)),
+		"an id too long": send(strings.Repeat("9", 40), host.Sign(secret, body)),
+	} {
+		require.Equal(t, badSignature, got, "%s is answered exactly as a bad signature", name)
+	}
+	require.Zero(t, b.w.F.Count(`SELECT count(*) FROM webhook_deliveries`), "nothing refused is stored")
+
+	// The operator's log tells them apart, with neither body nor signature.
+	var unknown, bad int
+	for line := range strings.Lines(b.w.Logs.String()) {
+		var l map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &l))
+		if l["msg"] != "webhook delivery refused" {
+			continue
+		}
+		switch l["reason"] {
+		case host.RefusalUnknownWebhook:
+			unknown++
+			require.NotEqual(t, known, l["webhook_id"])
+		case host.RefusalBadSignature:
+			bad++
+			require.Equal(t, known, l["webhook_id"])
+		default:
+			t.Fatalf("unexpected reason in %s", line)
+		}
+	}
+	require.Equal(t, 6, unknown, "never created, deleted, 0, negative, not a number, too long")
+	require.Equal(t, 4, bad)
+	require.NotContains(t, b.w.Logs.String(), "octocat", "no body in the log")
+	require.NotContains(t, b.w.Logs.String(), host.Sign(secret, body), "no signature in the log")
+	require.NotContains(t, b.w.Logs.String(), strings.Repeat("9", 40), "a long id is cut")
 }

@@ -35,6 +35,7 @@ type SinkOut struct {
 	UpdatedAt           time.Time      `json:"updated_at"`
 	UpdatedByHumanID    int64          `json:"updated_by_human_id"`
 	UpdatedByEndpointID int64          `json:"updated_by_endpoint_id,omitempty"`
+	Warning             string         `json:"warning,omitempty" jsonschema:"set_sink only: the sink's connection resolves to a private or loopback address the operator has not allowed, so its deliveries will be refused as blocked; the sink is saved either way"`
 }
 
 func sinkOut(s engine.Sink) (SinkOut, error) {
@@ -208,7 +209,12 @@ func addSetSink(srv *mcp.Server, s *surface) {
 		if err != nil {
 			return SinkOut{}, err
 		}
-		return sinkOut(sk)
+		out, err := sinkOut(sk)
+		if err != nil {
+			return SinkOut{}, err
+		}
+		out.Warning = s.d.Engine.SinkDestinationWarning(ctx, sk)
+		return out, nil
 	})
 }
 

@@ -21,6 +21,12 @@ type connectionJSON struct {
 	HasSecret        bool                  `json:"has_secret"`
 	CreatedAt        time.Time             `json:"created_at"`
 	CreatedByHumanID int64                 `json:"created_by_human_id"`
+	// Warning, on create only, says in words that the base URL resolves to
+	// a private, loopback or special-purpose address the operator has not
+	// allowed (SWITCHBOARD_PRIVATE_HOSTS), so deliveries will be refused as
+	// blocked: the web UI's warning after a save. The connection is saved
+	// either way; absent when there is nothing to warn about.
+	Warning string `json:"warning,omitempty"`
 }
 
 func connectionOut(c engine.Connection) connectionJSON {
@@ -118,7 +124,9 @@ func (s *server) createConnection(w http.ResponseWriter, r *http.Request, p engi
 	if err != nil {
 		return remapField(err, secretFields[in.Kind])
 	}
-	httpx.WriteJSON(w, http.StatusCreated, connectionOut(c))
+	out := connectionOut(c)
+	out.Warning = s.d.Engine.DestinationWarning(r.Context(), c.AccountKey)
+	httpx.WriteJSON(w, http.StatusCreated, out)
 	return nil
 }
 

@@ -26,6 +26,9 @@ type sinkJSON struct {
 	UpdatedAt           time.Time             `json:"updated_at"`
 	UpdatedByHumanID    int64                 `json:"updated_by_human_id"`
 	UpdatedByEndpointID int64                 `json:"updated_by_endpoint_id,omitempty"`
+	// Warning, on create and update only: the sink's connection points at
+	// an address deliveries will be refused at (as on POST /connections).
+	Warning string `json:"warning,omitempty"`
 }
 
 func sinkOut(s engine.Sink) sinkJSON {
@@ -96,7 +99,9 @@ func (s *server) createSink(w http.ResponseWriter, r *http.Request, p engine.Pri
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusCreated, sinkOut(sk))
+	out := sinkOut(sk)
+	out.Warning = s.d.Engine.SinkDestinationWarning(r.Context(), sk)
+	httpx.WriteJSON(w, http.StatusCreated, out)
 	return nil
 }
 
@@ -133,7 +138,9 @@ func (s *server) updateSink(w http.ResponseWriter, r *http.Request, p engine.Pri
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, sinkOut(sk))
+	out := sinkOut(sk)
+	out.Warning = s.d.Engine.SinkDestinationWarning(r.Context(), sk)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 

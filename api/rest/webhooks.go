@@ -19,6 +19,7 @@ var webhookRoutes = []route{
 	{"POST " + Prefix + "/webhooks", (*server).createWebhook},
 	{"GET " + Prefix + "/webhooks/{id}", (*server).getWebhook},
 	{"PATCH " + Prefix + "/webhooks/{id}", (*server).updateWebhook},
+	{"DELETE " + Prefix + "/webhooks/{id}", (*server).deleteWebhook},
 	{"POST " + Prefix + "/webhooks/{id}/secret", (*server).rotateWebhookSecret},
 	{"GET " + Prefix + "/webhooks/{id}/rules", (*server).listRules},
 	{"PUT " + Prefix + "/webhooks/{id}/rules", (*server).setRules},
@@ -99,6 +100,19 @@ func (s *server) getWebhook(w http.ResponseWriter, r *http.Request, p engine.Pri
 	}
 	httpx.WriteJSON(w, http.StatusOK, hook)
 	return nil
+}
+
+// deleteWebhook deletes a webhook with its rules and secret; its received
+// deliveries stay until retention (host.Webhooks.Delete).
+func (s *server) deleteWebhook(w http.ResponseWriter, r *http.Request, p engine.Principal) error {
+	id, err := s.webhookID(r)
+	if err != nil {
+		return err
+	}
+	if err := s.d.Webhooks.Delete(r.Context(), p, id); err != nil {
+		return err
+	}
+	return noContent(w)
 }
 
 func (s *server) updateWebhook(w http.ResponseWriter, r *http.Request, p engine.Principal) error {

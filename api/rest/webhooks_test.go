@@ -10,6 +10,8 @@ import (
 
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store"
+	"github.com/switchboard/notify/store/storetest"
 )
 
 type webhookAnswer struct {
@@ -99,4 +101,73 @@ func TestWebhookRoutes(t *testing.T) {
 	}
 	b.refused(t, http.StatusNotFound, "not_found", other, "POST", fmt.Sprintf("/api/v1/webhooks/%d/secret", created.ID), nil)
 	require.NotContains(t, b.w.Logs.String(), rotated.Secret)
+}
+
+// DELETE /webhooks/{id}: the same permission as creating one, recorded in
+// the write log; the rules and the secret go, the received deliveries and
+// the todos it routed stay (as a sink's delivery records outlive it), and
+// a subscription filtered to it is not widened.
+func TestDeleteWebhook(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	owner, tok := b.human(t)
+	hook, _, delivery := b.webhook(t, tok)
+	queue := b.w.F.Queue(notifytype.Human(owner), "forge")
+	routed := b.w.F.Todo(storetest.TodoOpts{Queue: queue})
+	_, err := b.w.Pool.Exec(b.w.Ctx, `UPDATE todos SET webhook_id = $1 WHERE id = $2`, hook, routed)
+	require.NoError(t, err)
+	conn := b.connection(t, tok, "", "https://push.example.net")
+	sink := b.sink(t, tok, "", conn)
+	b.ok(t, http.StatusCreated, tok, "POST", sinkPath(sink, "/subscriptions"), map[string]any{
+		"event_types": []string{"delivery.quarantined"}, "webhooks": []int64{hook},
+	})
+	path := fmt.Sprintf("/api/v1/webhooks/%d", hook)
+
+	// Another human: 404, as for a webhook that does not exist (D3).
+	_, other := b.human(t)
+	b.refused(t, http.StatusNotFound, "not_found", other, "DELETE", path, nil)
+	b.refused(t, http.StatusNotFound, "not_found", tok, "DELETE", "/api/v1/webhooks/999999", nil)
+	require.Equal(t, 1, b.count(t, "webhooks"))
+
+	// A team member may not delete the team's webhook; an admin may.
+	admin, adminTok := b.human(t)
+	member, memberTok := b.human(t)
+	tm := b.w.F.Team("")
+	b.w.F.Member(tm, admin, "admin")
+	b.w.F.Member(tm, member, "member")
+	var teamHook webhookAnswer
+	b.ok(t, http.StatusCreated, adminTok, "POST", "/api/v1/webhooks", map[string]any{"owner": team(tm), "name": "team-forge"}).into(t, &teamHook)
+	b.refused(t, http.StatusForbidden, "forbidden", memberTok, "DELETE", fmt.Sprintf("/api/v1/webhooks/%d", teamHook.ID), nil)
+	require.Equal(t, 2, b.count(t, "webhooks"))
+	b.ok(t, http.StatusNoContent, adminTok, "DELETE", fmt.Sprintf("/api/v1/webhooks/%d", teamHook.ID), nil)
+
+	b.ok(t, http.StatusNoContent, tok, "DELETE", path, nil)
+	b.refused(t, http.StatusNotFound, "not_found", tok, "GET", path, nil)
+	b.refused(t, http.StatusNotFound, "not_found", tok, "DELETE", path, nil)
+	b.refused(t, http.StatusNotFound, "not_found", tok, "GET", path+"/rules", nil)
+	require.Zero(t, b.count(t, "webhooks"))
+	require.Zero(t, b.count(t, "webhook_rules"), "its rules go with it")
+	require.Equal(t, 1, b.count(t, "webhook_deliveries"), "what it received stays until retention")
+	require.Equal(t, 1, b.w.F.Count(`SELECT count(*) FROM todos WHERE id = $1 AND webhook_id IS NULL`, routed), "the todo it routed stays")
+	require.Equal(t, 1, b.w.F.Count(`SELECT count(*) FROM subscriptions WHERE sink_id = $1 AND webhook_ids = ARRAY[$2::bigint]`, sink, hook),
+		"the subscription keeps its filter: it is never widened to every webhook")
+
+	// The delivery's board link still opens for its owner, and only for it.
+	var d host.Delivery
+	b.ok(t, http.StatusOK, tok, "GET", fmt.Sprintf("%s/deliveries/%d", path, delivery), nil).into(t, &d)
+	require.Equal(t, delivery, d.ID)
+	b.refused(t, http.StatusNotFound, "not_found", other, "GET", fmt.Sprintf("%s/deliveries/%d", path, delivery), nil)
+
+	// Recorded with its author (REQ-5), beside the create.
+	writes, err := store.ListWrites(b.w.Ctx, b.w.Pool, host.ObjectWebhook, hook)
+	require.NoError(t, err)
+	require.Len(t, writes, 2)
+	require.Equal(t, []string{host.WriteWebhookCreate, host.WriteWebhookDelete}, []string{writes[0].Action, writes[1].Action})
+	require.Equal(t, owner, writes[1].HumanID)
+	require.Zero(t, writes[1].EndpointID)
+	require.Equal(t, human(owner), writes[1].Owner)
+	teamWrites, err := store.ListWrites(b.w.Ctx, b.w.Pool, host.ObjectWebhook, teamHook.ID)
+	require.NoError(t, err)
+	require.Equal(t, admin, teamWrites[len(teamWrites)-1].HumanID)
+	require.Equal(t, team(tm), teamWrites[len(teamWrites)-1].Owner)
 }

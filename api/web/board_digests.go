@@ -124,7 +124,7 @@ func (s *server) deleteDigest(w http.ResponseWriter, r *http.Request, a *actor) 
 		s.renderDigest(w, r, a, httpx.StatusOf(err), digestPageState{refusal: err})
 		return
 	}
-	seeOther(w, r, scopePath("/digests", d.Owner))
+	seeOther(w, r, withNotice("/digests", "digest_deleted", &d.Owner))
 }
 
 // sendDigestNow sends the digest now without spending its scheduled time.

@@ -28,6 +28,8 @@ func (s *server) routeConfirmations(mux *http.ServeMux) {
 	mux.Handle("GET /sinks/{id}/subscriptions/{sub}/delete", s.authed(s.confirmDeleteSubscription))
 	mux.Handle("GET /connections/{id}/delete", s.authed(s.confirmDeleteConnection))
 	mux.Handle("GET /endpoints/{id}/revoke", s.authed(s.confirmRevoke))
+	mux.Handle("GET /webhooks/{id}/delete", s.authed(s.confirmDeleteWebhook))
+	mux.Handle("GET /board/digests/{id}/delete", s.authed(s.confirmDeleteDigest))
 }
 
 func (s *server) confirm(w http.ResponseWriter, r *http.Request, a *actor, title string, d confirmData) {
@@ -146,6 +148,50 @@ func (s *server) confirmRevoke(w http.ResponseWriter, r *http.Request, a *actor)
 		Detail:   "Every todo it holds claimed dead-letters now, and its subscribers are told. This cannot be undone.",
 		Action:   "/endpoints/" + itoa(id) + "/revoke", Owner: scope.String(),
 		Button: "Revoke endpoint", Cancel: scopePath("/endpoints", scope),
+	})
+}
+
+func (s *server) confirmDeleteWebhook(w http.ResponseWriter, r *http.Request, a *actor) {
+	id, err := pathID(r, "id", "webhook")
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	hook, err := s.d.Webhooks.Get(r.Context(), a.P, id)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	rules, err := s.d.Webhooks.Rules(r.Context(), a.P, id)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	path := "/webhooks/" + itoa(id)
+	s.confirm(w, r, a, "Delete webhook "+hook.Name+"?", confirmData{
+		Question: "Delete the webhook “" + hook.Name + "”? Deliveries posted to its URL are refused from now on.",
+		Detail: "Its " + plural(len(rules), "rule") + " and its secret go with it. The deliveries it received, its quarantine " +
+			"and the todos it routed stay; received deliveries are kept for 30 days. This cannot be undone.",
+		Action: path + "/delete", Button: "Delete webhook", Cancel: path,
+	})
+}
+
+func (s *server) confirmDeleteDigest(w http.ResponseWriter, r *http.Request, a *actor) {
+	id, err := pathID(r, "id", "digest")
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	d, err := s.d.Engine.GetDigest(r.Context(), a.P, id)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	path := "/board/digests/" + itoa(id)
+	s.confirm(w, r, a, "Delete digest "+d.Name+"?", confirmData{
+		Question: "Delete the digest “" + d.Name + "”? It will not be sent again.",
+		Detail:   "Its run history goes with it; digests already sent are unaffected. This cannot be undone.",
+		Action:   path + "/delete", Button: "Delete digest", Cancel: path,
 	})
 }
 

@@ -166,7 +166,7 @@ func (s *server) renderDigests(w http.ResponseWriter, r *http.Request, a *actor,
 	}
 	s.render(w, r, status, "digests", a, view{
 		Title: "Digests", Nav: "digests", Scope: scope, CanWrite: canWrite, ReadOnly: readOnly,
-		Err: s.public(r, refusal), Data: digestsData{Digests: ds, Choices: ch, Form: form, Max: engine.MaxDigestsPerScope},
+		Notice: noticeOf(r), Err: s.public(r, refusal), Data: digestsData{Digests: ds, Choices: ch, Form: form, Max: engine.MaxDigestsPerScope},
 	})
 }
 

@@ -69,3 +69,37 @@ func TestDigestPagesCreatePreviewSendNow(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, del.status)
 	require.Zero(t, b.count(t, "digests"))
 }
+
+// Deleting a digest asks first, as every other Delete does: the page links
+// to a GET confirmation (which changes nothing) whose button posts it.
+func TestDigestDeleteAsksFirst(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withDigestSources)
+	id, c := b.human(t)
+	scope := notifytype.Human(id)
+	conn := b.gotifyConnection(t, id, scope, "https://push.example.net", "gtfya.web")
+	sink := b.gotifySink(t, id, scope, conn.ID, "phone")
+	res := c.post("/digests", url.Values{"name": {"morning"}, "schedule": {"daily 09:00"}, "sink_ids": {strconv.FormatInt(sink.ID, 10)}, "skip_when_quiet": {"1"}})
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+	loc := res.header.Get("Location")
+
+	page := c.get(loc)
+	require.Contains(t, page.body, `href="`+loc+`/delete" id="delete-digest"`)
+	require.NotContains(t, page.body, `action="`+loc+`/delete"`, "no button deletes without asking")
+	confirm := c.get(loc + "/delete")
+	require.Equal(t, http.StatusOK, confirm.status, confirm.body)
+	require.Contains(t, confirm.body, "Delete the digest “morning”?")
+	require.Contains(t, confirm.body, `action="`+loc+`/delete"`)
+	require.Contains(t, confirm.body, `href="`+loc+`"`, "Cancel goes back to the digest")
+	require.Equal(t, 1, b.count(t, "digests"), "the confirmation page changes nothing")
+
+	_, other := b.human(t)
+	require.Equal(t, http.StatusNotFound, other.get(loc+"/delete").status)
+
+	del := c.post(loc+"/delete", nil)
+	require.Equal(t, http.StatusSeeOther, del.status)
+	require.Equal(t, "/digests?notice=digest_deleted&owner=human%3A"+strconv.FormatInt(id, 10), del.header.Get("Location"))
+	require.Contains(t, c.get(del.header.Get("Location")).body, "Digest deleted.")
+	require.Zero(t, b.count(t, "digests"))
+	require.Equal(t, http.StatusNotFound, c.get(loc+"/delete").status)
+}

@@ -221,6 +221,8 @@ var notices = map[string]string{
 	"sink_deleted":         "Sink deleted. Its delivery records are kept.",
 	"subscription_added":   "Subscription added. Matching events now reach this sink.",
 	"subscription_deleted": "Subscription deleted.",
+	"webhook_deleted":      "Webhook deleted. Deliveries to its URL are refused; the deliveries it received are kept for 30 days.",
+	"digest_deleted":       "Digest deleted. It will not be sent again.",
 	"endpoint_revoked":     "Endpoint revoked. Its credential no longer works, and todos it held have dead-lettered.",
 	"queue_created":        "Queue created.",
 	"todo_enqueued":        "Todo enqueued.",

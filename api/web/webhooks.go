@@ -26,6 +26,7 @@ func (s *server) webhookRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /webhooks/{id}", s.authed(s.webhookPage))
 	mux.Handle("POST /webhooks/{id}/settings", s.authed(s.webhookSettings))
 	mux.Handle("POST /webhooks/{id}/secret", s.authed(s.rotateWebhookSecret))
+	mux.Handle("POST /webhooks/{id}/delete", s.authed(s.deleteWebhook))
 	mux.Handle("POST /webhooks/{id}/rules", s.authed(s.addWebhookRule))
 	mux.Handle("POST /webhooks/{id}/rules/{rule}", s.authed(s.updateWebhookRule))
 	mux.Handle("POST /webhooks/{id}/test", s.authed(s.testWebhookRules))
@@ -75,7 +76,7 @@ func (s *server) renderWebhooks(w http.ResponseWriter, r *http.Request, a *actor
 	}
 	s.render(w, r, status, "webhooks", a, view{
 		Title: "Webhooks", Nav: "webhooks", Scope: scope, CanWrite: canWrite, ReadOnly: readOnly,
-		Err: s.public(r, refusal), Data: webhooksData{Webhooks: hooks, BaseURL: s.d.BaseURL, Form: form},
+		Notice: noticeOf(r), Err: s.public(r, refusal), Data: webhooksData{Webhooks: hooks, BaseURL: s.d.BaseURL, Form: form},
 	})
 }
 
@@ -126,6 +127,27 @@ func (s *server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, a *
 		Title: "Webhook secret rotated", Nav: "webhooks", Scope: hook.Owner,
 		Data: secretData{Webhook: hook, URL: s.d.BaseURL + hook.Path, Secret: secret.Reveal(), Rotated: true},
 	})
+}
+
+// deleteWebhook deletes a webhook (after the confirmation page GET
+// /webhooks/{id}/delete) and goes back to the webhooks of its scope. A
+// refusal is shown on the webhook's page.
+func (s *server) deleteWebhook(w http.ResponseWriter, r *http.Request, a *actor) {
+	id, err := pathID(r, "id", "webhook")
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	hook, err := s.d.Webhooks.Get(r.Context(), a.P, id)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	if err := s.d.Webhooks.Delete(r.Context(), a.P, id); err != nil {
+		s.renderWebhook(w, r, a, id, httpx.StatusOf(err), ruleForm{}, nil, err, "")
+		return
+	}
+	seeOther(w, r, withNotice("/webhooks", "webhook_deleted", &hook.Owner))
 }
 
 // ruleForm is a rule as the human typed it.

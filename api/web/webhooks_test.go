@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
 )
 
@@ -96,4 +97,66 @@ func TestWebhookPages(t *testing.T) {
 	require.NotEqual(t, secret.Reveal(), m[1])
 	require.Equal(t, http.StatusNotFound, other.post(fmt.Sprintf("/webhooks/%d/secret", hook.ID), nil).status)
 	require.False(t, strings.Contains(b.logs.String(), m[1]), "no secret in the logs")
+}
+
+// Delete asks first, as every Delete does: the webhook page links to a GET
+// confirmation page (which changes nothing), whose button posts the
+// delete. Only who may create the webhook may delete it; afterwards its
+// deliveries' board pages still open and say the webhook is gone.
+func TestWebhookDeleteAsksFirst(t *testing.T) {
+	t.Parallel()
+	b := newBundle(t)
+	hooks := host.NewWebhooks(host.WebhooksConfig{Pool: b.pool, Emitter: b.eng, SecretKey: b.eng.Config().SecretKey})
+	b.deps.Webhooks = hooks
+	b.serve(t)
+	human, c := b.human(t)
+	p := engine.HumanPrincipal(human)
+	scope := notifytype.Human(human)
+	hook, secret, err := hooks.Create(b.ctx, p, host.WebhookInput{Owner: scope, Name: "forge", TrustedSenders: []string{"octocat"}})
+	require.NoError(t, err)
+	_, err = hooks.AddRule(b.ctx, p, hook.ID, host.RuleInput{Name: "all", Expr: "true", Action: host.RuleAction{Drop: true}})
+	require.NoError(t, err)
+	body := `{"sender":{"login":"octocat"}}`
+	got, err := hooks.Receive(b.ctx, hook.ID, []byte(body), host.Sign(secret, []byte(body)))
+	require.NoError(t, err)
+	path := fmt.Sprintf("/webhooks/%d", hook.ID)
+	board := fmt.Sprintf("/board/webhooks/%d/deliveries/%d", hook.ID, got.DeliveryID)
+
+	page := c.get(path)
+	require.Contains(t, page.body, `href="`+path+`/delete" id="delete-webhook"`)
+	confirm := c.get(path + "/delete")
+	require.Equal(t, http.StatusOK, confirm.status, confirm.body)
+	require.Contains(t, confirm.body, `action="`+path+`/delete"`)
+	require.Contains(t, confirm.body, "Delete the webhook “forge”?")
+	require.Contains(t, confirm.body, "1 rule and its secret go with it")
+	require.Equal(t, 1, b.count(t, "webhooks"), "the confirmation page changes nothing")
+
+	// Another human: both the page and the post are 404 (D3).
+	_, other := b.human(t)
+	require.Equal(t, http.StatusNotFound, other.get(path+"/delete").status)
+	require.Equal(t, http.StatusNotFound, other.post(path+"/delete", nil).status)
+	require.Equal(t, 1, b.count(t, "webhooks"))
+
+	res := c.post(path+"/delete", nil)
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+	require.Equal(t, "/webhooks?notice=webhook_deleted&owner=human%3A"+fmt.Sprint(human), res.header.Get("Location"))
+	list := c.get(res.header.Get("Location"))
+	require.Contains(t, list.body, "Webhook deleted.")
+	require.Zero(t, b.count(t, "webhooks"))
+	require.Zero(t, b.count(t, "webhook_rules"))
+	require.Equal(t, 1, b.count(t, "webhook_deliveries"))
+	require.Equal(t, http.StatusNotFound, c.get(path).status)
+	require.Equal(t, http.StatusNotFound, c.get(path+"/delete").status)
+
+	// The link a message carried still opens, for its owner only.
+	opened := c.get(board)
+	require.Equal(t, http.StatusOK, opened.status, opened.body)
+	require.Contains(t, opened.body, `id="webhook-deleted"`)
+	require.Contains(t, opened.body, "dropped")
+	require.Equal(t, http.StatusNotFound, other.get(board).status)
+
+	writes, err := store.ListWrites(b.ctx, b.pool, host.ObjectWebhook, hook.ID)
+	require.NoError(t, err)
+	require.Equal(t, host.WriteWebhookDelete, writes[len(writes)-1].Action)
+	require.Equal(t, human, writes[len(writes)-1].HumanID)
 }
