@@ -401,22 +401,6 @@ func FinishRows(ctx context.Context, db DBTX, ids []int64, instance string, o Ro
 	return nil
 }
 
-// DeleteExpired removes delivery records and finished outbox rows older
-// than before (REQ-10's 30 days).
-func DeleteExpired(ctx context.Context, db DBTX, before time.Time) (records, rows int64, err error) {
-	tag, err := db.Exec(ctx, `DELETE FROM delivery_records WHERE sent_at < $1`, before)
-	if err != nil {
-		return 0, 0, fmt.Errorf("error deleting old delivery records: %w", err)
-	}
-	records = tag.RowsAffected()
-	tag, err = db.Exec(ctx, `DELETE FROM outbox WHERE finished_at < $1`, before)
-	if err != nil {
-		return records, 0, fmt.Errorf("error deleting finished outbox rows: %w", err)
-	}
-	rows = tag.RowsAffected()
-	return records, rows, nil
-}
-
 func nonNilIDs(ids []int64) []int64 {
 	if ids == nil {
 		return []int64{}
