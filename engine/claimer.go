@@ -88,13 +88,11 @@ func (c *claimer) Serve(ctx context.Context) error {
 // whose held rows have a token again, and says when to look next.
 func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err error) {
 	e := c.e
-	if _, err := e.FanOut(ctx); err != nil {
-		return time.Time{}, false, err
-	}
 	now, err := e.now(ctx)
 	if err != nil {
 		return time.Time{}, false, err
 	}
+	fannedOut := false
 	for {
 		free, fullSinks := e.actors.Room()
 		if free == 0 {
@@ -103,10 +101,24 @@ func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err err
 		}
 		full = len(fullSinks) > 0 // due rows may be left behind: wait for room
 		limit := min(free, claimBatch)
-		rows, err := store.ClaimDue(ctx, e.cfg.Pool, store.ClaimParams{
+		p := store.ClaimParams{
 			Instance: e.instance, Now: now, TTL: e.cfg.ClaimTTL,
 			Limit: limit, PerSink: actors.MailboxSizeDefault / 2, SkipSinks: fullSinks,
-		})
+		}
+		var (
+			rows       []store.OutboxRow
+			moreEvents bool
+		)
+		if !fannedOut {
+			// The first claim of a cycle fans out the committed events in
+			// the same round trip and commit.
+			var fr store.FanOutResult
+			fr, rows, err = store.FanOutAndClaim(ctx, e.cfg.Pool, fanOutBatch, p)
+			e.fannedOut(fr)
+			fannedOut, moreEvents = true, fr.Events == fanOutBatch
+		} else {
+			rows, err = store.ClaimDue(ctx, e.cfg.Pool, p)
+		}
 		if err != nil {
 			return time.Time{}, false, err
 		}
@@ -129,8 +141,21 @@ func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err err
 				}
 			}
 		}
+		if moreEvents {
+			// More events wait than one batch takes: fan them all out,
+			// and claim again.
+			if _, err := e.FanOut(ctx); err != nil {
+				return time.Time{}, full, err
+			}
+			continue
+		}
 		if len(rows) < limit {
 			break
+		}
+	}
+	if !fannedOut {
+		if _, err := e.FanOut(ctx); err != nil {
+			return time.Time{}, full, err
 		}
 	}
 	sinkIDs, err := store.HeldDueSinks(ctx, e.cfg.Pool, now, claimBatch)

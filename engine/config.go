@@ -28,7 +28,7 @@ const (
 	QuarantineWindowDefault     = 10 * time.Minute
 	ClaimTTLDefault             = 2 * time.Minute
 	PollIntervalDefault         = time.Second
-	NotifyDebounceDefault       = 50 * time.Millisecond
+	NotifyDebounceDefault       = 5 * time.Millisecond
 	RetentionDefault            = 30 * 24 * time.Hour
 	JanitorIntervalDefault      = time.Hour
 	JanitorBatchDefault         = 1000
@@ -99,9 +99,12 @@ type Config struct {
 
 	// NotifyDebounce is the least wall time between two NOTIFYs that Emit
 	// sends to wake claimers: PostgreSQL serialises the commits of
-	// notifying transactions, so a storm notifies once per window and the
-	// claimer's poll covers the rest. Defaults to NotifyDebounceDefault
-	// (50 ms); negative notifies on every emit that adds a due row.
+	// notifying transactions, so a storm notifies once per window; a
+	// claimer woken looks again one window (plus 5 ms) later, which finds
+	// what the emits it did not hear of wrote. Defaults to
+	// NotifyDebounceDefault (5 ms: at most 200 NOTIFYs a second, an event
+	// at most about 10 ms late); negative notifies on every emit that adds
+	// a due row.
 	NotifyDebounce time.Duration
 
 	// ActorIdleAfter is how long a sink actor with nothing to do lives on

@@ -278,7 +278,7 @@ func rowIDs(rows []store.OutboxRow) []int64 {
 // recordRefusal writes the delivery record of a row its sink can no longer
 // take (disabled, or its connection no longer fits): undeliverable, class
 // config, not counted against the budget (nothing was sent).
-func recordRefusal(ctx context.Context, tx pgx.Tx, s store.SinkForDelivery, row store.OutboxRow, now time.Time) error {
+func recordRefusal(ctx context.Context, tx store.DBTX, s store.SinkForDelivery, row store.OutboxRow, now time.Time) error {
 	id, err := store.InsertDeliveryRecord(ctx, tx, store.DeliveryRecord{
 		SinkID: s.ID, Owner: s.Owner, OutboxID: row.ID, EventType: row.EventType, Attempt: row.Attempts + 1,
 		SentAt: now, Rows: []int64{row.ID},

@@ -67,13 +67,18 @@ func (e *Engine) FanOut(ctx context.Context) (int, error) {
 		}
 		r, err := store.FanOut(ctx, e.cfg.Pool, fanOutBatch, now)
 		total += r.Events
-		if r.Gone > 0 {
-			e.log.Warn("events matched sinks deleted before fan-out; recorded as undeliverable",
-				"delivery_records", r.Gone, "class", notifytype.ClassConfig)
-		}
+		e.fannedOut(r)
 		if err != nil || r.Events < fanOutBatch {
 			return total, err
 		}
+	}
+}
+
+// fannedOut logs what a fan-out batch found of note.
+func (e *Engine) fannedOut(r store.FanOutResult) {
+	if r.Gone > 0 {
+		e.log.Warn("events matched sinks deleted before fan-out; recorded as undeliverable",
+			"delivery_records", r.Gone, "class", notifytype.ClassConfig)
 	}
 }
 

@@ -178,6 +178,9 @@ type sinkUse struct {
 }
 
 // reserveOnce is one try of a group's transaction; out[i] answers reqs[i].
+// It is pipelined: one round trip begins the transaction, locks the sinks
+// and rows and reads the budgets; the decisions are made here; a second
+// round trip writes them and commits.
 func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []reserved, err error) {
 	sinkIDs := make([]int64, 0, len(reqs))
 	rowIDs := make([]int64, len(reqs))
@@ -187,137 +190,150 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 			sinkIDs = append(sinkIDs, q.row.SinkID)
 		}
 	}
-	err = pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
-		out = make([]reserved, len(reqs))
-		locked, err := store.LockSinksForDelivery(ctx, tx, sinkIDs)
-		if err != nil {
-			return err
+	conn, err := e.cfg.Pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	committed := false
+	defer func() {
+		if !committed {
+			// Released inside a transaction, the pool would close the
+			// connection: roll back so that it is used again.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_, _ = conn.Exec(rctx, "ROLLBACK")
+			cancel()
 		}
-		claimed, err := store.LockClaimed(ctx, tx, rowIDs, e.instance)
-		if err != nil {
-			return err
+	}()
+
+	var locked store.Locked
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	store.QueueLockForDelivery(b, sinkIDs, rowIDs, e.instance, &locked)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	// The time is read once the sinks are locked: read before, it could
+	// predate a reservation another instance made while this one waited
+	// for a lock, and refuse a token the bucket holds.
+	now, err := e.now(ctx)
+	if err != nil {
+		return nil, err
+	}
+
+	out = make([]reserved, len(reqs))
+	uses := make(map[int64]*sinkUse, len(locked.Sinks))
+	var (
+		starts  []store.Start
+		started []int // indexes into out of starts
+		holds   []store.Hold
+		held    []int
+		capped  []int64
+	)
+	for i, q := range reqs {
+		row, o := q.row, &out[i]
+		s, ok := locked.Sinks[row.SinkID]
+		if !ok {
+			o.gone = "deleted" // its rows went with it (REQ-5)
+			continue
 		}
-		// The time is read once the sinks are locked: read before, it
-		// could predate a reservation another instance made while this
-		// one waited for a lock, and refuse a token the bucket holds.
-		now, err := e.now(ctx)
-		if err != nil {
-			return err
+		u := uses[s.ID]
+		if u == nil {
+			u = &sinkUse{sink: s, tat: s.TAT}
+			u.adapter, u.owner, u.refusal = e.adapterFor(s.SinkForDelivery)
+			uses[s.ID] = u
 		}
-		uses := make(map[int64]*sinkUse, len(locked))
-		var (
-			starts  []store.Start
-			started []int // indexes into out of starts
-			holds   []store.Hold
-			held    []int
-			capped  []int64
-		)
-		for i, q := range reqs {
-			row, o := q.row, &out[i]
-			s, ok := locked[row.SinkID]
+		budget := Budget{PerHour: s.PerHour, Burst: s.Burst}
+		o.outcome.Budget = actors.Budget(budget)
+		switch {
+		case !locked.Claimed[row.ID]:
+			o.gone = "lost"
+		case row.Attempts >= MaxAttempts:
+			// Its last attempt was abandoned mid-send (D25): finish it
+			// before it could be sent an eighth time.
+			capped = append(capped, row.ID)
+			o.final = &store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassAbandoned)}
+			e.log.Error("outbox row undeliverable: its last attempt was abandoned", "sink_id", s.ID,
+				"event_type", row.EventType, "owner_scope", s.Owner, "class", notifytype.ClassAbandoned,
+				"attempt", row.Attempts)
+		case u.refusal != "":
+			// The sink was disabled, or its connection no longer fits it:
+			// checked on every use (REQ-2). No send, no token; the event
+			// still ends in a delivery record. Rare: written at once.
+			o.final = &store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassConfig)}
+			e.log.Warn("outbox row not delivered", "sink_id", s.ID, "event_type", row.EventType,
+				"owner_scope", s.Owner, "class", notifytype.ClassConfig, "reason", u.refusal)
+			if err := recordRefusal(ctx, conn, s.SinkForDelivery, row, now); err != nil {
+				return nil, err
+			}
+			if err := store.FinishRows(ctx, conn, []int64{row.ID}, e.instance, *o.final, now); err != nil {
+				return nil, err
+			}
+		default:
+			ok, tat, next := budget.Reserve(u.tat, now)
 			if !ok {
-				o.gone = "deleted" // its rows went with it (REQ-5)
+				o.held, o.outcome.HeldUntil, o.outcome.TAT = true, next, u.tat
+				holds, held = append(holds, store.Hold{RowID: row.ID, SinkID: s.ID, Until: next}), append(held, i)
 				continue
 			}
-			u := uses[s.ID]
-			if u == nil {
-				u = &sinkUse{sink: s, tat: s.TAT}
-				u.adapter, u.owner, u.refusal = e.adapterFor(s.SinkForDelivery)
-				uses[s.ID] = u
-			}
-			budget := Budget{PerHour: s.PerHour, Burst: s.Burst}
-			o.outcome.Budget = actors.Budget(budget)
-			switch {
-			case !claimed[row.ID]:
-				o.gone = "lost"
-			case row.Attempts >= MaxAttempts:
-				// Its last attempt was abandoned mid-send (D25): finish it
-				// before it could be sent an eighth time.
-				capped = append(capped, row.ID)
-				o.final = &store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassAbandoned)}
-				e.log.Error("outbox row undeliverable: its last attempt was abandoned", "sink_id", s.ID,
-					"event_type", row.EventType, "owner_scope", s.Owner, "class", notifytype.ClassAbandoned,
-					"attempt", row.Attempts)
-			case u.refusal != "":
-				// The sink was disabled, or its connection no longer fits
-				// it: checked on every use (REQ-2). No send, no token; the
-				// event still ends in a delivery record.
-				o.final = &store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassConfig)}
-				e.log.Warn("outbox row not delivered", "sink_id", s.ID, "event_type", row.EventType,
-					"owner_scope", s.Owner, "class", notifytype.ClassConfig, "reason", u.refusal)
-				if err := recordRefusal(ctx, tx, s.SinkForDelivery, row, now); err != nil {
-					return err
-				}
-				if err := store.FinishRows(ctx, tx, []int64{row.ID}, e.instance, *o.final, now); err != nil {
-					return err
-				}
-			default:
-				ok, tat, next := budget.Reserve(u.tat, now)
-				if !ok {
-					o.held, o.outcome.HeldUntil, o.outcome.TAT = true, next, u.tat
-					holds, held = append(holds, store.Hold{RowID: row.ID, SinkID: s.ID, Until: next}), append(held, i)
-					continue
-				}
-				u.tat, o.outcome.TAT = tat, tat
-				starts, started = append(starts, store.Start{RowID: row.ID, TAT: tat}), append(started, i)
-			}
+			u.tat, o.outcome.TAT = tat, tat
+			starts, started = append(starts, store.Start{RowID: row.ID, TAT: tat}), append(started, i)
 		}
+	}
 
-		if len(capped)+len(starts) > 0 {
-			ids := slices.Clone(capped)
-			for _, s := range starts {
-				ids = append(ids, s.RowID)
-			}
-			closed, err := store.CloseAbandonedRows(ctx, tx, ids, now)
-			if err != nil {
-				return err
-			}
-			for _, id := range closed {
-				if i := slices.IndexFunc(reqs, func(q *reserveReq) bool { return q.row.ID == id }); i >= 0 && !slices.Contains(capped, id) {
-					row := reqs[i].row
-					e.log.Warn("redelivering an abandoned attempt", "sink_id", row.SinkID, "event_type", row.EventType,
-						"owner_scope", row.Owner, "class", notifytype.ClassAbandoned, "attempt", row.Attempts)
-				}
-			}
+	var (
+		closed    []int64
+		heldBy    = map[int64]int{}
+		startedAs []store.StartedRow
+	)
+	b = &pgx.Batch{}
+	if len(capped)+len(starts) > 0 {
+		ids := slices.Clone(capped)
+		for _, s := range starts {
+			ids = append(ids, s.RowID)
 		}
-		if len(capped) > 0 {
-			if err := store.FinishRows(ctx, tx, capped, e.instance,
-				store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassAbandoned)}, now); err != nil {
-				return err
-			}
+		store.QueueCloseAbandonedRows(b, ids, now, &closed)
+	}
+	if len(capped) > 0 {
+		store.QueueFinishRows(b, capped, e.instance, store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassAbandoned)}, now)
+	}
+	if len(holds) > 0 {
+		store.QueueHoldRows(b, holds, e.instance, heldBy)
+	}
+	if len(starts) > 0 {
+		store.QueueStartAttempts(b, starts, e.instance, now, e.cfg.ClaimTTL, &startedAs)
+	}
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	committed = true
+
+	for _, id := range closed {
+		if i := slices.IndexFunc(reqs, func(q *reserveReq) bool { return q.row.ID == id }); i >= 0 && !slices.Contains(capped, id) {
+			row := reqs[i].row
+			e.log.Warn("redelivering an abandoned attempt", "sink_id", row.SinkID, "event_type", row.EventType,
+				"owner_scope", row.Owner, "class", notifytype.ClassAbandoned, "attempt", row.Attempts)
 		}
-		if len(holds) > 0 {
-			bySink, err := store.HoldRows(ctx, tx, holds, e.instance)
-			if err != nil {
-				return err
-			}
-			for _, i := range held {
-				out[i].outcome.Held = bySink[reqs[i].row.SinkID]
-			}
+	}
+	for _, i := range held {
+		out[i].outcome.Held = heldBy[reqs[i].row.SinkID]
+	}
+	byID := make(map[int64]store.StartedRow, len(startedAs))
+	for _, r := range startedAs {
+		byID[r.ID] = r
+	}
+	for _, i := range started {
+		r, ok := byID[reqs[i].row.ID]
+		if !ok { // locked above as ours: cannot happen
+			out[i] = reserved{gone: "lost"}
+			continue
 		}
-		if len(starts) > 0 {
-			rows, err := store.StartAttempts(ctx, tx, starts, e.instance, now, e.cfg.ClaimTTL)
-			if err != nil {
-				return err
-			}
-			byID := make(map[int64]store.StartedRow, len(rows))
-			for _, r := range rows {
-				byID[r.ID] = r
-			}
-			for _, i := range started {
-				r, ok := byID[reqs[i].row.ID]
-				if !ok { // locked above as ours: cannot happen
-					out[i] = reserved{gone: "lost"}
-					continue
-				}
-				u := uses[r.SinkID]
-				out[i].res = reservation{
-					sink: u.sink.SinkForDelivery, owner: u.owner, adapter: u.adapter, rows: []store.OutboxRow{r.OutboxRow},
-					recordID: r.RecordID, budget: Budget{PerHour: u.sink.PerHour, Burst: u.sink.Burst}, tat: out[i].outcome.TAT,
-				}
-			}
+		u := uses[r.SinkID]
+		out[i].res = reservation{
+			sink: u.sink.SinkForDelivery, owner: u.owner, adapter: u.adapter, rows: []store.OutboxRow{r.OutboxRow},
+			recordID: r.RecordID, budget: Budget{PerHour: u.sink.PerHour, Burst: u.sink.Burst}, tat: out[i].outcome.TAT,
 		}
-		return nil
-	})
-	return out, err
+	}
+	return out, nil
 }

@@ -68,7 +68,15 @@ type ClaimParams struct {
 // at most PerSink per sink. SKIP LOCKED makes concurrent claimers on other
 // instances take disjoint rows.
 func ClaimDue(ctx context.Context, db DBTX, p ClaimParams) ([]OutboxRow, error) {
-	rows, err := collectOutboxRows(db.Query(ctx, `
+	rows, err := collectOutboxRows(db.Query(ctx, claimDueSQL, p.args()...))
+	if err != nil {
+		return nil, fmt.Errorf("error claiming outbox rows: %w", err)
+	}
+	return rows, nil
+}
+
+// claimDueSQL is ClaimDue's statement; its arguments are ClaimParams.args.
+const claimDueSQL = `
 		WITH due AS (
 		    SELECT id, sink_id, due_at FROM outbox
 		    WHERE state = 'pending' AND due_at <= $2 AND sink_id <> ALL ($6::bigint[])
@@ -91,12 +99,34 @@ func ClaimDue(ctx context.Context, db DBTX, p ClaimParams) ([]OutboxRow, error) 
 		)
 		UPDATE outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval
 		FROM chosen WHERE o.id = chosen.id
-		RETURNING `+outboxRowColumns,
-		p.Instance, p.Now, p.TTL, p.Limit, p.PerSink, nonNilIDs(p.SkipSinks)))
-	if err != nil {
-		return nil, fmt.Errorf("error claiming outbox rows: %w", err)
+		RETURNING `+outboxRowColumns
+
+func (p ClaimParams) args() []any {
+	return []any{p.Instance, p.Now, p.TTL, p.Limit, p.PerSink, nonNilIDs(p.SkipSinks)}
+}
+
+// FanOutAndClaim fans out at most fanOutLimit committed events (FanOut)
+// and then claims (ClaimDue), rows just fanned out included, in one round
+// trip and one implicit transaction: the claimers' usual cycle, which
+// would otherwise pay a commit for each.
+func FanOutAndClaim(ctx context.Context, db BatchSender, fanOutLimit int, p ClaimParams) (FanOutResult, []OutboxRow, error) {
+	var (
+		fr   FanOutResult
+		rows []OutboxRow
+	)
+	b := &pgx.Batch{}
+	b.Queue(fanOutSQL, fanOutLimit, p.Now).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&fr.Events, &fr.Rows, &fr.Gone)
+	})
+	b.Queue(claimDueSQL, p.args()...).Query(func(rs pgx.Rows) error {
+		var err error
+		rows, err = collectOutboxRows(rs, nil)
+		return err
+	})
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
+		return FanOutResult{}, nil, fmt.Errorf("error fanning out and claiming outbox rows: %w", err)
 	}
-	return rows, nil
+	return fr, rows, nil
 }
 
 // HeldDueSinks lists sinks with held rows whose token has returned.
@@ -381,24 +411,33 @@ type RowOutcome struct {
 // ends (delivered, partial, undeliverable) keeps no payload: its delivery
 // records are what is kept of it.
 func FinishRows(ctx context.Context, db DBTX, ids []int64, instance string, o RowOutcome, now time.Time) error {
+	if _, err := db.Exec(ctx, finishRowsSQL, finishRowsArgs(ids, instance, o, now)...); err != nil {
+		return fmt.Errorf("error recording outcome of rows %v: %w", ids, err)
+	}
+	return nil
+}
+
+// QueueFinishRows queues FinishRows into b.
+func QueueFinishRows(b *pgx.Batch, ids []int64, instance string, o RowOutcome, now time.Time) {
+	b.Queue(finishRowsSQL, finishRowsArgs(ids, instance, o, now)...)
+}
+
+const finishRowsSQL = `
+		UPDATE outbox SET state = $3, last_class = coalesce(nullif($4, ''), last_class),
+		       due_at = CASE WHEN $5::timestamptz IS NULL THEN due_at ELSE $5 END,
+		       delivered_count = CASE WHEN $3 = 'delivered' THEN count ELSE delivered_count END,
+		       had_partial = had_partial OR $4 = 'partial',
+		       payload = CASE WHEN $6::timestamptz IS NULL THEN payload ELSE ` + finishedPayload + ` END,
+		       finished_at = $6, claimed_by = NULL, claim_expires_at = NULL
+		WHERE id = ANY ($1) AND state = 'claimed' AND claimed_by = $2`
+
+func finishRowsArgs(ids []int64, instance string, o RowOutcome, now time.Time) []any {
 	final := o.State == "delivered" || o.State == "partial" || o.State == "undeliverable"
 	var finishedAt *time.Time
 	if final {
 		finishedAt = &now
 	}
-	_, err := db.Exec(ctx, `
-		UPDATE outbox SET state = $3, last_class = coalesce(nullif($4, ''), last_class),
-		       due_at = CASE WHEN $5::timestamptz IS NULL THEN due_at ELSE $5 END,
-		       delivered_count = CASE WHEN $3 = 'delivered' THEN count ELSE delivered_count END,
-		       had_partial = had_partial OR $4 = 'partial',
-		       payload = CASE WHEN $6::timestamptz IS NULL THEN payload ELSE `+finishedPayload+` END,
-		       finished_at = $6, claimed_by = NULL, claim_expires_at = NULL
-		WHERE id = ANY ($1) AND state = 'claimed' AND claimed_by = $2`,
-		ids, instance, o.State, o.Class, nullTime(o.DueAt), finishedAt)
-	if err != nil {
-		return fmt.Errorf("error recording outcome of rows %v: %w", ids, err)
-	}
-	return nil
+	return []any{nonNilIDs(ids), instance, o.State, o.Class, nullTime(o.DueAt), finishedAt}
 }
 
 func nonNilIDs(ids []int64) []int64 {

@@ -22,77 +22,78 @@ type LockedSink struct {
 	TAT time.Time
 }
 
-// LockSinksForDelivery locks the sinks' rows in id order (so that
-// instances reserving overlapping groups wait for each other rather than
-// deadlock) and reads each one's connection and budget state, from the
-// delivery records. FOR NO KEY UPDATE excludes every other reservation and
-// any change of the sink, but not the key-share locks that writing an
-// outbox row for the sink takes. Deleted sinks are absent from the result.
-// Call it in a transaction of READ COMMITTED (the default).
-func LockSinksForDelivery(ctx context.Context, tx DBTX, ids []int64) (map[int64]LockedSink, error) {
-	rows, err := tx.Query(ctx, `
+// Locked is what QueueLockForDelivery read once its batch has run.
+type Locked struct {
+	// Sinks are the sinks locked, by id; a deleted sink is absent.
+	Sinks map[int64]LockedSink
+	// Claimed are the rows this instance still holds; a row whose claim
+	// expired and was taken by another instance is absent.
+	Claimed map[int64]bool
+}
+
+// QueueLockForDelivery queues, into b (which must run in a transaction of
+// READ COMMITTED, the default), the statements that open a group
+// reservation, filling l as they run:
+//
+//   - the sinks' rows are locked in id order, so that instances reserving
+//     overlapping groups wait for each other rather than deadlock. FOR NO
+//     KEY UPDATE excludes every other reservation and any change of the
+//     sink, but not the key-share locks that writing an outbox row for the
+//     sink takes;
+//   - their budgets are read from the delivery records by a statement of
+//     its own, after the locks: a statement that waited for a lock still
+//     reads with the snapshot it began with, which would miss the records
+//     of the reservation it waited for;
+//   - the rows among rowIDs that this instance still holds are locked.
+func QueueLockForDelivery(b *pgx.Batch, sinkIDs, rowIDs []int64, instance string, l *Locked) {
+	l.Sinks = make(map[int64]LockedSink, len(sinkIDs))
+	l.Claimed = make(map[int64]bool, len(rowIDs))
+	b.Queue(`
 		SELECT k.id, k.owner, k.kind, k.enabled, k.options, k.budget_per_hour, k.budget_burst,
 		       c.id, c.owner, c.kind, c.account_key, c.secret
 		FROM sinks k JOIN connections c ON c.id = k.connection_id
 		WHERE k.id = ANY ($1)
 		ORDER BY k.id
-		FOR NO KEY UPDATE OF k`, nonNilIDs(ids))
-	if err != nil {
-		return nil, fmt.Errorf("error locking sinks for delivery: %w", err)
-	}
-	out := make(map[int64]LockedSink, len(ids))
-	var s LockedSink
-	_, err = pgx.ForEachRow(rows, []any{&s.ID, &s.Owner, &s.Kind, &s.Enabled, &s.Options, &s.PerHour, &s.Burst,
-		&s.ConnectionID, &s.ConnectionOwner, &s.ConnectionKind, &s.BaseURL, &s.SealedSecret}, func() error {
-		out[s.ID] = s
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("error locking sinks for delivery: %w", err)
-	}
-	// The budgets are read by a statement of their own, after the locks:
-	// a statement that waited for a lock still reads with the snapshot it
-	// began with, which would miss the records of the reservation it
-	// waited for.
-	rows, err = tx.Query(ctx, `
-		SELECT s, (SELECT max(d.budget_tat) FROM delivery_records d WHERE d.sink_id = s AND d.counts_budget)
-		FROM unnest($1::bigint[]) AS s`, nonNilIDs(ids))
-	if err != nil {
-		return nil, fmt.Errorf("error reading sink budgets: %w", err)
-	}
-	var (
-		id  int64
-		tat *time.Time
-	)
-	_, err = pgx.ForEachRow(rows, []any{&id, &tat}, func() error {
-		if l, ok := out[id]; ok && tat != nil {
-			l.TAT = *tat
-			out[id] = l
+		FOR NO KEY UPDATE OF k`, nonNilIDs(sinkIDs)).Query(func(rows pgx.Rows) error {
+		var s LockedSink
+		_, err := pgx.ForEachRow(rows, []any{&s.ID, &s.Owner, &s.Kind, &s.Enabled, &s.Options, &s.PerHour, &s.Burst,
+			&s.ConnectionID, &s.ConnectionOwner, &s.ConnectionKind, &s.BaseURL, &s.SealedSecret}, func() error {
+			l.Sinks[s.ID] = s
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("error locking sinks for delivery: %w", err)
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("error reading sink budgets: %w", err)
-	}
-	return out, nil
-}
-
-// LockClaimed locks the rows among ids that this instance still holds
-// (claimed by it) and returns their ids: a row whose claim expired and
-// was taken by another instance is absent.
-func LockClaimed(ctx context.Context, tx DBTX, ids []int64, instance string) (map[int64]bool, error) {
-	rows, err := tx.Query(ctx, `
+	b.Queue(`
+		SELECT s, (SELECT max(d.budget_tat) FROM delivery_records d WHERE d.sink_id = s AND d.counts_budget)
+		FROM unnest($1::bigint[]) AS s`, nonNilIDs(sinkIDs)).Query(func(rows pgx.Rows) error {
+		var (
+			id  int64
+			tat *time.Time
+		)
+		_, err := pgx.ForEachRow(rows, []any{&id, &tat}, func() error {
+			if s, ok := l.Sinks[id]; ok && tat != nil {
+				s.TAT = *tat
+				l.Sinks[id] = s
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("error reading sink budgets: %w", err)
+		}
+		return nil
+	})
+	b.Queue(`
 		SELECT id FROM outbox WHERE id = ANY ($1) AND state = 'claimed' AND claimed_by = $2
-		ORDER BY id FOR UPDATE`, nonNilIDs(ids), instance)
-	if err != nil {
-		return nil, fmt.Errorf("error locking claimed rows: %w", err)
-	}
-	held := make(map[int64]bool, len(ids))
-	var id int64
-	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { held[id] = true; return nil }); err != nil {
-		return nil, fmt.Errorf("error locking claimed rows: %w", err)
-	}
-	return held, nil
+		ORDER BY id FOR UPDATE`, nonNilIDs(rowIDs), instance).Query(func(rows pgx.Rows) error {
+		var id int64
+		if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { l.Claimed[id] = true; return nil }); err != nil {
+			return fmt.Errorf("error locking claimed rows: %w", err)
+		}
+		return nil
+	})
 }
 
 // Hold parks a claimed row until its sink's next token.
@@ -102,23 +103,21 @@ type Hold struct {
 	Until  time.Time
 }
 
-// HoldRows parks claimed rows until their sinks' next tokens (D9) and moves
-// every held row of those sinks to the same time; it returns how many rows
-// each sink holds now.
-func HoldRows(ctx context.Context, tx DBTX, holds []Hold, instance string) (map[int64]int, error) {
+// QueueHoldRows queues, into b, the statements that park claimed rows
+// until their sinks' next tokens (D9) and move every held row of those
+// sinks to the same time; held gets how many rows each sink holds now.
+func QueueHoldRows(b *pgx.Batch, holds []Hold, instance string, held map[int64]int) {
 	ids := make([]int64, len(holds))
 	sinkIDs := make([]int64, len(holds))
 	until := make([]time.Time, len(holds))
 	for i, h := range holds {
 		ids[i], sinkIDs[i], until[i] = h.RowID, h.SinkID, h.Until
 	}
-	if _, err := tx.Exec(ctx, `
+	b.Queue(`
 		UPDATE outbox o SET state = 'held', due_at = u.until, claimed_by = NULL, claim_expires_at = NULL
 		FROM unnest($1::bigint[], $2::timestamptz[]) AS u(id, until)
-		WHERE o.id = u.id AND o.state = 'claimed' AND o.claimed_by = $3`, ids, until, instance); err != nil {
-		return nil, fmt.Errorf("error holding rows: %w", err)
-	}
-	rows, err := tx.Query(ctx, `
+		WHERE o.id = u.id AND o.state = 'claimed' AND o.claimed_by = $3`, ids, until, instance)
+	b.Queue(`
 		WITH s AS (
 		    SELECT DISTINCT ON (sink_id) sink_id, until
 		    FROM unnest($1::bigint[], $2::timestamptz[]) AS u(sink_id, until)
@@ -126,16 +125,13 @@ func HoldRows(ctx context.Context, tx DBTX, holds []Hold, instance string) (map[
 		)
 		UPDATE outbox o SET due_at = s.until FROM s
 		WHERE o.sink_id = s.sink_id AND o.state = 'held'
-		RETURNING o.sink_id`, sinkIDs, until)
-	if err != nil {
-		return nil, fmt.Errorf("error rescheduling held rows: %w", err)
-	}
-	held := map[int64]int{}
-	var id int64
-	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { held[id]++; return nil }); err != nil {
-		return nil, fmt.Errorf("error rescheduling held rows: %w", err)
-	}
-	return held, nil
+		RETURNING o.sink_id`, sinkIDs, until).Query(func(rows pgx.Rows) error {
+		var id int64
+		if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { held[id]++; return nil }); err != nil {
+			return fmt.Errorf("error rescheduling held rows: %w", err)
+		}
+		return nil
+	})
 }
 
 // Start is a row whose attempt begins: a token of its sink is reserved,
@@ -152,19 +148,20 @@ type StartedRow struct {
 	RecordID int64
 }
 
-// StartAttempts begins an attempt on each row this instance holds: it
-// counts the attempt, extends the claim, and writes the attempt's delivery
-// record (status "sending", counted against the budget, carrying the
-// sink's budget state) linked from the row, all in one statement. Rows
-// this instance no longer holds are left alone and absent from the result.
-// Abandoned attempts on the rows must be closed first (CloseAbandoned).
-func StartAttempts(ctx context.Context, tx DBTX, starts []Start, instance string, now time.Time, ttl time.Duration) ([]StartedRow, error) {
+// QueueStartAttempts queues, into b, the statement that begins an attempt
+// on each row this instance holds: it counts the attempt, extends the
+// claim, and writes the attempt's delivery record (status "sending",
+// counted against the budget, carrying the sink's budget state) linked
+// from the row. Rows this instance no longer holds are left alone and
+// absent from *started. Abandoned attempts on the rows must be closed
+// before it runs (QueueCloseAbandonedRows, queued first).
+func QueueStartAttempts(b *pgx.Batch, starts []Start, instance string, now time.Time, ttl time.Duration, started *[]StartedRow) {
 	ids := make([]int64, len(starts))
 	tats := make([]time.Time, len(starts))
 	for i, s := range starts {
 		ids[i], tats[i] = s.RowID, s.TAT
 	}
-	rows, err := tx.Query(ctx, `
+	b.Queue(`
 		WITH req AS (
 		    SELECT * FROM unnest($1::bigint[], $2::timestamptz[]) AS r(id, tat)
 		), started AS (
@@ -184,20 +181,19 @@ func StartAttempts(ctx context.Context, tx DBTX, starts []Start, instance string
 		)
 		SELECT id, sink_id, owner, event_type, severity, payload, include_excerpt, attempts, first_attempt_at,
 		       last_class, due_at, count, had_partial, attempt_record_id
-		FROM started ORDER BY id`, ids, tats, instance, now, ttl)
-	if err != nil {
-		return nil, fmt.Errorf("error starting attempts: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StartedRow, error) {
-		var r StartedRow
-		err := row.Scan(&r.ID, &r.SinkID, &r.Owner, &r.EventType, &r.Severity, &r.Payload, &r.IncludeExcerpt,
-			&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count, &r.HadPartial, &r.RecordID)
-		return r, err
+		FROM started ORDER BY id`, ids, tats, instance, now, ttl).Query(func(rows pgx.Rows) error {
+		out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StartedRow, error) {
+			var r StartedRow
+			err := row.Scan(&r.ID, &r.SinkID, &r.Owner, &r.EventType, &r.Severity, &r.Payload, &r.IncludeExcerpt,
+				&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count, &r.HadPartial, &r.RecordID)
+			return r, err
+		})
+		if err != nil {
+			return fmt.Errorf("error starting attempts: %w", err)
+		}
+		*started = out
+		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("error starting attempts: %w", err)
-	}
-	return out, nil
 }
 
 // BatchSender sends a pgx.Batch: a pool, a connection or a transaction.
@@ -273,10 +269,11 @@ func RecordFinished(ctx context.Context, db BatchSender, fs []Finished, instance
 	return nil
 }
 
-// CloseAbandonedRows is CloseAbandoned for rows attempted one by one: it
-// returns the rows among rowIDs whose abandoned attempts it closed.
-func CloseAbandonedRows(ctx context.Context, tx DBTX, rowIDs []int64, now time.Time) ([]int64, error) {
-	rows, err := tx.Query(ctx, `
+// QueueCloseAbandonedRows queues, into b, CloseAbandoned for rows
+// attempted one by one; closed gets the rows among rowIDs whose abandoned
+// attempts it closed.
+func QueueCloseAbandonedRows(b *pgx.Batch, rowIDs []int64, now time.Time, closed *[]int64) {
+	b.Queue(`
 		WITH targets AS (
 		    SELECT id AS row_id, attempt_record_id AS rec FROM outbox
 		    WHERE id = ANY ($1) AND attempt_record_id IS NOT NULL
@@ -287,13 +284,12 @@ func CloseAbandonedRows(ctx context.Context, tx DBTX, rowIDs []int64, now time.T
 		    WHERE status = 'sending' AND id IN (SELECT rec FROM targets)
 		    RETURNING id
 		)
-		SELECT DISTINCT t.row_id FROM targets t JOIN closed c ON c.id = t.rec`, nonNilIDs(rowIDs), now)
-	if err != nil {
-		return nil, fmt.Errorf("error closing abandoned attempts: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("error closing abandoned attempts: %w", err)
-	}
-	return ids, nil
+		SELECT DISTINCT t.row_id FROM targets t JOIN closed c ON c.id = t.rec`, nonNilIDs(rowIDs), now).Query(func(rows pgx.Rows) error {
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return fmt.Errorf("error closing abandoned attempts: %w", err)
+		}
+		*closed = ids
+		return nil
+	})
 }
