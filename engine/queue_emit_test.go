@@ -392,4 +392,3 @@ func TestQueueEmitEquivalentToEmit(t *testing.T) {
 		require.Equal(rt, wantOutbox, gotOutbox, "outbox after fan-out")
 	})
 }
-
