@@ -210,3 +210,24 @@ func (s *Supervisor) Status() []Status {
 	slices.SortFunc(out, func(x, y Status) int { return cmp.Compare(x.SinkID, y.SinkID) })
 	return out
 }
+
+// StatusOf returns a snapshot of the active actors of sinkIDs only, by
+// sink id, each once; an id with no active actor is left out. It looks
+// each id up, so it costs O(len(sinkIDs)) whatever the number of actors,
+// and, like Status, never blocks an actor.
+func (s *Supervisor) StatusOf(sinkIDs ...int64) []Status {
+	found := make([]*SinkActor, 0, len(sinkIDs))
+	s.mu.Lock()
+	for _, id := range sinkIDs {
+		if a, ok := s.actors[id]; ok {
+			found = append(found, a)
+		}
+	}
+	s.mu.Unlock()
+	out := make([]Status, 0, len(found))
+	for _, a := range found {
+		out = append(out, a.Status())
+	}
+	slices.SortFunc(out, func(x, y Status) int { return cmp.Compare(x.SinkID, y.SinkID) })
+	return slices.CompactFunc(out, func(x, y Status) bool { return x.SinkID == y.SinkID })
+}

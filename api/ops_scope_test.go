@@ -119,3 +119,70 @@ func TestOpsViewsAreScopedToTheirHumans(t *testing.T) {
 	require.Contains(t, body, fmt.Sprintf(`switchboard_sink_tokens{sink_id="%d"}`, people[1].sink))
 	require.Equal(t, []int64{people[1].sink}, actorsOf(people[1].token), "the other human is no operator")
 }
+
+// TestOpsActorsOfATeam: /ops/actors shows a human the actors of their own
+// sinks and of their teams' sinks, and never a sink of a team they are not
+// in, while the operator sees them all (D26).
+func TestOpsActorsOfATeam(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	gotify := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"id": 1}`)
+	}))
+	t.Cleanup(gotify.Close)
+	accounts := host.NewAccounts(s.w.Pool)
+
+	human := func(email string) (int64, string) {
+		h, err := accounts.CreateHuman(s.w.Ctx, "Person", email)
+		require.NoError(t, err)
+		tok, err := accounts.MintAPIToken(s.w.Ctx, h.ID)
+		require.NoError(t, err)
+		return h.ID, tok.Reveal()
+	}
+	member, memberTok := human("member@example.net")
+	outsider, outsiderTok := human("outsider@example.net")
+	team := s.w.F.Team("")
+	s.w.F.Member(team, member, "owner")
+	theirs := s.w.F.Team("")
+	s.w.F.Member(theirs, outsider, "owner")
+
+	var sinkOf = map[notifytype.OwnerScope]int64{}
+	for _, o := range []struct {
+		human int64
+		scope notifytype.OwnerScope
+	}{
+		{member, notifytype.Human(member)}, {member, notifytype.Team(team)},
+		{outsider, notifytype.Human(outsider)}, {outsider, notifytype.Team(theirs)},
+	} {
+		sinkOf[o.scope] = s.w.Sink(s.eng, engine.HumanPrincipal(o.human), o.scope, enginetest.SinkOpts{BaseURL: gotify.URL, Secret: "gtfya.token"})
+		s.w.Emit(s.eng, engine.Event{
+			Type: notifytype.EventTodoDeadLettered, Owner: o.scope, TodoID: sinkOf[o.scope], DeadLetterCount: 1,
+			Content: sinks.Content{Title: "build failed", Place: "forge"},
+		})
+	}
+	for range sinkOf {
+		s.w.WaitFor(func(a engine.Attempt) bool { return a.State == "delivered" })
+	}
+
+	actorsOf := func(token string) []int64 {
+		t.Helper()
+		resp, body := s.get(t, "/ops/actors", token)
+		require.Equal(t, http.StatusOK, resp.StatusCode, body)
+		var v struct{ Actors []engine.ActorStatus }
+		require.NoError(t, json.Unmarshal([]byte(body), &v))
+		ids := []int64{}
+		for _, a := range v.Actors {
+			ids = append(ids, a.SinkID)
+		}
+		return ids
+	}
+	require.Equal(t, []int64{sinkOf[notifytype.Human(member)], sinkOf[notifytype.Team(team)]}, actorsOf(memberTok))
+	require.Equal(t, []int64{sinkOf[notifytype.Human(outsider)], sinkOf[notifytype.Team(theirs)]}, actorsOf(outsiderTok))
+
+	_, err := accounts.GrantOperator(s.w.Ctx, "outsider@example.net")
+	require.NoError(t, err)
+	all := actorsOf(outsiderTok)
+	for _, id := range sinkOf {
+		require.Contains(t, all, id, "the operator sees every actor")
+	}
+}

@@ -44,10 +44,49 @@ func (e *Engine) Emit(ctx context.Context, tx pgx.Tx, ev Event) error {
 	if err != nil {
 		return err
 	}
-	p.Notify = !p.DueAt.After(now) && e.mayNotify()
+	p.Notify = p.DueAfter <= 0 && e.mayNotify()
 	if err := store.EmitTx(ctx, tx, p); err != nil {
 		return fmt.Errorf("error emitting %s: %w", ev.Type, err)
 	}
+	return nil
+}
+
+// QueueEmit is Emit for a host that sends its statements in a pgx.Batch:
+// it queues Emit's one statement into b, so the event's row rides the
+// round trip that carries the host's own statements, and commits or rolls
+// back with them. Send b in the host's transaction (tx.SendBatch), or on
+// its own, where PostgreSQL runs the whole batch as one implicit
+// transaction. Everything Emit guarantees holds (REQ-10):
+//   - the outbox_events row exists if and only if the transaction that
+//     ran b commits, and only when some subscription of ev.Owner matched;
+//   - the sinks it goes to are those matched when b runs in that
+//     transaction (outbox_events.sink_ids), as for Emit;
+//   - repeats are coalesced by dedup key exactly as Emit's (see Emit);
+//   - the claimers are woken at commit by a NOTIFY, debounced as Emit's
+//     (Config.NotifyDebounce); one skipped is found by their poll.
+//
+// An invalid event is refused at once, with Emit's codes
+// (invalid_argument naming the field), and nothing is queued. QueueEmit
+// queues exactly one statement, so a host reading b's results one by one
+// reads one more; a database error of that statement comes back from b's
+// results (BatchResults.Exec or Close), wrapped, where the host checks its
+// own. The event's instant is the database's clock_timestamp() when the
+// statement runs (Config.DatabaseClock's, when a test set one): the
+// database's time, as Emit's, without a round trip of its own.
+func (e *Engine) QueueEmit(b *pgx.Batch, ev Event) error {
+	if b == nil {
+		return notifytype.InvalidArgument("batch", "QueueEmit needs the host's batch")
+	}
+	var now time.Time // zero: the database's clock, read by the statement
+	if e.cfg.DatabaseClock != nil {
+		now = e.cfg.DatabaseClock.Now()
+	}
+	p, err := e.emitParams(ev, now)
+	if err != nil {
+		return err
+	}
+	p.Notify = p.DueAfter <= 0 && e.mayNotify()
+	store.QueueEmit(b, p)
 	return nil
 }
 
@@ -123,7 +162,7 @@ func (e *Engine) emitParams(ev Event, now time.Time) (p store.EmitParams, err er
 			return p, notifytype.InvalidArgument("webhook_id", "a quarantine event needs its webhook")
 		}
 		key = "webhook:" + strconv.FormatInt(ev.WebhookID, 10)
-		p.DueAt = now.Add(QuarantineWindowDefault)
+		p.DueAfter = QuarantineWindowDefault
 		p.Windowed = true
 	case notifytype.EventRuleNotify:
 		switch {

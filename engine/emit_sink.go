@@ -29,7 +29,7 @@ func (e *Engine) EmitToSink(ctx context.Context, tx pgx.Tx, sinkID int64, ev Eve
 	if err != nil {
 		return false, err
 	}
-	p.Notify = !p.DueAt.After(now) && e.mayNotify()
+	p.Notify = p.DueAfter <= 0 && e.mayNotify()
 	ok, err := store.EnqueueForSinkTx(ctx, tx, sinkID, p)
 	if err != nil {
 		return false, fmt.Errorf("error emitting %s to sink %d: %w", ev.Type, sinkID, err)

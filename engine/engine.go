@@ -109,13 +109,93 @@ func (e *Engine) Serve(ctx context.Context) error {
 type ActorStatus = actors.Status
 
 // Status returns the status of every active sink actor of this instance,
-// by sink id. It never blocks an actor.
+// by sink id. It never blocks an actor. It costs O(every active actor):
+// for one scope's view use StatusOf or StatusFor.
 func (e *Engine) Status() []ActorStatus { return e.actors.Status() }
 
+// StatusOf returns the status of the active sink actors of sinkIDs only,
+// by sink id, each once; a sink with no active actor on this instance is
+// left out. It looks each id up: O(len(sinkIDs)), whatever the number of
+// actors. It never blocks an actor, and checks no permission: the caller
+// names the sinks it may show (StatusFor does, for a principal).
+func (e *Engine) StatusOf(sinkIDs ...int64) []ActorStatus { return e.actors.StatusOf(sinkIDs...) }
+
+// TeamLister is a Directory that can also list the teams a human belongs
+// to. When Config.Directory offers it, StatusFor lists the sinks of the
+// principal's scopes from the database (indexed by owner) and reads only
+// their actors, so its cost is that of the principal's sinks; otherwise it
+// reads every active actor and filters them. The reference host's
+// Directory offers it.
+type TeamLister interface {
+	// MemberTeams returns the ids of the teams the human is a member of,
+	// in any role.
+	MemberTeams(ctx context.Context, humanID int64) ([]int64, error)
+}
+
 // StatusFor is Status limited to the sinks p may read: a human's own
-// scope's and their teams' (D26). Status, the instance-wide view, is for
-// operators only; nobody else learns that another scope's sink exists.
+// scope's and their teams' (D26); an endpoint's, its own scope's when its
+// grant has the notifications verbs. Status, the instance-wide view, is
+// for operators only; nobody else learns that another scope's sink exists.
+// With a TeamLister Directory it costs O(p's sinks), not O(every actor).
 func (e *Engine) StatusFor(ctx context.Context, p Principal) ([]ActorStatus, error) {
+	lister, ok := e.cfg.Directory.(TeamLister)
+	if !ok {
+		return e.statusFiltered(ctx, p)
+	}
+	scopes, err := e.readableScopes(ctx, p, lister)
+	if err != nil {
+		return nil, wrapErr(err, "reading actor status")
+	}
+	if len(scopes) == 0 {
+		return []ActorStatus{}, nil
+	}
+	ids, err := store.SinkIDsOf(ctx, e.cfg.Pool, scopes)
+	if err != nil {
+		return nil, wrapErr(err, "reading actor status")
+	}
+	return e.StatusOf(ids...), nil
+}
+
+// readableScopes lists the owner scopes whose sinks p may read, as
+// authorize decides them.
+func (e *Engine) readableScopes(ctx context.Context, p Principal, lister TeamLister) ([]string, error) {
+	var candidates []notifytype.OwnerScope
+	switch {
+	case p.HumanID <= 0:
+		return nil, nil
+	case p.EndpointID != 0:
+		candidates = []notifytype.OwnerScope{p.EndpointScope}
+	default:
+		teams, err := lister.MemberTeams(ctx, p.HumanID)
+		if err != nil {
+			return nil, fmt.Errorf("error listing the human's teams: %w", err)
+		}
+		candidates = append(candidates, notifytype.Human(p.HumanID))
+		for _, t := range teams {
+			candidates = append(candidates, notifytype.Team(t))
+		}
+	}
+	out := make([]string, 0, len(candidates))
+	for _, sc := range candidates {
+		if sc.Kind == notifytype.ScopeTeam && p.EndpointID == 0 {
+			// Listed as a member: a member reads (D2); no second look-up.
+			out = append(out, sc.String())
+			continue
+		}
+		switch err := e.authorize(ctx, p, sc, false); {
+		case err == nil:
+			out = append(out, sc.String())
+		case errors.Is(err, notifytype.ErrNotFound), errors.Is(err, notifytype.ErrForbidden):
+		default:
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// statusFiltered is StatusFor for a Directory that cannot list a human's
+// teams: every active actor, filtered by its sink's owner.
+func (e *Engine) statusFiltered(ctx context.Context, p Principal) ([]ActorStatus, error) {
 	all := e.actors.Status()
 	ids := make([]int64, len(all))
 	for i, s := range all {

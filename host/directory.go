@@ -15,7 +15,10 @@ type Directory struct {
 	db store.DBTX
 }
 
-var _ engine.Directory = (*Directory)(nil)
+var (
+	_ engine.Directory  = (*Directory)(nil)
+	_ engine.TeamLister = (*Directory)(nil)
+)
 
 // NewDirectory returns a directory reading db: a *pgxpool.Pool, or a pgx.Tx
 // to answer inside a transaction.
@@ -34,6 +37,13 @@ func (d *Directory) TeamRole(ctx context.Context, humanID, teamID int64) (engine
 		return engine.RoleNone, err
 	}
 	return engine.Role(role), nil
+}
+
+// MemberTeams returns the ids of the teams the human is a member of, in
+// any role: the engine's TeamLister, which scopes the ops view by the
+// human's sinks (read by index) rather than every actor.
+func (d *Directory) MemberTeams(ctx context.Context, humanID int64) ([]int64, error) {
+	return store.MemberTeamIDs(ctx, d.db, humanID)
 }
 
 // Owned returns, in ascending order and without repeats, which of ids are

@@ -25,7 +25,13 @@ type EmitParams struct {
 	Windowed bool
 	Payload  []byte  // JSON content without the body
 	Body     *string // the excerpt of the subject's body, kept only for opted-in subscriptions
-	DueAt    time.Time
+	// DueAt is the emit's instant; zero: the database's clock_timestamp()
+	// when the statement runs (a batched emit, which has no round trip of
+	// its own to read the clock with).
+	DueAt time.Time
+	// DueAfter is how long after DueAt the event is due (a quarantine's
+	// window); zero: at once.
+	DueAfter time.Duration
 	// Notify wakes listening claimers (delivered at commit).
 	Notify bool
 }
@@ -57,7 +63,9 @@ const emitInsertSQL = `
 INSERT INTO outbox_events (owner, event_type, match_types, severity, severity_rank, queue_id, endpoint_id,
                            webhook_id, dedup_key, windowed, payload, body, due_at, sink_ids, excerpt_sink_ids)
 SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
-       CASE WHEN cardinality(sets.excerpt_ids) > 0 THEN $12::text END, $13, sets.sink_ids, sets.excerpt_ids
+       CASE WHEN cardinality(sets.excerpt_ids) > 0 THEN $12::text END,
+       coalesce($13::timestamptz, clock_timestamp()) + $14::bigint * interval '1 microsecond',
+       sets.sink_ids, sets.excerpt_ids
 FROM sets WHERE sets.sink_ids IS NOT NULL`
 
 const emitSQL = `WITH` + emitMatchSQL + emitInsertSQL
@@ -68,19 +76,41 @@ const emitNotifySQL = `WITH` + emitMatchSQL + `, ins AS (` + emitInsertSQL + `
 RETURNING 1)
 SELECT pg_notify('switchboard_outbox', '') FROM ins`
 
-// EmitTx writes an event in tx: one statement, one round trip.
-func EmitTx(ctx context.Context, tx pgx.Tx, p EmitParams) error {
+// emitStatement is the one statement that writes p, and its arguments.
+func emitStatement(p EmitParams) (string, []any) {
 	sql := emitSQL
 	if p.Notify {
 		sql = emitNotifySQL
 	}
-	_, err := tx.Exec(ctx, sql,
-		p.Owner, p.EventType, p.MatchTypes, p.Severity, p.SeverityRank, p.QueueID, p.EndpointID,
-		p.WebhookID, p.DedupKey, p.Windowed, p.Payload, p.Body, p.DueAt)
-	if err != nil {
+	var dueAt *time.Time
+	if !p.DueAt.IsZero() {
+		dueAt = &p.DueAt
+	}
+	return sql, []any{p.Owner, p.EventType, p.MatchTypes, p.Severity, p.SeverityRank, p.QueueID, p.EndpointID,
+		p.WebhookID, p.DedupKey, p.Windowed, p.Payload, p.Body, dueAt, p.DueAfter.Microseconds()}
+}
+
+// EmitTx writes an event in tx: one statement, one round trip.
+func EmitTx(ctx context.Context, tx pgx.Tx, p EmitParams) error {
+	sql, args := emitStatement(p)
+	if _, err := tx.Exec(ctx, sql, args...); err != nil {
 		return fmt.Errorf("error writing outbox event: %w", err)
 	}
 	return nil
+}
+
+// QueueEmit queues the statement of EmitTx into b: exactly one queued
+// statement, which writes the event when b runs, in the transaction b is
+// sent in. Its error, if any, comes back from b's results, wrapped as
+// EmitTx wraps it.
+func QueueEmit(b *pgx.Batch, p EmitParams) {
+	sql, args := emitStatement(p)
+	b.Queue(sql, args...).Fn = func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("error writing outbox event: %w", err)
+		}
+		return nil
+	}
 }
 
 // fanOutSQL takes a batch of events (oldest first, SKIP LOCKED so that

@@ -26,7 +26,7 @@ SELECT count(*) FROM ins`
 func EnqueueForSinkTx(ctx context.Context, db DBTX, sinkID int64, p EmitParams) (bool, error) {
 	var n int
 	if err := db.QueryRow(ctx, enqueueForSinkSQL, sinkID, p.Owner, p.EventType, p.Severity, p.DedupKey,
-		p.Windowed, p.Payload, p.DueAt).Scan(&n); err != nil {
+		p.Windowed, p.Payload, p.DueAt.Add(p.DueAfter)).Scan(&n); err != nil {
 		return false, fmt.Errorf("error writing outbox row for sink %d: %w", sinkID, err)
 	}
 	if n > 0 && p.Notify {

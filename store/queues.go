@@ -139,6 +139,20 @@ type Membership struct {
 	Role string
 }
 
+// MemberTeamIDs returns the ids of the teams the human is a member of, in
+// ascending order (the team_members_human index).
+func MemberTeamIDs(ctx context.Context, db DBTX, humanID int64) ([]int64, error) {
+	rows, err := db.Query(ctx, `SELECT team_id FROM team_members WHERE human_id = $1 ORDER BY team_id`, humanID)
+	if err != nil {
+		return nil, fmt.Errorf("error listing teams: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("error listing teams: %w", err)
+	}
+	return ids, nil
+}
+
 // TeamsOf returns the teams the human is a member of, by name.
 func TeamsOf(ctx context.Context, db DBTX, humanID int64) ([]Membership, error) {
 	rows, err := db.Query(ctx, `SELECT t.id, t.name, t.created_at, m.role

@@ -143,6 +143,21 @@ func DeleteSink(ctx context.Context, db DBTX, id int64) error {
 	return nil
 }
 
+// SinkIDsOf returns the ids of every sink of the given owner scopes, in
+// ascending order. It reads the (owner, name) index: the cost is that of
+// the scopes' sinks, not of every sink.
+func SinkIDsOf(ctx context.Context, db DBTX, scopes []string) ([]int64, error) {
+	rows, err := db.Query(ctx, `SELECT id FROM sinks WHERE owner = ANY($1::text[]) ORDER BY id`, scopes)
+	if err != nil {
+		return nil, fmt.Errorf("error listing sinks of scopes: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("error listing sinks of scopes: %w", err)
+	}
+	return ids, nil
+}
+
 // SinkOwners returns the owner scope of each of ids that names a sink; an
 // id of no sink is left out.
 func SinkOwners(ctx context.Context, db DBTX, ids []int64) (map[int64]notifytype.OwnerScope, error) {

@@ -43,7 +43,9 @@ func New(d httpx.Deps, m *Metrics) http.Handler {
 }
 
 // VisibleActors is the actor table p may see: every actor for an
-// operator, else those of p's own scopes' sinks (D26).
+// operator, else those of p's own scopes' sinks (D26). The scoped table
+// costs p's sinks, not the instance's actors: the engine lists the sinks
+// of p's scopes by index and looks their actors up (Engine.StatusFor).
 func VisibleActors(r *http.Request, d httpx.Deps, p engine.Principal) ([]engine.ActorStatus, error) {
 	operator, err := d.Accounts.IsOperator(r.Context(), p.HumanID)
 	if err != nil {

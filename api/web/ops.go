@@ -36,9 +36,12 @@ type opsData struct {
 func (s *server) opsPage(w http.ResponseWriter, r *http.Request, a *actor) {
 	// The actors are scoped as D26 says: an operator sees every sink actor
 	// of the instance, any other human those of their own scopes' sinks.
-	status := s.d.Engine.Status()
+	var status []engine.ActorStatus
 	operator, err := s.d.Accounts.IsOperator(r.Context(), a.P.HumanID)
-	if err == nil && !operator {
+	switch {
+	case err == nil && operator:
+		status = s.d.Engine.Status()
+	case err == nil:
 		status, err = s.d.Engine.StatusFor(r.Context(), a.P)
 	}
 	if err != nil {
