@@ -99,7 +99,7 @@ const claimDueSQL = `
 		)
 		UPDATE outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval
 		FROM chosen WHERE o.id = chosen.id
-		RETURNING `+outboxRowColumns
+		RETURNING ` + outboxRowColumns
 
 func (p ClaimParams) args() []any {
 	return []any{p.Instance, p.Now, p.TTL, p.Limit, p.PerSink, nonNilIDs(p.SkipSinks)}
