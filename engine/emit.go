@@ -113,8 +113,25 @@ func (e *Engine) FanOut(ctx context.Context) (int, error) {
 	}
 }
 
-// fannedOut logs what a fan-out batch found of note.
+// analyzeAfterRows is how many outbox rows fanned out since the last
+// analysis make the engine refresh the outbox's statistics
+// (store.AnalyzeOutbox).
+const analyzeAfterRows = 5000
+
+// fannedOut logs what a fan-out batch found of note, and has the outbox
+// analyzed once analyzeAfterRows rows arrived since the last time.
 func (e *Engine) fannedOut(r store.FanOutResult) {
+	if e.sinceAnalyze.Add(int64(r.Rows)) >= analyzeAfterRows && e.analyzing.CompareAndSwap(false, true) {
+		e.sinceAnalyze.Store(0)
+		go func() {
+			defer e.analyzing.Store(false)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := store.AnalyzeOutbox(ctx, e.cfg.Pool); err != nil {
+				e.log.Warn("error refreshing the outbox's statistics", "error", err)
+			}
+		}()
+	}
 	if r.Gone > 0 {
 		e.log.Warn("events matched sinks deleted before fan-out; recorded as undeliverable",
 			"delivery_records", r.Gone, "class", notifytype.ClassConfig)

@@ -28,12 +28,16 @@ type Engine struct {
 	client   *http.Client // the guarded client every delivery goes through
 	dbClock  *DatabaseClock
 
-	actors     *actors.Supervisor
-	claimer    *claimer
-	reserver   *reserver
-	recorder   *recorder
-	lastNotify atomic.Int64 // wall-clock nanoseconds of the last NOTIFY Emit sent
-	serving    atomic.Bool
+	actors   *actors.Supervisor
+	claimer  *claimer
+	reserver *reserver
+	recorder *recorder
+	// sinceAnalyze counts the outbox rows fanned out since the outbox was
+	// last analyzed; analyzing is set while it is.
+	sinceAnalyze atomic.Int64
+	analyzing    atomic.Bool
+	lastNotify   atomic.Int64 // wall-clock nanoseconds of the last NOTIFY Emit sent
+	serving      atomic.Bool
 
 	// wrapAdapter, set only by tests, wraps every adapter built for a
 	// delivery (to make one panic, say).

@@ -65,8 +65,12 @@ type ClaimParams struct {
 
 // ClaimDue claims, in one statement, due pending rows and rows whose claim
 // expired (an instance died mid-delivery), oldest first, at most Limit and
-// at most PerSink per sink. SKIP LOCKED makes concurrent claimers on other
-// instances take disjoint rows.
+// at most PerSink per sink. The candidates are read without locks, and
+// only the rows chosen among them are locked (FOR UPDATE SKIP LOCKED, the
+// condition checked again on the row's latest version): concurrent
+// claimers on other instances take disjoint rows, and a claim writes a
+// lock only on the rows it takes. A row another claimer holds is skipped:
+// the claim takes fewer rows, never a row twice.
 func ClaimDue(ctx context.Context, db DBTX, p ClaimParams) ([]OutboxRow, error) {
 	rows, err := collectOutboxRows(db.Query(ctx, claimDueSQL, p.args()...))
 	if err != nil {
@@ -82,27 +86,42 @@ const claimDueSQL = `
 		    WHERE state = 'pending' AND due_at <= $2 AND sink_id <> ALL ($6::bigint[])
 		    ORDER BY due_at, id
 		    LIMIT $4 * 4
-		    FOR UPDATE SKIP LOCKED
 		), expired AS (
 		    SELECT id, sink_id, due_at FROM outbox
 		    WHERE state = 'claimed' AND claim_expires_at <= $2 AND sink_id <> ALL ($6::bigint[])
 		    ORDER BY claim_expires_at
 		    LIMIT $4
-		    FOR UPDATE SKIP LOCKED
 		), candidates AS (
 		    SELECT * FROM due UNION ALL SELECT * FROM expired
 		), ranked AS (
 		    SELECT id, row_number() OVER (PARTITION BY sink_id ORDER BY due_at, id) AS n, due_at
 		    FROM candidates
-		), chosen AS (
+		), picked AS (
 		    SELECT id FROM ranked WHERE n <= $5 ORDER BY due_at, id LIMIT $4
+		), chosen AS (
+		    SELECT o.id FROM picked JOIN outbox o ON o.id = picked.id
+		    WHERE (o.state = 'pending' AND o.due_at <= $2) OR (o.state = 'claimed' AND o.claim_expires_at <= $2)
+		    FOR UPDATE OF o SKIP LOCKED
 		)
 		UPDATE outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval
-		FROM chosen WHERE o.id = chosen.id
+		WHERE o.id = ANY (ARRAY(SELECT id FROM chosen))
 		RETURNING ` + outboxRowColumns
 
 func (p ClaimParams) args() []any {
 	return []any{p.Instance, p.Now, p.TTL, p.Limit, p.PerSink, nonNilIDs(p.SkipSinks)}
+}
+
+// AnalyzeOutbox refreshes the planner's statistics of the outbox. A storm
+// takes the share of due rows from nothing to most of the table in
+// seconds, and autovacuum's analyze comes a minute later at best (never,
+// where it is off): meanwhile the planner, believing a handful of rows
+// due, reads and sorts every due row on each claim instead of the first
+// few in index order.
+func AnalyzeOutbox(ctx context.Context, db DBTX) error {
+	if _, err := db.Exec(ctx, `ANALYZE outbox`); err != nil {
+		return fmt.Errorf("error analyzing the outbox: %w", err)
+	}
+	return nil
 }
 
 // FanOutAndClaim fans out at most fanOutLimit committed events (FanOut)
