@@ -111,12 +111,12 @@ func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome
 	case g.final != nil:
 		class := notifytype.ErrorClass(g.final.Class)
 		owner, _ := notifytype.ParseOwnerScope(row.Owner)
-		e.observe(Attempt{SinkID: row.SinkID, Owner: owner, EventType: notifytype.EventType(row.EventType), Rows: []int64{row.ID},
+		e.recorder.report(Attempt{SinkID: row.SinkID, Owner: owner, EventType: notifytype.EventType(row.EventType), Rows: []int64{row.ID},
 			Attempt: row.Attempts, State: g.final.State, Class: class})
 		outcome.Class = class
 		return outcome
 	case g.held:
-		e.observe(Attempt{SinkID: row.SinkID, EventType: notifytype.EventType(row.EventType), Rows: []int64{row.ID},
+		e.recorder.report(Attempt{SinkID: row.SinkID, EventType: notifytype.EventType(row.EventType), Rows: []int64{row.ID},
 			Attempt: row.Attempts, State: rowHeld})
 		return outcome
 	}

@@ -37,6 +37,10 @@ const recordGrace = 15 * time.Second
 type finishedAttempt struct {
 	f       store.Finished
 	attempt Attempt
+	// reportOnly is set for a step whose writes are already committed (a
+	// row held or ended without a send): it is reported in its turn, after
+	// the attempts made before it.
+	reportOnly bool
 }
 
 type recorder struct {
@@ -56,6 +60,14 @@ func (r *recorder) record(fa finishedAttempt) {
 	case r.in <- fa:
 	case <-r.done:
 		r.write(nil, time.Now().Add(recordGrace), []finishedAttempt{fa})
+	}
+}
+
+// report queues a step whose writes are committed already, to be reported
+// (Config.OnAttempt) after the attempts queued before it.
+func (r *recorder) report(a Attempt) {
+	if r.e.cfg.OnAttempt != nil {
+		r.record(finishedAttempt{attempt: a, reportOnly: true})
 	}
 }
 
@@ -106,12 +118,14 @@ func (r *recorder) drain(until time.Time) {
 // is closed, until becomes recordGrace from then.
 func (r *recorder) write(stop <-chan struct{}, until time.Time, group []finishedAttempt) {
 	e := r.e
-	fs := make([]store.Finished, len(group))
-	for i, fa := range group {
-		fs[i] = fa.f
+	fs := make([]store.Finished, 0, len(group))
+	for _, fa := range group {
+		if !fa.reportOnly {
+			fs = append(fs, fa.f)
+		}
 	}
 	backoff := 50 * time.Millisecond
-	for try := 1; ; try++ {
+	for try := 1; len(fs) > 0; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
 		err := store.RecordFinished(ctx, e.cfg.Pool, fs, e.instance)
 		cancel()

@@ -183,9 +183,7 @@ type sinkUse struct {
 // round trip writes them and commits.
 func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []reserved, err error) {
 	sinkIDs := make([]int64, 0, len(reqs))
-	rowIDs := make([]int64, len(reqs))
 	for i, q := range reqs {
-		rowIDs[i] = q.row.ID
 		if i == 0 || q.row.SinkID != reqs[i-1].row.SinkID {
 			sinkIDs = append(sinkIDs, q.row.SinkID)
 		}
@@ -209,7 +207,7 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 	var locked store.Locked
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	store.QueueLockForDelivery(b, sinkIDs, rowIDs, e.instance, &locked)
+	store.QueueLockForDelivery(b, sinkIDs, &locked)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return nil, err
 	}
@@ -246,8 +244,6 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 		budget := Budget{PerHour: s.PerHour, Burst: s.Burst}
 		o.outcome.Budget = actors.Budget(budget)
 		switch {
-		case !locked.Claimed[row.ID]:
-			o.gone = "lost"
 		case row.Attempts >= MaxAttempts:
 			// Its last attempt was abandoned mid-send (D25): finish it
 			// before it could be sent an eighth time.
@@ -292,7 +288,7 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 		for _, s := range starts {
 			ids = append(ids, s.RowID)
 		}
-		store.QueueCloseAbandonedRows(b, ids, now, &closed)
+		store.QueueCloseAbandonedRows(b, ids, e.instance, now, &closed)
 	}
 	if len(capped) > 0 {
 		store.QueueFinishRows(b, capped, e.instance, store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassAbandoned)}, now)
@@ -325,7 +321,7 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 	}
 	for _, i := range started {
 		r, ok := byID[reqs[i].row.ID]
-		if !ok { // locked above as ours: cannot happen
+		if !ok { // its claim expired and another instance took it
 			out[i] = reserved{gone: "lost"}
 			continue
 		}

@@ -71,6 +71,13 @@ type ClaimParams struct {
 // claimers on other instances take disjoint rows, and a claim writes a
 // lock only on the rows it takes. A row another claimer holds is skipped:
 // the claim takes fewer rows, never a row twice.
+//
+// A due row whose sink has rows claimed by another instance (its claims
+// not expired) is left to that instance: one instance at a time delivers
+// to a sink, in the order its rows fell due, and instances reserving
+// budgets never wait for each other's sink locks. A sink is free again
+// for every instance once its claimed rows are finished, or their claims
+// expire (the instance died).
 func ClaimDue(ctx context.Context, db DBTX, p ClaimParams) ([]OutboxRow, error) {
 	rows, err := collectOutboxRows(db.Query(ctx, claimDueSQL, p.args()...))
 	if err != nil {
@@ -84,6 +91,10 @@ const claimDueSQL = `
 		WITH due AS (
 		    SELECT id, sink_id, due_at FROM outbox
 		    WHERE state = 'pending' AND due_at <= $2 AND sink_id <> ALL ($6::bigint[])
+		      AND NOT EXISTS (
+		          SELECT 1 FROM outbox x
+		          WHERE x.sink_id = outbox.sink_id AND x.state = 'claimed' AND x.claimed_by <> $1
+		            AND x.claim_expires_at > $2)
 		    ORDER BY due_at, id
 		    LIMIT $4 * 4
 		), expired AS (

@@ -26,9 +26,6 @@ type LockedSink struct {
 type Locked struct {
 	// Sinks are the sinks locked, by id; a deleted sink is absent.
 	Sinks map[int64]LockedSink
-	// Claimed are the rows this instance still holds; a row whose claim
-	// expired and was taken by another instance is absent.
-	Claimed map[int64]bool
 }
 
 // QueueLockForDelivery queues, into b (which must run in a transaction of
@@ -43,11 +40,12 @@ type Locked struct {
 //   - their budgets are read from the delivery records by a statement of
 //     its own, after the locks: a statement that waited for a lock still
 //     reads with the snapshot it began with, which would miss the records
-//     of the reservation it waited for;
-//   - the rows among rowIDs that this instance still holds are locked.
-func QueueLockForDelivery(b *pgx.Batch, sinkIDs, rowIDs []int64, instance string, l *Locked) {
+//     of the reservation it waited for.
+//
+// The rows are not locked: the statements that change them check that
+// this instance still holds them.
+func QueueLockForDelivery(b *pgx.Batch, sinkIDs []int64, l *Locked) {
 	l.Sinks = make(map[int64]LockedSink, len(sinkIDs))
-	l.Claimed = make(map[int64]bool, len(rowIDs))
 	b.Queue(`
 		SELECT k.id, k.owner, k.kind, k.enabled, k.options, k.budget_per_hour, k.budget_burst,
 		       c.id, c.owner, c.kind, c.account_key, c.secret
@@ -82,15 +80,6 @@ func QueueLockForDelivery(b *pgx.Batch, sinkIDs, rowIDs []int64, instance string
 		})
 		if err != nil {
 			return fmt.Errorf("error reading sink budgets: %w", err)
-		}
-		return nil
-	})
-	b.Queue(`
-		SELECT id FROM outbox WHERE id = ANY ($1) AND state = 'claimed' AND claimed_by = $2
-		ORDER BY id FOR UPDATE`, nonNilIDs(rowIDs), instance).Query(func(rows pgx.Rows) error {
-		var id int64
-		if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { l.Claimed[id] = true; return nil }); err != nil {
-			return fmt.Errorf("error locking claimed rows: %w", err)
 		}
 		return nil
 	})
@@ -270,21 +259,24 @@ func RecordFinished(ctx context.Context, db BatchSender, fs []Finished, instance
 }
 
 // QueueCloseAbandonedRows queues, into b, CloseAbandoned for rows
-// attempted one by one; closed gets the rows among rowIDs whose abandoned
-// attempts it closed.
-func QueueCloseAbandonedRows(b *pgx.Batch, rowIDs []int64, now time.Time, closed *[]int64) {
+// attempted one by one, among those this instance holds; closed gets the
+// rows whose abandoned attempts it closed.
+func QueueCloseAbandonedRows(b *pgx.Batch, rowIDs []int64, instance string, now time.Time, closed *[]int64) {
 	b.Queue(`
-		WITH targets AS (
-		    SELECT id AS row_id, attempt_record_id AS rec FROM outbox
-		    WHERE id = ANY ($1) AND attempt_record_id IS NOT NULL
+		WITH mine AS (
+		    SELECT id, attempt_record_id FROM outbox
+		    WHERE id = ANY ($1) AND state = 'claimed' AND claimed_by = $3
+		), targets AS (
+		    SELECT id AS row_id, attempt_record_id AS rec FROM mine WHERE attempt_record_id IS NOT NULL
 		    UNION
-		    SELECT outbox_id, id FROM delivery_records WHERE outbox_id = ANY ($1) AND status = 'sending'
+		    SELECT d.outbox_id, d.id FROM delivery_records d JOIN mine ON d.outbox_id = mine.id
+		    WHERE d.status = 'sending'
 		), closed AS (
 		    UPDATE delivery_records SET status = 'failed', class = 'abandoned', finished_at = $2
 		    WHERE status = 'sending' AND id IN (SELECT rec FROM targets)
 		    RETURNING id
 		)
-		SELECT DISTINCT t.row_id FROM targets t JOIN closed c ON c.id = t.rec`, nonNilIDs(rowIDs), now).Query(func(rows pgx.Rows) error {
+		SELECT DISTINCT t.row_id FROM targets t JOIN closed c ON c.id = t.rec`, nonNilIDs(rowIDs), now, instance).Query(func(rows pgx.Rows) error {
 		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 		if err != nil {
 			return fmt.Errorf("error closing abandoned attempts: %w", err)
