@@ -22,8 +22,6 @@ const PendingEnv = "SWITCHBOARD_FAULTS_PENDING"
 // "pending: <id>: <reason>" and the test passes; when it passes, the row
 // says so, and the id should leave this list. Nothing is skipped silently.
 var pendingChecks = map[string]string{
-	"sinkfaults/retry-after":     "D24 on main lets Retry-After delay an attempt up to its NEXT D10 slot (the last attempt stays at 31.5 min); this check still wants every attempt at its own slot: reconcile the check with D24",
-	"sinkfaults/panic-abandoned": "D25 is on main (a panicking adapter's attempt is recorded abandoned, engine/hardening_test.go proves it), but the engine exports no adapter hook, so this suite cannot plant a panicking adapter yet",
 	"dbrestart/digest-scheduler": "the digest scheduler is on main; this suite does not yet run a digest across the restart",
 	"surface/hooks-load":         "/hooks/{id} is on main; the load driver does not post to it yet",
 	"surface/fuzz-schedule":      "the schedule parser's fuzzer lives in engine/digest (FuzzParse); this suite does not run it yet",
