@@ -24,8 +24,6 @@ const PendingEnv = "SWITCHBOARD_FAULTS_PENDING"
 var pendingChecks = map[string]string{
 	"dbrestart/digest-scheduler": "the digest scheduler is on main; this suite does not yet run a digest across the restart",
 	"surface/hooks-load":         "/hooks/{id} is on main; the load driver does not post to it yet",
-	"surface/fuzz-schedule":      "the schedule parser's fuzzer lives in engine/digest (FuzzParse); this suite does not run it yet",
-	"surface/fuzz-rules":         "the rule save fuzzer lives in host (FuzzRuleSave); this suite does not run it yet",
 }
 
 var (
