@@ -23,7 +23,6 @@ const PendingEnv = "SWITCHBOARD_FAULTS_PENDING"
 // says so, and the id should leave this list. Nothing is skipped silently.
 var pendingChecks = map[string]string{
 	"dbrestart/digest-scheduler": "the digest scheduler is on main; this suite does not yet run a digest across the restart",
-	"surface/hooks-load":         "/hooks/{id} is on main; the load driver does not post to it yet",
 }
 
 var (

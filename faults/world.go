@@ -113,10 +113,11 @@ func CountRows(ctx context.Context, db *pgxpool.Pool) (Tally, error) {
 	return t, nil
 }
 
-// Lost counts the rows that are neither finished nor, when delivered, seen
-// by the receiver.
+// Lost counts the rows InsertRows wrote (titled RowMarker + id) that are
+// neither finished nor, when delivered, seen by the receiver. Rows of
+// other events (a digest, a rule notify) are the scenario's to count.
 func Lost(ctx context.Context, db *pgxpool.Pool, seen map[int64]int) (int, error) {
-	rows, err := db.Query(ctx, `SELECT id, state FROM outbox`)
+	rows, err := db.Query(ctx, `SELECT id, state FROM outbox WHERE payload->>'title' = $1 || id`, RowMarker)
 	if err != nil {
 		return 0, fmt.Errorf("error reading outbox rows: %w", err)
 	}
