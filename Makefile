@@ -32,32 +32,31 @@ test:
 	@if [ -f bench/go.mod ]; then echo "cd bench && $(GO) vet ./..."; cd bench && $(GO) vet ./...; fi
 
 ## faults: the full reliability and security suite (issue 11), then its table
-## (docs/RELIABILITY.md): 10,000-row crash run, fuzzers FAULTS_FUZZTIME each
+## (docs/RELIABILITY.md): 10,000-row crash run, every fuzz target FAULTS_FUZZTIME
 FAULTS_REPORT   ?= $(CURDIR)/bin/faults-report.jsonl
 FAULTS_FUZZTIME ?= 60s
-FAULTS_FUZZERS  := FuzzClean FuzzRender FuzzAppriseURL FuzzAppriseSecret FuzzRESTBody
+# FAULTS_FUZZERS: empty runs every target of faults.FuzzTargets; or name some
+FAULTS_FUZZERS  ?=
 faults:
 	@mkdir -p bin && rm -f $(FAULTS_REPORT)
 	@export SWITCHBOARD_FAULTS_CANARY=cnry$$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n'); \
 	SWITCHBOARD_FAULTS_FULL=1 SWITCHBOARD_FAULTS_REPORT=$(FAULTS_REPORT) $(GO) test -count=1 -timeout 30m ./faults/...; st=$$?; \
-	$(MAKE) --no-print-directory faults-fuzz FAULTS_FUZZTIME=$(FAULTS_FUZZTIME) || st=1; \
+	SWITCHBOARD_FAULTS_REPORT=$(FAULTS_REPORT) $(MAKE) --no-print-directory faults-fuzz FAULTS_FUZZTIME=$(FAULTS_FUZZTIME) || st=1; \
 	$(GO) run ./faults/cmd/faults-table $(FAULTS_REPORT) || st=1; exit $$st
 
-## faults-short: the suite's short version and 5 s per fuzzer, then the table
+## faults-short: the suite's short version and 5 s per fuzz target, then the table
 ## (CI runs the short suite inside `make test` and adds faults-fuzz: .ci/run)
 faults-short:
 	@mkdir -p bin && rm -f $(FAULTS_REPORT)
 	@SWITCHBOARD_FAULTS_REPORT=$(FAULTS_REPORT) $(GO) test -count=1 -timeout 10m ./faults/...; st=$$?; \
-	$(MAKE) --no-print-directory faults-fuzz FAULTS_FUZZTIME=5s || st=1; \
+	SWITCHBOARD_FAULTS_REPORT=$(FAULTS_REPORT) $(MAKE) --no-print-directory faults-fuzz FAULTS_FUZZTIME=5s || st=1; \
 	$(GO) run ./faults/cmd/faults-table $(FAULTS_REPORT) || st=1; exit $$st
 
-## faults-fuzz: each fuzz target of faults/surface for FAULTS_FUZZTIME
+## faults-fuzz: every fuzz target of the module (faults.FuzzTargets: faults/surface's,
+## the schedule parser's, the rule save path's, Apprise's) for FAULTS_FUZZTIME each, in
+## its own package; their inputs are row 6b of the table when SWITCHBOARD_FAULTS_REPORT is set
 faults-fuzz:
-	@for f in $(FAULTS_FUZZERS); do \
-		echo "fuzz $$f for $(FAULTS_FUZZTIME)"; \
-		out=$$(env -u SWITCHBOARD_FAULTS_REPORT $(GO) test -count=1 -run='^$$' -fuzz="^$$f\$$" -fuzztime=$(FAULTS_FUZZTIME) ./faults/surface 2>&1); \
-		st=$$?; echo "$$out" | tail -n 3; [ $$st -eq 0 ] || { echo "$$out"; exit 1; }; \
-	done
+	$(GO) run ./faults/cmd/faults-fuzz -go=$(GO) -fuzztime=$(FAULTS_FUZZTIME) $(FAULTS_FUZZERS)
 
 ## bench: the benchmarks of the bench module (BENCHTIME=2s by default)
 bench:

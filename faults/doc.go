@@ -8,9 +8,12 @@
 // duplicates and the secrets found.
 //
 // This package holds what the scenarios share: the row and where it is
-// written (Report), the per-run canary (Canary), the checks that wait on a
-// feature not yet built (Expect and the SWITCHBOARD_FAULTS_PENDING list),
-// and the short/full switch (Full). `make faults` runs the full suite and
-// prints the table (cmd/faults-table); `go test ./...` runs the short
-// version, and CI adds the fuzzers for a few seconds each.
+// written (Report), the per-run canary (Canary), the checks and the list
+// of those an operator marks pending for a run (Expect and
+// SWITCHBOARD_FAULTS_PENDING; none is by default), the short/full switch
+// (Full) and every fuzz target of the module (FuzzTargets). `make faults`
+// runs the full suite, then every fuzz target (cmd/faults-fuzz, whose
+// inputs are a row too), and prints the table (cmd/faults-table); `go
+// test ./...` runs the short version, and CI adds the fuzzers for a few
+// seconds each.
 package faults

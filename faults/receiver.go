@@ -27,7 +27,7 @@ type Receiver struct {
 	mu    sync.Mutex
 	seen  map[int64]int
 	total int
-	other int
+	other map[string]int // messages for no row, by title
 	// Distinct is signalled (without blocking) whenever a row arrives for
 	// the first time.
 	Distinct chan struct{}
@@ -36,7 +36,7 @@ type Receiver struct {
 // NewReceiver starts a receiver that accepts token, closed at cleanup.
 func NewReceiver(t testing.TB, token string) *Receiver {
 	t.Helper()
-	r := &Receiver{token: token, seen: map[int64]int{}, Distinct: make(chan struct{}, 1)}
+	r := &Receiver{token: token, seen: map[int64]int{}, other: map[string]int{}, Distinct: make(chan struct{}, 1)}
 	srv := httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(srv.Close)
 	r.URL = srv.URL
@@ -71,7 +71,7 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 		r.seen[id]++
 		first = r.seen[id] == 1
 	} else {
-		r.other++
+		r.other[msg.Title]++
 	}
 	n := r.total
 	r.mu.Unlock()
@@ -96,6 +96,18 @@ func (r *Receiver) Counts() (seen map[int64]int, distinct, duplicates int) {
 		duplicates += n - 1
 	}
 	return seen, len(r.seen), duplicates
+}
+
+// OtherTitles returns how many messages the receiver got for each title
+// that names no row (digests, rule notifies).
+func (r *Receiver) OtherTitles() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int, len(r.other))
+	for t, n := range r.other {
+		out[t] = n
+	}
+	return out
 }
 
 // DistinctRows is how many rows arrived at least once.

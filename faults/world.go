@@ -113,10 +113,11 @@ func CountRows(ctx context.Context, db *pgxpool.Pool) (Tally, error) {
 	return t, nil
 }
 
-// Lost counts the rows that are neither finished nor, when delivered, seen
-// by the receiver.
+// Lost counts the rows InsertRows wrote (titled RowMarker + id) that are
+// neither finished nor, when delivered, seen by the receiver. Rows of
+// other events (a digest, a rule notify) are the scenario's to count.
 func Lost(ctx context.Context, db *pgxpool.Pool, seen map[int64]int) (int, error) {
-	rows, err := db.Query(ctx, `SELECT id, state FROM outbox`)
+	rows, err := db.Query(ctx, `SELECT id, state FROM outbox WHERE payload->>'title' = $1 || id`, RowMarker)
 	if err != nil {
 		return 0, fmt.Errorf("error reading outbox rows: %w", err)
 	}
@@ -140,6 +141,23 @@ func Lost(ctx context.Context, db *pgxpool.Pool, seen map[int64]int) (int, error
 		}
 	}
 	return lost, rows.Err()
+}
+
+// DescribeOpen summarises the outbox rows not yet finished, by state,
+// attempts and last class, with how far their due time and claim are
+// from the database's now: what a failed drain shows.
+func DescribeOpen(ctx context.Context, db *pgxpool.Pool) string {
+	var out string
+	err := db.QueryRow(ctx, `SELECT coalesce(string_agg(line, '; '), 'none') FROM (
+		SELECT format('%s x %s (attempts %s, last class %s, due in %s s, claim left %s s)', count(*), state, attempts,
+			coalesce(last_class, '-'), round(extract(epoch FROM min(due_at) - now())),
+			coalesce(round(extract(epoch FROM max(claim_expires_at) - now()))::text, '-')) AS line
+		FROM outbox WHERE state IN ('pending', 'held', 'claimed')
+		GROUP BY state, attempts, last_class ORDER BY count(*) DESC LIMIT 10) t`).Scan(&out)
+	if err != nil {
+		return "unreadable: " + err.Error()
+	}
+	return out
 }
 
 // DumpTables returns every row of every table of the database as JSON

@@ -206,10 +206,12 @@ func TestProcessCrashMidDrain(t *testing.T) {
 	}), "the killed process's claims were never taken over")
 	recovered := time.Since(killedAt)
 
-	require.NoError(t, faults.WaitUntil(4*time.Minute, 50*time.Millisecond, func() (bool, error) {
+	if err := faults.WaitUntil(4*time.Minute, 50*time.Millisecond, func() (bool, error) {
 		tally, err := faults.CountRows(ctx, pool)
 		return tally.Open == 0, err
-	}), "the outbox never drained")
+	}); err != nil {
+		t.Fatalf("the outbox never drained: %v; open rows: %s", err, faults.DescribeOpen(ctx, pool))
+	}
 	drained := time.Since(began)
 
 	seen, distinct, dups := recv.Counts()

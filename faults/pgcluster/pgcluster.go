@@ -96,6 +96,14 @@ func (c *Cluster) pgctlQuiet(action string, extra ...string) {
 // and waits until it accepts connections again.
 func (c *Cluster) Restart() { c.tb.Helper(); c.pgctl("restart", "-m", "fast") }
 
+// Stop stops the server (fast shutdown: every connection is cut) and
+// waits until it is down; StartAgain brings it back.
+func (c *Cluster) Stop() { c.tb.Helper(); c.pgctl("stop", "-m", "fast") }
+
+// StartAgain starts a stopped server and waits until it accepts
+// connections.
+func (c *Cluster) StartAgain() { c.tb.Helper(); c.pgctl("start") }
+
 // URL is the connection string of database db.
 func (c *Cluster) URL(db string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.Port, db)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,7 +29,7 @@ import (
 var table = struct {
 	sync.Mutex
 	cases, attempts, lost, dups, secrets int
-	names                                []string
+	names, figures                       []string
 	pending                              faults.Pending
 }{}
 
@@ -39,9 +40,10 @@ func TestMain(m *testing.M) {
 	row := faults.Row{
 		Scenario:  "3. sink faults (engine on a fake clock, httptest sinks)",
 		Load:      fmt.Sprintf("%d faulty sinks, %d attempts", table.cases, table.attempts),
-		Faults:    "timeout, reset, slow 9 s, 500→200, 302 to metadata, 401, 429/503 + Retry-After, Apprise 424/204, adapter panic",
+		Faults:    "timeout, reset, slow 9 s, 500→200, 302 to metadata, 401, 429/503 + Retry-After, Apprise 424/204, adapter panics",
 		BadInputs: faults.NotApplicable, RowsLost: table.lost, Duplicates: table.dups, SecretsFound: table.secrets,
-		Figures: []string{"every case ended in its D11 class on the D10 schedule, at most 7 attempts, none after the last"},
+		Figures: append([]string{"every case ended in its D11 class on the D10 schedule (moved by Retry-After only as D24 allows), " +
+			"at most 7 attempts, none after the last"}, table.figures...),
 		Pending: table.pending.Notes(), Failed: code != 0,
 	}
 	table.Unlock()
@@ -64,8 +66,12 @@ type fault struct {
 	classes []notifytype.ErrorClass
 	final   string // delivered, undeliverable or partial
 	// retryAfter is what the server asks for (D24: honoured only inside
-	// the D10 slot).
+	// the D10 schedule).
 	retryAfter time.Duration
+	// panics is how many of the first attempts the sink's adapter panics
+	// in (planted with WrapAdaptersForTest), its panic value quoting the
+	// planted secret; those attempts never reach the server.
+	panics int
 }
 
 func status(code int) func(http.ResponseWriter, *http.Request, int) {
@@ -170,6 +176,24 @@ var cases = []fault{
 		classes: []notifytype.ErrorClass{notifytype.ClassServer, notifytype.ClassNone}, final: "delivered", retryAfter: 10 * time.Second,
 	},
 	{
+		name: "429 with Retry-After: 60 on every attempt (inside the schedule)",
+		answer: func(w http.ResponseWriter, _ *http.Request, _ int) {
+			w.Header().Set("Retry-After", "60")
+			w.WriteHeader(http.StatusTooManyRequests)
+		},
+		classes: repeat(notifytype.ClassRejected, engine.MaxAttempts), final: "undeliverable", retryAfter: time.Minute,
+	},
+	{
+		name:    "adapter panics on every attempt",
+		answer:  func(w http.ResponseWriter, _ *http.Request, _ int) { ok(w) },
+		classes: repeat(notifytype.ClassAbandoned, engine.MaxAttempts), final: "undeliverable", panics: engine.MaxAttempts,
+	},
+	{
+		name:    "adapter panics once, then 200",
+		answer:  func(w http.ResponseWriter, _ *http.Request, _ int) { ok(w) },
+		classes: []notifytype.ErrorClass{notifytype.ClassAbandoned, notifytype.ClassNone}, final: "delivered", panics: 1,
+	},
+	{
 		name: "Apprise 424 twice: retried once, then partial", kind: engine.KindApprise, options: map[string]any{"config_key": "ops"},
 		answer:  status(http.StatusFailedDependency),
 		classes: repeat(notifytype.ClassPartial, 2), final: "partial",
@@ -203,16 +227,32 @@ func runFault(t *testing.T, fc fault) {
 		secret = fmt.Sprintf(`{"authorization":%q}`, secrets.Authorization)
 	}
 	_, p, scope := w.Human()
-	eng := w.Serve()
-	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{Kind: fc.kind, BaseURL: srv.URL, Secret: secret, Options: fc.options})
-	w.Emit(eng, engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: scope, TodoID: 1, DeadLetterCount: 1,
-		Content: sinks.Content{Title: "faults " + fc.name, Place: "forge", LinkPath: "/board/todos/1"}})
-
 	var (
-		first     time.Time
-		overshoot time.Duration // the most a retry was due past its D10 slot
+		panicked atomic.Int32
+		eng      *engine.Engine
 	)
+	if fc.panics > 0 {
+		// Planted from outside the engine, through its exported hook: the
+		// adapter panics with a value that quotes the secret (D25: the
+		// value is never logged).
+		eng = w.ServeWith(func(e *engine.Engine) {
+			e.WrapAdaptersForTest(func(_ int64, a sinks.Adapter) sinks.Adapter {
+				return panicking{inner: a, left: &panicked, panics: int32(fc.panics), secret: secret}
+			})
+		})
+	} else {
+		eng = w.Serve()
+	}
+	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{Kind: fc.kind, BaseURL: srv.URL, Secret: secret, Options: fc.options})
+	emit := func(todo int64) {
+		w.Emit(eng, engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: scope, TodoID: todo, DeadLetterCount: 1,
+			Content: sinks.Content{Title: "faults " + fc.name, Place: "forge", LinkPath: fmt.Sprintf("/board/todos/%d", todo)}})
+	}
+	emit(1)
+
+	var first time.Time
 	for k, want := range fc.classes {
+		at := w.Clock.Now() // the attempt runs at this instant: only this test moves the clock
 		a := w.Wait()
 		require.Equal(t, sink, a.SinkID)
 		require.Equal(t, k+1, a.Attempt, "attempt number")
@@ -232,19 +272,30 @@ func runFault(t *testing.T, fc fault) {
 			break
 		}
 		require.Equal(t, "pending", state, "after attempt %d", k+1)
-		slot := first.Add(engine.RetryDelay(k + 2))
-		if fc.retryAfter > engine.RetryBase {
-			overshoot = max(overshoot, due.Sub(slot))
-		} else {
-			require.True(t, due.Equal(slot), "attempt %d due %v after the first, want %v (D10)", k+2, due.Sub(first), engine.RetryDelay(k+2))
+		want := d24Due(first, at, k+1, fc.retryAfter)
+		check := func(ok bool, format string, args ...any) { require.True(t, ok, append([]any{format}, args...)...) }
+		if fc.retryAfter > 0 {
+			check = func(ok bool, format string, args ...any) {
+				table.pending.Expect(t, "sinkfaults/retry-after", ok, format, args...)
+			}
+		}
+		check(due.Equal(want), "Retry-After %v: attempt %d due %v after the first, want %v (D10 slot %v, D24: at most the next slot)",
+			fc.retryAfter, k+2, due.Sub(first), want.Sub(first), engine.RetryDelay(k+2))
+		if t.Failed() {
+			return
 		}
 		w.Clock.Advance(due.Sub(w.Clock.Now()))
 	}
-
-	if fc.retryAfter > engine.RetryBase {
-		table.pending.Expect(t, "sinkfaults/retry-after", overshoot <= 0,
-			"Retry-After: %v put retries up to %v past their D10 slot; the last attempt came %v after the first (D10: 31.5 min)",
-			fc.retryAfter, overshoot, w.Clock.Now().Sub(first))
+	if len(fc.classes) == engine.MaxAttempts {
+		// D24: the last attempt stays at its own slot whatever was asked.
+		last := w.Clock.Now().Sub(first)
+		require.LessOrEqual(t, last, engine.RetryDelay(engine.MaxAttempts), "the 7th attempt came %v after the first", last)
+		if fc.retryAfter > 0 {
+			table.Lock()
+			table.figures = append(table.figures, fmt.Sprintf("Retry-After: %v on every attempt: attempts at %s after the first (D10 alone: %s)",
+				fc.retryAfter, attemptOffsets(t, w, sink, first), d10Offsets()))
+			table.Unlock()
+		}
 	}
 
 	// Never an 8th attempt, however long we wait.
@@ -252,11 +303,25 @@ func runFault(t *testing.T, fc fault) {
 	if a, more := w.NextAttempt(300 * time.Millisecond); more {
 		t.Fatalf("an attempt after the final one: %+v", a)
 	}
-	require.EqualValues(t, len(fc.classes), requests.Load(), "requests the sink got")
-	var records, lastAttempt int
-	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT count(*), coalesce(max(attempt), 0) FROM delivery_records WHERE sink_id = $1`, sink).Scan(&records, &lastAttempt))
+	wantRequests := len(fc.classes) - min(fc.panics, len(fc.classes))
+	require.EqualValues(t, wantRequests, requests.Load(), "requests the sink got")
+	var (
+		records, lastAttempt int
+		classes              []string
+	)
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT count(*), coalesce(max(attempt), 0), array_agg(coalesce(class, '') ORDER BY attempt)
+		FROM delivery_records WHERE sink_id = $1`, sink).Scan(&records, &lastAttempt, &classes))
 	require.LessOrEqual(t, lastAttempt, engine.MaxAttempts)
 	require.Equal(t, len(fc.classes), records)
+	wantClasses := make([]string, len(fc.classes))
+	for i, c := range fc.classes {
+		wantClasses[i] = string(c)
+	}
+	require.Equal(t, wantClasses, classes, "each attempt's recorded class")
+
+	if fc.panics > 0 {
+		checkPanics(t, w, eng, fc, sink, classes, &requests, emit)
+	}
 
 	found := faults.CountCanary(w.Logs.String(), w.TableJSON("delivery_records"), w.TableJSON("outbox"))
 	require.Zero(t, found, "planted secret in logs or records")
@@ -269,10 +334,106 @@ func runFault(t *testing.T, fc fault) {
 	table.names = append(table.names, fc.name)
 }
 
-// A panicking adapter restarts its sink's actor, never the process, and
-// the actor takes the sink's next row. (The engine's own hook for a
-// panicking adapter is internal to its tests: the class the engine records
-// for that attempt, D25's abandoned, is checked there once it lands.)
+// checkPanics checks D25 for a sink whose adapter panicked: every panicked
+// attempt recorded failed (or undeliverable, the last) with class
+// abandoned and counted against the budget, the row never attempted an 8th
+// time, and the sink's actor still serving: the next event to the same
+// sink is delivered by it.
+func checkPanics(t *testing.T, w *enginetest.World, eng *engine.Engine, fc fault, sink int64, classes []string,
+	requests *atomic.Int32, emit func(int64)) {
+	t.Helper()
+	var abandoned, counted, pastCap int
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT
+			count(*) FILTER (WHERE class = 'abandoned' AND status IN ('failed', 'undeliverable')),
+			count(*) FILTER (WHERE class = 'abandoned' AND counts_budget),
+			count(*) FILTER (WHERE attempt > $2)
+		FROM delivery_records WHERE sink_id = $1`, sink, engine.MaxAttempts).Scan(&abandoned, &counted, &pastCap))
+	wantAbandoned := min(fc.panics, len(fc.classes))
+	table.pending.Expect(t, "sinkfaults/panic-abandoned", abandoned == wantAbandoned && counted == wantAbandoned && pastCap == 0,
+		"%d panicked attempts: %d recorded failed with class abandoned, %d counted against the budget, %d past attempt %d (classes %v)",
+		wantAbandoned, abandoned, counted, pastCap, engine.MaxAttempts, classes)
+
+	// The process and the sink's actor survive: the next event to the same
+	// sink goes out.
+	before := requests.Load()
+	emit(2)
+	a := w.Wait()
+	require.Equal(t, sink, a.SinkID)
+	require.Equal(t, "delivered", a.State, "the sink's next event after the panics: %+v", a)
+	require.Equal(t, before+1, requests.Load(), "the next event reached the server")
+	var restarts = -1
+	for _, st := range eng.Status() {
+		if st.SinkID == sink {
+			restarts = st.Restarts
+		}
+	}
+	require.GreaterOrEqual(t, restarts, 0, "the sink's actor is gone from the engine's status")
+	table.Lock()
+	table.figures = append(table.figures, fmt.Sprintf("%s: %d attempts recorded abandoned (D25), the next event delivered by the same engine, the actor restarted %d times",
+		fc.name, abandoned, restarts))
+	table.Unlock()
+}
+
+// d24Due is when attempt k+1 must be due after attempt k, made at at, of
+// a row first attempted at first, when the server asked to wait
+// retryAfter (0: it did not). D10 puts it at its slot; D24 lets
+// Retry-After delay it up to the next slot, never past it, and not the
+// last attempt at all.
+func d24Due(first, at time.Time, k int, retryAfter time.Duration) time.Time {
+	slot := first.Add(engine.RetryDelay(k + 1))
+	asked := at.Add(retryAfter)
+	if retryAfter <= 0 || !asked.After(slot) || k+1 >= engine.MaxAttempts {
+		return slot
+	}
+	if next := first.Add(engine.RetryDelay(k + 2)); asked.After(next) {
+		return next
+	}
+	return asked
+}
+
+// attemptOffsets lists when a sink's attempts were made, after the first.
+func attemptOffsets(t *testing.T, w *enginetest.World, sink int64, first time.Time) string {
+	t.Helper()
+	rows, err := w.Pool.Query(w.Ctx, `SELECT sent_at FROM delivery_records WHERE sink_id = $1 ORDER BY attempt`, sink)
+	require.NoError(t, err)
+	var out []string
+	for rows.Next() {
+		var at time.Time
+		require.NoError(t, rows.Scan(&at))
+		out = append(out, fmt.Sprint(at.Sub(first).Seconds()))
+	}
+	require.NoError(t, rows.Err())
+	return strings.Join(out, ", ") + " s"
+}
+
+func d10Offsets() string {
+	var out []string
+	for k := 1; k <= engine.MaxAttempts; k++ {
+		out = append(out, fmt.Sprint(engine.RetryDelay(k).Seconds()))
+	}
+	return strings.Join(out, ", ") + " s"
+}
+
+// panicking is an adapter that panics on its sink's first panics attempts
+// (counted in left, shared by every adapter the engine builds for the
+// sink), then delivers through inner.
+type panicking struct {
+	inner  sinks.Adapter
+	left   *atomic.Int32
+	panics int32
+	secret string
+}
+
+func (p panicking) Deliver(ctx context.Context, msg sinks.Message) sinks.Result {
+	if p.left.Add(1) <= p.panics {
+		panic("adapter exploded holding " + p.secret)
+	}
+	return p.inner.Deliver(ctx, msg)
+}
+
+// A worker that panics (below the engine's own recovery of a panicking
+// adapter, which the cases above plant) restarts its sink's actor, never
+// the process, and the actor takes the sink's next row.
 func TestAdapterPanicRestartsTheActorOnly(t *testing.T) {
 	t.Parallel()
 	worker := &panicky{done: make(chan int64, 4)}
@@ -297,11 +458,10 @@ func TestAdapterPanicRestartsTheActorOnly(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, restarts, 1, "the panic restarts the actor")
-	table.pending.Note(t, "sinkfaults/panic-abandoned")
 	table.Lock()
 	table.cases++
 	table.attempts += 2
-	table.names = append(table.names, "adapter panic")
+	table.names = append(table.names, "worker panic")
 	table.Unlock()
 }
 

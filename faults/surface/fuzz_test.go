@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,7 +16,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/faults"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/apprise"
@@ -21,10 +27,6 @@ import (
 
 // fuzzInputs counts the inputs the fuzz targets ran, seeds included.
 var fuzzInputs atomic.Int64
-
-// Fuzzers is every fuzz target of the suite, for make faults and CI (each
-// runs alone: go test -fuzz needs one target per run).
-var _ = []string{"FuzzClean", "FuzzRender", "FuzzAppriseURL", "FuzzAppriseSecret", "FuzzRESTBody"}
 
 // hostileText are seeds every text fuzzer starts from.
 var hostileText = []string{
@@ -206,11 +208,69 @@ func FuzzRESTBody(f *testing.F) {
 	})
 }
 
-// The schedule parser's and the rule expressions' fuzzers come with the
-// digests and webhooks branches; until they land, their absence is on the
-// table, not hidden.
-func TestFuzzersOfOtherBranches(t *testing.T) {
+// Every fuzz target of the module is run by the suite (faults.FuzzTargets,
+// which make faults-fuzz runs and counts into the table), the schedule
+// parser's (engine/digest FuzzParse) and the rule save path's (host
+// FuzzRuleSave) among them; a target added anywhere without being listed
+// fails here.
+func TestSuiteRunsEveryFuzzTarget(t *testing.T) {
 	t.Parallel()
-	rows.pending.Note(t, "surface/fuzz-schedule")
-	rows.pending.Note(t, "surface/fuzz-rules")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(root, "go.mod"))
+	require.NoError(t, err, "the module root")
+	found := map[string]string{} // target → package
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != root && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata") {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != root {
+				return filepath.SkipDir // another module (bench/)
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		for _, m := range fuzzFuncRE.FindAllStringSubmatch(string(b), -1) {
+			found[m[1]] = "./" + filepath.ToSlash(rel)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, found)
+
+	listed := map[string]string{}
+	for _, ft := range faults.FuzzTargets {
+		listed[ft.Name] = ft.Pkg
+		require.Equal(t, found[ft.Name], ft.Pkg, "%s is listed in faults.FuzzTargets under a package that has no such target", ft.Name)
+	}
+	for name, pkg := range found {
+		ok := listed[name] == pkg
+		switch name {
+		case "FuzzParse":
+			rows.pending.Expect(t, "surface/fuzz-schedule", ok, "the schedule parser's fuzzer %s (%s) is not run by the suite", name, pkg)
+		case "FuzzRuleSave":
+			rows.pending.Expect(t, "surface/fuzz-rules", ok, "the rule save fuzzer %s (%s) is not run by the suite", name, pkg)
+		default:
+			require.True(t, ok, "fuzz target %s (%s) is not in faults.FuzzTargets: make faults-fuzz would never run it", name, pkg)
+		}
+	}
+	require.Contains(t, found, "FuzzParse", "the schedule parser's fuzzer")
+	require.Contains(t, found, "FuzzRuleSave", "the rule save fuzzer")
 }
+
+var fuzzFuncRE = regexp.MustCompile(`(?m)^func (Fuzz\w+)\(\w+ \*testing\.F\)`)

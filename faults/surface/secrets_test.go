@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,11 @@ import (
 )
 
 const scenarioSecrets = "5. secrets canary (one run, every surface)"
+
+// panicAdapter panics on every delivery with value.
+type panicAdapter struct{ value string }
+
+func (p panicAdapter) Deliver(context.Context, sinks.Message) sinks.Result { panic(p.value) }
 
 func answer(code int) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -52,11 +58,19 @@ func reset(w http.ResponseWriter, _ *http.Request) {
 func TestSecretsCanaryAppearsNowhere(t *testing.T) {
 	t.Parallel()
 	row(scenarioSecrets, func(r *faults.Row) {
-		r.Faults = "401, 400, 500, 302, reset, TLS, blocked, Apprise 424/204, send tests, API/MCP errors"
+		r.Faults = "401, 400, 500, 302, reset, TLS, blocked, Apprise 424/204, an adapter panic quoting the secrets, send tests, API/MCP errors"
 	})
-	s := newServer(t, serverOpts{})
-	a := s.person(t)
 	sec := faults.PlantedSecrets()
+	// Sinks whose adapter panics, its panic value quoting every planted
+	// secret (D25: the value is never logged or recorded).
+	var panicking sync.Map
+	s := newServer(t, serverOpts{wrapAdapters: func(id int64, a sinks.Adapter) sinks.Adapter {
+		if _, ok := panicking.Load(id); ok {
+			return panicAdapter{value: fmt.Sprintf("exploded holding %s %s %s", sec.GotifyToken, sec.AppriseURL, sec.Authorization)}
+		}
+		return a
+	}})
+	a := s.person(t)
 
 	type target struct {
 		kind    string
@@ -65,6 +79,7 @@ func TestSecretsCanaryAppearsNowhere(t *testing.T) {
 		url     string // instead of a server
 		class   notifytype.ErrorClass
 		options any
+		panics  bool // its adapter panics
 	}
 	stateless := map[string]any{}
 	targets := []target{
@@ -80,6 +95,7 @@ func TestSecretsCanaryAppearsNowhere(t *testing.T) {
 		{kind: engine.KindApprise, handler: answer(424), class: notifytype.ClassPartial, options: stateless},
 		{kind: engine.KindApprise, handler: answer(204), class: notifytype.ClassConfig, options: stateless},
 		{kind: engine.KindApprise, handler: answer(500), class: notifytype.ClassServer, options: map[string]any{"config_key": "ops"}},
+		{kind: engine.KindGotify, handler: answer(200), class: notifytype.ClassAbandoned, panics: true},
 	}
 	want := map[int64]notifytype.ErrorClass{}
 	var sinkIDs []int64
@@ -102,6 +118,9 @@ func TestSecretsCanaryAppearsNowhere(t *testing.T) {
 			}
 		}
 		id := s.sink(t, a, tg.kind, s.connection(t, a, in), tg.options)
+		if tg.panics {
+			panicking.Store(id, true)
+		}
 		want[id] = tg.class
 		sinkIDs = append(sinkIDs, id)
 	}
@@ -195,7 +214,8 @@ func TestSecretsCanaryAppearsNowhere(t *testing.T) {
 	update(scenarioSecrets, func(r *faults.Row) {
 		r.SecretsFound += found
 		r.Load = fmt.Sprintf("%d sinks, %d responses, %d MCP results, %d KiB of logs", len(sinkIDs), len(s.allBodies()), len(mcpTexts), len(s.w.Logs.String())/1024)
-		r.Figures = append(r.Figures, "panicking adapters are covered by engine/delivery_leak_test.go (the engine's panic hook is internal to its tests)")
+		r.Figures = append(r.Figures, "a sink's adapter panics with the secrets in its panic value (planted through engine.WrapAdaptersForTest): "+
+			"recorded abandoned, the value in no log line, record or response")
 	})
 	if found > 0 {
 		for _, txt := range texts {

@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks"
 )
 
 // The operator API's per-human limit as serve sets it
@@ -51,6 +52,9 @@ type serverOpts struct {
 	realClock bool
 	// limiter defaults to one that never limits.
 	limiter *httpx.Limiter
+	// wrapAdapters, when set, wraps every adapter the engine builds
+	// (engine.WrapAdaptersForTest).
+	wrapAdapters func(sinkID int64, a sinks.Adapter) sinks.Adapter
 }
 
 func newServer(t testing.TB, o serverOpts) *server {
@@ -58,7 +62,11 @@ func newServer(t testing.TB, o serverOpts) *server {
 	w := enginetest.New(t)
 	var clock engine.Clock = w.Clock
 	var metrics *ops.Metrics
-	eng := w.Serve(func(c *engine.Config) {
+	var prepare func(*engine.Engine)
+	if o.wrapAdapters != nil {
+		prepare = func(e *engine.Engine) { e.WrapAdaptersForTest(o.wrapAdapters) }
+	}
+	eng := w.ServeWith(prepare, func(c *engine.Config) {
 		c.MaxSinksPerScope = 20
 		if o.realClock {
 			c.Clock = clockwork.NewRealClock()
@@ -78,8 +86,9 @@ func newServer(t testing.TB, o serverOpts) *server {
 	deps := httpx.Deps{
 		Engine: eng, Accounts: accounts, Endpoints: host.NewEndpoints(w.Pool, host.NewDirectory(w.Pool), todos, clock),
 		Todos: todos, Pool: w.Pool, Limiter: o.limiter,
-		Logger: slog.New(slog.NewJSONHandler(w.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Clock:  clock, BaseURL: "http://127.0.0.1",
+		Webhooks: host.NewWebhooks(host.WebhooksConfig{Pool: w.Pool, Emitter: eng, SecretKey: w.Key, Clock: clock}),
+		Logger:   slog.New(slog.NewJSONHandler(w.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Clock:    clock, BaseURL: "http://127.0.0.1",
 	}
 	deps.Auth = &httpx.Auth{Accounts: accounts, Endpoints: deps.Endpoints, Clock: clock}
 	srv := httptest.NewServer(api.NewHandler(deps, api.Options{Metrics: metrics}))

@@ -1,0 +1,27 @@
+package faults
+
+// FuzzTarget is one fuzz target the suite runs (go test -fuzz), in the
+// package that holds it.
+type FuzzTarget struct {
+	// Pkg is the package's path from the module root, "./engine/digest".
+	Pkg string
+	// Name is the target, "FuzzParse".
+	Name string
+	// What says what the target feeds hostile input to, for the table.
+	What string
+}
+
+// FuzzTargets is every fuzz target of the module: `make faults` runs each
+// for FAULTS_FUZZTIME and CI for 5 s (cmd/faults-fuzz, which counts their
+// inputs into the table's "bad inputs tried"). A test of faults/surface
+// fails when a Fuzz function of the module is missing here.
+var FuzzTargets = []FuzzTarget{
+	{Pkg: "./faults/surface", Name: "FuzzClean", What: "message sanitisation"},
+	{Pkg: "./faults/surface", Name: "FuzzRender", What: "message rendering"},
+	{Pkg: "./faults/surface", Name: "FuzzAppriseURL", What: "Apprise URL scheme check"},
+	{Pkg: "./faults/surface", Name: "FuzzAppriseSecret", What: "Apprise secret parsing"},
+	{Pkg: "./faults/surface", Name: "FuzzRESTBody", What: "REST API JSON bodies"},
+	{Pkg: "./sinks/apprise", Name: "FuzzCheckSchemes", What: "Apprise URL splitting against Apprise's own reading"},
+	{Pkg: "./engine/digest", Name: "FuzzParse", What: "digest schedule parser (D19)"},
+	{Pkg: "./host", Name: "FuzzRuleSave", What: "webhook rule expressions and actions, saved"},
+}
