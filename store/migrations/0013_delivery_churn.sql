@@ -13,3 +13,11 @@ ALTER TABLE delivery_records SET (fillfactor = 85);
 -- A claim prefers sinks no other instance is delivering to (see ClaimDue):
 -- it looks up the claimed rows of a candidate's sink.
 CREATE INDEX outbox_claimed_sink ON outbox (sink_id, claimed_by) WHERE state = 'claimed';
+
+-- Starting an attempt on a claimed row (its attempts, the record it links,
+-- the claim extended) changes no indexed column once the claims are found
+-- through outbox_claimed_sink, whose partial index holds only the claimed
+-- rows (a few per sink being delivered): with room on the page, it is a
+-- heap-only update too.
+DROP INDEX outbox_claimed;
+ALTER TABLE outbox SET (fillfactor = 80);
