@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/switchboard/notify/notifytype"
 )
@@ -16,3 +17,7 @@ func (e *Engine) OpenConnectionForTest(ctx context.Context, id int64, scope noti
 // JanitorLockKeyForTest is the advisory lock the janitor holds while it
 // cleans up, so a test can hold it as another instance would.
 const JanitorLockKeyForTest = janitorLockKey
+
+// SetRecordTryTimeoutForTest shortens one try of the recorder's write, so
+// a test can make writes fail quickly. Set it before Serve.
+func (e *Engine) SetRecordTryTimeoutForTest(d time.Duration) { e.recorder.tryTimeout = d }

@@ -490,3 +490,55 @@ func TestJanitorPrunesPagesSessionsAndLoginLinks(t *testing.T) {
 	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM login_links WHERE token_hash = 'fresh'`))
 	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM login_links`))
 }
+
+// An attempt whose outcome cannot be written at once (the database is
+// locked, slow or gone) is written as soon as it can be: its row stays
+// claimed meanwhile, so no instance sends it again, however long the
+// database takes (the defect was a 5 s bound after which the row was sent
+// a second time once its claim expired).
+func TestDeliveryRecordOutlastsADatabaseThatRefusesIt(t *testing.T) {
+	t.Parallel()
+	w := enginetest.New(t)
+	g := newGotify(t)
+	_, p, scope := w.Human()
+	sending, sent := make(chan struct{}), make(chan struct{})
+	eng := w.ServeWith(func(e *engine.Engine) {
+		e.SetRecordTryTimeoutForTest(100 * time.Millisecond)
+		e.WrapAdaptersForTest(func(_ int64, a sinks.Adapter) sinks.Adapter {
+			return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
+				close(sending)
+				<-sent
+				return a.Deliver(ctx, m)
+			})
+		})
+	})
+	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.record"})
+	w.Emit(eng, deadLetterOf(scope, 1))
+
+	// The reservation is committed; until the send ends, take the records
+	// away from the recorder.
+	<-sending
+	tx, err := w.Pool.Begin(w.Ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(w.Ctx) }()
+	_, err = tx.Exec(w.Ctx, `LOCK TABLE delivery_records IN EXCLUSIVE MODE`)
+	require.NoError(t, err)
+	close(sent)
+	require.Eventually(t, func() bool {
+		return len(logLines(w, "error recording delivery outcomes; trying again")) > 0
+	}, enginetest.WaitTimeout, 10*time.Millisecond)
+	var state string
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT state FROM outbox WHERE sink_id = $1`, sink).Scan(&state))
+	require.Equal(t, "claimed", state, "the row stays claimed while its outcome waits")
+	require.NoError(t, tx.Rollback(w.Ctx))
+
+	a := w.Wait()
+	require.Equal(t, "delivered", a.State)
+	require.Equal(t, 1, a.Attempt)
+	require.Len(t, g.received(), 1, "sent once")
+	statuses, _ := recordsOf(t, w, sink)
+	require.Equal(t, []string{"delivered/"}, statuses)
+	require.Equal(t, map[string]int{"delivered": 1}, w.RowStates())
+	require.NotEmpty(t, logLines(w, "recorded delivery outcomes after a failure"))
+	require.NotContains(t, w.Logs.String(), "gtfya.record")
+}

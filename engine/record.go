@@ -47,10 +47,12 @@ type recorder struct {
 	e    *Engine
 	in   chan finishedAttempt
 	done chan struct{} // closed when run has returned
+	// tryTimeout bounds one try of a write: recordTimeout, shorter in tests.
+	tryTimeout time.Duration
 }
 
 func newRecorder(e *Engine) *recorder {
-	return &recorder{e: e, in: make(chan finishedAttempt, recordQueue), done: make(chan struct{})}
+	return &recorder{e: e, in: make(chan finishedAttempt, recordQueue), done: make(chan struct{}), tryTimeout: recordTimeout}
 }
 
 // record queues fa for writing. Once the recorder has stopped (an attempt
@@ -126,7 +128,7 @@ func (r *recorder) write(stop <-chan struct{}, until time.Time, group []finished
 	}
 	backoff := 50 * time.Millisecond
 	for try := 1; len(fs) > 0; try++ {
-		ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), r.tryTimeout)
 		err := store.RecordFinished(ctx, e.cfg.Pool, fs, e.instance)
 		cancel()
 		if err == nil {
