@@ -172,14 +172,14 @@ func (a *SinkActor) Serve(ctx context.Context) error {
 				a.sup.signalRoom()
 			}
 			a.publish(StateDelivering, 1)
-			arm(a.sup.worker.Deliver(ctx, row))
+			arm(step(func() Outcome { return a.sup.worker.Deliver(ctx, row) }))
 		case <-a.poke:
 			a.publish(StateDelivering, 1)
-			flushed(a.sup.worker.Flush(ctx, a.sinkID))
+			flushed(step(func() Outcome { return a.sup.worker.Flush(ctx, a.sinkID) }))
 		case <-flushC():
 			flush, a.flushAt = nil, time.Time{}
 			a.publish(StateDelivering, 1)
-			flushed(a.sup.worker.Flush(ctx, a.sinkID))
+			flushed(step(func() Outcome { return a.sup.worker.Flush(ctx, a.sinkID) }))
 		case <-idle.C:
 			if flush == nil && a.sup.retire(a) {
 				return fmt.Errorf("sink %d idle: %w", a.sinkID, suture.ErrDoNotRestart)
@@ -193,6 +193,33 @@ func (a *SinkActor) Serve(ctx context.Context) error {
 		}
 		idle.Reset(a.sup.cfg.IdleAfter)
 	}
+}
+
+// step runs one step of the worker on a goroutine of its own and waits
+// for it. The step's deep calls (the database, the HTTP client) grow that
+// goroutine's stack, not the actor's: an actor waiting for work keeps the
+// smallest stack, which is most of its memory when thousands are alive. A
+// panic in the step is raised again on the actor's goroutine, so suture
+// restarts the actor as before.
+func step(f func() Outcome) Outcome {
+	type result struct {
+		o        Outcome
+		panicked any
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				done <- result{panicked: v}
+			}
+		}()
+		done <- result{o: f()}
+	}()
+	r := <-done
+	if r.panicked != nil {
+		panic(r.panicked)
+	}
+	return r.o
 }
 
 func (a *SinkActor) restingState() State {

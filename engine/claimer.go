@@ -25,7 +25,14 @@ const claimBatch = 256
 type claimer struct {
 	e    *Engine
 	wake chan struct{}
+	// expiredAt is when the claimer last looked for rows whose claim
+	// expired (wall time).
+	expiredAt time.Time
 }
+
+// expiredEvery is how often the claimer looks for rows whose claim expired
+// (their instance died): far below any claim's lifetime (15 s at least).
+const expiredEvery = time.Second
 
 func newClaimer(e *Engine) *claimer { return &claimer{e: e, wake: make(chan struct{}, 1)} }
 
@@ -104,6 +111,10 @@ func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err err
 		p := store.ClaimParams{
 			Instance: e.instance, Now: now, TTL: e.cfg.ClaimTTL,
 			Limit: limit, PerSink: actors.MailboxSizeDefault / 2, SkipSinks: fullSinks,
+			SkipExpired: time.Since(c.expiredAt) < expiredEvery,
+		}
+		if !p.SkipExpired {
+			c.expiredAt = time.Now()
 		}
 		var (
 			rows       []store.OutboxRow

@@ -85,10 +85,14 @@ func NewClient(cfg GuardConfig) *http.Client {
 		TLSHandshakeTimeout:   cfg.Timeout,
 		ResponseHeaderTimeout: cfg.Timeout,
 		// Many sinks share one server (a team's Gotify, an Apprise API),
-		// and their actors send at once: keep enough connections to it
-		// open that a busy moment does not dial (and handshake) per send.
+		// and their actors send at once: at most 64 connections to one
+		// server, kept open between sends, so that a busy moment neither
+		// dials (and handshakes) per send nor opens hundreds of
+		// connections to a small self-hosted server; a send beyond them
+		// waits for one (within the client's timeout).
 		MaxIdleConns:           512,
 		MaxIdleConnsPerHost:    64,
+		MaxConnsPerHost:        64,
 		IdleConnTimeout:        90 * time.Second,
 		MaxResponseHeaderBytes: 64 << 10,
 	}

@@ -61,6 +61,10 @@ type ClaimParams struct {
 	PerSink int
 	// SkipSinks are sinks whose actor has no room.
 	SkipSinks []int64
+	// SkipExpired leaves rows whose claim expired for a later claim: they
+	// are looked for once a second, not on every claim of a drain (the
+	// search reads every claimed row).
+	SkipExpired bool
 }
 
 // ClaimDue claims, in one statement, due pending rows and rows whose claim
@@ -99,7 +103,7 @@ const claimDueSQL = `
 		    LIMIT $4 * 4
 		), expired AS (
 		    SELECT id, sink_id, due_at FROM outbox
-		    WHERE state = 'claimed' AND claim_expires_at <= $2 AND sink_id <> ALL ($6::bigint[])
+		    WHERE $7 AND state = 'claimed' AND claim_expires_at <= $2 AND sink_id <> ALL ($6::bigint[])
 		    ORDER BY claim_expires_at
 		    LIMIT $4
 		), candidates AS (
@@ -119,7 +123,7 @@ const claimDueSQL = `
 		RETURNING ` + outboxRowColumns
 
 func (p ClaimParams) args() []any {
-	return []any{p.Instance, p.Now, p.TTL, p.Limit, p.PerSink, nonNilIDs(p.SkipSinks)}
+	return []any{p.Instance, p.Now, p.TTL, p.Limit, p.PerSink, nonNilIDs(p.SkipSinks), !p.SkipExpired}
 }
 
 // AnalyzeOutbox refreshes the planner's statistics of the outbox. A storm

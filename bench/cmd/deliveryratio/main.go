@@ -55,7 +55,7 @@ var (
 	latencyN   = flag.Int("latency-n", 100, "events per latency run")
 	latencyGap = flag.Duration("latency-gap", 0, "pause between an event's recorded attempt and the next commit")
 	timeout    = flag.Duration("timeout", 90*time.Second, "bound on one throughput run")
-	conns      = flag.Int("engine-conns", 0, "engine pool size (0: pgxpool's default, max(4, NumCPU), as the server's)")
+	conns      = flag.Int("engine-conns", 0, "engine pool size (0: the server binary's default, store.PoolMaxConnsDefault)")
 	keep       = flag.Bool("keep", false, "keep the database at the end, to inspect")
 	trace      = flag.Bool("trace", false, "print when the claimer handed rows to actors during throughput runs (per 100 ms)")
 )

@@ -58,7 +58,7 @@ type world struct {
 	todo  atomic.Int64 // a new todo id per event: a new dedup key per event
 	owner map[int]*owner
 	log   *slog.Logger
-	conns int32 // engine pool size; 0: pgxpool's default
+	conns int32 // engine pool size; 0: the server binary's default
 
 	notes chan time.Time // the driver's own LISTEN: when each NOTIFY arrived
 }
@@ -227,6 +227,7 @@ func (w *world) start(debounce time.Duration) (*running, error) {
 	if err != nil {
 		return nil, err
 	}
+	store.ApplyPoolDefaults(pc, w.url) // as the server binary
 	if w.conns > 0 {
 		pc.MaxConns = w.conns
 	}

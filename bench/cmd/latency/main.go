@@ -33,6 +33,7 @@ import (
 	"github.com/switchboard/notify/bench/internal/standin"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store"
 )
 
 var (
@@ -102,8 +103,8 @@ func run(ctx context.Context) (err error) {
 	if _, err := r.Pool.Exec(ctx, `CREATE TABLE bench_commit (id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return err
 	}
-	fmt.Printf("engine:  every setting at its default (PollInterval %v, NotifyDebounce %v, budgets %d/h burst %d, pgxpool's default pool)\n",
-		engine.PollIntervalDefault, engine.NotifyDebounceDefault, engine.BudgetPerHourDefault, engine.BudgetBurstDefault)
+	fmt.Printf("engine:  every setting at its default (PollInterval %v, NotifyDebounce %v, budgets %d/h burst %d, the server's pool of %d)\n",
+		engine.PollIntervalDefault, engine.NotifyDebounceDefault, engine.BudgetPerHourDefault, engine.BudgetBurstDefault, store.PoolMaxConnsDefault)
 	fmt.Printf("run:     %d rounds; paced %d events/s for %v over %d sinks; idle %d events after %v quiet\n\n",
 		*rounds, *rate, *duration, *sinksN, *idleN, *quiet)
 

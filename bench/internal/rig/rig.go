@@ -174,7 +174,7 @@ type Instance struct {
 }
 
 // Serve starts an engine with cfg (its Pool replaced by a new pool of
-// conns connections, 0: pgxpool's default; tracer, when set, traces it).
+// conns connections, 0: the server binary's default, store.PoolMaxConnsDefault; tracer, when set, traces it).
 // mod, when set, edits the configuration last.
 func (r *Rig) Serve(cfg engine.Config, name string, conns int32, tracer pgx.QueryTracer) (*Instance, error) {
 	pc, err := pgxpool.ParseConfig(r.URL)
