@@ -62,6 +62,10 @@ const (
 	rowUndeliverable = "undeliverable"
 )
 
+// releaseTimeout bounds giving back a row the engine stops before
+// attempting.
+const releaseTimeout = 5 * time.Second
+
 // eventCoalesced is the event type recorded for a coalesced message.
 const eventCoalesced = "coalesced"
 
@@ -95,7 +99,9 @@ func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome
 	case errors.Is(g.err, errStopping):
 		// The engine stops before the row was attempted: give it back at
 		// once rather than after its claim expires.
-		w.Release(context.WithoutCancel(ctx), []store.OutboxRow{row})
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		w.Release(rctx, []store.OutboxRow{row})
+		cancel()
 		return outcome
 	case g.err != nil:
 		// The database failed us: leave the row claimed; it is attempted
