@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -62,24 +63,58 @@ type result struct {
 	execs  int64
 	output string
 	err    error
+	// raced counts the runs lost to Go's fuzzing coordinator race (see
+	// coordinatorRace) and run again.
+	raced int
+}
+
+// raceTries is how often a target whose run was lost to the coordinator
+// race is run again before the loss counts as a failure.
+const raceTries = 3
+
+// coordinatorRace reports a failed run that is Go's own, not the
+// target's: in Go 1.26 the -fuzztime deadline can race a worker's last
+// call, and go test fails with a bare "context deadline exceeded" and
+// writes no failing input (go.dev/issue/75804, fixed in Go 1.27). A run
+// that wrote an input into the corpus is a real failure, whatever it
+// printed.
+func coordinatorRace(output string, newInputs int) bool {
+	return newInputs == 0 && strings.Contains(output, "\n    context deadline exceeded\n")
+}
+
+// corpusSize counts the inputs in t's corpus directory, where go test
+// writes a failing input.
+func corpusSize(t faults.FuzzTarget) int {
+	entries, _ := os.ReadDir(filepath.Join(t.Pkg, "testdata", "fuzz", t.Name))
+	return len(entries)
 }
 
 // run fuzzes one target. The row of a scenario is never written from a
 // fuzzing run (its inputs run in worker processes): the report's variable
 // is taken out of the child's environment.
 func run(goBin string, t faults.FuzzTarget, fuzztime time.Duration) result {
-	cmd := exec.Command(goBin, "test", "-count=1", "-run=^$", "-fuzz=^"+t.Name+"$",
-		"-fuzztime="+fuzztime.String(), t.Pkg)
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, faults.ReportEnv+"=")
-	})
-	out, err := cmd.CombinedOutput()
-	r := result{target: t, output: string(out), err: err}
-	r.execs = execs(r.output)
-	if err == nil && r.execs <= 0 {
-		r.err = fmt.Errorf("go test reported no input tried")
+	var r result
+	for try := 1; ; try++ {
+		before := corpusSize(t)
+		cmd := exec.Command(goBin, "test", "-count=1", "-run=^$", "-fuzz=^"+t.Name+"$",
+			"-fuzztime="+fuzztime.String(), t.Pkg)
+		cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+			return strings.HasPrefix(kv, faults.ReportEnv+"=")
+		})
+		out, err := cmd.CombinedOutput()
+		raced := r.raced
+		r = result{target: t, output: string(out), err: err, raced: raced}
+		r.execs = execs(r.output)
+		if err != nil && try < raceTries && coordinatorRace(r.output, corpusSize(t)-before) {
+			r.raced++
+			fmt.Printf("fuzz %s: lost to Go's fuzzing coordinator race (go.dev/issue/75804: no input failed); running it again\n", t.Name)
+			continue
+		}
+		if err == nil && r.execs <= 0 {
+			r.err = fmt.Errorf("go test reported no input tried")
+		}
+		return r
 	}
-	return r
 }
 
 var execsRE = regexp.MustCompile(`execs: (\d+) `)
@@ -111,6 +146,9 @@ func summarise(results []result, fuzztime time.Duration) faults.Row {
 	for _, r := range results {
 		row.BadInputs += int(r.execs)
 		status := "no failure"
+		if r.raced > 0 {
+			status += fmt.Sprintf(" (run again %d× after Go's fuzzing coordinator race, go.dev/issue/75804)", r.raced)
+		}
 		if r.err != nil {
 			row.Failed = true
 			status = "FAILED: " + firstLine(r.err.Error())

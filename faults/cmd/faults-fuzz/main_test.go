@@ -45,3 +45,21 @@ func TestEveryTargetNamedOnce(t *testing.T) {
 		seen[ft.Name] = true
 	}
 }
+
+// Only a bare deadline with no failing input written is Go's coordinator
+// race (go.dev/issue/75804); anything else a run printed, or an input it
+// wrote, is the target's failure.
+func TestCoordinatorRaceIsOnlyABareDeadlineWithNoInputWritten(t *testing.T) {
+	raced := "fuzz: elapsed: 1m0s, execs: 242270 (0/sec), new interesting: 12 (total: 160)\n--- FAIL: FuzzRender (61.10s)\n    context deadline exceeded\nFAIL\nexit status 1\n"
+	crashed := "--- FAIL: FuzzRender (0.21s)\n    --- FAIL: FuzzRender (0.00s)\n        testing.go:1591: panic: runtime error: index out of range\n" +
+		"    Failing input written to testdata/fuzz/FuzzRender/4f1c\nFAIL\n"
+	if !coordinatorRace(raced, 0) {
+		t.Error("a bare deadline with no input written is the coordinator's race")
+	}
+	if coordinatorRace(raced, 1) {
+		t.Error("a run that wrote a failing input failed, whatever it printed")
+	}
+	if coordinatorRace(crashed, 0) || coordinatorRace(crashed, 1) {
+		t.Error("a panic in the target is the target's failure")
+	}
+}
