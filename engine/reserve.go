@@ -136,6 +136,9 @@ func (e *Engine) reserveGroup(ctx context.Context, group []*reserveReq) {
 		}
 		live = append(live, q)
 	}
+	if len(live) == 0 {
+		return
+	}
 	// Sinks in id order, and a sink's rows in the order they were due.
 	slices.SortFunc(live, func(a, b *reserveReq) int {
 		return cmp.Or(cmp.Compare(a.row.SinkID, b.row.SinkID), a.row.DueAt.Compare(b.row.DueAt), cmp.Compare(a.row.ID, b.row.ID))
