@@ -143,8 +143,10 @@ func (e *Engine) createDigest(ctx context.Context, p Principal, in DigestInput) 
 		if n >= MaxDigestsPerScope {
 			return notifytype.InvalidArgumentf("digests", "this owner scope already has %d digests, the most allowed; delete one first", MaxDigestsPerScope)
 		}
-		out, err = store.InsertDigest(ctx, tx, row)
-		return digestNameTaken(err)
+		if out, err = store.InsertDigest(ctx, tx, row); err != nil {
+			return digestNameTaken(err)
+		}
+		return RecordWrite(ctx, tx, p, out.Owner, WriteDigestCreate, ObjectDigest, out.ID)
 	})
 	if err != nil {
 		return Digest{}, err
@@ -290,8 +292,10 @@ func (e *Engine) updateDigest(ctx context.Context, p Principal, id int64, patch 
 			return err
 		}
 		row.UpdatedByHumanID, row.UpdatedByEndpointID = p.HumanID, p.EndpointID
-		out, err = store.UpdateDigest(ctx, tx, row)
-		return digestNameTaken(err)
+		if out, err = store.UpdateDigest(ctx, tx, row); err != nil {
+			return digestNameTaken(err)
+		}
+		return RecordWrite(ctx, tx, p, out.Owner, WriteDigestUpdate, ObjectDigest, out.ID)
 	})
 	if err != nil {
 		return Digest{}, err
@@ -301,10 +305,17 @@ func (e *Engine) updateDigest(ctx context.Context, p Principal, id int64, patch 
 
 // DeleteDigest deletes a digest and its run history.
 func (e *Engine) DeleteDigest(ctx context.Context, p Principal, id int64) error {
-	if _, err := e.readDigest(ctx, p, id, true); err != nil {
+	d, err := e.readDigest(ctx, p, id, true)
+	if err != nil {
 		return wrapErr(err, "deleting digest")
 	}
-	return wrapErr(notFoundIfNoRows(store.DeleteDigest(ctx, e.cfg.Pool, id), "digest"), "deleting digest")
+	err = pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
+		if err := notFoundIfNoRows(store.DeleteDigest(ctx, tx, id), "digest"); err != nil {
+			return err
+		}
+		return RecordWrite(ctx, tx, p, d.Owner, WriteDigestDelete, ObjectDigest, id)
+	})
+	return wrapErr(err, "deleting digest")
 }
 
 // DigestRun is what became of one digest built: sent (to how many sinks,
@@ -357,6 +368,9 @@ func (e *Engine) PreviewDigest(ctx context.Context, p Principal, id int64) (Dige
 func (e *Engine) SendDigestNow(ctx context.Context, p Principal, id int64) (DigestRun, error) {
 	d, err := e.readDigest(ctx, p, id, true)
 	if err != nil {
+		return DigestRun{}, wrapErr(err, "sending digest")
+	}
+	if err := RecordWrite(ctx, e.cfg.Pool, p, d.Owner, WriteDigestSend, ObjectDigest, id); err != nil {
 		return DigestRun{}, wrapErr(err, "sending digest")
 	}
 	r, err := e.buildNow(ctx, d)

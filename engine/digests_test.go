@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
 )
 
@@ -592,4 +593,33 @@ func TestDigestCountsQuarantineOfItsOwnWebhooks(t *testing.T) {
 	require.Contains(t, pv.Text, "Quarantined deliveries:\n- github: 3")
 	require.Contains(t, pv.Text, "3 quarantined")
 	require.False(t, pv.Quiet)
+}
+
+// Every write of a digest (create, change, send now, delete) is recorded
+// in the write log with its author, in the write's own transaction
+// (REQ-5); a refused change records nothing.
+func TestDigestWritesRecordTheirAuthor(t *testing.T) {
+	t.Parallel()
+	d := newDigestWorld(t)
+	dg := d.digest(t, engine.DigestInput{Schedule: "* 09:00"})
+	name := "evening"
+	_, err := d.eng.UpdateDigest(d.w.Ctx, d.p, dg.ID, engine.DigestPatch{Name: &name})
+	require.NoError(t, err)
+	bad := "every day at nine"
+	_, err = d.eng.UpdateDigest(d.w.Ctx, d.p, dg.ID, engine.DigestPatch{Schedule: &bad})
+	requireCode(t, err, notifytype.CodeInvalidArgument, "schedule")
+	_, err = d.eng.SendDigestNow(d.w.Ctx, d.p, dg.ID)
+	require.NoError(t, err)
+	require.NoError(t, d.eng.DeleteDigest(d.w.Ctx, d.p, dg.ID))
+
+	ws, err := store.ListWrites(d.w.Ctx, d.w.Pool, engine.ObjectDigest, dg.ID)
+	require.NoError(t, err)
+	var actions []string
+	for _, w := range ws {
+		actions = append(actions, w.Action)
+		require.Equal(t, d.p.HumanID, w.HumanID, w.Action)
+		require.Zero(t, w.EndpointID, w.Action)
+		require.Equal(t, d.scope.String(), w.Owner, w.Action)
+	}
+	require.Equal(t, []string{engine.WriteDigestCreate, engine.WriteDigestUpdate, engine.WriteDigestSend, engine.WriteDigestDelete}, actions)
 }

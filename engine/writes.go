@@ -21,6 +21,10 @@ const (
 	WriteSubscriptionAdd    = "subscription.create"
 	WriteSubscriptionDelete = "subscription.delete"
 	WriteAgentPage          = "agent.notify"
+	WriteDigestCreate       = "digest.create"
+	WriteDigestUpdate       = "digest.update"
+	WriteDigestDelete       = "digest.delete"
+	WriteDigestSend         = "digest.send"
 )
 
 // Object kinds of the write log.
@@ -29,14 +33,15 @@ const (
 	ObjectSink         = "sink"
 	ObjectSubscription = "subscription"
 	ObjectEndpoint     = "endpoint"
+	ObjectDigest       = "digest"
 )
 
 // RecordWrite records in the write log that p wrote (action) the object
 // of kind and id in owner's scope: the acting human, and the endpoint when
 // one acted for its accountable human. Call it with the write's own
 // transaction, so the record exists exactly when the write does. The
-// engine records its own writes; a host records its writes (endpoints,
-// webhooks, rules, digests) through it too.
+// engine records its own writes (digests among them); a host records its
+// writes (endpoints, webhooks) through it too.
 func RecordWrite(ctx context.Context, db store.DBTX, p Principal, owner notifytype.OwnerScope, action, objectKind string, objectID int64) error {
 	return store.InsertWrite(ctx, db, store.Write{
 		Owner: owner.String(), Action: action, ObjectKind: objectKind, ObjectID: objectID,
