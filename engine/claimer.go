@@ -145,7 +145,7 @@ func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err err
 				// Its mailbox filled meanwhile, or the actors are stopping:
 				// give the row back as it was.
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-				err := store.ReleaseRow(rctx, e.cfg.Pool, r.ID, e.instance, r.DueAt)
+				_, err := store.ReleaseRows(rctx, e.cfg.Pool, []int64{r.ID}, e.instance)
 				cancel()
 				if err != nil {
 					return time.Time{}, false, err

@@ -197,9 +197,9 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 			return err // nothing held: spend no token
 		}
 		ids := rowIDs(rows)
-		if n, err := store.CloseAbandoned(ctx, tx, ids, now); err != nil {
+		if closed, err := store.CloseAbandoned(ctx, tx, ids, e.instance, now); err != nil {
 			return err
-		} else if n > 0 {
+		} else if len(closed) > 0 {
 			e.log.Warn("redelivering an abandoned attempt", "sink_id", s.ID, "event_type", eventCoalesced,
 				"owner_scope", s.Owner, "class", notifytype.ClassAbandoned, "rows", len(rows))
 		}

@@ -291,7 +291,7 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 		for _, s := range starts {
 			ids = append(ids, s.RowID)
 		}
-		store.QueueCloseAbandonedRows(b, ids, e.instance, now, &closed)
+		store.QueueCloseAbandoned(b, ids, e.instance, now, &closed)
 	}
 	if len(capped) > 0 {
 		store.QueueFinishRows(b, capped, e.instance, store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassAbandoned)}, now)

@@ -265,28 +265,57 @@ func BudgetTAT(ctx context.Context, db DBTX, sinkID int64) (time.Time, error) {
 var ErrClaimLost = errors.New("outbox row is no longer claimed by this instance")
 
 // CloseAbandoned closes, as failed with class "abandoned", the records of
-// earlier attempts on these rows that were never finished (their instance
-// died or their adapter panicked mid-send), one coalesced record for
-// several rows included: they may have been sent, so they still count
-// against the budget (D25). It returns how many it closed.
-func CloseAbandoned(ctx context.Context, tx DBTX, rowIDs []int64, now time.Time) (int, error) {
-	tag, err := tx.Exec(ctx, `
-		UPDATE delivery_records SET status = 'failed', class = 'abandoned', finished_at = $2
-		WHERE status = 'sending' AND id IN (
-		    SELECT attempt_record_id FROM outbox WHERE id = ANY ($1)
-		    UNION ALL
-		    SELECT id FROM delivery_records WHERE outbox_id = ANY ($1) AND status = 'sending')`, rowIDs, now)
+// earlier attempts on the rows among rowIDs that this instance holds which
+// were never finished (their instance died or their adapter panicked
+// mid-send), one coalesced record for several rows included: they may
+// have been sent, so they still count against the budget (D25). It
+// returns the rows whose abandoned attempts it closed.
+func CloseAbandoned(ctx context.Context, db DBTX, rowIDs []int64, instance string, now time.Time) ([]int64, error) {
+	rows, err := db.Query(ctx, closeAbandonedSQL, nonNilIDs(rowIDs), now, instance)
 	if err != nil {
-		return 0, fmt.Errorf("error closing abandoned attempts on rows %v: %w", rowIDs, err)
+		return nil, fmt.Errorf("error closing abandoned attempts: %w", err)
 	}
-	return int(tag.RowsAffected()), nil
+	return collectClosed(rows)
+}
+
+// QueueCloseAbandoned queues CloseAbandoned into b; closed gets its result.
+func QueueCloseAbandoned(b *pgx.Batch, rowIDs []int64, instance string, now time.Time, closed *[]int64) {
+	b.Queue(closeAbandonedSQL, nonNilIDs(rowIDs), now, instance).Query(func(rows pgx.Rows) error {
+		ids, err := collectClosed(rows)
+		*closed = ids
+		return err
+	})
+}
+
+const closeAbandonedSQL = `
+		WITH mine AS (
+		    SELECT id, attempt_record_id FROM outbox
+		    WHERE id = ANY ($1) AND state = 'claimed' AND claimed_by = $3
+		), targets AS (
+		    SELECT id AS row_id, attempt_record_id AS rec FROM mine WHERE attempt_record_id IS NOT NULL
+		    UNION
+		    SELECT d.outbox_id, d.id FROM delivery_records d JOIN mine ON d.outbox_id = mine.id
+		    WHERE d.status = 'sending'
+		), closed AS (
+		    UPDATE delivery_records SET status = 'failed', class = 'abandoned', finished_at = $2
+		    WHERE status = 'sending' AND id IN (SELECT rec FROM targets)
+		    RETURNING id
+		)
+		SELECT DISTINCT t.row_id FROM targets t JOIN closed c ON c.id = t.rec`
+
+func collectClosed(rows pgx.Rows) ([]int64, error) {
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("error closing abandoned attempts: %w", err)
+	}
+	return ids, nil
 }
 
 // StartAttempt counts an attempt on a row this instance holds, extends its
 // claim, and returns the row as it is now, with how many abandoned
 // attempts it closed (see CloseAbandoned).
 func StartAttempt(ctx context.Context, tx DBTX, rowID int64, instance string, now time.Time, ttl time.Duration) (OutboxRow, int, error) {
-	abandoned, err := CloseAbandoned(ctx, tx, []int64{rowID}, now)
+	closed, err := CloseAbandoned(ctx, tx, []int64{rowID}, instance, now)
 	if err != nil {
 		return OutboxRow{}, 0, err
 	}
@@ -301,33 +330,7 @@ func StartAttempt(ctx context.Context, tx DBTX, rowID int64, instance string, no
 	if len(rows) == 0 {
 		return OutboxRow{}, 0, ErrClaimLost
 	}
-	return rows[0], abandoned, nil
-}
-
-// HoldRow parks a claimed row until the sink's next token (D9).
-func HoldRow(ctx context.Context, tx DBTX, rowID int64, instance string, until time.Time) error {
-	tag, err := tx.Exec(ctx, `
-		UPDATE outbox SET state = 'held', due_at = $3, claimed_by = NULL, claim_expires_at = NULL
-		WHERE id = $1 AND state = 'claimed' AND claimed_by = $2`, rowID, instance, until)
-	if err != nil {
-		return fmt.Errorf("error holding row %d: %w", rowID, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return ErrClaimLost
-	}
-	return nil
-}
-
-// ReleaseRow gives a claimed row back to the pending queue unchanged (its
-// sink is disabled, or its actor is shutting down).
-func ReleaseRow(ctx context.Context, db DBTX, rowID int64, instance string, due time.Time) error {
-	_, err := db.Exec(ctx, `
-		UPDATE outbox SET state = 'pending', due_at = $3, claimed_by = NULL, claim_expires_at = NULL
-		WHERE id = $1 AND state = 'claimed' AND claimed_by = $2`, rowID, instance, due)
-	if err != nil {
-		return fmt.Errorf("error releasing row %d: %w", rowID, err)
-	}
-	return nil
+	return rows[0], len(closed), nil
 }
 
 // ReleaseRows gives claimed rows back to the pending queue, due as they
@@ -445,7 +448,9 @@ type RowOutcome struct {
 // ends (delivered, partial, undeliverable) keeps no payload: its delivery
 // records are what is kept of it.
 func FinishRows(ctx context.Context, db DBTX, ids []int64, instance string, o RowOutcome, now time.Time) error {
-	if _, err := db.Exec(ctx, finishRowsSQL, finishRowsArgs(ids, instance, o, now)...); err != nil {
+	var r rowOutcomes
+	r.add(ids, o, now)
+	if _, err := db.Exec(ctx, finishRowsSQL, r.args(instance)...); err != nil {
 		return fmt.Errorf("error recording outcome of rows %v: %w", ids, err)
 	}
 	return nil
@@ -453,25 +458,47 @@ func FinishRows(ctx context.Context, db DBTX, ids []int64, instance string, o Ro
 
 // QueueFinishRows queues FinishRows into b.
 func QueueFinishRows(b *pgx.Batch, ids []int64, instance string, o RowOutcome, now time.Time) {
-	b.Queue(finishRowsSQL, finishRowsArgs(ids, instance, o, now)...)
+	var r rowOutcomes
+	r.add(ids, o, now)
+	b.Queue(finishRowsSQL, r.args(instance)...)
 }
 
+// finishRowsSQL applies an outcome to each row of a list this instance
+// holds; its arguments are rowOutcomes.args.
 const finishRowsSQL = `
-		UPDATE outbox SET state = $3, last_class = coalesce(nullif($4, ''), last_class),
-		       due_at = CASE WHEN $5::timestamptz IS NULL THEN due_at ELSE $5 END,
-		       delivered_count = CASE WHEN $3 = 'delivered' THEN count ELSE delivered_count END,
-		       had_partial = had_partial OR $4 = 'partial',
-		       payload = CASE WHEN $6::timestamptz IS NULL THEN payload ELSE ` + finishedPayload + ` END,
-		       finished_at = $6, claimed_by = NULL, claim_expires_at = NULL
-		WHERE id = ANY ($1) AND state = 'claimed' AND claimed_by = $2`
+		UPDATE outbox SET state = u.state, last_class = coalesce(nullif(u.class, ''), last_class),
+		       due_at = coalesce(u.due, due_at),
+		       delivered_count = CASE WHEN u.state = 'delivered' THEN count ELSE delivered_count END,
+		       had_partial = had_partial OR u.class = 'partial',
+		       payload = CASE WHEN u.finished IS NULL THEN payload ELSE ` + finishedPayload + ` END,
+		       finished_at = u.finished, claimed_by = NULL, claim_expires_at = NULL
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) AS u(id, state, class, due, finished)
+		WHERE outbox.id = u.id AND outbox.state = 'claimed' AND outbox.claimed_by = $6`
 
-func finishRowsArgs(ids []int64, instance string, o RowOutcome, now time.Time) []any {
-	final := o.State == "delivered" || o.State == "partial" || o.State == "undeliverable"
+// rowOutcomes gathers the rows and outcomes of finishRowsSQL.
+type rowOutcomes struct {
+	ids             []int64
+	states, classes []string
+	dues, finished  []*time.Time
+}
+
+// add gives the rows ids the outcome o, reached at now.
+func (r *rowOutcomes) add(ids []int64, o RowOutcome, now time.Time) {
 	var finishedAt *time.Time
-	if final {
+	if o.State == "delivered" || o.State == "partial" || o.State == "undeliverable" {
 		finishedAt = &now
 	}
-	return []any{nonNilIDs(ids), instance, o.State, o.Class, nullTime(o.DueAt), finishedAt}
+	for _, id := range ids {
+		r.ids = append(r.ids, id)
+		r.states = append(r.states, o.State)
+		r.classes = append(r.classes, o.Class)
+		r.dues = append(r.dues, nullTime(o.DueAt))
+		r.finished = append(r.finished, finishedAt)
+	}
+}
+
+func (r *rowOutcomes) args(instance string) []any {
+	return []any{nonNilIDs(r.ids), r.states, r.classes, r.dues, r.finished, instance}
 }
 
 func nonNilIDs(ids []int64) []int64 {

@@ -143,7 +143,7 @@ type StartedRow struct {
 // counted against the budget, carrying the sink's budget state) linked
 // from the row. Rows this instance no longer holds are left alone and
 // absent from *started. Abandoned attempts on the rows must be closed
-// before it runs (QueueCloseAbandonedRows, queued first).
+// before it runs (QueueCloseAbandoned, queued first).
 func QueueStartAttempts(b *pgx.Batch, starts []Start, instance string, now time.Time, ttl time.Duration, started *[]StartedRow) {
 	ids := make([]int64, len(starts))
 	tats := make([]time.Time, len(starts))
@@ -212,27 +212,11 @@ func RecordFinished(ctx context.Context, db BatchSender, fs []Finished, instance
 		classes  = make([]string, len(fs))
 		https    = make([]int32, len(fs))
 		ats      = make([]time.Time, len(fs))
-
-		rowIDs   []int64
-		states   []string
-		rclasses []string
-		dues     []*time.Time
-		finals   []*time.Time
+		rows     rowOutcomes
 	)
 	for i, f := range fs {
 		recIDs[i], statuses[i], classes[i], https[i], ats[i] = f.RecordID, f.Status, f.Class, int32(f.HTTPStatus), f.At
-		final := f.Outcome.State == "delivered" || f.Outcome.State == "partial" || f.Outcome.State == "undeliverable"
-		for _, id := range f.Rows {
-			rowIDs = append(rowIDs, id)
-			states = append(states, f.Outcome.State)
-			rclasses = append(rclasses, f.Outcome.Class)
-			dues = append(dues, nullTime(f.Outcome.DueAt))
-			if final {
-				finals = append(finals, &ats[i])
-			} else {
-				finals = append(finals, nil)
-			}
-		}
+		rows.add(f.Rows, f.Outcome, f.At)
 	}
 	b := &pgx.Batch{}
 	b.Queue(`
@@ -240,48 +224,11 @@ func RecordFinished(ctx context.Context, db BatchSender, fs []Finished, instance
 		       http_status = nullif(u.http, 0), finished_at = u.at
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::timestamptz[]) AS u(id, status, class, http, at)
 		WHERE d.id = u.id`, recIDs, statuses, classes, https, ats)
-	b.Queue(`
-		UPDATE outbox SET state = u.state, last_class = coalesce(nullif(u.class, ''), last_class),
-		       due_at = coalesce(u.due, due_at),
-		       delivered_count = CASE WHEN u.state = 'delivered' THEN count ELSE delivered_count END,
-		       had_partial = had_partial OR u.class = 'partial',
-		       payload = CASE WHEN u.finished IS NULL THEN payload ELSE `+finishedPayload+` END,
-		       finished_at = u.finished, claimed_by = NULL, claim_expires_at = NULL
-		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) AS u(id, state, class, due, finished)
-		WHERE outbox.id = u.id AND outbox.state = 'claimed' AND outbox.claimed_by = $6`,
-		nonNilIDs(rowIDs), states, rclasses, dues, finals, instance)
+	b.Queue(finishRowsSQL, rows.args(instance)...)
 	// Sent outside a transaction, the batch runs as one implicit
 	// transaction: both statements take effect, or neither.
 	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("error recording %d attempts: %w", len(fs), err)
 	}
 	return nil
-}
-
-// QueueCloseAbandonedRows queues, into b, CloseAbandoned for rows
-// attempted one by one, among those this instance holds; closed gets the
-// rows whose abandoned attempts it closed.
-func QueueCloseAbandonedRows(b *pgx.Batch, rowIDs []int64, instance string, now time.Time, closed *[]int64) {
-	b.Queue(`
-		WITH mine AS (
-		    SELECT id, attempt_record_id FROM outbox
-		    WHERE id = ANY ($1) AND state = 'claimed' AND claimed_by = $3
-		), targets AS (
-		    SELECT id AS row_id, attempt_record_id AS rec FROM mine WHERE attempt_record_id IS NOT NULL
-		    UNION
-		    SELECT d.outbox_id, d.id FROM delivery_records d JOIN mine ON d.outbox_id = mine.id
-		    WHERE d.status = 'sending'
-		), closed AS (
-		    UPDATE delivery_records SET status = 'failed', class = 'abandoned', finished_at = $2
-		    WHERE status = 'sending' AND id IN (SELECT rec FROM targets)
-		    RETURNING id
-		)
-		SELECT DISTINCT t.row_id FROM targets t JOIN closed c ON c.id = t.rec`, nonNilIDs(rowIDs), now, instance).Query(func(rows pgx.Rows) error {
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return fmt.Errorf("error closing abandoned attempts: %w", err)
-		}
-		*closed = ids
-		return nil
-	})
 }
