@@ -94,14 +94,19 @@ func FuzzRender(f *testing.F) {
 }
 
 // aSecondURL finds a second Apprise URL that the Apprise API would split
-// off (at a comma or white space before scheme://), D23.
-var aSecondURL = regexp.MustCompile(`[\s,]+[A-Za-z][A-Za-z0-9+.-]*://`)
+// off (D23): the lookahead of apprise.utils.URL_DETECTION_RE,
+// [\s,]+[a-z0-9]{2,9}?:// under re.I, over Python's Unicode \s (every
+// space, U+001C to U+001F and U+0085) and the four non-ASCII letters
+// IGNORECASE folds onto ASCII ones (İ ı ſ K). A scheme with "+", "." or
+// "-" does not split: Debian's apprise 1.2 reads "tgrAm://,A+://" as one
+// URL, which an RFC-shaped scheme here once took for two.
+var aSecondURL = regexp.MustCompile(`(?i)[\s\x{1c}-\x{1f}\x{85}\p{Z},][a-z0-9\x{130}\x{131}\x{17f}\x{212a}]{2,9}://`)
 
 // FuzzAppriseURL: an accepted Apprise URL has an allowed scheme and is
 // one URL to Apprise; a refusal never repeats the URL.
 func FuzzAppriseURL(f *testing.F) {
 	for _, s := range []string{"tgram://bot/chat", "json://evil.example", "JSON://evil.example", " json://x", "tgram://a/b,json://evil.example",
-		"tgram://a/b json://evil.example", "tgram://a\x00", "file:///etc/passwd", "windows://", "://nothing", "tgram:/x", "mailto://u:p@h"} {
+		"tgram://a/b json://evil.example", "tgram://a\x00", "file:///etc/passwd", "windows://", "://nothing", "tgram:/x", "mailto://u:p@h", "tgrAm://,A+://"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, u string) {
