@@ -236,7 +236,11 @@ func TestDeliveryPartialFailure(t *testing.T) {
 func TestDeliveryTwoInstances(t *testing.T) {
 	t.Parallel()
 	// Scenario: Two instances
-	const sinkCount, rowCount = 20, 2000
+	// A sink is delivered to by one instance at a time, and one instance
+	// queues at most actors.CapacityDefault claimed rows: with more sinks
+	// than it can hold at once, the other instance must take some of them,
+	// so both race for the rows.
+	const sinkCount, rowCount = 300, 2400
 	w := enginetest.New(t)
 	var perInstance [2]atomic.Int64
 	instance := func(i int) func(*engine.Config) {
