@@ -199,6 +199,9 @@ func digestAcrossOutage(t *testing.T, ctx context.Context, cluster *pgcluster.Cl
 	stoppedAt := time.Now()
 	require.True(t, stoppedAt.Add(offset).Before(slot), "the cluster took until %v to stop, past the digest's time %v", stoppedAt.Add(offset), slot)
 	wallUntil(slot.Add(-offset).Add(after))
+	// The database may take work before pg_ctl returns: the digest must run
+	// after the start began, which is as late as it could have run earlier.
+	startingAt := time.Now()
 	cluster.StartAgain()
 	upAt := time.Now()
 
@@ -230,11 +233,11 @@ func digestAcrossOutage(t *testing.T, ctx context.Context, cluster *pgcluster.Cl
 			messages += c
 		}
 	}
-	ok := n == 1 && kind == "scheduled" && outcome == "sent" && slotAt.Equal(slot) && ranAt.After(upAt.Add(offset)) &&
+	ok := n == 1 && kind == "scheduled" && outcome == "sent" && slotAt.Equal(slot) && ranAt.After(startingAt.Add(offset)) &&
 		digestRows == 1 && messages == 1 && claimed == 0
 	pending.Expect(t, "dbrestart/digest-scheduler", ok,
-		"digest due at %s during the outage: %d runs (first: %s %s, slot %v, ran %v after the restart), %d outbox rows, %d messages, a later pass claimed %d",
-		slot.Format("15:04"), n, kind, outcome, slotAt.Format("15:04:05"), ranAt.Sub(upAt.Add(offset)), digestRows, messages, claimed)
+		"digest due at %s during the outage: %d runs (first: %s %s, slot %v, ran %v after the database began to start), %d outbox rows, %d messages, a later pass claimed %d",
+		slot.Format("15:04"), n, kind, outcome, slotAt.Format("15:04:05"), ranAt.Sub(startingAt.Add(offset)), digestRows, messages, claimed)
 	return fmt.Sprintf("digest due at %s UTC while the database was down (stopped %.1f s before, started %.1f s after): "+
 		"sent once, delivered %.1f s after the database came back; a later pass claimed nothing",
 		slot.Format("15:04"), slot.Sub(stoppedAt.Add(offset)).Seconds(), upAt.Add(offset).Sub(slot).Seconds(), sentAfter.Seconds())
