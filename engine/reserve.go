@@ -230,6 +230,9 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 		holds   []store.Hold
 		held    []int
 		capped  []int64
+		// attempted are the capped and started rows attempted before:
+		// only they can have an abandoned attempt to close.
+		attempted []int64
 	)
 	for i, q := range reqs {
 		row, o := q.row, &out[i]
@@ -250,7 +253,7 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 		case row.Attempts >= MaxAttempts:
 			// Its last attempt was abandoned mid-send (D25): finish it
 			// before it could be sent an eighth time.
-			capped = append(capped, row.ID)
+			capped, attempted = append(capped, row.ID), append(attempted, row.ID)
 			o.final = &store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassAbandoned)}
 			e.log.Error("outbox row undeliverable: its last attempt was abandoned", "sink_id", s.ID,
 				"event_type", row.EventType, "owner_scope", s.Owner, "class", notifytype.ClassAbandoned,
@@ -277,6 +280,9 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 			}
 			u.tat, o.outcome.TAT = tat, tat
 			starts, started = append(starts, store.Start{RowID: row.ID, TAT: tat}), append(started, i)
+			if row.Attempts > 0 {
+				attempted = append(attempted, row.ID)
+			}
 		}
 	}
 
@@ -286,12 +292,8 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 		startedAs []store.StartedRow
 	)
 	b = &pgx.Batch{}
-	if len(capped)+len(starts) > 0 {
-		ids := slices.Clone(capped)
-		for _, s := range starts {
-			ids = append(ids, s.RowID)
-		}
-		store.QueueCloseAbandoned(b, ids, e.instance, now, &closed)
+	if len(attempted) > 0 {
+		store.QueueCloseAbandoned(b, attempted, e.instance, now, &closed)
 	}
 	if len(capped) > 0 {
 		store.QueueFinishRows(b, capped, e.instance, store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassAbandoned)}, now)

@@ -1,6 +1,9 @@
 package store
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // ExpirySelectsForTest returns, for each kind of row PruneExpired prunes,
 // the SELECT that finds one batch of old rows ($1 the cut-off, $2 the
@@ -12,4 +15,19 @@ func ExpirySelectsForTest() map[string]string {
 		out[e.what] = strings.TrimSuffix(sel, ")")
 	}
 	return out
+}
+
+// HeldRowStatementsForTest returns the statements that change rows an
+// instance holds, each with arguments that name rowIDs as held by
+// instance, so a test can check how the planner finds them.
+func HeldRowStatementsForTest(rowIDs []int64, instance string) map[string][]any {
+	var r rowOutcomes
+	now := time.Now()
+	r.add(rowIDs, RowOutcome{State: "delivered"}, now)
+	tats := make([]time.Time, len(rowIDs))
+	return map[string][]any{
+		finishRowsSQL:     r.args(instance),
+		closeAbandonedSQL: {rowIDs, now, instance},
+		startAttemptsSQL:  {rowIDs, tats, instance, now, time.Minute},
+	}
 }

@@ -105,7 +105,7 @@ func QueueHoldRows(b *pgx.Batch, holds []Hold, instance string, held map[int64]i
 	b.Queue(`
 		UPDATE outbox o SET state = 'held', due_at = u.until, claimed_by = NULL, claim_expires_at = NULL
 		FROM unnest($1::bigint[], $2::timestamptz[]) AS u(id, until)
-		WHERE o.id = u.id AND o.state = 'claimed' AND o.claimed_by = $3`, ids, until, instance)
+		WHERE o.id = u.id AND o.claimed_by = $3`, ids, until, instance)
 	b.Queue(`
 		WITH s AS (
 		    SELECT DISTINCT ON (sink_id) sink_id, until
@@ -150,27 +150,7 @@ func QueueStartAttempts(b *pgx.Batch, starts []Start, instance string, now time.
 	for i, s := range starts {
 		ids[i], tats[i] = s.RowID, s.TAT
 	}
-	b.Queue(`
-		WITH req AS (
-		    SELECT * FROM unnest($1::bigint[], $2::timestamptz[]) AS r(id, tat)
-		), started AS (
-		    UPDATE outbox o SET attempts = o.attempts + 1, first_attempt_at = coalesce(o.first_attempt_at, $4),
-		           claim_expires_at = $4::timestamptz + $5::interval,
-		           attempt_record_id = nextval(pg_get_serial_sequence('delivery_records', 'id'))
-		    FROM req WHERE o.id = req.id AND o.state = 'claimed' AND o.claimed_by = $3
-		    RETURNING o.id, o.sink_id, o.owner, o.event_type, o.severity, o.payload, o.include_excerpt,
-		              o.attempts, o.first_attempt_at, coalesce(o.last_class, '') AS last_class, o.due_at, o.count,
-		              o.had_partial, o.attempt_record_id, req.tat
-		), rec AS (
-		    INSERT INTO delivery_records (id, sink_id, owner, outbox_id, event_type, attempt, counts_budget,
-		                                  coalesced_rows, status, sent_at, budget_tat)
-		    OVERRIDING SYSTEM VALUE
-		    SELECT attempt_record_id, sink_id, owner, id, event_type, attempts, true, 1, 'sending', $4, tat
-		    FROM started
-		)
-		SELECT id, sink_id, owner, event_type, severity, payload, include_excerpt, attempts, first_attempt_at,
-		       last_class, due_at, count, had_partial, attempt_record_id
-		FROM started ORDER BY id`, ids, tats, instance, now, ttl).Query(func(rows pgx.Rows) error {
+	b.Queue(startAttemptsSQL, ids, tats, instance, now, ttl).Query(func(rows pgx.Rows) error {
 		out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StartedRow, error) {
 			var r StartedRow
 			err := row.Scan(&r.ID, &r.SinkID, &r.Owner, &r.EventType, &r.Severity, &r.Payload, &r.IncludeExcerpt,
@@ -184,6 +164,29 @@ func QueueStartAttempts(b *pgx.Batch, starts []Start, instance string, now time.
 		return nil
 	})
 }
+
+// startAttemptsSQL is QueueStartAttempts' statement.
+const startAttemptsSQL = `
+		WITH req AS (
+		    SELECT * FROM unnest($1::bigint[], $2::timestamptz[]) AS r(id, tat)
+		), started AS (
+		    UPDATE outbox o SET attempts = o.attempts + 1, first_attempt_at = coalesce(o.first_attempt_at, $4),
+		           claim_expires_at = $4::timestamptz + $5::interval,
+		           attempt_record_id = nextval(pg_get_serial_sequence('delivery_records', 'id'))
+		    FROM req WHERE o.id = req.id AND o.claimed_by = $3
+		    RETURNING o.id, o.sink_id, o.owner, o.event_type, o.severity, o.payload, o.include_excerpt,
+		              o.attempts, o.first_attempt_at, coalesce(o.last_class, '') AS last_class, o.due_at, o.count,
+		              o.had_partial, o.attempt_record_id, req.tat
+		), rec AS (
+		    INSERT INTO delivery_records (id, sink_id, owner, outbox_id, event_type, attempt, counts_budget,
+		                                  coalesced_rows, status, sent_at, budget_tat)
+		    OVERRIDING SYSTEM VALUE
+		    SELECT attempt_record_id, sink_id, owner, id, event_type, attempts, true, 1, 'sending', $4, tat
+		    FROM started
+		)
+		SELECT id, sink_id, owner, event_type, severity, payload, include_excerpt, attempts, first_attempt_at,
+		       last_class, due_at, count, had_partial, attempt_record_id
+		FROM started ORDER BY id`
 
 // BatchSender sends a pgx.Batch: a pool, a connection or a transaction.
 type BatchSender interface {
