@@ -59,6 +59,7 @@ var (
 	timeoutFlag  = flag.Duration("timeout", 120*time.Second, "bound on one measurement")
 	cpuprofile   = flag.String("cpuprofile", "", "write a CPU profile of the first engine_1 drain to this file")
 	keep         = flag.Bool("keep", false, "keep the database at the end")
+	baselines    = flag.Bool("baselines", true, "run the hand loop and River beside the engine (false: the engine alone, for a quick look while changing it)")
 )
 
 func main() {
@@ -139,7 +140,7 @@ func run(ctx context.Context) (err error) {
 	fmt.Printf("engine:  defaults but budgets lifted; PollInterval %v, NotifyDebounce %v, pool %s per instance\n",
 		engine.PollIntervalDefault, engine.NotifyDebounceDefault, map[bool]string{true: fmt.Sprintf("%d (the server's default)", store.PoolMaxConnsDefault), false: strconv.Itoa(*engineConns)}[*engineConns == 0])
 
-	if *handBatch == 0 || *handConc == 0 {
+	if *baselines && (*handBatch == 0 || *handConc == 0) {
 		b, c, err := w.sweep(ctx)
 		if err != nil {
 			return fmt.Errorf("hand sweep: %w", err)
@@ -157,7 +158,7 @@ func run(ctx context.Context) (err error) {
 	var items []item
 	for _, k := range instances {
 		items = append(items, item{fmt.Sprintf("engine_%d", k), func(ctx context.Context) (outcome, error) { return w.engineDrain(ctx, k) }})
-		if k == 1 {
+		if k == 1 && *baselines {
 			items = append(items,
 				item{"hand", func(ctx context.Context) (outcome, error) { return w.handDrain(ctx) }},
 				item{"river", func(ctx context.Context) (outcome, error) { return w.riverDrain(ctx, rs) }})
@@ -197,7 +198,7 @@ func run(ctx context.Context) (err error) {
 	}
 	ratio := func(a, b string) float64 {
 		var xs []float64
-		for i := range res[a] {
+		for i := range min(len(res[a]), len(res[b])) {
 			xs = append(xs, res[a][i].rate/res[b][i].rate)
 		}
 		return benchdb.Median(xs)
