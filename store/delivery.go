@@ -120,7 +120,14 @@ const claimDueSQL = `
 		)
 		UPDATE outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval
 		WHERE o.id = ANY (ARRAY(SELECT id FROM chosen))
-		RETURNING ` + outboxRowColumns
+		RETURNING ` + claimedRowColumns
+
+// claimedRowColumns are outboxRowColumns without the payload (NULL in its
+// place): a claimed row's payload is read when its attempt starts
+// (QueueStartAttempts returns it), so the claim does not carry hundreds of
+// payloads that are read again moments later.
+const claimedRowColumns = `o.id, o.sink_id, o.owner, o.event_type, o.severity, NULL::jsonb, o.include_excerpt,
+	o.attempts, o.first_attempt_at, coalesce(o.last_class, ''), o.due_at, o.count, o.had_partial`
 
 func (p ClaimParams) args() []any {
 	return []any{p.Instance, p.Now, p.TTL, p.Limit, p.PerSink, nonNilIDs(p.SkipSinks), !p.SkipExpired}
