@@ -212,15 +212,17 @@ func (s riverSettings) String() string {
 // before the client starts), then a client working them; it returns when
 // River reported the last job completed (its completion persisted), and
 // the time from Start to that.
-func riverRun(ctx context.Context, url, base string, js []job, s riverSettings) (time.Duration, error) {
+// It returns the time from Start to the last job completed, and the
+// machine's busy CPU over it (benchdb.BusyCPU).
+func riverRun(ctx context.Context, url, base string, js []job, s riverSettings) (took, cpu time.Duration, err error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	pc.MaxConns = s.PoolConns
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer pool.Close()
 	hc := standin.Client(256)
@@ -235,7 +237,7 @@ func riverRun(ctx context.Context, url, base string, js []job, s riverSettings) 
 		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	})
 	if err != nil {
-		return 0, fmt.Errorf("error creating River client: %w", err)
+		return 0, 0, fmt.Errorf("error creating River client: %w", err)
 	}
 	for i := 0; i < len(js); i += 2000 {
 		params := make([]river.InsertManyParams, 0, 2000)
@@ -243,17 +245,16 @@ func riverRun(ctx context.Context, url, base string, js []job, s riverSettings) 
 			params = append(params, river.InsertManyParams{Args: riverArgs{Key: j.Key, Body: j.Body}})
 		}
 		if _, err := client.InsertManyFast(ctx, params); err != nil {
-			return 0, fmt.Errorf("error inserting River jobs: %w", err)
+			return 0, 0, fmt.Errorf("error inserting River jobs: %w", err)
 		}
 	}
 	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: len(js) + 16,
 		Kinds: []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed}})
 	defer cancel()
-	start := time.Now()
+	start, cpu0 := time.Now(), busyCPU()
 	if err := client.Start(ctx); err != nil {
-		return 0, fmt.Errorf("error starting River: %w", err)
+		return 0, 0, fmt.Errorf("error starting River: %w", err)
 	}
-	var took time.Duration
 	completed := 0
 	timeout := time.After(*timeoutFlag)
 wait:
@@ -267,14 +268,14 @@ wait:
 			break wait
 		}
 	}
-	took = time.Since(start)
+	took, cpu = time.Since(start), busyCPU()-cpu0
 	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer scancel()
 	if err := client.Stop(sctx); err != nil {
-		return took, fmt.Errorf("error stopping River: %w", err)
+		return took, cpu, fmt.Errorf("error stopping River: %w", err)
 	}
 	if completed < len(js) {
-		return took, fmt.Errorf("River completed %d of %d jobs within %v", completed, len(js), *timeoutFlag)
+		return took, cpu, fmt.Errorf("River completed %d of %d jobs within %v", completed, len(js), *timeoutFlag)
 	}
-	return took, nil
+	return took, cpu, nil
 }

@@ -77,6 +77,7 @@ func main() {
 // outcome is one measurement.
 type outcome struct {
 	rate       float64 // deliveries/s
+	cpuPer     float64 // the machine's busy CPU per delivery, µs (benchdb.BusyCPU)
 	n          int
 	distinct   int // distinct messages the stand-in received
 	duplicated int // messages received more than once
@@ -184,8 +185,8 @@ func run(ctx context.Context) (err error) {
 				notOnce = fmt.Errorf("round %d, %s: not exactly once: %d distinct of %d, %d duplicated, %d rows delivered twice, %d sent but not recorded (sent again when their claim expires)",
 					round+1, it.name, o.distinct, o.n, o.duplicated, o.dbDouble, o.unfinished)
 			}
-			fmt.Printf("round %d %-9s %8.0f deliveries/s  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)\n",
-				round+1, it.name, o.rate, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds())
+			fmt.Printf("round %d %-9s %8.0f deliveries/s  %5.0f µs CPU each  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)\n",
+				round+1, it.name, o.rate, o.cpuPer, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds())
 		}
 	}
 
@@ -193,6 +194,13 @@ func run(ctx context.Context) (err error) {
 		var xs []float64
 		for _, o := range res[name] {
 			xs = append(xs, o.rate)
+		}
+		return benchdb.Median(xs)
+	}
+	medCPU := func(name string) float64 {
+		var xs []float64
+		for _, o := range res[name] {
+			xs = append(xs, o.cpuPer)
 		}
 		return benchdb.Median(xs)
 	}
@@ -205,11 +213,11 @@ func run(ctx context.Context) (err error) {
 	}
 	verdict := func(ok bool) string { return map[bool]string{true: "PASS", false: "MISS"}[ok] }
 	fmt.Printf("\n== Drain of %d deliveries across %d sinks (median of %d rounds; ratios: median of per-round ratios)\n", *backlog, f.Sinks, *rounds)
-	fmt.Printf("%-10s %14s %10s %12s %8s\n", "", "deliveries/s", "ratio", "target", "verdict")
-	fmt.Printf("%-10s %14.0f\n", "engine_1", med("engine_1"))
+	fmt.Printf("%-10s %14s %10s %12s %8s %16s\n", "", "deliveries/s", "ratio", "target", "verdict", "µs CPU/delivery")
+	fmt.Printf("%-10s %14.0f %41.0f\n", "engine_1", med("engine_1"), medCPU("engine_1"))
 	rh, rr := ratio("engine_1", "hand"), ratio("engine_1", "river")
-	fmt.Printf("%-10s %14.0f %9.3fx %12s %8s\n", "hand (a)", med("hand"), rh, ">= 0.75x", verdict(rh >= 0.75))
-	fmt.Printf("%-10s %14.0f %9.3fx %12s %8s\n", "river (b)", med("river"), rr, ">= 1.1x", verdict(rr >= 1.1))
+	fmt.Printf("%-10s %14.0f %9.3fx %12s %8s %16.0f\n", "hand (a)", med("hand"), rh, ">= 0.75x", verdict(rh >= 0.75), medCPU("hand"))
+	fmt.Printf("%-10s %14.0f %9.3fx %12s %8s %16.0f\n", "river (b)", med("river"), rr, ">= 1.1x", verdict(rr >= 1.1), medCPU("river"))
 
 	fmt.Printf("\n== Instances on one database, one backlog (aggregate; ratio to engine_1 of the same round)\n")
 	fmt.Printf("%-10s %14s %10s %12s %10s %11s %8s\n", "", "deliveries/s", "/ 1 inst", "duplicated", "db double", "unrecorded", "verdict")
@@ -291,7 +299,7 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 		return first
 	}
 	defer func() { _ = stopAll() }()
-	start := time.Now()
+	start, cpu0 := time.Now(), busyCPU()
 	for i := range k {
 		in, err := w.r.Serve(w.r.Config(nil, true), fmt.Sprintf("bench-%d", i+1), int32(*engineConns), tracer)
 		if err != nil {
@@ -325,7 +333,7 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 			if time.Now().After(deadline) {
 				return outcome{}, fmt.Errorf("%d rows not recorded delivered within %v", left, *timeoutFlag)
 			}
-			time.Sleep(250 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond)
 			continue
 		}
 		if failed > 0 {
@@ -336,7 +344,7 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	took := time.Since(start)
+	took, cpu := time.Since(start), busyCPU()-cpu0
 	if profile {
 		pprof.StopCPUProfile()
 		w.stats = tracer.Stop()
@@ -345,7 +353,7 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 	if err := stopAll(); err != nil {
 		return outcome{}, err
 	}
-	o := outcome{rate: float64(n) / took.Seconds(), n: n}
+	o := outcome{rate: float64(n) / took.Seconds(), cpuPer: perDelivery(cpu, n), n: n}
 	o.distinct, o.duplicated = w.r.GS.Counts()
 	if err := w.r.Pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT outbox_id FROM delivery_records
 		WHERE status = 'delivered' GROUP BY outbox_id HAVING count(*) > 1) d`).Scan(&o.dbDouble); err != nil {
@@ -381,13 +389,13 @@ func (w *world) handRun(ctx context.Context, n, batch, conc int) (outcome, error
 		return outcome{}, err
 	}
 	w.r.GS.Reset()
-	start := time.Now()
+	start, cpu0 := time.Now(), busyCPU()
 	got, err := hand(ctx, w.r.URL, w.r.GS.URL, batch, conc)
-	took := time.Since(start)
+	took, cpu := time.Since(start), busyCPU()-cpu0
 	if err != nil {
 		return outcome{}, err
 	}
-	o := outcome{rate: float64(got) / took.Seconds(), n: int(got)}
+	o := outcome{rate: float64(got) / took.Seconds(), cpuPer: perDelivery(cpu, int(got)), n: int(got)}
 	o.distinct, o.duplicated = w.r.GS.Counts()
 	if int(got) != n {
 		return o, fmt.Errorf("hand loop recorded %d of %d", got, n)
@@ -402,11 +410,11 @@ func (w *world) riverDrain(ctx context.Context, s riverSettings) (outcome, error
 	}
 	js := jobs(w.f, w.keys, w.r, *backlog)
 	w.r.GS.Reset()
-	took, err := riverRun(ctx, w.r.URL, w.r.GS.URL, js, s)
+	took, cpu, err := riverRun(ctx, w.r.URL, w.r.GS.URL, js, s)
 	if err != nil {
 		return outcome{}, err
 	}
-	o := outcome{rate: float64(len(js)) / took.Seconds(), n: len(js)}
+	o := outcome{rate: float64(len(js)) / took.Seconds(), cpuPer: perDelivery(cpu, len(js)), n: len(js)}
 	o.distinct, o.duplicated = w.r.GS.Counts()
 	return o, nil
 }
@@ -431,4 +439,19 @@ func (w *world) sweep(ctx context.Context) (batch, conc int, err error) {
 	}
 	fmt.Println()
 	return batch, conc, nil
+}
+
+// busyCPU is the machine's busy CPU so far (benchdb.BusyCPU; 0 where it
+// cannot be read).
+func busyCPU() time.Duration {
+	d, _ := benchdb.BusyCPU()
+	return d
+}
+
+// perDelivery is cpu spread over n deliveries, in µs.
+func perDelivery(cpu time.Duration, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(cpu.Microseconds()) / float64(n)
 }
