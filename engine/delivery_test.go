@@ -133,3 +133,40 @@ func TestDeliverySinkDown(t *testing.T) {
 	w.Clock.Advance(time.Hour)
 	require.Len(t, g.received(), engine.MaxAttempts)
 }
+
+// A sink whose row another transaction holds (an edit, say) is skipped by
+// the reservation rather than waited for: the other sinks' rows are sent
+// meanwhile, and the held-up sink's row once the edit ends, exactly once.
+func TestASinkLockedElsewhereHoldsUpOnlyItself(t *testing.T) {
+	t.Parallel()
+	w := enginetest.New(t)
+	g := newGotify(t)
+	_, p, scope := w.Human()
+	admin := w.Engine() // not serving: the rows are written before the edit begins
+	edited := w.Sink(admin, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.edited"})
+	other := w.Sink(admin, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.other"})
+	w.Emit(admin, deadLetterOf(scope, 1))
+
+	tx, err := w.Pool.Begin(w.Ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(w.Ctx) }()
+	_, err = tx.Exec(w.Ctx, `UPDATE sinks SET name = name || '-renamed' WHERE id = $1`, edited)
+	require.NoError(t, err)
+
+	w.Serve()
+	a := w.Wait()
+	require.Equal(t, other, a.SinkID, "the other sink is not held up by the edit")
+	require.Equal(t, "delivered", a.State)
+	var state string
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT state FROM outbox WHERE sink_id = $1`, edited).Scan(&state))
+	require.Equal(t, "claimed", state, "the edited sink's row waits, claimed")
+	require.Len(t, g.received(), 1)
+
+	require.NoError(t, tx.Commit(w.Ctx))
+	a = w.Wait()
+	require.Equal(t, edited, a.SinkID)
+	require.Equal(t, "delivered", a.State)
+	require.Equal(t, 1, a.Attempt)
+	require.Len(t, g.received(), 2, "each sink sent once")
+	require.Equal(t, map[string]int{"delivered": 2}, w.RowStates())
+}

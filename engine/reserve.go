@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,23 +22,26 @@ import (
 // reads each one's budget from the delivery records, decides in order
 // which rows get a token (and which are held, or end without a send), and
 // writes the "sending" records, in a handful of statements whatever the
-// number of sinks. While one group commits the next one gathers, so the
-// cost of a commit is shared by every actor that was ready, and an actor
-// alone pays for one. Budgets stay exact across instances: a sink's row
-// is locked while its tokens are counted and spent.
+// number of sinks. One group is in flight at a time: while it commits,
+// the next one gathers, so a busy engine reserves for hundreds of actors
+// in one transaction, and an actor alone pays for one. Budgets stay exact
+// across instances: a sink's row is locked while its tokens are counted
+// and spent.
+//
+// A sink whose row another transaction holds (another instance's group, a
+// coalesced message, an edit) is skipped, not waited for: its request
+// waits for the next group, and no group, and no other sink, waits for
+// one sink.
 
-// groupMax bounds the rows of one group reservation.
-const groupMax = 512
+// groupMax bounds the rows of one group reservation: the actors' capacity.
+const groupMax = 1024
 
 // groupTimeout bounds one group reservation's transaction.
 const groupTimeout = 10 * time.Second
 
-// reservers is how many group reservations one instance runs at once:
-// while one commits, others gather and lock. The groups of one instance
-// never share a sink (an actor waits for its answer before it asks
-// again), and every group locks its sinks in id order, so they never wait
-// for each other.
-const reservers = 4
+// busyRetry is how soon a request whose sink was locked elsewhere is tried
+// again when no other request comes.
+const busyRetry = 5 * time.Millisecond
 
 // groupTries is how often a group whose transaction failed on a
 // transient error (deadlock, serialization failure) is tried.
@@ -61,6 +63,9 @@ type reserved struct {
 	// gone is set when there is nothing to do: the sink was deleted, or
 	// this instance no longer holds the row.
 	gone string
+	// busy is set when the sink's row was locked elsewhere: the request
+	// waits for the next group.
+	busy bool
 	err  error
 }
 
@@ -92,27 +97,36 @@ func (r *reserver) reserve(ctx context.Context, row store.OutboxRow) reserved {
 	return <-q.reply // run answers every request it took
 }
 
-// run answers requests with reservers loops until ctx ends. It is stopped
+// run answers requests, a group at a time, until ctx ends. It is stopped
 // after the actors, so that a reservation asked for before the stop is
 // answered.
 func (r *reserver) run(ctx context.Context) {
 	defer close(r.done)
-	var wg sync.WaitGroup
-	for range reservers {
-		wg.Go(func() { r.loop(ctx) })
-	}
-	wg.Wait()
-}
-
-func (r *reserver) loop(ctx context.Context) {
+	var carried []*reserveReq // requests whose sinks were locked elsewhere
 	for {
-		var group []*reserveReq
+		var (
+			group []*reserveReq
+			retry <-chan time.Time
+		)
+		var t *time.Timer
+		if len(carried) > 0 {
+			t = time.NewTimer(busyRetry)
+			retry = t.C
+		}
 		select {
 		case <-ctx.Done():
+			for _, q := range carried {
+				q.reply <- reserved{err: errStopping}
+			}
 			return
 		case q := <-r.reqs:
 			group = append(group, q)
+		case <-retry:
 		}
+		if t != nil {
+			t.Stop()
+		}
+		group = append(group, carried...)
 	gather:
 		for len(group) < groupMax {
 			select {
@@ -122,12 +136,13 @@ func (r *reserver) loop(ctx context.Context) {
 				break gather
 			}
 		}
-		r.e.reserveGroup(ctx, group)
+		carried = r.e.reserveGroup(ctx, group)
 	}
 }
 
-// reserveGroup answers every request of group.
-func (e *Engine) reserveGroup(ctx context.Context, group []*reserveReq) {
+// reserveGroup answers every request of group but those whose sinks were
+// locked elsewhere, which it returns.
+func (e *Engine) reserveGroup(ctx context.Context, group []*reserveReq) (busy []*reserveReq) {
 	live := make([]*reserveReq, 0, len(group))
 	for _, q := range group {
 		if err := q.ctx.Err(); err != nil {
@@ -156,12 +171,16 @@ func (e *Engine) reserveGroup(ctx context.Context, group []*reserveReq) {
 		}
 	}
 	for i, q := range live {
-		if err != nil {
+		switch {
+		case err != nil:
 			q.reply <- reserved{err: err}
-			continue
+		case out[i].busy:
+			busy = append(busy, q)
+		default:
+			q.reply <- out[i]
 		}
-		q.reply <- out[i]
 	}
+	return busy
 }
 
 // transient reports a failure that trying the same transaction again can
@@ -236,6 +255,10 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 	)
 	for i, q := range reqs {
 		row, o := q.row, &out[i]
+		if locked.Busy[row.SinkID] {
+			o.busy = true
+			continue
+		}
 		s, ok := locked.Sinks[row.SinkID]
 		if !ok {
 			o.gone = "deleted" // its rows went with it (REQ-5)

@@ -24,35 +24,40 @@ type LockedSink struct {
 
 // Locked is what QueueLockForDelivery read once its batch has run.
 type Locked struct {
-	// Sinks are the sinks locked, by id; a deleted sink is absent.
+	// Sinks are the sinks locked, by id.
 	Sinks map[int64]LockedSink
+	// Busy are the sinks another transaction held: neither locked nor
+	// read. A sink neither locked nor busy was deleted.
+	Busy map[int64]bool
 }
 
 // QueueLockForDelivery queues, into b (which must run in a transaction of
 // READ COMMITTED, the default), the statements that open a group
 // reservation, filling l as they run:
 //
-//   - the sinks' rows are locked in id order, so that instances reserving
-//     overlapping groups wait for each other rather than deadlock. FOR NO
-//     KEY UPDATE excludes every other reservation and any change of the
-//     sink, but not the key-share locks that writing an outbox row for the
-//     sink takes;
+//   - the sinks' rows are locked, those another transaction holds (another
+//     instance's reservation, a coalesced message, an edit, a delete)
+//     skipped rather than waited for. FOR NO KEY UPDATE excludes every
+//     other reservation and any change of the sink, but not the key-share
+//     locks that writing an outbox row for the sink takes;
 //   - their budgets are read from the delivery records by a statement of
 //     its own, after the locks: a statement that waited for a lock still
 //     reads with the snapshot it began with, which would miss the records
-//     of the reservation it waited for.
+//     of a reservation that committed meanwhile. The same statement tells
+//     a skipped sink (it still exists) from a deleted one.
 //
 // The rows are not locked: the statements that change them check that
 // this instance still holds them.
 func QueueLockForDelivery(b *pgx.Batch, sinkIDs []int64, l *Locked) {
 	l.Sinks = make(map[int64]LockedSink, len(sinkIDs))
+	l.Busy = map[int64]bool{}
 	b.Queue(`
 		SELECT k.id, k.owner, k.kind, k.enabled, k.options, k.budget_per_hour, k.budget_burst,
 		       c.id, c.owner, c.kind, c.account_key, c.secret
 		FROM sinks k JOIN connections c ON c.id = k.connection_id
 		WHERE k.id = ANY ($1)
 		ORDER BY k.id
-		FOR NO KEY UPDATE OF k`, nonNilIDs(sinkIDs)).Query(func(rows pgx.Rows) error {
+		FOR NO KEY UPDATE OF k SKIP LOCKED`, nonNilIDs(sinkIDs)).Query(func(rows pgx.Rows) error {
 		var s LockedSink
 		_, err := pgx.ForEachRow(rows, []any{&s.ID, &s.Owner, &s.Kind, &s.Enabled, &s.Options, &s.PerHour, &s.Burst,
 			&s.ConnectionID, &s.ConnectionOwner, &s.ConnectionKind, &s.BaseURL, &s.SealedSecret}, func() error {
@@ -65,14 +70,20 @@ func QueueLockForDelivery(b *pgx.Batch, sinkIDs []int64, l *Locked) {
 		return nil
 	})
 	b.Queue(`
-		SELECT s, (SELECT max(d.budget_tat) FROM delivery_records d WHERE d.sink_id = s AND d.counts_budget)
+		SELECT s, EXISTS (SELECT 1 FROM sinks WHERE id = s),
+		       (SELECT max(d.budget_tat) FROM delivery_records d WHERE d.sink_id = s AND d.counts_budget)
 		FROM unnest($1::bigint[]) AS s`, nonNilIDs(sinkIDs)).Query(func(rows pgx.Rows) error {
 		var (
-			id  int64
-			tat *time.Time
+			id     int64
+			exists bool
+			tat    *time.Time
 		)
-		_, err := pgx.ForEachRow(rows, []any{&id, &tat}, func() error {
-			if s, ok := l.Sinks[id]; ok && tat != nil {
+		_, err := pgx.ForEachRow(rows, []any{&id, &exists, &tat}, func() error {
+			s, ok := l.Sinks[id]
+			switch {
+			case !ok && exists:
+				l.Busy[id] = true
+			case ok && tat != nil:
 				s.TAT = *tat
 				l.Sinks[id] = s
 			}
