@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/notifytype"
@@ -33,11 +34,29 @@ func TestHeldRowStatementsFindTheirRowsByID(t *testing.T) {
 		UPDATE outbox SET state = 'claimed', claimed_by = 'instance-a', claim_expires_at = now() + interval '1 minute'
 		WHERE id IN (SELECT id FROM outbox ORDER BY id LIMIT 2500)`)
 	require.NoError(t, err)
-	var ids []int64
-	require.NoError(t, pool.QueryRow(ctx, `SELECT array_agg(id) FROM (SELECT id FROM outbox ORDER BY id LIMIT 5) x`).Scan(&ids))
+	for _, n := range []int{5, 300} { // a lone row, and a group of many
+		var ids []int64
+		require.NoError(t, pool.QueryRow(ctx, `SELECT array_agg(id) FROM (SELECT id FROM outbox ORDER BY id LIMIT $1) x`, n).Scan(&ids))
+		explainHeldRowStatements(t, pool, ids)
+	}
 
+	// The constraint that lets them leave state out: a claimed row names
+	// its instance, and a row naming an instance is claimed.
+	_, err = pool.Exec(ctx, `UPDATE outbox SET claimed_by = NULL WHERE id = (SELECT min(id) FROM outbox)`)
+	require.ErrorContains(t, err, "outbox_claimed_by_claimed")
+	_, err = pool.Exec(ctx, `UPDATE outbox SET claimed_by = 'instance-b' WHERE state = 'pending'`)
+	require.ErrorContains(t, err, "outbox_claimed_by_claimed")
+}
+
+func explainHeldRowStatements(t *testing.T, pool *pgxpool.Pool, ids []int64) {
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, store.HeldRowsPlanForTest)
+	require.NoError(t, err)
 	for sql, args := range store.HeldRowStatementsForTest(ids, "instance-a") {
-		rows, err := pool.Query(ctx, `EXPLAIN `+sql, args...)
+		rows, err := tx.Query(ctx, `EXPLAIN `+sql, args...)
 		require.NoError(t, err)
 		var plan []string
 		for rows.Next() {
@@ -48,14 +67,8 @@ func TestHeldRowStatementsFindTheirRowsByID(t *testing.T) {
 		require.NoError(t, rows.Err())
 		text := strings.Join(plan, "\n")
 		name := strings.Join(strings.Fields(sql), " ")[:60]
-		require.Contains(t, text, "outbox_pkey", "%s…: %s", name, text)
-		require.NotContains(t, text, "outbox_claimed_sink", "%s…: %s", name, text)
+		require.Contains(t, text, "outbox_pkey", "%d rows, %s…: %s", len(ids), name, text)
+		require.NotContains(t, text, "outbox_claimed_sink", "%d rows, %s…: %s", len(ids), name, text)
+		require.NotContains(t, text, "Seq Scan on outbox", "%d rows, %s…: %s", len(ids), name, text)
 	}
-
-	// The constraint that lets them leave state out: a claimed row names
-	// its instance, and a row naming an instance is claimed.
-	_, err = pool.Exec(ctx, `UPDATE outbox SET claimed_by = NULL WHERE id = $1`, ids[0])
-	require.ErrorContains(t, err, "outbox_claimed_by_claimed")
-	_, err = pool.Exec(ctx, `UPDATE outbox SET claimed_by = 'instance-b' WHERE state = 'pending'`)
-	require.ErrorContains(t, err, "outbox_claimed_by_claimed")
 }

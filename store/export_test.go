@@ -17,6 +17,10 @@ func ExpirySelectsForTest() map[string]string {
 	return out
 }
 
+// HeldRowsPlanForTest is the setting the statements of
+// HeldRowStatementsForTest run under, in their transaction.
+const HeldRowsPlanForTest = heldRowsPlan
+
 // HeldRowStatementsForTest returns the statements that change rows an
 // instance holds, each with arguments that name rowIDs as held by
 // instance, so a test can check how the planner finds them.
@@ -29,5 +33,6 @@ func HeldRowStatementsForTest(rowIDs []int64, instance string) map[string][]any 
 		finishRowsSQL:     r.args(instance),
 		closeAbandonedSQL: {rowIDs, now, instance},
 		startAttemptsSQL:  {rowIDs, tats, instance, now, time.Minute},
+		holdRowsSQL:       {rowIDs, tats, instance},
 	}
 }

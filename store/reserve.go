@@ -35,6 +35,8 @@ type Locked struct {
 // READ COMMITTED, the default), the statements that open a group
 // reservation, filling l as they run:
 //
+//   - heldRowsPlan, for the statements of the reservation that change the
+//     rows this instance holds;
 //   - the sinks' rows are locked, those another transaction holds (another
 //     instance's reservation, a coalesced message, an edit, a delete)
 //     skipped rather than waited for. FOR NO KEY UPDATE excludes every
@@ -51,6 +53,7 @@ type Locked struct {
 func QueueLockForDelivery(b *pgx.Batch, sinkIDs []int64, l *Locked) {
 	l.Sinks = make(map[int64]LockedSink, len(sinkIDs))
 	l.Busy = map[int64]bool{}
+	b.Queue(heldRowsPlan)
 	b.Queue(`
 		SELECT k.id, k.owner, k.kind, k.enabled, k.options, k.budget_per_hour, k.budget_burst,
 		       c.id, c.owner, c.kind, c.account_key, c.secret
@@ -113,10 +116,7 @@ func QueueHoldRows(b *pgx.Batch, holds []Hold, instance string, held map[int64]i
 	for i, h := range holds {
 		ids[i], sinkIDs[i], until[i] = h.RowID, h.SinkID, h.Until
 	}
-	b.Queue(`
-		UPDATE outbox o SET state = 'held', due_at = u.until, claimed_by = NULL, claim_expires_at = NULL
-		FROM unnest($1::bigint[], $2::timestamptz[]) AS u(id, until)
-		WHERE o.id = u.id AND o.claimed_by = $3`, ids, until, instance)
+	b.Queue(holdRowsSQL, ids, until, instance)
 	b.Queue(`
 		WITH s AS (
 		    SELECT DISTINCT ON (sink_id) sink_id, until
@@ -133,6 +133,13 @@ func QueueHoldRows(b *pgx.Batch, holds []Hold, instance string, held map[int64]i
 		return nil
 	})
 }
+
+// holdRowsSQL parks claimed rows: $1 their ids, $2 their due times, $3
+// the instance holding them.
+const holdRowsSQL = `
+		UPDATE outbox o SET state = 'held', due_at = u.until, claimed_by = NULL, claim_expires_at = NULL
+		FROM unnest($1::bigint[], $2::timestamptz[]) AS u(id, until)
+		WHERE o.id = u.id AND o.claimed_by = $3`
 
 // Start is a row whose attempt begins: a token of its sink is reserved,
 // and the sink's budget state after it is TAT.
@@ -183,7 +190,7 @@ const startAttemptsSQL = `
 		), started AS (
 		    UPDATE outbox o SET attempts = o.attempts + 1, first_attempt_at = coalesce(o.first_attempt_at, $4),
 		           claim_expires_at = $4::timestamptz + $5::interval,
-		           attempt_record_id = nextval(pg_get_serial_sequence('delivery_records', 'id'))
+		           attempt_record_id = nextval('delivery_records_id_seq')
 		    FROM req WHERE o.id = req.id AND o.claimed_by = $3
 		    RETURNING o.id, o.sink_id, o.owner, o.event_type, o.severity, o.payload, o.include_excerpt,
 		              o.attempts, o.first_attempt_at, coalesce(o.last_class, '') AS last_class, o.due_at, o.count,
@@ -218,7 +225,9 @@ type Finished struct {
 
 // RecordFinished records the ends of many attempts at once: their delivery
 // records and their rows (see FinishRows: only rows this instance still
-// holds change), in one implicit transaction and one round trip.
+// holds change), in one transaction and one round trip. db must not be in
+// a transaction; a pool or a connection of one releases a connection
+// whose batch failed mid-transaction rather than reuse it.
 func RecordFinished(ctx context.Context, db BatchSender, fs []Finished, instance string) error {
 	var (
 		recIDs   = make([]int64, len(fs))
@@ -233,14 +242,15 @@ func RecordFinished(ctx context.Context, db BatchSender, fs []Finished, instance
 		rows.add(f.Rows, f.Outcome, f.At)
 	}
 	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(heldRowsPlan)
 	b.Queue(`
 		UPDATE delivery_records d SET status = u.status, class = nullif(u.class, ''),
 		       http_status = nullif(u.http, 0), finished_at = u.at
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::timestamptz[]) AS u(id, status, class, http, at)
 		WHERE d.id = u.id`, recIDs, statuses, classes, https, ats)
 	b.Queue(finishRowsSQL, rows.args(instance)...)
-	// Sent outside a transaction, the batch runs as one implicit
-	// transaction: both statements take effect, or neither.
+	b.Queue(`COMMIT`)
 	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("error recording %d attempts: %w", len(fs), err)
 	}
