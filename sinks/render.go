@@ -175,6 +175,38 @@ func Clean(s string, limit int) string {
 	if limit <= 0 {
 		return ""
 	}
+	if cleanASCII(s, limit) {
+		return s // most text: nothing to drop, collapse or cut
+	}
+	return cleanRunes(s, limit)
+}
+
+// cleanASCII reports that Clean would return s unchanged because it is
+// already clean: printable ASCII, single spaces between words, none at
+// either end, and no longer than limit.
+func cleanASCII(s string, limit int) bool {
+	if len(s) > limit {
+		return false
+	}
+	space := true // a leading space is not clean
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == ' ':
+			if space {
+				return false
+			}
+			space = true
+		case c < 0x20 || c > 0x7e:
+			return false
+		default:
+			space = false
+		}
+	}
+	return len(s) == 0 || !space
+}
+
+// cleanRunes is Clean, rune by rune.
+func cleanRunes(s string, limit int) string {
 	runes := make([]rune, 0, min(len(s), limit+1))
 	space := false
 	for i := 0; i < len(s) && len(runes) <= limit; {

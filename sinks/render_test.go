@@ -216,6 +216,30 @@ func TestCleanProperties(t *testing.T) {
 	})
 }
 
+// Clean's fast path for text that is already clean returns what the rune
+// by rune path returns, on text drawn to hit it (printable ASCII, spaces
+// single or doubled, at the ends or not, around the limit) and on nasty
+// text.
+func TestCleanFastPathAgrees(t *testing.T) {
+	t.Parallel()
+
+	plain := rapid.Custom(func(t *rapid.T) string {
+		words := rapid.SliceOfN(rapid.StringMatching(`[!-~]{1,12}`), 0, 12).Draw(t, "words")
+		sep := rapid.SampledFrom([]string{" ", " ", " ", "  "}).Draw(t, "sep")
+		return rapid.SampledFrom([]string{"", " "}).Draw(t, "lead") + strings.Join(words, sep) +
+			rapid.SampledFrom([]string{"", " "}).Draw(t, "trail")
+	})
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.OneOf(plain, nastyString()).Draw(t, "s")
+		limit := rapid.IntRange(0, 2*len(s)+2).Draw(t, "limit")
+		want := ""
+		if limit > 0 {
+			want = sinks.CleanRunesForTest(s, limit)
+		}
+		require.Equal(t, want, sinks.Clean(s, limit), "%q cut at %d", s, limit)
+	})
+}
+
 func TestRenderProperties(t *testing.T) {
 	t.Parallel()
 
