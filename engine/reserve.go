@@ -40,8 +40,12 @@ const groupMax = 1024
 const groupTimeout = 10 * time.Second
 
 // busyRetry is how soon a request whose sink was locked elsewhere is tried
-// again when no other request comes.
-const busyRetry = 5 * time.Millisecond
+// again when no other request comes; while every request of a group finds
+// its sink locked, the wait doubles, up to busyRetryMax.
+const (
+	busyRetry    = 5 * time.Millisecond
+	busyRetryMax = 500 * time.Millisecond
+)
 
 // groupTries is how often a group whose transaction failed on a
 // transient error (deadlock, serialization failure) is tried.
@@ -102,15 +106,18 @@ func (r *reserver) reserve(ctx context.Context, row store.OutboxRow) reserved {
 // answered.
 func (r *reserver) run(ctx context.Context) {
 	defer close(r.done)
-	var carried []*reserveReq // requests whose sinks were locked elsewhere
+	var (
+		carried []*reserveReq // requests whose sinks were locked elsewhere
+		wait    = busyRetry
+	)
 	for {
 		var (
 			group []*reserveReq
 			retry <-chan time.Time
+			t     *time.Timer
 		)
-		var t *time.Timer
 		if len(carried) > 0 {
-			t = time.NewTimer(busyRetry)
+			t = time.NewTimer(wait)
 			retry = t.C
 		}
 		select {
@@ -136,7 +143,13 @@ func (r *reserver) run(ctx context.Context) {
 				break gather
 			}
 		}
-		carried = r.e.reserveGroup(ctx, group)
+		busy := r.e.reserveGroup(ctx, group)
+		if len(busy) > 0 && len(busy) == len(group) {
+			wait = min(wait*2, busyRetryMax)
+		} else {
+			wait = busyRetry
+		}
+		carried = busy
 	}
 }
 
