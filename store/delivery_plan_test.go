@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -56,19 +57,22 @@ func explainHeldRowStatements(t *testing.T, pool *pgxpool.Pool, ids []int64) {
 	_, err = tx.Exec(ctx, store.HeldRowsPlanForTest)
 	require.NoError(t, err)
 	for sql, args := range store.HeldRowStatementsForTest(ids, "instance-a") {
-		rows, err := tx.Query(ctx, `EXPLAIN `+sql, args...)
-		require.NoError(t, err)
-		var plan []string
-		for rows.Next() {
-			var line string
-			require.NoError(t, rows.Scan(&line))
-			plan = append(plan, line)
-		}
-		require.NoError(t, rows.Err())
-		text := strings.Join(plan, "\n")
+		text := explain(t, tx, sql, args...)
 		name := strings.Join(strings.Fields(sql), " ")[:60]
 		require.Contains(t, text, "outbox_pkey", "%d rows, %s…: %s", len(ids), name, text)
 		require.NotContains(t, text, "outbox_claimed_sink", "%d rows, %s…: %s", len(ids), name, text)
 		require.NotContains(t, text, "Seq Scan on outbox", "%d rows, %s…: %s", len(ids), name, text)
 	}
+}
+
+// explain returns the plan of sql with args, one line a row.
+func explain(t *testing.T, db interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, sql string, args ...any) string {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `EXPLAIN `+sql, args...)
+	require.NoError(t, err)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return strings.Join(lines, "\n")
 }

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -38,16 +37,7 @@ func TestPruneExpiredUsesAnIndexForEveryTable(t *testing.T) {
 	}
 	require.Len(t, selects, len(want))
 	for what, sel := range selects {
-		rows, err := conn.Query(ctx, `EXPLAIN `+sel, time.Now(), 1000)
-		require.NoError(t, err, what)
-		var plan []string
-		for rows.Next() {
-			var line string
-			require.NoError(t, rows.Scan(&line))
-			plan = append(plan, line)
-		}
-		require.NoError(t, rows.Err(), what)
-		text := strings.Join(plan, "\n")
+		text := explain(t, conn, sel, time.Now(), 1000)
 		require.Contains(t, text, "Index", "%s: %s", what, text)
 		require.Regexp(t, `(using|on) `+want[what]+`\b`, text, "%s is found by its age index", what)
 		require.Contains(t, text, "Index Cond: ("+ageColumn[what]+" < ", "%s: the index bounds the age", what)
