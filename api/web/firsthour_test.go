@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -310,6 +311,38 @@ func TestPrivateAddressWarning(t *testing.T) {
 	require.NotContains(t, page.body, `id="warning"`)
 	require.Equal(t, 3, b.count(t, "connections"), "saving is allowed either way")
 	require.NotContains(t, c.get("/connections").body, `id="warning"`, "only right after the save")
+}
+
+// TestSinkOnAPrivateConnectionWarns: a sink saved (created or edited) on
+// a connection whose base URL the guard will refuse shows the same
+// warning right after the save, and only then; one on a public address
+// shows none.
+func TestSinkOnAPrivateConnectionWarns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *engine.Config) { c.PrivateHosts = nil })
+	id, c := b.human(t)
+	me := notifytype.Human(id)
+	private := b.gotifyConnection(t, id, me, "http://127.0.0.1:8181", "gtfya.p")
+	public := b.gotifyConnection(t, id, me, "https://93.184.216.34", "gtfya.q")
+	create := func(name string, conn int64) (page response, sinkURL string) {
+		t.Helper()
+		res := c.post("/sinks", url.Values{"owner": {me.String()}, "name": {name}, "kind": {"gotify"},
+			"connection_id": {strconv.FormatInt(conn, 10)}})
+		require.Equal(t, http.StatusSeeOther, res.status, res.body)
+		loc := res.header.Get("Location")
+		return c.get(loc), strings.SplitN(loc, "?", 2)[0]
+	}
+	page, sinkURL := create("desk", private.ID)
+	require.Contains(t, page.body, "Sink created.")
+	warning := between(t, page.body, `id="warning">`, "</p>")
+	require.Equal(t, b.eng.DestinationWarning(b.ctx, "http://127.0.0.1:8181"), html.UnescapeString(warning))
+	page, _ = create("phone", public.ID)
+	require.NotContains(t, page.body, `id="warning"`)
+
+	require.NotContains(t, c.get(sinkURL).body, `id="warning"`, "only right after the save")
+	res := c.post(sinkURL, url.Values{"name": {"desk-2"}, "connection_id": {strconv.FormatInt(private.ID, 10)}})
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+	require.Contains(t, c.get(res.header.Get("Location")).body, `id="warning"`, "an edit warns too")
 }
 
 // TestVendShowsClientConfig: after vending, the page shows the MCP URL and

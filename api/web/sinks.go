@@ -441,10 +441,17 @@ func (s *server) renderSink(w http.ResponseWriter, r *http.Request, a *actor, st
 	if st.subForm != nil {
 		data.SubForm = *st.subForm
 	}
-	s.render(w, r, status, "sink", a, view{
+	v := view{
 		Title: "Sink " + sk.Name, Nav: "sinks", Scope: sk.Owner, CanWrite: canWrite, ReadOnly: readOnly,
 		Notice: st.notice, Err: s.public(r, st.refusal), Data: data,
-	})
+	}
+	// Just saved: warn, as the connection's own save did, when the
+	// connection it delivers through is on an address the guard will
+	// refuse (the REST API and MCP answer the same words).
+	if key := r.URL.Query().Get("notice"); (key == "sink_created" || key == "sink_saved") && st.refusal == nil {
+		v.Warning = s.d.Engine.SinkDestinationWarning(ctx, sk)
+	}
+	s.render(w, r, status, "sink", a, v)
 }
 
 // afterSinkWrite redirects to the sink's page after a save, with the
