@@ -241,7 +241,7 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 
 	var locked store.Locked
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
+	store.QueueBeginOnHeldRows(b)
 	store.QueueLockForDelivery(b, sinkIDs, &locked)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return nil, err

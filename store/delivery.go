@@ -35,8 +35,15 @@ type OutboxRow struct {
 // records. Title, summary, excerpt and body are cleared.
 const finishedPayload = `jsonb_strip_nulls(jsonb_build_object('link_path', payload->'link_path', 'place', payload->'place'))`
 
-const outboxRowColumns = `o.id, o.sink_id, o.owner, o.event_type, o.severity, o.payload, o.include_excerpt,
+const outboxRowColumns = outboxRowHead + `o.payload` + outboxRowTail
+
+// outboxRowHead and outboxRowTail are the columns of an OutboxRow before
+// and after its payload.
+const (
+	outboxRowHead = `o.id, o.sink_id, o.owner, o.event_type, o.severity, `
+	outboxRowTail = `, o.include_excerpt,
 	o.attempts, o.first_attempt_at, coalesce(o.last_class, ''), o.due_at, o.count, o.had_partial`
+)
 
 func collectOutboxRows(rows pgx.Rows, err error) ([]OutboxRow, error) {
 	if err != nil {
@@ -129,8 +136,7 @@ const claimDueSQL = `
 // place): a claimed row's payload is read when its attempt starts
 // (QueueStartAttempts returns it), so the claim does not carry hundreds of
 // payloads that are read again moments later.
-const claimedRowColumns = `o.id, o.sink_id, o.owner, o.event_type, o.severity, NULL::jsonb, o.include_excerpt,
-	o.attempts, o.first_attempt_at, coalesce(o.last_class, ''), o.due_at, o.count, o.had_partial`
+const claimedRowColumns = outboxRowHead + `NULL::jsonb` + outboxRowTail
 
 func (p ClaimParams) args() []any {
 	return []any{p.Instance, p.Now, p.TTL, p.Limit, p.PerSink, nonNilIDs(p.SkipSinks), !p.SkipExpired}
@@ -293,9 +299,9 @@ func BudgetTAT(ctx context.Context, db DBTX, sinkID int64) (time.Time, error) {
 // The same belief makes a sequential scan of the whole outbox look
 // cheaper than a few hundred lookups by primary key: joined with the list
 // of rows it is given, the outbox side is estimated at one row. So these
-// statements run in a transaction that first runs heldRowsPlan, which
-// leaves the planner the lookups by primary key it should choose
-// (TestHeldRowStatementsFindTheirRowsByID).
+// statements run in a transaction begun by QueueBeginOnHeldRows, whose
+// heldRowsPlan leaves the planner the lookups by primary key it should
+// choose (TestHeldRowStatementsFindTheirRowsByID).
 const heldRowsPlan = `SET LOCAL enable_seqscan = off`
 
 // ErrClaimLost reports a row this instance no longer holds (its claim

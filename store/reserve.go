@@ -31,12 +31,18 @@ type Locked struct {
 	Busy map[int64]bool
 }
 
+// QueueBeginOnHeldRows queues, into b, the start of a transaction that
+// changes rows this instance holds: BEGIN, then heldRowsPlan. A group
+// reservation and a group record begin so.
+func QueueBeginOnHeldRows(b *pgx.Batch) {
+	b.Queue(`BEGIN`)
+	b.Queue(heldRowsPlan)
+}
+
 // QueueLockForDelivery queues, into b (which must run in a transaction of
 // READ COMMITTED, the default), the statements that open a group
 // reservation, filling l as they run:
 //
-//   - heldRowsPlan, for the statements of the reservation that change the
-//     rows this instance holds;
 //   - the sinks' rows are locked, those another transaction holds (another
 //     instance's reservation, a coalesced message, an edit, a delete)
 //     skipped rather than waited for. FOR NO KEY UPDATE excludes every
@@ -53,7 +59,6 @@ type Locked struct {
 func QueueLockForDelivery(b *pgx.Batch, sinkIDs []int64, l *Locked) {
 	l.Sinks = make(map[int64]LockedSink, len(sinkIDs))
 	l.Busy = map[int64]bool{}
-	b.Queue(heldRowsPlan)
 	b.Queue(`
 		SELECT k.id, k.owner, k.kind, k.enabled, k.options, k.budget_per_hour, k.budget_burst,
 		       c.id, c.owner, c.kind, c.account_key, c.secret
@@ -242,8 +247,7 @@ func RecordFinished(ctx context.Context, db BatchSender, fs []Finished, instance
 		rows.add(f.Rows, f.Outcome, f.At)
 	}
 	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
-	b.Queue(heldRowsPlan)
+	QueueBeginOnHeldRows(b)
 	b.Queue(`
 		UPDATE delivery_records d SET status = u.status, class = nullif(u.class, ''),
 		       http_status = nullif(u.http, 0), finished_at = u.at
