@@ -296,13 +296,33 @@ func BudgetTAT(ctx context.Context, db DBTX, sinkID int64) (time.Time, error) {
 // row is claimed would read every row the instance holds through that
 // index on each statement.
 //
-// The same belief makes a sequential scan of the whole outbox look
-// cheaper than a few hundred lookups by primary key: joined with the list
-// of rows it is given, the outbox side is estimated at one row. So these
-// statements run in a transaction begun by QueueBeginOnHeldRows, whose
-// heldRowsPlan leaves the planner the lookups by primary key it should
-// choose (TestHeldRowStatementsFindTheirRowsByID).
+// The same belief makes a scan of the whole outbox look cheaper than a few
+// hundred lookups by primary key: joined with the list of rows it is
+// given, the outbox side, filtered by "claimed_by = instance", is
+// estimated at one row, and the planner reads the whole table (a
+// sequential scan, or the primary key from end to end) and probes the
+// list for each row it holds: hundreds of milliseconds a statement, in a
+// drain of a few seconds. So a statement given a list of rows finds each
+// by its primary key first, one lookup per entry of the list
+// (heldRowsByTID), and updates the row versions it found by their tids,
+// with "claimed_by = instance" checked on the version it updates. And it
+// runs in a transaction begun by QueueBeginOnHeldRows, whose heldRowsPlan
+// rules out the one other way to reach those versions, a sequential scan
+// (TestHeldRowStatementsFindTheirRowsByID).
 const heldRowsPlan = `SET LOCAL enable_seqscan = off`
+
+// heldRowsByTID returns the CTE "u": the rows of list (a FROM item naming
+// its columns as u(id, ...)), each with the tid of the outbox row it
+// names (NULL for a row that is gone), found by primary key. A statement
+// joins it as "outbox.ctid = u.tid AND outbox.claimed_by = $instance": a
+// tid scan for each entry, whatever the statistics say. A row another
+// transaction changed meanwhile is followed to its latest version, on
+// which the claim is checked again.
+func heldRowsByTID(list string) string {
+	return `u AS MATERIALIZED (
+		    SELECT u.*, (SELECT ctid FROM outbox WHERE id = u.id) AS tid FROM ` + list + `
+		)`
+}
 
 // ErrClaimLost reports a row this instance no longer holds (its claim
 // expired and another instance took it).
@@ -509,15 +529,15 @@ func QueueFinishRows(b *pgx.Batch, ids []int64, instance string, o RowOutcome, n
 
 // finishRowsSQL applies an outcome to each row of a list this instance
 // holds; its arguments are rowOutcomes.args.
-const finishRowsSQL = `
+var finishRowsSQL = `
+		WITH ` + heldRowsByTID(`unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) AS u(id, state, class, due, finished)`) + `
 		UPDATE outbox SET state = u.state, last_class = coalesce(nullif(u.class, ''), last_class),
 		       due_at = coalesce(u.due, due_at),
 		       delivered_count = CASE WHEN u.state = 'delivered' THEN count ELSE delivered_count END,
 		       had_partial = had_partial OR u.class = 'partial',
 		       payload = CASE WHEN u.finished IS NULL THEN payload ELSE ` + finishedPayload + ` END,
 		       finished_at = u.finished, claimed_by = NULL, claim_expires_at = NULL
-		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) AS u(id, state, class, due, finished)
-		WHERE outbox.id = u.id AND outbox.claimed_by = $6`
+		FROM u WHERE outbox.ctid = u.tid AND outbox.claimed_by = $6`
 
 // rowOutcomes gathers the rows and outcomes of finishRowsSQL.
 type rowOutcomes struct {

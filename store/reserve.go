@@ -141,10 +141,10 @@ func QueueHoldRows(b *pgx.Batch, holds []Hold, instance string, held map[int64]i
 
 // holdRowsSQL parks claimed rows: $1 their ids, $2 their due times, $3
 // the instance holding them.
-const holdRowsSQL = `
+var holdRowsSQL = `
+		WITH ` + heldRowsByTID(`unnest($1::bigint[], $2::timestamptz[]) AS u(id, until)`) + `
 		UPDATE outbox o SET state = 'held', due_at = u.until, claimed_by = NULL, claim_expires_at = NULL
-		FROM unnest($1::bigint[], $2::timestamptz[]) AS u(id, until)
-		WHERE o.id = u.id AND o.claimed_by = $3`
+		FROM u WHERE o.ctid = u.tid AND o.claimed_by = $3`
 
 // Start is a row whose attempt begins: a token of its sink is reserved,
 // and the sink's budget state after it is TAT.
@@ -189,17 +189,15 @@ func QueueStartAttempts(b *pgx.Batch, starts []Start, instance string, now time.
 }
 
 // startAttemptsSQL is QueueStartAttempts' statement.
-const startAttemptsSQL = `
-		WITH req AS (
-		    SELECT * FROM unnest($1::bigint[], $2::timestamptz[]) AS r(id, tat)
-		), started AS (
+var startAttemptsSQL = `
+		WITH ` + heldRowsByTID(`unnest($1::bigint[], $2::timestamptz[]) AS u(id, tat)`) + `, started AS (
 		    UPDATE outbox o SET attempts = o.attempts + 1, first_attempt_at = coalesce(o.first_attempt_at, $4),
 		           claim_expires_at = $4::timestamptz + $5::interval,
 		           attempt_record_id = nextval('delivery_records_id_seq')
-		    FROM req WHERE o.id = req.id AND o.claimed_by = $3
+		    FROM u WHERE o.ctid = u.tid AND o.claimed_by = $3
 		    RETURNING o.id, o.sink_id, o.owner, o.event_type, o.severity, o.payload, o.include_excerpt,
 		              o.attempts, o.first_attempt_at, coalesce(o.last_class, '') AS last_class, o.due_at, o.count,
-		              o.had_partial, o.attempt_record_id, req.tat
+		              o.had_partial, o.attempt_record_id, u.tat
 		), rec AS (
 		    INSERT INTO delivery_records (id, sink_id, owner, outbox_id, event_type, attempt, counts_budget,
 		                                  coalesced_rows, status, sent_at, budget_tat)
