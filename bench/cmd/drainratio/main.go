@@ -58,6 +58,7 @@ var (
 	engineConns  = flag.Int("engine-conns", 0, "each engine's pool size (0: the server binary's default, store.PoolMaxConnsDefault)")
 	timeoutFlag  = flag.Duration("timeout", 120*time.Second, "bound on one measurement")
 	cpuprofile   = flag.String("cpuprofile", "", "write a CPU profile of the first engine_1 drain to this file")
+	memprofile   = flag.String("memprofile", "", "write the allocations of the process to this file before the first engine_1 drain (suffix .base) and after it: go tool pprof -base F.base F")
 	keep         = flag.Bool("keep", false, "keep the database at the end")
 	baselines    = flag.Bool("baselines", true, "run the hand loop and River beside the engine (false: the engine alone, for a quick look while changing it)")
 )
@@ -285,6 +286,9 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 			}
 			defer pprof.StopCPUProfile()
 		}
+		if err := writeAllocs(*memprofile + ".base"); err != nil {
+			return outcome{}, err
+		}
 		tracer.Start()
 	}
 	var ins []*rig.Instance
@@ -347,6 +351,9 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 	took, cpu := time.Since(start), busyCPU()-cpu0
 	if profile {
 		pprof.StopCPUProfile()
+		if err := writeAllocs(*memprofile); err != nil {
+			return outcome{}, err
+		}
 		w.stats = tracer.Stop()
 		w.profiled = true
 	}
@@ -454,4 +461,18 @@ func perDelivery(cpu time.Duration, n int) float64 {
 		return 0
 	}
 	return float64(cpu.Microseconds()) / float64(n)
+}
+
+// writeAllocs writes the process's allocations so far to path, unless
+// -memprofile is unset.
+func writeAllocs(path string) error {
+	if *memprofile == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return pprof.Lookup("allocs").WriteTo(f, 0)
 }
