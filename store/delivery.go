@@ -315,9 +315,18 @@ const heldRowsPlan = `SET LOCAL enable_seqscan = off`
 // its columns as u(id, ...)), each with the tid of the outbox row it
 // names (NULL for a row that is gone), found by primary key. A statement
 // joins it as "outbox.ctid = u.tid AND outbox.claimed_by = $instance": a
-// tid scan for each entry, whatever the statistics say. A row another
-// transaction changed meanwhile is followed to its latest version, on
-// which the claim is checked again.
+// tid scan for each entry, whatever the statistics say.
+//
+// The tid is the one the row has in the statement's snapshot. A row that
+// another transaction changes meanwhile has a new tid, and the statement
+// leaves it out, whether or not the row is still this instance's (a tid
+// scan checks again, on the latest version, that the tid is the one it
+// was asked for). Only an instance that takes a row whose claim expired
+// changes a row another instance holds, so this costs nothing today; and
+// it never loses an outcome: FinishRows and RecordFinished try the rows
+// left out once more (finishRowsAgain), and an attempt that did not start,
+// or a row that was not held, stays claimed and is taken up again when
+// its claim expires (TestHeldRowStatementsFollowARowChangedMeanwhile).
 func heldRowsByTID(list string) string {
 	return `u AS MATERIALIZED (
 		    SELECT u.*, (SELECT ctid FROM outbox WHERE id = u.id) AS tid FROM ` + list + `
@@ -514,21 +523,52 @@ type RowOutcome struct {
 func FinishRows(ctx context.Context, db DBTX, ids []int64, instance string, o RowOutcome, now time.Time) error {
 	var r rowOutcomes
 	r.add(ids, o, now)
-	if _, err := db.Exec(ctx, finishRowsSQL, r.args(instance)...); err != nil {
+	done, err := collectIDs(db.Query(ctx, finishRowsSQL, r.args(instance)...))
+	if err == nil {
+		err = finishRowsAgain(ctx, db, r, done, instance)
+	}
+	if err != nil {
 		return fmt.Errorf("error recording outcome of rows %v: %w", ids, err)
 	}
 	return nil
 }
 
-// QueueFinishRows queues FinishRows into b.
+// finishRowsAgain applies once more the outcomes of r that the statement
+// which applied those of done left out. A statement on held rows finds
+// each row by the tid it has in the statement's snapshot (heldRowsByTID):
+// a row that another transaction changed meanwhile, in any way that left
+// it with this instance, is left out, as a row another instance took is.
+// The second statement, with a snapshot of its own, finds the row's latest
+// version: an outcome is never dropped (to be sent again once its claim
+// expires) because a row changed while it was written.
+func finishRowsAgain(ctx context.Context, db DBTX, r rowOutcomes, done []int64, instance string) error {
+	rest := r.without(done)
+	if len(rest.ids) == 0 {
+		return nil
+	}
+	_, err := db.Exec(ctx, finishRowsSQL, rest.args(instance)...)
+	return err
+}
+
+// QueueFinishRows queues FinishRows into b, without its second statement:
+// a row it leaves stays claimed, and is found again once its claim
+// expires.
 func QueueFinishRows(b *pgx.Batch, ids []int64, instance string, o RowOutcome, now time.Time) {
 	var r rowOutcomes
 	r.add(ids, o, now)
 	b.Queue(finishRowsSQL, r.args(instance)...)
 }
 
+func collectIDs(rows pgx.Rows, err error) ([]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
 // finishRowsSQL applies an outcome to each row of a list this instance
-// holds; its arguments are rowOutcomes.args.
+// holds and returns the rows it changed; its arguments are
+// rowOutcomes.args.
 var finishRowsSQL = `
 		WITH ` + heldRowsByTID(`unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) AS u(id, state, class, due, finished)`) + `
 		UPDATE outbox SET state = u.state, last_class = coalesce(nullif(u.class, ''), last_class),
@@ -537,7 +577,8 @@ var finishRowsSQL = `
 		       had_partial = had_partial OR u.class = 'partial',
 		       payload = CASE WHEN u.finished IS NULL THEN payload ELSE ` + finishedPayload + ` END,
 		       finished_at = u.finished, claimed_by = NULL, claim_expires_at = NULL
-		FROM u WHERE outbox.ctid = u.tid AND outbox.claimed_by = $6`
+		FROM u WHERE outbox.ctid = u.tid AND outbox.claimed_by = $6
+		RETURNING outbox.id`
 
 // rowOutcomes gathers the rows and outcomes of finishRowsSQL.
 type rowOutcomes struct {
@@ -559,6 +600,28 @@ func (r *rowOutcomes) add(ids []int64, o RowOutcome, now time.Time) {
 		r.dues = append(r.dues, nullTime(o.DueAt))
 		r.finished = append(r.finished, finishedAt)
 	}
+}
+
+// without returns the entries of r whose rows are not among ids.
+func (r *rowOutcomes) without(ids []int64) rowOutcomes {
+	if len(ids) == len(r.ids) {
+		return rowOutcomes{} // each row at most once in r
+	}
+	skip := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		skip[id] = true
+	}
+	var out rowOutcomes
+	for i, id := range r.ids {
+		if !skip[id] {
+			out.ids = append(out.ids, id)
+			out.states = append(out.states, r.states[i])
+			out.classes = append(out.classes, r.classes[i])
+			out.dues = append(out.dues, r.dues[i])
+			out.finished = append(out.finished, r.finished[i])
+		}
+	}
+	return out
 }
 
 func (r *rowOutcomes) args(instance string) []any {

@@ -231,7 +231,10 @@ type Finished struct {
 // holds change), in one transaction and one round trip. db must not be in
 // a transaction; a pool or a connection of one releases a connection
 // whose batch failed mid-transaction rather than reuse it.
-func RecordFinished(ctx context.Context, db BatchSender, fs []Finished, instance string) error {
+func RecordFinished(ctx context.Context, db interface {
+	BatchSender
+	DBTX
+}, fs []Finished, instance string) error {
 	var (
 		recIDs   = make([]int64, len(fs))
 		statuses = make([]string, len(fs))
@@ -244,6 +247,7 @@ func RecordFinished(ctx context.Context, db BatchSender, fs []Finished, instance
 		recIDs[i], statuses[i], classes[i], https[i], ats[i] = f.RecordID, f.Status, f.Class, int32(f.HTTPStatus), f.At
 		rows.add(f.Rows, f.Outcome, f.At)
 	}
+	var done []int64
 	b := &pgx.Batch{}
 	QueueBeginOnHeldRows(b)
 	b.Queue(`
@@ -251,10 +255,19 @@ func RecordFinished(ctx context.Context, db BatchSender, fs []Finished, instance
 		       http_status = nullif(u.http, 0), finished_at = u.at
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::timestamptz[]) AS u(id, status, class, http, at)
 		WHERE d.id = u.id`, recIDs, statuses, classes, https, ats)
-	b.Queue(finishRowsSQL, rows.args(instance)...)
+	b.Queue(finishRowsSQL, rows.args(instance)...).Query(func(rs pgx.Rows) error {
+		var err error
+		done, err = collectIDs(rs, nil)
+		return err
+	})
 	b.Queue(`COMMIT`)
 	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("error recording %d attempts: %w", len(fs), err)
+	}
+	// Rows another transaction changed meanwhile, or that another instance
+	// took: rare, and written on their own.
+	if err := finishRowsAgain(ctx, db, rows, done, instance); err != nil {
+		return fmt.Errorf("error recording the rows of %d attempts: %w", len(fs), err)
 	}
 	return nil
 }
