@@ -7,7 +7,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.version=$(VERSION)
 BENCHTIME ?= 2s
 
-.PHONY: all build run test lint bench bench-short bench-drivers clean faults faults-short faults-fuzz
+.PHONY: all build run test lint bench bench-go bench-short bench-drivers clean faults faults-short faults-fuzz
 
 all: lint test build
 
@@ -58,8 +58,11 @@ faults-short:
 faults-fuzz:
 	$(GO) run ./faults/cmd/faults-fuzz -go=$(GO) -fuzztime=$(FAULTS_FUZZTIME) $(FAULTS_FUZZERS)
 
-## bench: the benchmarks of the bench module (BENCHTIME=2s by default)
-bench:
+## bench: the full mode of the benchmarks: the testing.B benchmarks, then every driver (~20 min)
+bench: bench-go bench-drivers
+
+## bench-go: the testing.B benchmarks of the bench module (BENCHTIME=2s by default)
+bench-go:
 	@[ -f bench/go.mod ] || { echo "no bench/ module yet"; exit 1; }
 	cd bench && $(GO) test -run='^$$' -bench=. -benchtime=$(BENCHTIME) ./...
 
