@@ -91,7 +91,12 @@ type ClaimParams struct {
 // expire (the instance died). The sinks other instances hold are listed
 // once per claim, from the claimed rows (a few per sink being delivered),
 // rather than looked up for each candidate row: with three instances the
-// candidates are mostly rows of sinks the others hold.
+// candidates are mostly rows of sinks the others hold. They are read as
+// two ranges of outbox_claimed_by, the instances before this one and those
+// after it ("<> me" in a deterministic collation, where only equal bytes
+// compare equal), so that an instance alone reads nothing: neither its own
+// claimed rows nor the index entries of rows finished since the last
+// vacuum, which a drain piles up by the thousand.
 func ClaimDue(ctx context.Context, db DBTX, p ClaimParams) ([]OutboxRow, error) {
 	rows, err := collectOutboxRows(db.Query(ctx, claimDueSQL, p.args()...))
 	if err != nil {
@@ -103,8 +108,11 @@ func ClaimDue(ctx context.Context, db DBTX, p ClaimParams) ([]OutboxRow, error) 
 // claimDueSQL is ClaimDue's statement; its arguments are ClaimParams.args.
 const claimDueSQL = `
 		WITH elsewhere AS MATERIALIZED (
-		    SELECT DISTINCT sink_id FROM outbox
-		    WHERE state = 'claimed' AND claimed_by <> $1 AND claim_expires_at > $2
+		    SELECT sink_id FROM outbox
+		    WHERE state = 'claimed' AND claimed_by < $1 AND claim_expires_at > $2
+		    UNION
+		    SELECT sink_id FROM outbox
+		    WHERE state = 'claimed' AND claimed_by > $1 AND claim_expires_at > $2
 		), due AS (
 		    SELECT id, sink_id, due_at FROM outbox
 		    WHERE state = 'pending' AND due_at <= $2 AND sink_id <> ALL ($6::bigint[])

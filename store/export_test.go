@@ -36,3 +36,7 @@ func HeldRowStatementsForTest(rowIDs []int64, instance string) map[string][]any 
 		holdRowsSQL:       {rowIDs, tats, instance},
 	}
 }
+
+// ClaimDueForTest returns ClaimDue's statement and its arguments for p, so
+// a test can check how the planner reads it.
+func ClaimDueForTest(p ClaimParams) (string, []any) { return claimDueSQL, p.args() }

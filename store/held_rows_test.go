@@ -41,6 +41,13 @@ func TestHeldRowStatementsFindTheirRowsByID(t *testing.T) {
 		explainHeldRowStatements(t, pool, ids)
 	}
 
+	// A claim lists the sinks other instances hold from their claimed rows
+	// alone: two ranges of the index led by the instance, around its own.
+	sql, args := store.ClaimDueForTest(store.ClaimParams{Instance: "instance-a", Now: time.Now(), TTL: time.Minute, Limit: 10, PerSink: 5})
+	text := explain(t, pool, sql, args...)
+	require.Contains(t, text, "Index Cond: (claimed_by < 'instance-a'::text)", text)
+	require.Contains(t, text, "Index Cond: (claimed_by > 'instance-a'::text)", text)
+
 	// The constraint that lets them leave state out: a claimed row names
 	// its instance, and a row naming an instance is claimed.
 	_, err = pool.Exec(ctx, `UPDATE outbox SET claimed_by = NULL WHERE id = (SELECT min(id) FROM outbox)`)
