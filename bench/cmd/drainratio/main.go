@@ -432,8 +432,8 @@ func (w *world) sweep(ctx context.Context) (batch, conc int, err error) {
 	n := min(*backlog, 6000)
 	best := 0.0
 	fmt.Printf("hand sweep (%d deliveries each):", n)
-	for _, c := range []int{8, 16, 32} {
-		for _, b := range []int{10, 50, 100} {
+	for _, c := range []int{4, 8, 16, 32} {
+		for _, b := range []int{10, 50, 100, 200} {
 			o, err := w.handRun(ctx, n, b, c)
 			if err != nil {
 				return 0, 0, err
