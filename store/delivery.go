@@ -299,10 +299,10 @@ func BudgetTAT(ctx context.Context, db DBTX, sinkID int64) (time.Time, error) {
 // Rows an instance holds. The statements that change rows an instance
 // holds find them by id and "claimed_by = instance", never with
 // "state = 'claimed'" beside them: the two mean the same (migration
-// 0014's constraint), but the second matches outbox_claimed_sink's
-// predicate, and a planner believing from stale statistics that almost no
-// row is claimed would read every row the instance holds through that
-// index on each statement.
+// 0014's constraint), but the second matches the predicate of the index
+// of claimed rows (outbox_claimed_by, migration 0016), and a planner
+// believing from stale statistics that almost no row is claimed would read
+// every row the instance holds through that index on each statement.
 //
 // The same belief makes a scan of the whole outbox look cheaper than a few
 // hundred lookups by primary key: joined with the list of rows it is
