@@ -57,6 +57,15 @@ func collectOutboxRows(rows pgx.Rows, err error) ([]OutboxRow, error) {
 	})
 }
 
+// collectIDs collects the ids a query returns (its rows and error, as
+// db.Query returns them).
+func collectIDs(rows pgx.Rows, err error) ([]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
 // ClaimParams bounds one claim.
 type ClaimParams struct {
 	Instance string
@@ -201,12 +210,8 @@ func FanOutAndClaim(ctx context.Context, db BatchSender, fanOutLimit int, p Clai
 
 // HeldDueSinks lists sinks with held rows whose token has returned.
 func HeldDueSinks(ctx context.Context, db DBTX, now time.Time, limit int) ([]int64, error) {
-	rows, err := db.Query(ctx, `
-		SELECT DISTINCT sink_id FROM outbox WHERE state = 'held' AND due_at <= $1 LIMIT $2`, now, limit)
-	if err != nil {
-		return nil, fmt.Errorf("error listing sinks with held rows: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	ids, err := collectIDs(db.Query(ctx, `
+		SELECT DISTINCT sink_id FROM outbox WHERE state = 'held' AND due_at <= $1 LIMIT $2`, now, limit))
 	if err != nil {
 		return nil, fmt.Errorf("error listing sinks with held rows: %w", err)
 	}
@@ -352,17 +357,13 @@ var ErrClaimLost = errors.New("outbox row is no longer claimed by this instance"
 // have been sent, so they still count against the budget (D25). It
 // returns the rows whose abandoned attempts it closed.
 func CloseAbandoned(ctx context.Context, db DBTX, rowIDs []int64, instance string, now time.Time) ([]int64, error) {
-	rows, err := db.Query(ctx, closeAbandonedSQL, nonNilIDs(rowIDs), now, instance)
-	if err != nil {
-		return nil, fmt.Errorf("error closing abandoned attempts: %w", err)
-	}
-	return collectClosed(rows)
+	return collectClosed(db.Query(ctx, closeAbandonedSQL, nonNilIDs(rowIDs), now, instance))
 }
 
 // QueueCloseAbandoned queues CloseAbandoned into b; closed gets its result.
 func QueueCloseAbandoned(b *pgx.Batch, rowIDs []int64, instance string, now time.Time, closed *[]int64) {
 	b.Queue(closeAbandonedSQL, nonNilIDs(rowIDs), now, instance).Query(func(rows pgx.Rows) error {
-		ids, err := collectClosed(rows)
+		ids, err := collectClosed(rows, nil)
 		*closed = ids
 		return err
 	})
@@ -384,8 +385,8 @@ const closeAbandonedSQL = `
 		)
 		SELECT DISTINCT t.row_id FROM targets t JOIN closed c ON c.id = t.rec`
 
-func collectClosed(rows pgx.Rows) ([]int64, error) {
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+func collectClosed(rows pgx.Rows, err error) ([]int64, error) {
+	ids, err := collectIDs(rows, err)
 	if err != nil {
 		return nil, fmt.Errorf("error closing abandoned attempts: %w", err)
 	}
@@ -430,14 +431,10 @@ func ReleaseRows(ctx context.Context, db DBTX, ids []int64, instance string) (in
 // (cap) as undeliverable, so a coalesced message never attempts a row
 // again past the cap; it returns their ids.
 func FinishHeldAtCap(ctx context.Context, tx DBTX, sinkID int64, limit int, now time.Time) ([]int64, error) {
-	rows, err := tx.Query(ctx, `
+	ids, err := collectIDs(tx.Query(ctx, `
 		UPDATE outbox SET state = 'undeliverable', payload = `+finishedPayload+`, finished_at = $3
 		WHERE sink_id = $1 AND state = 'held' AND attempts >= $2
-		RETURNING id`, sinkID, limit, now)
-	if err != nil {
-		return nil, fmt.Errorf("error finishing held rows at the cap of sink %d: %w", sinkID, err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		RETURNING id`, sinkID, limit, now))
 	if err != nil {
 		return nil, fmt.Errorf("error finishing held rows at the cap of sink %d: %w", sinkID, err)
 	}
@@ -565,13 +562,6 @@ func QueueFinishRows(b *pgx.Batch, ids []int64, instance string, o RowOutcome, n
 	var r rowOutcomes
 	r.add(ids, o, now)
 	b.Queue(finishRowsSQL, r.args(instance)...)
-}
-
-func collectIDs(rows pgx.Rows, err error) ([]int64, error) {
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
 // finishRowsSQL applies an outcome to each row of a list this instance
