@@ -117,10 +117,11 @@ var splitCorpus = []string{
 // swapped for each of apprise.Splitters' (Python's re engine, so the newer
 // Apprises' splitting is checked against the real regex engine too).
 type realApprise struct {
-	version string
-	schemes []string
-	in      *json.Encoder
-	out     *json.Decoder
+	version     string
+	schemes     []string
+	hostSchemes []string // the schemes of services with a host token
+	in          *json.Encoder
+	out         *json.Decoder
 }
 
 type appriseAnswer struct {
@@ -139,12 +140,16 @@ def split_with(rx, text):
     if found or not text:
         return found
     return [x for x in re.split(STRING_DELIMITERS, text) if x]
-schemes = set()
+schemes, host_schemes = set(), set()
 for s in apprise.Apprise().details(show_disabled=True)["schemas"]:
+    protocols = []
     for k in ("protocols", "secure_protocols"):
         v = s.get(k) or []
-        schemes.update([v] if isinstance(v, str) else v)
-print(json.dumps({"version": apprise.__version__, "schemes": sorted(schemes)}), flush=True)
+        protocols += [v] if isinstance(v, str) else v
+    schemes.update(protocols)
+    if "host" in s.get("details", {}).get("tokens", {}):
+        host_schemes.update(protocols)
+print(json.dumps({"version": apprise.__version__, "schemes": sorted(schemes), "host_schemes": sorted(host_schemes)}), flush=True)
 for line in sys.stdin:
     req = json.loads(line)
     by_range = {}
@@ -174,8 +179,9 @@ func startApprise(t *testing.T) *realApprise {
 		require.NoError(t, cmd.Start())
 		a := &realApprise{in: json.NewEncoder(stdin), out: json.NewDecoder(stdout)}
 		var hello struct {
-			Version string   `json:"version"`
-			Schemes []string `json:"schemes"`
+			Version     string   `json:"version"`
+			Schemes     []string `json:"schemes"`
+			HostSchemes []string `json:"host_schemes"`
 		}
 		if err := a.out.Decode(&hello); err != nil {
 			_ = stdin.Close()
@@ -187,7 +193,7 @@ func startApprise(t *testing.T) *realApprise {
 			_ = stdin.Close()
 			_ = cmd.Wait()
 		})
-		a.version, a.schemes = hello.Version, hello.Schemes
+		a.version, a.schemes, a.hostSchemes = hello.Version, hello.Schemes, hello.HostSchemes
 		return a
 	}
 	if os.Getenv("CI") == "true" {
