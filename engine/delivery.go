@@ -355,7 +355,7 @@ func (e *Engine) buildAdapter(s store.SinkForDelivery) (sinks.Adapter, notifytyp
 		if !opts.Stateful() && apprise.CheckSchemes(sec.URLs, e.cfg.AppriseSchemesAllowed) != nil {
 			return nil, owner, "an Apprise URL's scheme is not allowed on this instance"
 		}
-		return apprise.New(apprise.Config{BaseURL: s.BaseURL, Secret: sec, Options: opts}, e.client), owner, ""
+		return apprise.New(apprise.Config{BaseURL: s.BaseURL, Secret: sec, Options: opts, PrivateHosts: e.cfg.PrivateHosts}, e.client), owner, ""
 	}
 	return nil, owner, "the sink's kind is unknown"
 }

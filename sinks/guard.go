@@ -128,14 +128,20 @@ func unmapPrefix(p netip.Prefix) netip.Prefix {
 
 // schemeGuard refuses, on every request, a scheme the operator has not
 // allowed: the https rule holds at send time even if a stored URL predates
-// a change of the opt-in.
+// a change of the opt-in. It refuses a host spelt so that only other
+// resolvers read it as an address or localhost (otherAddressSpelling) too,
+// as ErrInvalidURL: blocked, not a network error retried.
 type schemeGuard struct {
 	next      *http.Transport
 	allowHTTP bool
 }
 
 func (g *schemeGuard) RoundTrip(req *http.Request) (*http.Response, error) {
-	if err := checkScheme(req.URL.Scheme, g.allowHTTP); err != nil {
+	err := checkScheme(req.URL.Scheme, g.allowHTTP)
+	if err == nil && otherAddressSpelling(req.URL.Hostname()) {
+		err = ErrInvalidURL
+	}
+	if err != nil {
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
@@ -175,10 +181,33 @@ func ParseBaseURL(base string) (*url.URL, error) {
 	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Hostname() == "" {
 		return nil, ErrInvalidURL
 	}
-	if otherIPv4Spelling(u.Hostname()) {
+	if otherAddressSpelling(u.Hostname()) {
 		return nil, ErrInvalidURL
 	}
 	return u, nil
+}
+
+// otherAddressSpelling reports a host that names an address, or this
+// machine, in a spelling Go's resolver does not read as such although
+// other resolvers (and Python's, which the Apprise server uses) do: another
+// IPv4 spelling (otherIPv4Spelling), or an address or localhost written
+// with a trailing dot ("127.0.0.1.", "LOCALHOST.", "foo.localhost.").
+// Go's resolver sends such a name to DNS, so it would fail as a network
+// error and be retried, while the server of an Apprise URL reads it as
+// the loopback address; refused at once, it is final (blocked).
+func otherAddressSpelling(host string) bool {
+	if otherIPv4Spelling(host) {
+		return true
+	}
+	bare := strings.TrimRight(host, ".")
+	if bare == host || bare == "" {
+		return false
+	}
+	if _, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(bare, "["), "]")); err == nil {
+		return true
+	}
+	lower := strings.ToLower(bare)
+	return otherIPv4Spelling(bare) || lower == "localhost" || strings.HasSuffix(lower, ".localhost")
 }
 
 // otherIPv4Spelling reports a host that some resolvers read as an IPv4

@@ -242,3 +242,20 @@ func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestGuardRefusesTrailingDotHosts: the guarded client itself refuses a
+// loopback address or localhost spelt with a trailing dot as blocked, even
+// with the loopback range allowed, instead of sending the name to DNS (a
+// network error, retried) and sending nothing to the server.
+func TestGuardRefusesTrailingDotHosts(t *testing.T) {
+	t.Parallel()
+
+	srv := sinktest.NewServer(t, nil)
+	port := itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
+	client := sinktest.Client(t, sinks.GuardConfig{AllowHTTP: true, AllowedPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	for _, host := range []string{"127.0.0.1.", "LOCALHOST.", "localhost."} {
+		_, err := get(t, client, "http://"+host+":"+port+"/")
+		require.Equal(t, notifytype.ClassBlocked, sinks.ClassifyError(err), "%s: %v", host, err)
+	}
+	require.Empty(t, srv.Requests())
+}

@@ -125,7 +125,7 @@ func (s *server) createConnection(w http.ResponseWriter, r *http.Request, p engi
 		return remapField(err, secretFields[in.Kind])
 	}
 	out := connectionOut(c)
-	out.Warning = s.d.Engine.DestinationWarning(r.Context(), c.AccountKey)
+	out.Warning = s.d.Engine.ConnectionWarning(r.Context(), c)
 	httpx.WriteJSON(w, http.StatusCreated, out)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -39,6 +40,15 @@ type Config struct {
 	// Options are the sink's options; Options.ConfigKey set makes the sink
 	// stateful. A zero Types map means the defaults.
 	Options Options
+	// PrivateHosts is the operator's private-host allowlist
+	// (SWITCHBOARD_PRIVATE_HOSTS), as the guarded client has it: the hosts
+	// inside a stateless sink's Apprise URLs (Hosts) are checked against
+	// it before each send. Defaults to none: every private, loopback or
+	// special-purpose address is refused.
+	PrivateHosts []netip.Prefix
+	// Resolver resolves the host names inside the Apprise URLs. Defaults
+	// to nil: the system's resolver.
+	Resolver sinks.Resolver
 }
 
 // Apprise delivers messages to one Apprise API server (REQ-4). It is safe
@@ -66,7 +76,9 @@ type payload struct {
 	Format string `json:"format"`
 }
 
-// Deliver makes one attempt. A stateful sink posts {body, title, type,
+// Deliver makes one attempt. A stateless sink first checks the hosts inside
+// its Apprise URLs (checkHosts): one the guard refuses is class blocked and
+// nothing is sent. A stateful sink posts {body, title, type,
 // tag?, format: "text"} to {base}/notify/{config_key}; a stateless one adds
 // its Apprise URLs (a comma-and-space separated string, the form the Apprise
 // API reads) and posts to {base}/notify/. 200 is delivered, 424 class
@@ -89,6 +101,9 @@ func (a *Apprise) Deliver(ctx context.Context, msg sinks.Message) sinks.Result {
 	case o.Stateful() && !configKeyRE.MatchString(o.ConfigKey):
 		return sinks.Result{Class: notifytype.ClassConfig, Err: fmt.Errorf("error delivering to %s: %w", kind, ErrBadConfigKey)}
 	case !o.Stateful():
+		if err := a.checkHosts(ctx); err != nil {
+			return sinks.ErrorResult(kind, err)
+		}
 		p.URLs = joinURLs(a.cfg.Secret.URLs)
 		path = []string{"notify/"}
 	}
@@ -117,6 +132,23 @@ func (a *Apprise) Deliver(ctx context.Context, msg sinks.Message) sinks.Result {
 	}
 	defer sinks.Drain(resp.Body)
 	return sinks.StatusResult(kind, resp, ClassifyStatus(resp.StatusCode), a.now())
+}
+
+// checkHosts applies the SSRF guard's rule to the hosts inside the Apprise
+// URLs, which the Apprise server, not our guarded client, connects to: a
+// host that is, or resolves to, an address the guard refuses is class
+// blocked, as a sink's own private server is; a name that does not resolve
+// is a network error, retried. The error names the URL by its place in
+// the list, never its host.
+func (a *Apprise) checkHosts(ctx context.Context) error {
+	for i, u := range a.cfg.Secret.URLs {
+		for _, host := range Hosts(u) {
+			if err := sinks.CheckHost(ctx, a.cfg.Resolver, host, a.cfg.PrivateHosts); err != nil {
+				return fmt.Errorf("error checking the host of Apprise URL %d: %w", i+1, err)
+			}
+		}
+	}
+	return nil
 }
 
 // ClassifyStatus is the error class of an Apprise API answer: 200

@@ -3,6 +3,7 @@ package apprise_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/netip"
 	"testing"
 
 	"github.com/jarcoal/httpmock"
@@ -90,8 +91,9 @@ func TestStatelessPostsURLs(t *testing.T) {
 
 	srv := sinktest.NewServer(t, nil)
 	a := apprise.New(apprise.Config{
-		BaseURL: srv.URL + "/apprise",
-		Secret:  apprise.Secret{URLs: []string{"tgram://bot/1", " mailto://u:p@x.example?to=a@x.example,b@x.example "}},
+		BaseURL:  srv.URL + "/apprise",
+		Secret:   apprise.Secret{URLs: []string{"tgram://bot/1", " mailto://u:p@x.example?to=a@x.example,b@x.example "}},
+		Resolver: staticDNS{"x.example": {netip.MustParseAddr("93.184.216.34")}},
 	}, sinktest.Client(t, sinktest.Guard()))
 
 	for sev, typ := range map[notifytype.Severity]string{"low": "info", "normal": "warning", "high": "failure"} {

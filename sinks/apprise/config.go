@@ -253,38 +253,57 @@ func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"<secret>"`), nil }
 
 // CheckSchemes checks a stateless sink's Apprise URLs against allowed, the
-// scheme allowlist (REQ-4, D23). Each URL is read the way Apprise reads it
-// (SplitURLs): every scheme Apprise would find in it must be allowed, else
-// forbidden_scheme naming the first one that is not; and a URL Apprise
-// would read as more than one (a comma or a space before another
-// scheme://) is invalid_argument on secret.urls. A URL without a scheme,
-// with white space or control characters, is invalid_argument too. The
-// list as sent, joined, must read back as the same URLs. No error ever
-// repeats a URL.
+// scheme allowlist (REQ-4, D23). Each URL is read the way every Apprise
+// from 1.2 to the newest reads it (Splitters): every scheme any of them
+// would find in it must be allowed, else forbidden_scheme naming the first
+// one that is not. A URL must hold exactly one URL: one that any of them
+// would read as more than one, or that only looks like two (a comma or a
+// space before something:// , OneURL), is invalid_argument on secret.urls,
+// as is a URL without a scheme, with white space or control characters.
+// The list as sent, joined, must read back as the same URLs, each
+// unchanged, under every splitter. No error ever repeats a URL.
 func CheckSchemes(urls []string, allowed []string) error {
 	for _, u := range urls {
 		// The schemes first, so that a smuggled json:// is named as such.
-		parts := SplitURLs(strings.TrimSpace(u))
+		most := 0
+		for _, sp := range Splitters {
+			parts := sp.Split(strings.TrimSpace(u))
+			for _, part := range parts {
+				if err := checkAllowed(part, allowed); err != nil {
+					return err
+				}
+			}
+			most = max(most, len(parts))
+		}
+		if err := checkURLShape(u); err != nil {
+			return err
+		}
+		if most > 1 {
+			return notifytype.InvalidArgument("secret.urls", fmt.Sprintf("Apprise would read one of these URLs as %d; give each service its own entry", most))
+		}
+		if hasSecondURL(u) {
+			return notifytype.InvalidArgument("secret.urls", "an Apprise URL must hold one URL: a comma or space before another scheme:// would start a second one; give each service its own entry")
+		}
+	}
+	joined := joinURLs(urls)
+	want := make([]string, len(urls))
+	for i, u := range urls {
+		want[i] = strings.TrimSpace(u)
+	}
+	for _, sp := range Splitters {
+		parts := sp.Split(joined)
 		for _, part := range parts {
 			if err := checkAllowed(part, allowed); err != nil {
 				return err
 			}
 		}
-		if err := checkURLShape(u); err != nil {
-			return err
+		if len(parts) != len(urls) {
+			return notifytype.InvalidArgument("secret.urls", fmt.Sprintf("Apprise %s would read these %d URLs as %d; give each service its own entry", sp.Versions, len(urls), len(parts)))
 		}
-		if len(parts) != 1 {
-			return notifytype.InvalidArgument("secret.urls", fmt.Sprintf("Apprise would read one of these URLs as %d; give each service its own entry", len(parts)))
+		if !slices.Equal(parts, want) {
+			// A URL ending in a comma loses it to the ", " between them.
+			return notifytype.InvalidArgument("secret.urls", fmt.Sprintf("Apprise %s would read these URLs differently when sent together; an Apprise URL must not end in a comma", sp.Versions))
 		}
-	}
-	joined := SplitURLs(joinURLs(urls))
-	for _, part := range joined {
-		if err := checkAllowed(part, allowed); err != nil {
-			return err
-		}
-	}
-	if len(joined) != len(urls) {
-		return notifytype.InvalidArgument("secret.urls", fmt.Sprintf("Apprise would read these %d URLs as %d; give each service its own entry", len(urls), len(joined)))
 	}
 	return nil
 }

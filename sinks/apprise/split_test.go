@@ -3,6 +3,7 @@ package apprise_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,51 +110,119 @@ var splitCorpus = []string{
 	"::// ://", "a://", "a:// b:// cc://", "é://x, tgram://y", "TGRAM://A,JSON://B",
 }
 
-// appriseSplit runs the installed Apprise's own splitter on texts. Without
-// an interpreter that has Apprise it skips, except under CI=true, where it
-// fails: CI installs Debian's apprise package.
-func appriseSplit(t *testing.T, texts []string) (splits [][]string, schemes []string) {
-	t.Helper()
-	const program = `
-import json, sys
+// realApprise is the installed Apprise (Debian's apprise package) in a
+// Python process that answers one JSON line per request: for a list of
+// texts, what its own parse_urls makes of each, and what its
+// URL_DETECTION_RE makes of each with the next scheme's length range
+// swapped for each of apprise.Splitters' (Python's re engine, so the newer
+// Apprises' splitting is checked against the real regex engine too).
+type realApprise struct {
+	version     string
+	schemes     []string
+	hostSchemes []string // the schemes of services with a host token
+	in          *json.Encoder
+	out         *json.Decoder
+}
+
+type appriseAnswer struct {
+	Own     [][]string            `json:"own"`
+	ByRange map[string][][]string `json:"by_range"`
+}
+
+const appriseProgram = `
+import json, re, sys
 import apprise
-from apprise.utils import parse_urls
-texts = json.load(sys.stdin)
-schemes = set()
+from apprise.utils import parse_urls, URL_DETECTION_RE, STRING_DELIMITERS
+pattern = URL_DETECTION_RE.pattern
+assert re.search(r"\{\d+,\d+\}\?:", pattern), pattern
+def split_with(rx, text):
+    found = rx.findall(text) if text else []
+    if found or not text:
+        return found
+    return [x for x in re.split(STRING_DELIMITERS, text) if x]
+schemes, host_schemes = set(), set()
 for s in apprise.Apprise().details(show_disabled=True)["schemas"]:
+    protocols = []
     for k in ("protocols", "secure_protocols"):
         v = s.get(k) or []
-        schemes.update([v] if isinstance(v, str) else v)
-json.dump({"splits": [parse_urls(x) for x in texts], "schemes": sorted(schemes)}, sys.stdout)
+        protocols += [v] if isinstance(v, str) else v
+    schemes.update(protocols)
+    if "host" in s.get("details", {}).get("tokens", {}):
+        host_schemes.update(protocols)
+print(json.dumps({"version": apprise.__version__, "schemes": sorted(schemes), "host_schemes": sorted(host_schemes)}), flush=True)
+for line in sys.stdin:
+    req = json.loads(line)
+    by_range = {}
+    for r in req["ranges"]:
+        rx = re.compile(re.sub(r"\{\d+,\d+\}\?:", "{" + r + "}?:", pattern), URL_DETECTION_RE.flags)
+        by_range[r] = [split_with(rx, x) for x in req["texts"]]
+    print(json.dumps({"own": [parse_urls(x) for x in req["texts"]], "by_range": by_range}), flush=True)
 `
-	in, err := json.Marshal(texts)
-	require.NoError(t, err)
+
+// startApprise starts the installed Apprise. Without an interpreter that
+// has Apprise it skips, except under CI=true, where it fails: CI installs
+// Debian's apprise package.
+func startApprise(t *testing.T) *realApprise {
+	t.Helper()
 	for _, python := range []string{"/usr/bin/python3", "python3"} {
 		path, err := exec.LookPath(python)
 		if err != nil {
 			continue
 		}
-		cmd := exec.Command(path, "-c", program)
-		cmd.Stdin = bytes.NewReader(in)
+		cmd := exec.Command(path, "-c", appriseProgram)
+		stdin, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
+		require.NoError(t, cmd.Start())
+		a := &realApprise{in: json.NewEncoder(stdin), out: json.NewDecoder(stdout)}
+		var hello struct {
+			Version     string   `json:"version"`
+			Schemes     []string `json:"schemes"`
+			HostSchemes []string `json:"host_schemes"`
+		}
+		if err := a.out.Decode(&hello); err != nil {
+			_ = stdin.Close()
+			_ = cmd.Wait()
 			t.Logf("%s cannot run Apprise: %v: %s", path, err, stderr.String())
 			continue
 		}
-		var got struct {
-			Splits  [][]string `json:"splits"`
-			Schemes []string   `json:"schemes"`
-		}
-		require.NoError(t, json.Unmarshal(out, &got))
-		return got.Splits, got.Schemes
+		t.Cleanup(func() {
+			_ = stdin.Close()
+			_ = cmd.Wait()
+		})
+		a.version, a.schemes, a.hostSchemes = hello.Version, hello.Schemes, hello.HostSchemes
+		return a
 	}
 	if os.Getenv("CI") == "true" {
 		t.Fatal("no python3 with the apprise module: CI must install Debian's apprise package")
 	}
 	t.Skip("no python3 with the apprise module (apt-get install apprise)")
-	return nil, nil
+	return nil
+}
+
+func rangeKey(sp apprise.Splitter) string { return fmt.Sprintf("%d,%d", sp.MinScheme, sp.MaxScheme) }
+
+// split asks Apprise to split texts.
+func (a *realApprise) split(t require.TestingT, texts []string) appriseAnswer {
+	ranges := make([]string, len(apprise.Splitters))
+	for i, sp := range apprise.Splitters {
+		ranges[i] = rangeKey(sp)
+	}
+	require.NoError(t, a.in.Encode(map[string]any{"texts": texts, "ranges": ranges}))
+	var ans appriseAnswer
+	require.NoError(t, a.out.Decode(&ans))
+	require.Len(t, ans.Own, len(texts))
+	return ans
+}
+
+func orNil(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
 
 func TestSplitURLsMatchesApprise(t *testing.T) {
@@ -163,22 +232,21 @@ func TestSplitURLsMatchesApprise(t *testing.T) {
 	for _, s := range smuggled {
 		corpus = append(corpus, s.url)
 	}
-	want, schemes := appriseSplit(t, corpus)
-	require.Len(t, want, len(corpus))
+	real := startApprise(t)
+	ans := real.split(t, corpus)
+	// The installed Apprise (Debian 12's 1.2) splits as the oldest splitter.
+	require.True(t, strings.HasPrefix(real.version, "1."), real.version)
 	for i, text := range corpus {
-		got := apprise.SplitURLs(text)
-		if len(got) == 0 {
-			got = nil
+		require.Equal(t, orNil(ans.Own[i]), orNil(apprise.Splitters[0].Split(text)),
+			"Splitters[0].Split(%q) differs from Apprise %s's parse_urls", text, real.version)
+		for _, sp := range apprise.Splitters {
+			require.Equal(t, orNil(ans.ByRange[rangeKey(sp)][i]), orNil(sp.Split(text)),
+				"Splitter %s on %q differs from Python's re with Apprise's regex", sp.Versions, text)
 		}
-		w := want[i]
-		if len(w) == 0 {
-			w = nil
-		}
-		require.Equal(t, w, got, "SplitURLs(%q) differs from Apprise's parse_urls", text)
 	}
 
 	// The default allowlist is Apprise's schemes less the excluded ones.
-	wantAllowed := slices.DeleteFunc(schemes, func(s string) bool { return slices.Contains(apprise.ExcludedSchemes, s) })
+	wantAllowed := slices.DeleteFunc(real.schemes, func(s string) bool { return slices.Contains(apprise.ExcludedSchemes, s) })
 	require.Equal(t, wantAllowed, apprise.DefaultAllowedSchemes, "update DefaultAllowedSchemes to the installed Apprise's services")
 }
 
@@ -202,10 +270,11 @@ func fuzzSeeds(t *testing.T) []string {
 	return out
 }
 
-// secondService is an independent statement of when Apprise sees a second
-// service: a run of separators, then 2 to 9 letters or digits (with the
-// four non-ASCII letters Python folds onto ASCII ones), then "://".
-var secondService = regexp.MustCompile("(?i)[\\s\\x{1c}-\\x{1f}\\x{85}\\p{Z},][a-z0-9\\x{130}\\x{131}\\x{17f}\\x{212a}]{2,9}://")
+// secondService is an independent statement of when any Apprise sees a
+// second service: a run of separators, then letters or digits (with the
+// four non-ASCII letters Python folds onto ASCII ones), however many, then
+// "://".
+var secondService = regexp.MustCompile("(?i)[\\s\\x{1c}-\\x{1f}\\x{85}\\p{Z},][a-z0-9\\x{130}\\x{131}\\x{17f}\\x{212a}]+://")
 
 func FuzzCheckSchemes(f *testing.F) {
 	for _, s := range smuggled {
@@ -227,9 +296,11 @@ func FuzzCheckSchemes(f *testing.F) {
 		}
 		// Accepted: Apprise reads exactly this one URL, of an allowed
 		// scheme, and no separator hides a second service.
-		parts := apprise.SplitURLs(strings.TrimSpace(u))
-		if len(parts) != 1 || parts[0] != strings.TrimSpace(u) {
-			t.Fatalf("accepted %q, which Apprise reads as %q", u, parts)
+		for _, sp := range apprise.Splitters {
+			parts := sp.Split(strings.TrimSpace(u))
+			if len(parts) != 1 || parts[0] != strings.TrimSpace(u) {
+				t.Fatalf("accepted %q, which Apprise %s reads as %q", u, sp.Versions, parts)
+			}
 		}
 		if !slices.Contains(apprise.DefaultAllowedSchemes, apprise.Scheme(u)) {
 			t.Fatalf("accepted %q, whose scheme %q is not allowed", u, apprise.Scheme(u))
