@@ -141,11 +141,20 @@ func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err err
 			if e.cfg.OnClaim != nil {
 				e.cfg.OnClaim(r.SinkID, now.Sub(r.DueAt))
 			}
+			if prev, ok := e.handed.hand(r); !ok {
+				// Its claim expired while its copy waited here, and this
+				// claim took it again: the copy goes on, under its claim.
+				if _, err := store.RestoreClaim(ctx, e.cfg.Pool, r.Claim(), prev, e.instance); err != nil {
+					return time.Time{}, false, err
+				}
+				continue
+			}
 			if !e.actors.Dispatch(r) {
+				e.handed.done(r.Claim())
 				// Its mailbox filled meanwhile, or the actors are stopping:
 				// give the row back as it was.
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-				_, err := store.ReleaseRows(rctx, e.cfg.Pool, []int64{r.ID}, e.instance)
+				_, err := store.ReleaseRows(rctx, e.cfg.Pool, []store.Claimed{r.Claim()}, e.instance)
 				cancel()
 				if err != nil {
 					return time.Time{}, false, err
