@@ -14,8 +14,10 @@ import (
 // being sent (a slow sink ahead of it), and this instance's own claimer
 // may then take the row again. It must not hand over a second copy: the
 // two would be sent twice, and the first one's outcome could no longer be
-// written. The claimer gives the row back the claim its copy carries
-// instead (store.RestoreClaim), and the copy goes on.
+// written. So its claims leave the handed rows alone
+// (store.ClaimParams.Handed), and should one come back all the same, the
+// claimer gives the row back the claim its copy carries
+// (store.RestoreClaim) rather than hand it over again.
 type handedRows struct {
 	mu     sync.Mutex
 	tokens map[int64]int64
@@ -55,9 +57,13 @@ func (h *handedRows) done(rows ...store.Claimed) {
 	}
 }
 
-// len is how many rows are handed.
-func (h *handedRows) len() int {
+// ids lists the rows handed.
+func (h *handedRows) ids() []int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.tokens)
+	out := make([]int64, 0, len(h.tokens))
+	for id := range h.tokens {
+		out = append(out, id)
+	}
+	return out
 }

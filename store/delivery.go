@@ -115,6 +115,10 @@ type ClaimParams struct {
 	// are looked for once a second, not on every claim of a drain (the
 	// search reads every claimed row).
 	SkipExpired bool
+	// Handed are rows this instance still has queued or in flight: their
+	// claims may expire (a slow sink ahead of them), but this instance
+	// does not take them again; another instance may.
+	Handed []int64
 }
 
 // ClaimDue claims, in one statement, due pending rows and rows whose claim
@@ -195,6 +199,7 @@ const claimDueSQL = `
 		    SELECT id, sink_id, due_at FROM outbox
 		    WHERE $7 AND state = 'claimed' AND sink_id <> ALL ($6::bigint[])
 		      AND (claim_expires_at <= $2 OR claimed_by IN (SELECT name FROM dead))
+		      AND NOT (claimed_by = $1 AND id = ANY ($8::bigint[]))
 		    ORDER BY claim_expires_at
 		    LIMIT $4
 		), candidates AS (
@@ -222,7 +227,7 @@ const claimDueSQL = `
 const claimedRowColumns = outboxRowHead + `NULL::jsonb` + outboxRowTail
 
 func (p ClaimParams) args() []any {
-	return []any{p.Instance, p.Now, p.TTL, p.Limit, p.PerSink, nonNilIDs(p.SkipSinks), !p.SkipExpired}
+	return []any{p.Instance, p.Now, p.TTL, p.Limit, p.PerSink, nonNilIDs(p.SkipSinks), !p.SkipExpired, nonNilIDs(p.Handed)}
 }
 
 // AnalyzeOutbox refreshes the planner's statistics of the outbox. A storm
