@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,6 +29,8 @@ type claimer struct {
 	// expiredAt is when the claimer last looked for rows whose claim
 	// expired (wall time).
 	expiredAt time.Time
+	// expiredSearches counts the claims that looked for them (tests).
+	expiredSearches atomic.Int64
 }
 
 // expiredEvery is how often the claimer looks for rows whose claim expired
@@ -115,6 +118,8 @@ func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err err
 		}
 		if !p.SkipExpired {
 			c.expiredAt = time.Now()
+			p.Handed = e.handed.ids()
+			defer c.expiredSearches.Add(1)
 		}
 		var (
 			rows       []store.OutboxRow
@@ -141,11 +146,21 @@ func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err err
 			if e.cfg.OnClaim != nil {
 				e.cfg.OnClaim(r.SinkID, now.Sub(r.DueAt))
 			}
+			if prev, ok := e.handed.hand(r); !ok {
+				// Handed already (ClaimParams.Handed keeps the claim from
+				// taking such a row: a safety net): the copy goes on,
+				// under its claim.
+				if _, err := store.RestoreClaim(ctx, e.cfg.Pool, r.Claim(), prev, e.instance); err != nil {
+					return time.Time{}, false, err
+				}
+				continue
+			}
 			if !e.actors.Dispatch(r) {
+				e.handed.done(r.Claim())
 				// Its mailbox filled meanwhile, or the actors are stopping:
 				// give the row back as it was.
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-				_, err := store.ReleaseRows(rctx, e.cfg.Pool, []int64{r.ID}, e.instance)
+				_, err := store.ReleaseRows(rctx, e.cfg.Pool, []store.Claimed{r.Claim()}, e.instance)
 				cancel()
 				if err != nil {
 					return time.Time{}, false, err

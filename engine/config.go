@@ -93,6 +93,14 @@ type Config struct {
 	// Each attempt extends it. Defaults to ClaimTTLDefault (2 minutes).
 	ClaimTTL time.Duration
 
+	// HeartbeatEvery is how often this instance records that it is alive
+	// (engine clock); HeartbeatTTL how long each record lasts. Once an
+	// instance's heartbeat lapses (it died), the other instances take the
+	// rows it held at once rather than after ClaimTTL. Default 5 s and
+	// 20 s; HeartbeatTTL must be at least twice HeartbeatEvery.
+	HeartbeatEvery time.Duration
+	HeartbeatTTL   time.Duration
+
 	// PollInterval is how often the claimer looks for due rows without a
 	// notification (wall time). Defaults to PollIntervalDefault (1 s).
 	PollInterval time.Duration
@@ -189,6 +197,8 @@ func (c Config) WithDefaults() Config {
 		c.Instance = fmt.Sprintf("%s-%d-%s", cmp.Or(host, "switchboard"), os.Getpid(), rand.Text()[:6])
 	}
 	c.ClaimTTL = cmp.Or(c.ClaimTTL, ClaimTTLDefault)
+	c.HeartbeatEvery = cmp.Or(c.HeartbeatEvery, HeartbeatEveryDefault)
+	c.HeartbeatTTL = cmp.Or(c.HeartbeatTTL, max(HeartbeatTTLDefault, 2*c.HeartbeatEvery))
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
 	c.NotifyDebounce = cmp.Or(c.NotifyDebounce, NotifyDebounceDefault)
 	c.Retention = cmp.Or(c.Retention, RetentionDefault)
@@ -217,6 +227,9 @@ func (c Config) validate() error {
 	}
 	if c.BudgetPerHourMin > c.BudgetPerHourMax || c.BudgetBurstMin > c.BudgetBurstMax {
 		errs = append(errs, errors.New("budget bounds are inverted"))
+	}
+	if c.HeartbeatTTL > 0 && c.HeartbeatTTL < 2*cmp.Or(c.HeartbeatEvery, HeartbeatEveryDefault) {
+		errs = append(errs, errors.New("HeartbeatTTL must be at least twice HeartbeatEvery"))
 	}
 	return errors.Join(errs...)
 }

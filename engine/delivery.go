@@ -93,6 +93,12 @@ type reservation struct {
 // adapter sends it, and the recorder writes how it ended (record.go).
 func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome {
 	e := w.e
+	recording := false // the recorder forgets the row once its outcome is written
+	defer func() {
+		if !recording {
+			e.handed.done(row.Claim())
+		}
+	}()
 	g := e.reserver.reserve(ctx, row)
 	outcome := g.outcome
 	switch {
@@ -140,6 +146,7 @@ func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome
 	result := e.send(ctx, res.adapter, msg)
 	next := nextStep(r, result, e.nowOrLocal(ctx))
 	outcome.Class = result.Class
+	recording = true
 	e.finish(ctx, res, next, result, notifytype.EventType(r.EventType))
 	return outcome
 }
@@ -197,7 +204,7 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 			return err // nothing held: spend no token
 		}
 		ids := rowIDs(rows)
-		if closed, err := store.CloseAbandoned(ctx, tx, ids, e.instance, now); err != nil {
+		if closed, err := store.CloseAbandoned(ctx, tx, store.Claims(rows), e.instance, now); err != nil {
 			return err
 		} else if len(closed) > 0 {
 			e.log.Warn("redelivering an abandoned attempt", "sink_id", s.ID, "event_type", eventCoalesced,
@@ -227,6 +234,9 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 		return outcome
 	case len(res.rows) == 0:
 		return outcome
+	}
+	for _, r := range res.rows {
+		e.handed.set(r) // until the recorder has written the outcome
 	}
 
 	var msg sinks.Message
@@ -264,7 +274,8 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 // Release gives back rows queued in a stopping actor's mailbox: pending
 // again, due as they were, unclaimed.
 func (w worker) Release(ctx context.Context, rows []store.OutboxRow) {
-	n, err := store.ReleaseRows(ctx, w.e.cfg.Pool, rowIDs(rows), w.e.instance)
+	defer w.e.handed.done(store.Claims(rows)...)
+	n, err := store.ReleaseRows(ctx, w.e.cfg.Pool, store.Claims(rows), w.e.instance)
 	if err != nil {
 		w.e.log.Error("error releasing queued rows on stop; they wait for their claim to expire",
 			"rows", len(rows), "error", err)
@@ -439,7 +450,7 @@ func (e *Engine) finish(ctx context.Context, res reservation, next store.RowOutc
 	}
 	e.recorder.record(finishedAttempt{
 		f: store.Finished{
-			RecordID: res.recordID, Rows: ids, Status: status, Class: string(result.Class), HTTPStatus: result.Status,
+			RecordID: res.recordID, Rows: store.Claims(res.rows), Status: status, Class: string(result.Class), HTTPStatus: result.Status,
 			Outcome: next, At: e.nowOrLocal(ctx),
 		},
 		attempt: Attempt{

@@ -32,6 +32,9 @@ type Engine struct {
 	claimer  *claimer
 	reserver *reserver
 	recorder *recorder
+	handed   *handedRows
+	// outcomesDropped counts outcomes the recorder gave up (OutcomesDropped).
+	outcomesDropped atomic.Int64
 	// sinceAnalyze counts the outbox rows fanned out since the outbox was
 	// last analyzed; analyzing is set while it is.
 	sinceAnalyze atomic.Int64
@@ -71,6 +74,7 @@ func New(cfg Config) (*Engine, error) {
 	e.claimer = newClaimer(e)
 	e.reserver = newReserver(e)
 	e.recorder = newRecorder(e)
+	e.handed = newHandedRows()
 	return e, nil
 }
 
@@ -92,6 +96,7 @@ func (e *Engine) Serve(ctx context.Context) error {
 	root.Add(e.claimer)
 	root.Add(&listener{e: e})
 	root.Add(&janitor{e: e})
+	root.Add(&heartbeat{e: e})
 	root.Add(&digestScheduler{e: e})
 	// The reserver and the recorder outlive the actors: a reservation
 	// asked for before the stop is answered, and what was sent is
@@ -108,6 +113,12 @@ func (e *Engine) Serve(ctx context.Context) error {
 	}
 	return err
 }
+
+// OutcomesDropped is how many delivery outcomes this engine could not
+// write and gave up (each logged): their rows were sent again once their
+// claims expired. It should stay 0; the metric
+// switchboard_outcomes_dropped_total exports it.
+func (e *Engine) OutcomesDropped() int64 { return e.outcomesDropped.Load() }
 
 // ActorStatus is one sink actor's status.
 type ActorStatus = actors.Status

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store"
 )
 
 // OpenConnectionForTest exposes openConnection, the check delivery runs on
@@ -21,3 +22,17 @@ const JanitorLockKeyForTest = janitorLockKey
 // SetRecordTryTimeoutForTest shortens one try of the recorder's write, so
 // a test can make writes fail quickly. Set it before Serve.
 func (e *Engine) SetRecordTryTimeoutForTest(d time.Duration) { e.recorder.tryTimeout = d }
+
+// ExpiredSearchesForTest is how many claims have looked for rows whose
+// claim expired, counted once each has returned.
+func (e *Engine) ExpiredSearchesForTest() int64 { return e.claimer.expiredSearches.Load() }
+
+// RecordForTest has the recorder write fs as one group, as it writes the
+// outcomes of attempts finished together.
+func (e *Engine) RecordForTest(fs []store.Finished) {
+	group := make([]finishedAttempt, len(fs))
+	for i, f := range fs {
+		group[i] = finishedAttempt{f: f}
+	}
+	e.recorder.write(nil, time.Time{}, group)
+}

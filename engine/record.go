@@ -2,7 +2,10 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/switchboard/notify/store"
 )
@@ -115,19 +118,42 @@ func (r *recorder) drain(until time.Time) {
 	}
 }
 
-// write writes a group, trying again after a failure until it lands or
-// until (when not zero) has passed, then reports each attempt. Once stop
-// is closed, until becomes recordGrace from then.
+// write writes a group, then reports each attempt. Once stop is closed,
+// until (when zero) becomes recordGrace from then.
 func (r *recorder) write(stop <-chan struct{}, until time.Time, group []finishedAttempt) {
-	e := r.e
 	fs := make([]store.Finished, 0, len(group))
 	for _, fa := range group {
 		if !fa.reportOnly {
 			fs = append(fs, fa.f)
 		}
 	}
+	if len(fs) > 0 {
+		r.writeAll(stop, &until, fs)
+		for _, f := range fs {
+			r.e.handed.done(f.Rows...)
+		}
+	}
+	for _, fa := range group {
+		r.e.observe(fa.attempt)
+	}
+}
+
+// isolatedTries is how often the outcome of one attempt is written, alone,
+// before it is given up.
+const isolatedTries = 3
+
+// writeAll writes the outcomes fs, trying again after a failure until
+// they land or until (when not zero) has passed. A group the database
+// refuses (a statement error, not a lost connection) is written again one
+// attempt at a time: an outcome that cannot be written is isolated, tried
+// isolatedTries times, then logged, counted (Engine.OutcomesDropped) and
+// given up, and never holds back the outcomes of the others. An outcome
+// given up leaves its rows claimed: they are sent again when their claims
+// expire (at least once).
+func (r *recorder) writeAll(stop <-chan struct{}, until *time.Time, fs []store.Finished) {
+	e := r.e
 	backoff := 50 * time.Millisecond
-	for try := 1; len(fs) > 0; try++ {
+	for try := 1; ; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), r.tryTimeout)
 		err := store.RecordFinished(ctx, e.cfg.Pool, fs, e.instance)
 		cancel()
@@ -135,16 +161,30 @@ func (r *recorder) write(stop <-chan struct{}, until time.Time, group []finished
 			if try > 1 {
 				e.log.Info("recorded delivery outcomes after a failure", "attempts", len(fs), "tries", try)
 			}
-			break
+			return
+		}
+		if refused(err) {
+			if len(fs) > 1 {
+				for _, f := range fs {
+					r.writeAll(stop, until, []store.Finished{f})
+				}
+				return
+			}
+			if try >= isolatedTries {
+				e.outcomesDropped.Add(1)
+				e.log.Error("error recording a delivery outcome; given up, its rows are sent again when their claims expire",
+					"rows", len(fs[0].Rows), "tries", try, "error", err)
+				return
+			}
 		}
 		if until.IsZero() {
 			select {
 			case <-stop:
-				until = time.Now().Add(recordGrace)
+				*until = time.Now().Add(recordGrace)
 			default:
 			}
 		}
-		if !until.IsZero() && time.Now().Add(backoff).After(until) {
+		if !until.IsZero() && time.Now().Add(backoff).After(*until) {
 			// The rows stay claimed and are attempted again when the claim
 			// expires: at least once.
 			e.log.Error("error recording delivery outcomes; their rows are sent again when their claims expire",
@@ -157,7 +197,17 @@ func (r *recorder) write(stop <-chan struct{}, until time.Time, group []finished
 		time.Sleep(backoff)
 		backoff = min(backoff*2, 2*time.Second)
 	}
-	for _, fa := range group {
-		e.observe(fa.attempt)
+}
+
+// refused reports an error the database answered a statement with (a
+// constraint, a bad value): what a retry of the same group would meet
+// again. A lost connection, a server shutting down, a deadlock or a
+// serialization failure is not: the same write may land next time.
+func refused(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || transient(err) {
+		return false
 	}
+	class := pe.Code[:2]
+	return class != "08" && class != "57" && class != "53" && class != "58"
 }

@@ -261,10 +261,10 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 		started []int // indexes into out of starts
 		holds   []store.Hold
 		held    []int
-		capped  []int64
+		capped  []store.Claimed
 		// attempted are the capped and started rows attempted before:
 		// only they can have an abandoned attempt to close.
-		attempted []int64
+		attempted []store.Claimed
 	)
 	for i, q := range reqs {
 		row, o := q.row, &out[i]
@@ -289,7 +289,7 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 		case row.Attempts >= MaxAttempts:
 			// Its last attempt was abandoned mid-send (D25): finish it
 			// before it could be sent an eighth time.
-			capped, attempted = append(capped, row.ID), append(attempted, row.ID)
+			capped, attempted = append(capped, row.Claim()), append(attempted, row.Claim())
 			o.final = &store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassAbandoned)}
 			e.log.Error("outbox row undeliverable: its last attempt was abandoned", "sink_id", s.ID,
 				"event_type", row.EventType, "owner_scope", s.Owner, "class", notifytype.ClassAbandoned,
@@ -304,20 +304,20 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 			if err := recordRefusal(ctx, conn, s.SinkForDelivery, row, now); err != nil {
 				return nil, err
 			}
-			if err := store.FinishRows(ctx, conn, []int64{row.ID}, e.instance, *o.final, now); err != nil {
+			if err := store.FinishRows(ctx, conn, []store.Claimed{row.Claim()}, e.instance, *o.final, now); err != nil {
 				return nil, err
 			}
 		default:
 			ok, tat, next := budget.Reserve(u.tat, now)
 			if !ok {
 				o.held, o.outcome.HeldUntil, o.outcome.TAT = true, next, u.tat
-				holds, held = append(holds, store.Hold{RowID: row.ID, SinkID: s.ID, Until: next}), append(held, i)
+				holds, held = append(holds, store.Hold{Row: row.Claim(), SinkID: s.ID, Until: next}), append(held, i)
 				continue
 			}
 			u.tat, o.outcome.TAT = tat, tat
-			starts, started = append(starts, store.Start{RowID: row.ID, TAT: tat}), append(started, i)
+			starts, started = append(starts, store.Start{Row: row.Claim(), TAT: tat}), append(started, i)
 			if row.Attempts > 0 {
-				attempted = append(attempted, row.ID)
+				attempted = append(attempted, row.Claim())
 			}
 		}
 	}
@@ -338,7 +338,7 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 		store.QueueHoldRows(b, holds, e.instance, heldBy)
 	}
 	if len(starts) > 0 {
-		store.QueueStartAttempts(b, starts, e.instance, now, e.cfg.ClaimTTL, &startedAs)
+		store.QueueStartAttempts(b, starts, e.instance, now, e.cfg.ClaimTTL, MaxAttempts, &startedAs)
 	}
 	b.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
@@ -347,7 +347,8 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 	committed = true
 
 	for _, id := range closed {
-		if i := slices.IndexFunc(reqs, func(q *reserveReq) bool { return q.row.ID == id }); i >= 0 && !slices.Contains(capped, id) {
+		isCapped := slices.ContainsFunc(capped, func(c store.Claimed) bool { return c.ID == id })
+		if i := slices.IndexFunc(reqs, func(q *reserveReq) bool { return q.row.ID == id }); i >= 0 && !isCapped {
 			row := reqs[i].row
 			e.log.Warn("redelivering an abandoned attempt", "sink_id", row.SinkID, "event_type", row.EventType,
 				"owner_scope", row.Owner, "class", notifytype.ClassAbandoned, "attempt", row.Attempts)

@@ -27,6 +27,39 @@ type OutboxRow struct {
 	// HadPartial reports that an attempt was answered as a partial
 	// failure (Apprise 424), which is retried once.
 	HadPartial bool
+	// ClaimToken is the token of the claim that handed the row over (0
+	// for a row that is not claimed): every statement that changes the
+	// row as this claim's names it (Claim).
+	ClaimToken int64
+}
+
+// Claimed names an outbox row as one claim holds it: a statement given it
+// changes the row only while that claim holds it (migration 0018), so an
+// outcome written late never overwrites a newer claim of the row.
+type Claimed struct {
+	ID    int64
+	Token int64
+}
+
+// Claim names the row as the claim that handed it over holds it.
+func (r OutboxRow) Claim() Claimed { return Claimed{ID: r.ID, Token: r.ClaimToken} }
+
+// Claims names rows as the claims that handed them over hold them.
+func Claims(rows []OutboxRow) []Claimed {
+	out := make([]Claimed, len(rows))
+	for i, r := range rows {
+		out[i] = r.Claim()
+	}
+	return out
+}
+
+// splitClaims returns the ids and tokens of rows, as statements take them.
+func splitClaims(rows []Claimed) (ids, tokens []int64) {
+	ids, tokens = make([]int64, len(rows)), make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i], tokens[i] = r.ID, r.Token
+	}
+	return ids, tokens
 }
 
 // finishedPayload is what a final row keeps of its payload (REQ-1: nothing
@@ -42,7 +75,8 @@ const outboxRowColumns = outboxRowHead + `o.payload` + outboxRowTail
 const (
 	outboxRowHead = `o.id, o.sink_id, o.owner, o.event_type, o.severity, `
 	outboxRowTail = `, o.include_excerpt,
-	o.attempts, o.first_attempt_at, coalesce(o.last_class, ''), o.due_at, o.count, o.had_partial`
+	o.attempts, o.first_attempt_at, coalesce(o.last_class, ''), o.due_at, o.count, o.had_partial,
+	coalesce(o.claim_token, 0)`
 )
 
 func collectOutboxRows(rows pgx.Rows, err error) ([]OutboxRow, error) {
@@ -52,7 +86,7 @@ func collectOutboxRows(rows pgx.Rows, err error) ([]OutboxRow, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxRow, error) {
 		var r OutboxRow
 		err := row.Scan(&r.ID, &r.SinkID, &r.Owner, &r.EventType, &r.Severity, &r.Payload, &r.IncludeExcerpt,
-			&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count, &r.HadPartial)
+			&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count, &r.HadPartial, &r.ClaimToken)
 		return r, err
 	})
 }
@@ -81,11 +115,17 @@ type ClaimParams struct {
 	// are looked for once a second, not on every claim of a drain (the
 	// search reads every claimed row).
 	SkipExpired bool
+	// Handed are rows this instance still has queued or in flight: their
+	// claims may expire (a slow sink ahead of them), but this instance
+	// does not take them again; another instance may.
+	Handed []int64
 }
 
 // ClaimDue claims, in one statement, due pending rows and rows whose claim
-// expired (an instance died mid-delivery), oldest first, at most Limit and
-// at most PerSink per sink. The candidates are read without locks, and
+// expired or whose instance stopped beating (it died mid-delivery:
+// Heartbeat), oldest first, at most Limit and at most PerSink per sink.
+// The claim hands each row over with a new token (OutboxRow.ClaimToken),
+// which every later statement on the row names. The candidates are read without locks, and
 // only the rows chosen among them are locked (FOR UPDATE SKIP LOCKED, the
 // condition checked again on the row's latest version): concurrent
 // claimers on other instances take disjoint rows, and a claim writes a
@@ -96,8 +136,8 @@ type ClaimParams struct {
 // not expired) is left to that instance: one instance at a time delivers
 // to a sink, in the order its rows fell due, and instances reserving
 // budgets never wait for each other's sink locks. A sink is free again
-// for every instance once its claimed rows are finished, or their claims
-// expire (the instance died). The sinks other instances hold are listed
+// for every instance once its claimed rows are finished, their claims
+// expire, or the instance stops beating (it died). The sinks other instances hold are listed
 // once per claim, from the claimed rows (a few per sink being delivered),
 // rather than looked up for each candidate row: with three instances the
 // candidates are mostly rows of sinks the others hold. They are read as
@@ -106,22 +146,49 @@ type ClaimParams struct {
 // compare equal), so that an instance alone reads nothing: neither its own
 // claimed rows nor the index entries of rows finished since the last
 // vacuum, which a drain piles up by the thousand.
-func ClaimDue(ctx context.Context, db DBTX, p ClaimParams) ([]OutboxRow, error) {
-	rows, err := collectOutboxRows(db.Query(ctx, claimDueSQL, p.args()...))
-	if err != nil {
+func ClaimDue(ctx context.Context, db BatchSender, p ClaimParams) ([]OutboxRow, error) {
+	var rows []OutboxRow
+	b := &pgx.Batch{}
+	queueClaimDue(b, p, &rows)
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("error claiming outbox rows: %w", err)
 	}
 	return rows, nil
 }
 
+// claimLockKey is the advisory lock claims take one at a time ("sbclaim"
+// in ASCII).
+const claimLockKey int64 = 0x7362636c61696d
+
+// queueClaimDue queues a claim into b, which must run as one transaction
+// (a batch outside a transaction is one): the claim lock, then the claim,
+// whose rows go to *rows. The lock makes claims one at a time across
+// instances, each with a snapshot taken once the claim before it has
+// committed: the sinks other instances hold ("elsewhere") are read as they
+// are, not as they were when two claims began together, and one instance
+// at a time delivers to a sink (TestClaimsKeepOneInstancePerSink). A claim
+// takes a few milliseconds; one instance alone never waits for the lock.
+func queueClaimDue(b *pgx.Batch, p ClaimParams, rows *[]OutboxRow) {
+	b.Queue(`SELECT pg_advisory_xact_lock($1)`, claimLockKey)
+	b.Queue(claimDueSQL, p.args()...).Query(func(rs pgx.Rows) error {
+		var err error
+		*rows, err = collectOutboxRows(rs, nil)
+		return err
+	})
+}
+
 // claimDueSQL is ClaimDue's statement; its arguments are ClaimParams.args.
 const claimDueSQL = `
-		WITH elsewhere AS MATERIALIZED (
+		WITH dead AS MATERIALIZED (
+		    SELECT name FROM outbox_instances WHERE alive_until <= $2 AND name <> $1
+		), elsewhere AS MATERIALIZED (
 		    SELECT sink_id FROM outbox
 		    WHERE state = 'claimed' AND claimed_by < $1 AND claim_expires_at > $2
+		      AND claimed_by NOT IN (SELECT name FROM dead)
 		    UNION
 		    SELECT sink_id FROM outbox
 		    WHERE state = 'claimed' AND claimed_by > $1 AND claim_expires_at > $2
+		      AND claimed_by NOT IN (SELECT name FROM dead)
 		), due AS (
 		    SELECT id, sink_id, due_at FROM outbox
 		    WHERE state = 'pending' AND due_at <= $2 AND sink_id <> ALL ($6::bigint[])
@@ -130,7 +197,9 @@ const claimDueSQL = `
 		    LIMIT $4 * 4
 		), expired AS (
 		    SELECT id, sink_id, due_at FROM outbox
-		    WHERE $7 AND state = 'claimed' AND claim_expires_at <= $2 AND sink_id <> ALL ($6::bigint[])
+		    WHERE $7 AND state = 'claimed' AND sink_id <> ALL ($6::bigint[])
+		      AND (claim_expires_at <= $2 OR claimed_by IN (SELECT name FROM dead))
+		      AND NOT (claimed_by = $1 AND id = ANY ($8::bigint[]))
 		    ORDER BY claim_expires_at
 		    LIMIT $4
 		), candidates AS (
@@ -142,10 +211,12 @@ const claimDueSQL = `
 		    SELECT id FROM ranked WHERE n <= $5 ORDER BY due_at, id LIMIT $4
 		), chosen AS (
 		    SELECT o.id FROM picked JOIN outbox o ON o.id = picked.id
-		    WHERE (o.state = 'pending' AND o.due_at <= $2) OR (o.state = 'claimed' AND o.claim_expires_at <= $2)
+		    WHERE (o.state = 'pending' AND o.due_at <= $2)
+		       OR (o.state = 'claimed' AND (o.claim_expires_at <= $2 OR o.claimed_by IN (SELECT name FROM dead)))
 		    FOR UPDATE OF o SKIP LOCKED
 		)
-		UPDATE outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval
+		UPDATE outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval,
+		       claim_token = (SELECT nextval('outbox_claim_token'))
 		WHERE o.id = ANY (ARRAY(SELECT id FROM chosen))
 		RETURNING ` + claimedRowColumns
 
@@ -156,7 +227,7 @@ const claimDueSQL = `
 const claimedRowColumns = outboxRowHead + `NULL::jsonb` + outboxRowTail
 
 func (p ClaimParams) args() []any {
-	return []any{p.Instance, p.Now, p.TTL, p.Limit, p.PerSink, nonNilIDs(p.SkipSinks), !p.SkipExpired}
+	return []any{p.Instance, p.Now, p.TTL, p.Limit, p.PerSink, nonNilIDs(p.SkipSinks), !p.SkipExpired, nonNilIDs(p.Handed)}
 }
 
 // AnalyzeOutbox refreshes the planner's statistics of the outbox. A storm
@@ -197,11 +268,7 @@ func FanOutAndClaim(ctx context.Context, db BatchSender, fanOutLimit int, p Clai
 	b.Queue(fanOutSQL, fanOutLimit, p.Now).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&fr.Events, &fr.Rows, &fr.Gone)
 	})
-	b.Queue(claimDueSQL, p.args()...).Query(func(rs pgx.Rows) error {
-		var err error
-		rows, err = collectOutboxRows(rs, nil)
-		return err
-	})
+	queueClaimDue(b, p, &rows)
 	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return FanOutResult{}, nil, fmt.Errorf("error fanning out and claiming outbox rows: %w", err)
 	}
@@ -356,23 +423,26 @@ var ErrClaimLost = errors.New("outbox row is no longer claimed by this instance"
 // mid-send), one coalesced record for several rows included: they may
 // have been sent, so they still count against the budget (D25). It
 // returns the rows whose abandoned attempts it closed.
-func CloseAbandoned(ctx context.Context, db DBTX, rowIDs []int64, instance string, now time.Time) ([]int64, error) {
-	return collectClosed(db.Query(ctx, closeAbandonedSQL, nonNilIDs(rowIDs), now, instance))
+func CloseAbandoned(ctx context.Context, db DBTX, rows []Claimed, instance string, now time.Time) ([]int64, error) {
+	ids, tokens := splitClaims(rows)
+	return collectClosed(db.Query(ctx, closeAbandonedSQL, ids, now, instance, tokens))
 }
 
 // QueueCloseAbandoned queues CloseAbandoned into b; closed gets its result.
-func QueueCloseAbandoned(b *pgx.Batch, rowIDs []int64, instance string, now time.Time, closed *[]int64) {
-	b.Queue(closeAbandonedSQL, nonNilIDs(rowIDs), now, instance).Query(func(rows pgx.Rows) error {
+func QueueCloseAbandoned(b *pgx.Batch, rows []Claimed, instance string, now time.Time, closed *[]int64) {
+	ids, tokens := splitClaims(rows)
+	b.Queue(closeAbandonedSQL, ids, now, instance, tokens).Query(func(rows pgx.Rows) error {
 		ids, err := collectClosed(rows, nil)
 		*closed = ids
 		return err
 	})
 }
 
-const closeAbandonedSQL = `
-		WITH mine AS (
-		    SELECT id, attempt_record_id FROM outbox
-		    WHERE id = ANY ($1) AND claimed_by = $3
+var closeAbandonedSQL = `
+		WITH ` + heldRowsByTID(`unnest($1::bigint[], $4::bigint[]) AS u(id, token)`) + `,
+		mine AS (
+		    SELECT o.id, o.attempt_record_id FROM u JOIN outbox o ON o.ctid = u.tid
+		    WHERE o.claimed_by = $3 AND o.claim_token = u.token
 		), targets AS (
 		    SELECT id AS row_id, attempt_record_id AS rec FROM mine WHERE attempt_record_id IS NOT NULL
 		    UNION
@@ -393,21 +463,23 @@ func collectClosed(rows pgx.Rows, err error) ([]int64, error) {
 	return ids, nil
 }
 
-// StartAttempt counts an attempt on a row this instance holds, extends its
-// claim, and returns the row as it is now, with how many abandoned
-// attempts it closed (see CloseAbandoned).
-func StartAttempt(ctx context.Context, tx DBTX, rowID int64, instance string, now time.Time, ttl time.Duration) (OutboxRow, int, error) {
-	closed, err := CloseAbandoned(ctx, tx, []int64{rowID}, instance, now)
+// StartAttempt counts an attempt on a row this instance holds, unless it
+// has had maxAttempts already, extends its claim, and returns the row as
+// it is now, with how many abandoned attempts it closed (see
+// CloseAbandoned). It returns ErrClaimLost for a row the claim no longer
+// holds or that had its last attempt.
+func StartAttempt(ctx context.Context, tx DBTX, row Claimed, instance string, now time.Time, ttl time.Duration, maxAttempts int) (OutboxRow, int, error) {
+	closed, err := CloseAbandoned(ctx, tx, []Claimed{row}, instance, now)
 	if err != nil {
 		return OutboxRow{}, 0, err
 	}
 	rows, err := collectOutboxRows(tx.Query(ctx, `
 		UPDATE outbox o SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, $3),
 		       claim_expires_at = $3 + $4::interval
-		WHERE id = $1 AND claimed_by = $2
-		RETURNING `+outboxRowColumns, rowID, instance, now, ttl))
+		WHERE id = $1 AND claimed_by = $2 AND claim_token = $5 AND attempts < $6
+		RETURNING `+outboxRowColumns, row.ID, instance, now, ttl, row.Token, maxAttempts))
 	if err != nil {
-		return OutboxRow{}, 0, fmt.Errorf("error starting attempt on row %d: %w", rowID, err)
+		return OutboxRow{}, 0, fmt.Errorf("error starting attempt on row %d: %w", row.ID, err)
 	}
 	if len(rows) == 0 {
 		return OutboxRow{}, 0, ErrClaimLost
@@ -416,16 +488,73 @@ func StartAttempt(ctx context.Context, tx DBTX, rowID int64, instance string, no
 }
 
 // ReleaseRows gives claimed rows back to the pending queue, due as they
-// were (their instance is stopping before it attempted them).
-func ReleaseRows(ctx context.Context, db DBTX, ids []int64, instance string) (int, error) {
-	tag, err := db.Exec(ctx, `
-		UPDATE outbox SET state = 'pending', claimed_by = NULL, claim_expires_at = NULL
-		WHERE id = ANY ($1) AND claimed_by = $2`, ids, instance)
+// were (their instance is stopping before it attempted them). A row whose
+// key has a pending or held row again (a repeat arrived while it was
+// claimed) takes that row's count in, and that row goes (absorbRepeats).
+func ReleaseRows(ctx context.Context, db DBTX, rows []Claimed, instance string) (int, error) {
+	ids, tokens := splitClaims(rows)
+	tag, err := db.Exec(ctx, releaseRowsSQL, ids, tokens, instance)
 	if err != nil {
 		return 0, fmt.Errorf("error releasing rows %v: %w", ids, err)
 	}
 	return int(tag.RowsAffected()), nil
 }
+
+var releaseRowsSQL = `
+		WITH ` + heldRowsByTID(`unnest($1::bigint[], $2::bigint[]) AS u(id, token)`) + `,
+		mine AS (
+		    SELECT o.id, o.sink_id, o.dedup_key, 'pending' AS state FROM u JOIN outbox o ON o.ctid = u.tid
+		    WHERE o.claimed_by = $3 AND o.claim_token = u.token
+		), ` + absorbRepeats("mine") + `
+		UPDATE outbox SET state = 'pending', claimed_by = NULL, claim_expires_at = NULL, claim_token = NULL,
+		       ` + absorbedSet + `, payload = ` + absorbedPayload + `
+		FROM u LEFT JOIN extra ON extra.keep = u.id
+		WHERE outbox.ctid = u.tid AND outbox.claimed_by = $3 AND outbox.claim_token = u.token`
+
+// absorbRepeats returns the CTEs "absorbed" and "extra" of a statement
+// that makes rows this instance holds pending or held again. A repeat of
+// a row's dedup key that arrives while the row is claimed opens a new row
+// (the claimed one is no longer open for coalescing, D7), and the two may
+// not both be open (outbox_open_key): so the row going back takes the open
+// row in as the fan-out would have had it been open (fanOutSQL's ON
+// CONFLICT: REQ-11's "and N more" for a windowed key, a relay exhaustion
+// replacing a dead letter) and the open row goes. The row going back keeps
+// its attempts and schedule, so repeats never reset the attempt cap.
+// "mine" names a CTE of the rows the statement changes, with their id,
+// sink_id, dedup_key and new state; the statement sets absorbedSet and
+// absorbedPayload from "extra", joined on extra.keep = the row's id.
+//
+// The statement's update reads "extra", an aggregate of every row
+// deleted: the deletes are done before the first row is updated, so the
+// update never meets the row it replaces in the unique index. A repeat
+// committed between the two (it found no open row) makes the statement
+// fail on outbox_open_key; the recorder writes that outcome again on its
+// own, and the second try takes the new row in.
+func absorbRepeats(mine string) string {
+	return `absorbed AS (
+		    DELETE FROM outbox x USING ` + mine + ` r
+		    WHERE r.state IN ('pending', 'held') AND r.dedup_key IS NOT NULL
+		      AND x.sink_id = r.sink_id AND x.dedup_key = r.dedup_key AND x.state IN ('pending', 'held')
+		      AND x.id <> r.id
+		    RETURNING r.id AS keep, x.count, x.windowed, x.event_type, x.severity, x.payload, x.include_excerpt
+		), extra AS (
+		    SELECT keep, sum(count) FILTER (WHERE windowed)::int AS n, bool_or(include_excerpt) AS excerpt,
+		           (array_agg(severity) FILTER (WHERE event_type = 'relay.exhausted'))[1] AS relay_severity,
+		           (array_agg(payload) FILTER (WHERE event_type = 'relay.exhausted'))[1] AS relay_payload
+		    FROM absorbed GROUP BY keep
+		)`
+}
+
+// absorbedSet and absorbedPayload are the assignments that take in the
+// rows absorbRepeats deleted (nothing changes for a row without any).
+const (
+	absorbedSet = `count = count + coalesce(extra.n, 0),
+		       event_type = CASE WHEN extra.relay_payload IS NULL THEN event_type ELSE 'relay.exhausted' END,
+		       severity = coalesce(extra.relay_severity, severity),
+		       include_excerpt = include_excerpt OR coalesce(extra.excerpt, false)`
+	absorbedPayload = `CASE WHEN extra.relay_payload IS NOT NULL AND event_type <> 'relay.exhausted'
+		            THEN extra.relay_payload ELSE payload END`
+)
 
 // FinishHeldAtCap ends a sink's held rows that have had their last attempt
 // (cap) as undeliverable, so a coalesced message never attempts a row
@@ -448,6 +577,7 @@ func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now 
 		    SELECT id FROM outbox WHERE sink_id = $1 AND state = 'held' ORDER BY id FOR UPDATE SKIP LOCKED
 		)
 		UPDATE outbox o SET state = 'claimed', claimed_by = $2, claim_expires_at = $3::timestamptz + $4::interval,
+		       claim_token = (SELECT nextval('outbox_claim_token')),
 		       attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, $3::timestamptz)
 		FROM held WHERE o.id = held.id
 		RETURNING `+outboxRowColumns, sinkID, instance, now, ttl))
@@ -525,15 +655,15 @@ type RowOutcome struct {
 // FinishRows applies an outcome to rows this instance holds. A row that
 // ends (delivered, partial, undeliverable) keeps no payload: its delivery
 // records are what is kept of it.
-func FinishRows(ctx context.Context, db DBTX, ids []int64, instance string, o RowOutcome, now time.Time) error {
+func FinishRows(ctx context.Context, db DBTX, rows []Claimed, instance string, o RowOutcome, now time.Time) error {
 	var r rowOutcomes
-	r.add(ids, o, now)
+	r.add(rows, o, now)
 	done, err := collectIDs(db.Query(ctx, finishRowsSQL, r.args(instance)...))
 	if err == nil {
 		err = finishRowsAgain(ctx, db, r, done, instance)
 	}
 	if err != nil {
-		return fmt.Errorf("error recording outcome of rows %v: %w", ids, err)
+		return fmt.Errorf("error recording outcome of rows %v: %w", r.ids, err)
 	}
 	return nil
 }
@@ -558,41 +688,49 @@ func finishRowsAgain(ctx context.Context, db DBTX, r rowOutcomes, done []int64, 
 // QueueFinishRows queues FinishRows into b, without its second statement:
 // a row it leaves stays claimed, and is found again once its claim
 // expires.
-func QueueFinishRows(b *pgx.Batch, ids []int64, instance string, o RowOutcome, now time.Time) {
+func QueueFinishRows(b *pgx.Batch, rows []Claimed, instance string, o RowOutcome, now time.Time) {
 	var r rowOutcomes
-	r.add(ids, o, now)
+	r.add(rows, o, now)
 	b.Queue(finishRowsSQL, r.args(instance)...)
 }
 
-// finishRowsSQL applies an outcome to each row of a list this instance
-// holds and returns the rows it changed; its arguments are
-// rowOutcomes.args.
+// finishRowsSQL applies an outcome to each row of a list as its claim
+// holds it and returns the rows it changed; its arguments are
+// rowOutcomes.args. A row going back to pending or held takes in the open
+// row a repeat of its key opened meanwhile (absorbRepeats).
 var finishRowsSQL = `
-		WITH ` + heldRowsByTID(`unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) AS u(id, state, class, due, finished)`) + `
+		WITH ` + heldRowsByTID(`unnest($1::bigint[], $7::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) AS u(id, token, state, class, due, finished)`) + `,
+		mine AS (
+		    SELECT o.id, o.sink_id, o.dedup_key, u.state FROM u JOIN outbox o ON o.ctid = u.tid
+		    WHERE u.state IN ('pending', 'held') AND o.claimed_by = $6 AND o.claim_token = u.token
+		), ` + absorbRepeats("mine") + `
 		UPDATE outbox SET state = u.state, last_class = coalesce(nullif(u.class, ''), last_class),
 		       due_at = coalesce(u.due, due_at),
 		       delivered_count = CASE WHEN u.state = 'delivered' THEN count ELSE delivered_count END,
 		       had_partial = had_partial OR u.class = 'partial',
-		       payload = CASE WHEN u.finished IS NULL THEN payload ELSE ` + finishedPayload + ` END,
-		       finished_at = u.finished, claimed_by = NULL, claim_expires_at = NULL
-		FROM u WHERE outbox.ctid = u.tid AND outbox.claimed_by = $6
+		       payload = CASE WHEN u.finished IS NULL THEN ` + absorbedPayload + ` ELSE ` + finishedPayload + ` END,
+		       ` + absorbedSet + `,
+		       finished_at = u.finished, claimed_by = NULL, claim_expires_at = NULL, claim_token = NULL
+		FROM u LEFT JOIN extra ON extra.keep = u.id
+		WHERE outbox.ctid = u.tid AND outbox.claimed_by = $6 AND outbox.claim_token = u.token
 		RETURNING outbox.id`
 
 // rowOutcomes gathers the rows and outcomes of finishRowsSQL.
 type rowOutcomes struct {
-	ids             []int64
+	ids, tokens     []int64
 	states, classes []string
 	dues, finished  []*time.Time
 }
 
-// add gives the rows ids the outcome o, reached at now.
-func (r *rowOutcomes) add(ids []int64, o RowOutcome, now time.Time) {
+// add gives rows the outcome o, reached at now.
+func (r *rowOutcomes) add(rows []Claimed, o RowOutcome, now time.Time) {
 	var finishedAt *time.Time
 	if o.State == "delivered" || o.State == "partial" || o.State == "undeliverable" {
 		finishedAt = &now
 	}
-	for _, id := range ids {
-		r.ids = append(r.ids, id)
+	for _, row := range rows {
+		r.ids = append(r.ids, row.ID)
+		r.tokens = append(r.tokens, row.Token)
 		r.states = append(r.states, o.State)
 		r.classes = append(r.classes, o.Class)
 		r.dues = append(r.dues, nullTime(o.DueAt))
@@ -613,6 +751,7 @@ func (r *rowOutcomes) without(ids []int64) rowOutcomes {
 	for i, id := range r.ids {
 		if !skip[id] {
 			out.ids = append(out.ids, id)
+			out.tokens = append(out.tokens, r.tokens[i])
 			out.states = append(out.states, r.states[i])
 			out.classes = append(out.classes, r.classes[i])
 			out.dues = append(out.dues, r.dues[i])
@@ -623,7 +762,7 @@ func (r *rowOutcomes) without(ids []int64) rowOutcomes {
 }
 
 func (r *rowOutcomes) args(instance string) []any {
-	return []any{nonNilIDs(r.ids), r.states, r.classes, r.dues, r.finished, instance}
+	return []any{nonNilIDs(r.ids), r.states, r.classes, r.dues, r.finished, instance, nonNilIDs(r.tokens)}
 }
 
 func nonNilIDs(ids []int64) []int64 {
@@ -660,4 +799,17 @@ func FinishHeld(ctx context.Context, db DBTX, sinkID int64, o RowOutcome, now ti
 		return fmt.Errorf("error finishing held rows of sink %d: %w", sinkID, err)
 	}
 	return nil
+}
+
+// RestoreClaim gives a row this instance claimed again (its claim had
+// expired while a copy of it was still queued here) back the token of the
+// claim that copy carries, so that the copy's statements find it; the new
+// claim's later expiry stays. It reports whether the row was changed.
+func RestoreClaim(ctx context.Context, db DBTX, row Claimed, token int64, instance string) (bool, error) {
+	tag, err := db.Exec(ctx, `UPDATE outbox SET claim_token = $3 WHERE id = $1 AND claimed_by = $4 AND claim_token = $2`,
+		row.ID, row.Token, token, instance)
+	if err != nil {
+		return false, fmt.Errorf("error restoring the claim of row %d: %w", row.ID, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }

@@ -22,18 +22,21 @@ func ExpirySelectsForTest() map[string]string {
 const HeldRowsPlanForTest = heldRowsPlan
 
 // HeldRowStatementsForTest returns the statements that change rows an
-// instance holds, each with arguments that name rowIDs as held by
-// instance, so a test can check how the planner finds them.
-func HeldRowStatementsForTest(rowIDs []int64, instance string) map[string][]any {
+// instance holds, each with arguments that name rows as held by instance,
+// so a test can check how the planner finds them. state is the outcome
+// finishRowsSQL writes ("pending" makes it look for repeats to absorb).
+func HeldRowStatementsForTest(rows []Claimed, instance, state string) map[string][]any {
 	var r rowOutcomes
 	now := time.Now()
-	r.add(rowIDs, RowOutcome{State: "delivered"}, now)
-	tats := make([]time.Time, len(rowIDs))
+	r.add(rows, RowOutcome{State: state}, now)
+	ids, tokens := splitClaims(rows)
+	tats := make([]time.Time, len(rows))
 	return map[string][]any{
 		finishRowsSQL:     r.args(instance),
-		closeAbandonedSQL: {rowIDs, now, instance},
-		startAttemptsSQL:  {rowIDs, tats, instance, now, time.Minute},
-		holdRowsSQL:       {rowIDs, tats, instance},
+		closeAbandonedSQL: {ids, now, instance, tokens},
+		startAttemptsSQL:  {ids, tats, instance, now, time.Minute, tokens, 7},
+		holdRowsSQL:       {ids, tats, instance, tokens},
+		releaseRowsSQL:    {ids, tokens, instance},
 	}
 }
 

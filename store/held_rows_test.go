@@ -32,13 +32,20 @@ func TestHeldRowStatementsFindTheirRowsByID(t *testing.T) {
 	_, err = pool.Exec(ctx, `ANALYZE outbox`)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `
-		UPDATE outbox SET state = 'claimed', claimed_by = 'instance-a', claim_expires_at = now() + interval '1 minute'
+		UPDATE outbox SET state = 'claimed', claimed_by = 'instance-a', claim_expires_at = now() + interval '1 minute',
+		       claim_token = 1
 		WHERE id IN (SELECT id FROM outbox ORDER BY id LIMIT 2500)`)
 	require.NoError(t, err)
 	for _, n := range []int{5, 300} { // a lone row, and a group of many
 		var ids []int64
 		require.NoError(t, pool.QueryRow(ctx, `SELECT array_agg(id) FROM (SELECT id FROM outbox ORDER BY id LIMIT $1) x`, n).Scan(&ids))
-		explainHeldRowStatements(t, pool, ids)
+		rows := make([]store.Claimed, len(ids))
+		for i, id := range ids {
+			rows[i] = store.Claimed{ID: id, Token: 1}
+		}
+		for _, state := range []string{"delivered", "pending"} { // "pending" looks for repeats to absorb
+			explainHeldRowStatements(t, pool, rows, state)
+		}
 	}
 
 	// A claim lists the sinks other instances hold from their claimed rows
@@ -56,19 +63,19 @@ func TestHeldRowStatementsFindTheirRowsByID(t *testing.T) {
 	require.ErrorContains(t, err, "outbox_claimed_by_claimed")
 }
 
-func explainHeldRowStatements(t *testing.T, pool *pgxpool.Pool, ids []int64) {
+func explainHeldRowStatements(t *testing.T, pool *pgxpool.Pool, rows []store.Claimed, state string) {
 	ctx := context.Background()
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
 	_, err = tx.Exec(ctx, store.HeldRowsPlanForTest)
 	require.NoError(t, err)
-	for sql, args := range store.HeldRowStatementsForTest(ids, "instance-a") {
+	for sql, args := range store.HeldRowStatementsForTest(rows, "instance-a", state) {
 		text := explain(t, tx, sql, args...)
 		name := strings.Join(strings.Fields(sql), " ")[:60]
 		for _, scan := range outboxScans(text) {
 			require.True(t, scan.Lookup(), "%d rows, %s…: the outbox is read by %q, not looked up by id or tid:\n%s",
-				len(ids), name, scan.Node, text)
+				len(rows), name, scan.Node, text)
 		}
 	}
 }
@@ -81,14 +88,17 @@ type outboxScan struct {
 }
 
 // Lookup reports a scan that reads only the rows it is asked for: by tid,
-// or by the primary key with a condition on it. An index scan with only a
+// or by the primary key with a condition on it, or (for the open row a
+// repeat opened, absorbed by a row going back to pending or held) by its
+// sink and key in outbox_open_key. An index scan with only a
 // filter reads the whole index (the plan a planner with stale statistics
 // chose, joined in a nested loop against the list of rows: quadratic).
 func (s outboxScan) Lookup() bool {
 	switch {
 	case strings.HasPrefix(s.Node, "Tid Scan on outbox"):
 		return slices.ContainsFunc(s.Conds, func(c string) bool { return strings.HasPrefix(c, "TID Cond:") })
-	case strings.Contains(s.Node, "Scan using outbox_pkey on outbox"), strings.Contains(s.Node, "Scan on outbox_pkey"):
+	case strings.Contains(s.Node, "Scan using outbox_pkey on outbox"), strings.Contains(s.Node, "Scan on outbox_pkey"),
+		strings.Contains(s.Node, "Scan using outbox_open_key on outbox"), strings.Contains(s.Node, "Scan on outbox_open_key"):
 		return slices.ContainsFunc(s.Conds, func(c string) bool { return strings.HasPrefix(c, "Index Cond:") })
 	}
 	return false
@@ -140,10 +150,10 @@ func TestHeldRowStatementsFollowARowChangedMeanwhile(t *testing.T) {
 
 	writers := map[string]func(id int64) error{
 		"FinishRows": func(id int64) error {
-			return store.FinishRows(ctx, pool, []int64{id}, "instance-a", store.RowOutcome{State: "delivered"}, time.Now())
+			return store.FinishRows(ctx, pool, []store.Claimed{{ID: id, Token: 1}}, "instance-a", store.RowOutcome{State: "delivered"}, time.Now())
 		},
 		"RecordFinished": func(id int64) error {
-			return store.RecordFinished(ctx, pool, []store.Finished{{Rows: []int64{id}, Status: "delivered",
+			return store.RecordFinished(ctx, pool, []store.Finished{{Rows: []store.Claimed{{ID: id, Token: 1}}, Status: "delivered",
 				Outcome: store.RowOutcome{State: "delivered"}, At: time.Now()}}, "instance-a")
 		},
 	}
@@ -159,8 +169,8 @@ func TestHeldRowStatementsFollowARowChangedMeanwhile(t *testing.T) {
 			t.Run(writer+"/"+tc.name, func(t *testing.T) {
 				var id int64
 				require.NoError(t, pool.QueryRow(ctx, `
-				INSERT INTO outbox (sink_id, owner, event_type, severity, payload, due_at, state, claimed_by, claim_expires_at)
-				VALUES ($1, 'human:1', 'dead_letter', 'normal', '{"title": "t"}', now(), 'claimed', 'instance-a', now() + interval '1 minute')
+				INSERT INTO outbox (sink_id, owner, event_type, severity, payload, due_at, state, claimed_by, claim_expires_at, claim_token)
+				VALUES ($1, 'human:1', 'dead_letter', 'normal', '{"title": "t"}', now(), 'claimed', 'instance-a', now() + interval '1 minute', 1)
 				RETURNING id`, sink).Scan(&id))
 
 				other, err := pool.Begin(ctx)

@@ -106,7 +106,7 @@ func QueueLockForDelivery(b *pgx.Batch, sinkIDs []int64, l *Locked) {
 
 // Hold parks a claimed row until its sink's next token.
 type Hold struct {
-	RowID  int64
+	Row    Claimed
 	SinkID int64
 	Until  time.Time
 }
@@ -116,12 +116,13 @@ type Hold struct {
 // sinks to the same time; held gets how many rows each sink holds now.
 func QueueHoldRows(b *pgx.Batch, holds []Hold, instance string, held map[int64]int) {
 	ids := make([]int64, len(holds))
+	tokens := make([]int64, len(holds))
 	sinkIDs := make([]int64, len(holds))
 	until := make([]time.Time, len(holds))
 	for i, h := range holds {
-		ids[i], sinkIDs[i], until[i] = h.RowID, h.SinkID, h.Until
+		ids[i], tokens[i], sinkIDs[i], until[i] = h.Row.ID, h.Row.Token, h.SinkID, h.Until
 	}
-	b.Queue(holdRowsSQL, ids, until, instance)
+	b.Queue(holdRowsSQL, ids, until, instance, tokens)
 	b.Queue(`
 		WITH s AS (
 		    SELECT DISTINCT ON (sink_id) sink_id, until
@@ -140,17 +141,24 @@ func QueueHoldRows(b *pgx.Batch, holds []Hold, instance string, held map[int64]i
 }
 
 // holdRowsSQL parks claimed rows: $1 their ids, $2 their due times, $3
-// the instance holding them.
+// the instance holding them, $4 their claims' tokens. A row taking in the
+// open row a repeat of its key opened meanwhile: absorbRepeats.
 var holdRowsSQL = `
-		WITH ` + heldRowsByTID(`unnest($1::bigint[], $2::timestamptz[]) AS u(id, until)`) + `
-		UPDATE outbox o SET state = 'held', due_at = u.until, claimed_by = NULL, claim_expires_at = NULL
-		FROM u WHERE o.ctid = u.tid AND o.claimed_by = $3`
+		WITH ` + heldRowsByTID(`unnest($1::bigint[], $4::bigint[], $2::timestamptz[]) AS u(id, token, until)`) + `,
+		mine AS (
+		    SELECT o.id, o.sink_id, o.dedup_key, 'held' AS state FROM u JOIN outbox o ON o.ctid = u.tid
+		    WHERE o.claimed_by = $3 AND o.claim_token = u.token
+		), ` + absorbRepeats("mine") + `
+		UPDATE outbox SET state = 'held', due_at = u.until, claimed_by = NULL, claim_expires_at = NULL,
+		       claim_token = NULL, ` + absorbedSet + `, payload = ` + absorbedPayload + `
+		FROM u LEFT JOIN extra ON extra.keep = u.id
+		WHERE outbox.ctid = u.tid AND outbox.claimed_by = $3 AND outbox.claim_token = u.token`
 
 // Start is a row whose attempt begins: a token of its sink is reserved,
 // and the sink's budget state after it is TAT.
 type Start struct {
-	RowID int64
-	TAT   time.Time
+	Row Claimed
+	TAT time.Time
 }
 
 // StartedRow is a row whose attempt began, as it is now, with the id of
@@ -164,20 +172,22 @@ type StartedRow struct {
 // on each row this instance holds: it counts the attempt, extends the
 // claim, and writes the attempt's delivery record (status "sending",
 // counted against the budget, carrying the sink's budget state) linked
-// from the row. Rows this instance no longer holds are left alone and
-// absent from *started. Abandoned attempts on the rows must be closed
-// before it runs (QueueCloseAbandoned, queued first).
-func QueueStartAttempts(b *pgx.Batch, starts []Start, instance string, now time.Time, ttl time.Duration, started *[]StartedRow) {
+// from the row. Rows their claims no longer hold, and rows that had
+// maxAttempts attempts already, are left alone and absent from *started.
+// Abandoned attempts on the rows must be closed before it runs
+// (QueueCloseAbandoned, queued first).
+func QueueStartAttempts(b *pgx.Batch, starts []Start, instance string, now time.Time, ttl time.Duration, maxAttempts int, started *[]StartedRow) {
 	ids := make([]int64, len(starts))
+	tokens := make([]int64, len(starts))
 	tats := make([]time.Time, len(starts))
 	for i, s := range starts {
-		ids[i], tats[i] = s.RowID, s.TAT
+		ids[i], tokens[i], tats[i] = s.Row.ID, s.Row.Token, s.TAT
 	}
-	b.Queue(startAttemptsSQL, ids, tats, instance, now, ttl).Query(func(rows pgx.Rows) error {
+	b.Queue(startAttemptsSQL, ids, tats, instance, now, ttl, tokens, maxAttempts).Query(func(rows pgx.Rows) error {
 		out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StartedRow, error) {
 			var r StartedRow
 			err := row.Scan(&r.ID, &r.SinkID, &r.Owner, &r.EventType, &r.Severity, &r.Payload, &r.IncludeExcerpt,
-				&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count, &r.HadPartial, &r.RecordID)
+				&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count, &r.HadPartial, &r.ClaimToken, &r.RecordID)
 			return r, err
 		})
 		if err != nil {
@@ -190,14 +200,14 @@ func QueueStartAttempts(b *pgx.Batch, starts []Start, instance string, now time.
 
 // startAttemptsSQL is QueueStartAttempts' statement.
 var startAttemptsSQL = `
-		WITH ` + heldRowsByTID(`unnest($1::bigint[], $2::timestamptz[]) AS u(id, tat)`) + `, started AS (
+		WITH ` + heldRowsByTID(`unnest($1::bigint[], $6::bigint[], $2::timestamptz[]) AS u(id, token, tat)`) + `, started AS (
 		    UPDATE outbox o SET attempts = o.attempts + 1, first_attempt_at = coalesce(o.first_attempt_at, $4),
 		           claim_expires_at = $4::timestamptz + $5::interval,
 		           attempt_record_id = nextval('delivery_records_id_seq')
-		    FROM u WHERE o.ctid = u.tid AND o.claimed_by = $3
+		    FROM u WHERE o.ctid = u.tid AND o.claimed_by = $3 AND o.claim_token = u.token AND o.attempts < $7
 		    RETURNING o.id, o.sink_id, o.owner, o.event_type, o.severity, o.payload, o.include_excerpt,
 		              o.attempts, o.first_attempt_at, coalesce(o.last_class, '') AS last_class, o.due_at, o.count,
-		              o.had_partial, o.attempt_record_id, u.tat
+		              o.had_partial, o.claim_token, o.attempt_record_id, u.tat
 		), rec AS (
 		    INSERT INTO delivery_records (id, sink_id, owner, outbox_id, event_type, attempt, counts_budget,
 		                                  coalesced_rows, status, sent_at, budget_tat)
@@ -206,7 +216,7 @@ var startAttemptsSQL = `
 		    FROM started
 		)
 		SELECT id, sink_id, owner, event_type, severity, payload, include_excerpt, attempts, first_attempt_at,
-		       last_class, due_at, count, had_partial, attempt_record_id
+		       last_class, due_at, count, had_partial, claim_token, attempt_record_id
 		FROM started ORDER BY id`
 
 // BatchSender sends a pgx.Batch: a pool, a connection or a transaction.
@@ -218,7 +228,7 @@ type BatchSender interface {
 // its rows become.
 type Finished struct {
 	RecordID   int64
-	Rows       []int64
+	Rows       []Claimed
 	Status     string // of the record: delivered, failed, partial, undeliverable
 	Class      string
 	HTTPStatus int

@@ -19,6 +19,10 @@ type Metrics struct {
 	claimLag prometheus.Histogram
 	statusFn func() []engine.ActorStatus
 	pool     *pgxpool.Pool
+
+	// OutcomesDropped, when set, feeds switchboard_outcomes_dropped_total
+	// (engine.Engine.OutcomesDropped).
+	OutcomesDropped func() int64
 }
 
 // NewMetrics builds the metrics; status and pool feed the gauges read at
@@ -56,6 +60,8 @@ var (
 	restartDesc = prometheus.NewDesc("switchboard_sink_actor_restarts", "Restarts of a sink's actor after a panic.", []string{"sink_id"}, nil)
 	depthDesc   = prometheus.NewDesc("switchboard_outbox_rows", "Outbox rows by state.", []string{"state"}, nil)
 	actorsDesc  = prometheus.NewDesc("switchboard_sink_actors", "Active sink actors on this instance.", nil, nil)
+	droppedDesc = prometheus.NewDesc("switchboard_outcomes_dropped_total",
+		"Delivery outcomes this instance could not write and gave up (each logged); their rows are sent again when their claims expire.", nil, nil)
 )
 
 // Describe implements prometheus.Collector for the scrape-time gauges.
@@ -65,12 +71,16 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- restartDesc
 	ch <- depthDesc
 	ch <- actorsDesc
+	ch <- droppedDesc
 }
 
 // Collect implements prometheus.Collector.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	status := m.statusFn()
 	ch <- prometheus.MustNewConstMetric(actorsDesc, prometheus.GaugeValue, float64(len(status)))
+	if m.OutcomesDropped != nil {
+		ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(m.OutcomesDropped()))
+	}
 	for _, s := range status {
 		id := strconv.FormatInt(s.SinkID, 10)
 		ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(s.Held), id)

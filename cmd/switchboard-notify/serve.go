@@ -79,6 +79,7 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 		return err
 	}
 	metrics = ops.NewMetrics(pool, eng.Status)
+	metrics.OutcomesDropped = eng.OutcomesDropped
 	accounts := host.NewAccounts(pool)
 	directory := host.NewDirectory(pool)
 	todos := host.NewTodos(pool, eng, nil)

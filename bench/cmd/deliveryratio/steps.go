@@ -87,7 +87,7 @@ func (w *world) steps(ctx context.Context, count int) ([]float64, error) {
 			if err := store.FinishDeliveryRecord(ctx, tx, recID, "delivered", "", 200, now); err != nil {
 				return err
 			}
-			return store.FinishRows(ctx, tx, []int64{rows[0].ID}, instance, store.RowOutcome{State: "delivered"}, now)
+			return store.FinishRows(ctx, tx, []store.Claimed{rows[0].Claim()}, instance, store.RowOutcome{State: "delivered"}, now)
 		})
 		if err != nil {
 			return nil, err
@@ -129,7 +129,7 @@ func reserve(ctx context.Context, pool *pgxpool.Pool, row store.OutboxRow, insta
 	}
 	d[1] = time.Since(t)
 	t = time.Now()
-	r, _, err := store.StartAttempt(ctx, tx, row.ID, instance, now, engine.ClaimTTLDefault)
+	r, _, err := store.StartAttempt(ctx, tx, row.Claim(), instance, now, engine.ClaimTTLDefault, engine.MaxAttempts)
 	if err != nil {
 		return 0, d, err
 	}

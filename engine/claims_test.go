@@ -1,0 +1,202 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store"
+	"github.com/switchboard/notify/store/storetest"
+)
+
+// gate is a sink endpoint that holds every request until it is opened,
+// then answers with status; it records the titles it was sent.
+type gate struct {
+	arrived chan struct{}
+	open    chan struct{}
+	once    sync.Once
+	status  atomic.Int64
+	mu      sync.Mutex
+	titles  []string
+}
+
+func newGate(status int) *gate {
+	g := &gate{arrived: make(chan struct{}, 64), open: make(chan struct{})}
+	g.status.Store(int64(status))
+	return g
+}
+
+func (g *gate) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var m struct{ Title string }
+	_ = json.Unmarshal(body, &m)
+	g.mu.Lock()
+	g.titles = append(g.titles, m.Title)
+	g.mu.Unlock()
+	g.arrived <- struct{}{}
+	<-g.open
+	rw.WriteHeader(int(g.status.Load()))
+	_, _ = rw.Write([]byte(`{"id": 1}`))
+}
+
+func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
+func (g *gate) received() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.titles...)
+}
+
+func emitToSink(t *testing.T, w *enginetest.World, eng *engine.Engine, sink int64, ev engine.Event) {
+	t.Helper()
+	require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
+		ok, err := eng.EmitToSink(w.Ctx, tx, sink, ev)
+		require.True(t, ok)
+		return err
+	}))
+}
+
+// A repeat of a row's key that arrives while the row is claimed opens a
+// new row (the claimed one is not open for coalescing). When the attempt
+// fails and the row goes back to pending, the two would both be open: one
+// takes the other in rather than failing on outbox_open_key, which stalled
+// every outcome of the instance (the statement itself:
+// TestARowGoingBackTakesInTheRepeatOfItsKey). Both events reach the sink,
+// as one message once it recovers, and no outcome is given up.
+func TestARepeatDuringItsRowsAttemptJoinsTheRetry(t *testing.T) {
+	t.Parallel()
+	w := enginetest.New(t)
+	g := newGate(http.StatusInternalServerError)
+	_, p, scope := w.Human()
+	eng := w.Serve()
+	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: newServer(t, g.ServeHTTP), Secret: "gtfya.repeat",
+		Events: []notifytype.EventType{notifytype.EventRuleNotify}})
+
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(w.TableJSON("outbox", "payload"))
+			t.Log(w.Logs.String())
+		}
+	})
+	ev := ruleNotify(scope, 1, "forge#12")
+	emitToSink(t, w, eng, sink, ev)
+	<-g.arrived // the row is claimed and its attempt is being sent
+	emitToSink(t, w, eng, sink, ev)
+	require.Eventually(t, func() bool {
+		return w.F.Count(`SELECT count(*) FROM outbox`) == 2
+	}, enginetest.WaitTimeout, 5*time.Millisecond, "the repeat opens a row of its own")
+
+	g.release()
+	a := w.Wait()
+	require.Equal(t, "pending", a.State, "the failed attempt is recorded: a retry is due")
+	g.status.Store(http.StatusOK)
+	for w.F.Count(`SELECT count(*) FROM outbox WHERE state <> 'delivered'`) > 0 {
+		var due *time.Time
+		require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT min(due_at) FROM outbox WHERE state = 'pending'
+			AND NOT EXISTS (SELECT 1 FROM outbox WHERE state = 'claimed')`).Scan(&due))
+		if due != nil && due.After(w.Clock.Now()) {
+			w.Clock.Advance(due.Sub(w.Clock.Now()))
+		}
+		w.Wait()
+	}
+	// Whichever row took the other in (or none, when the repeat was
+	// claimed before the first attempt failed), both events reached the
+	// sink.
+	var events int
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT sum(delivered_count) FROM outbox`).Scan(&events))
+	require.Equal(t, 2, events, w.TableJSON("outbox", "payload"))
+	require.Zero(t, eng.OutcomesDropped())
+	require.NotContains(t, w.Logs.String(), "error recording")
+}
+
+// A row whose claim expires while its copy waits in its actor's mailbox
+// (a slow send ahead of it) is not taken again by its own instance's
+// claimer, which would hand over a second copy: the copy already queued
+// goes on, under its claim. Each row is sent once.
+func TestAnExpiredClaimOfAQueuedRowHandsNoSecondCopy(t *testing.T) {
+	t.Parallel()
+	w := enginetest.New(t)
+	g := newGate(http.StatusOK)
+	_, p, scope := w.Human()
+	eng := w.Serve()
+	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: newServer(t, g.ServeHTTP), Secret: "gtfya.copies",
+		Events: []notifytype.EventType{notifytype.EventRuleNotify}})
+
+	emitToSink(t, w, eng, sink, ruleNotify(scope, 1, "forge#1"))
+	<-g.arrived // the first row is being sent
+	emitToSink(t, w, eng, sink, ruleNotify(scope, 1, "forge#2"))
+	require.Eventually(t, func() bool {
+		st := eng.StatusOf(sink)
+		return len(st) == 1 && st[0].Queued == 1
+	}, enginetest.WaitTimeout, 5*time.Millisecond, "the second row waits in the mailbox")
+
+	// Both claims expire; two searches for expired claims run after it.
+	searches := eng.ExpiredSearchesForTest()
+	w.Clock.Advance(engine.ClaimTTLDefault + time.Second)
+	require.Eventually(t, func() bool { return eng.ExpiredSearchesForTest() >= searches+2 },
+		enginetest.WaitTimeout, 5*time.Millisecond)
+	st := eng.StatusOf(sink)
+	require.Len(t, st, 1)
+	require.Equal(t, 1, st[0].Queued, "no second copy was queued")
+
+	g.release()
+	for _, a := range w.WaitN(2) {
+		require.Equal(t, "delivered", a.State, "each copy's outcome is written under its claim")
+	}
+	require.Len(t, g.received(), 2, "each row sent once")
+	require.Equal(t, map[string]int{"delivered": 2}, w.RowStates())
+	require.Empty(t, logLines(w, "outbox row claim lost before its attempt"), w.Logs.String())
+}
+
+// An outcome the database refuses is written on its own, tried a few
+// times, then given up (logged and counted): the outcomes written with it
+// land, and the recorder goes on. On 5499c8a the recorder tried the whole
+// group again for ever, and every later outcome of the instance waited.
+func TestAnOutcomeThatCannotBeWrittenHoldsNoOtherBack(t *testing.T) {
+	t.Parallel()
+	w := enginetest.New(t)
+	_, _, scope := w.Human()
+	eng := w.Engine()
+	sink := w.F.Sink(storetest.SinkOpts{Owner: scope})
+	instance := eng.Config().Instance
+	var fs []store.Finished
+	for i := range 3 {
+		var id, rec int64
+		require.NoError(t, w.Pool.QueryRow(w.Ctx, `
+			INSERT INTO outbox (sink_id, owner, event_type, severity, payload, due_at, state, claimed_by,
+			                    claim_expires_at, claim_token, attempts)
+			VALUES ($1, $2, 'todo.dead_lettered', 'normal', '{}', now(), 'claimed', $3, now() + interval '1 minute', 7, 1)
+			RETURNING id`, sink, scope.String(), instance).Scan(&id))
+		require.NoError(t, w.Pool.QueryRow(w.Ctx, `
+			INSERT INTO delivery_records (sink_id, owner, outbox_id, event_type, status, sent_at)
+			VALUES ($1, $2, $3, 'todo.dead_lettered', 'sending', now()) RETURNING id`, sink, scope.String(), id).Scan(&rec))
+		status := "delivered"
+		if i == 1 {
+			status = "lost in the post" // refused by the records' check constraint
+		}
+		fs = append(fs, store.Finished{RecordID: rec, Rows: []store.Claimed{{ID: id, Token: 7}}, Status: status,
+			Outcome: store.RowOutcome{State: "delivered"}, At: time.Now()})
+	}
+	done := make(chan struct{})
+	go func() {
+		eng.RecordForTest(fs)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(enginetest.WaitTimeout):
+		t.Fatal("the recorder is still trying the group")
+	}
+	require.Equal(t, map[string]int{"delivered": 2, "claimed": 1}, w.RowStates())
+	require.EqualValues(t, 1, eng.OutcomesDropped())
+	require.Len(t, logLines(w, "error recording a delivery outcome; given up, its rows are sent again when their claims expire"), 1)
+}

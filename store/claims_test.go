@@ -1,0 +1,277 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard/notify/store"
+)
+
+// claimedRow inserts a row claimed by instance with token, and returns it.
+func claimedRow(t *testing.T, pool *pgxpool.Pool, sink int64, instance string, token int64, key string, windowed bool) store.Claimed {
+	t.Helper()
+	var id int64
+	require.NoError(t, pool.QueryRow(context.Background(), `
+		INSERT INTO outbox (sink_id, owner, event_type, severity, payload, due_at, state, claimed_by, claim_expires_at,
+		                    claim_token, dedup_key, windowed, attempts, first_attempt_at)
+		VALUES ($1, 'human:1', 'todo.dead_lettered', 'normal', '{"title": "t"}', now(), 'claimed', $2,
+		        now() + interval '1 minute', $3, nullif($4, ''), $5, 1, now())
+		RETURNING id`, sink, instance, token, key, windowed).Scan(&id))
+	return store.Claimed{ID: id, Token: token}
+}
+
+// openRow inserts a pending row of key with count and event type.
+func openRow(t *testing.T, pool *pgxpool.Pool, sink int64, key string, count int, eventType string, windowed bool) int64 {
+	t.Helper()
+	var id int64
+	require.NoError(t, pool.QueryRow(context.Background(), `
+		INSERT INTO outbox (sink_id, owner, event_type, severity, payload, due_at, dedup_key, count, windowed)
+		VALUES ($1, 'human:1', $4, CASE WHEN $4 = 'relay.exhausted' THEN 'high' ELSE 'normal' END,
+		        jsonb_build_object('title', $4::text), now(), nullif($2, ''), $3, $5)
+		RETURNING id`, sink, key, count, eventType, windowed).Scan(&id))
+	return id
+}
+
+// A repeat of a key that arrives while its row is claimed opens a row of
+// its own. A statement that makes the claimed row pending or held again
+// takes that row in, as the fan-out would have had the row been open
+// (windowed keys add their counts, a relay exhaustion replaces a dead
+// letter), instead of failing on outbox_open_key: on 5499c8a every one of
+// these statements failed with 23505.
+func TestARowGoingBackTakesInTheRepeatOfItsKey(t *testing.T) {
+	t.Parallel()
+	pool, sink := newHeldRowsDB(t)
+	ctx := context.Background()
+	back := map[string]func(r store.Claimed) error{
+		"retry": func(r store.Claimed) error {
+			return store.FinishRows(ctx, pool, []store.Claimed{r}, "instance-a",
+				store.RowOutcome{State: "pending", Class: "server", DueAt: time.Now().Add(time.Minute)}, time.Now())
+		},
+		"recorded retry": func(r store.Claimed) error {
+			return store.RecordFinished(ctx, pool, []store.Finished{{Rows: []store.Claimed{r}, Status: "failed",
+				Outcome: store.RowOutcome{State: "pending", Class: "server", DueAt: time.Now().Add(time.Minute)}, At: time.Now()}}, "instance-a")
+		},
+		"hold": func(r store.Claimed) error {
+			b := &pgx.Batch{}
+			store.QueueHoldRows(b, []store.Hold{{Row: r, SinkID: sink, Until: time.Now().Add(time.Minute)}}, "instance-a", map[int64]int{})
+			return pool.SendBatch(ctx, b).Close()
+		},
+		"release": func(r store.Claimed) error {
+			n, err := store.ReleaseRows(ctx, pool, []store.Claimed{r}, "instance-a")
+			require.Equal(t, 1, n)
+			return err
+		},
+	}
+	for name, goBack := range back {
+		t.Run(name, func(t *testing.T) {
+			for _, tc := range []struct {
+				name                   string
+				windowed               bool
+				repeatType             string
+				wantCount              int
+				wantType, wantSeverity string
+			}{
+				{"windowed", true, "todo.dead_lettered", 4, "todo.dead_lettered", "normal"},
+				{"same occurrence", false, "todo.dead_lettered", 1, "todo.dead_lettered", "normal"},
+				{"relay exhaustion", false, "relay.exhausted", 1, "relay.exhausted", "high"},
+			} {
+				key := name + "/" + tc.name
+				row := claimedRow(t, pool, sink, "instance-a", 1001, key, tc.windowed)
+				repeat := openRow(t, pool, sink, key, 3, tc.repeatType, tc.windowed)
+
+				require.NoError(t, goBack(row), tc.name)
+
+				var ids []int64
+				var count int
+				var eventType, severity, title string
+				require.NoError(t, pool.QueryRow(ctx, `
+					SELECT array_agg(id), max(count), max(event_type), max(severity), max(payload->>'title')
+					FROM outbox WHERE dedup_key = $1`, key).Scan(&ids, &count, &eventType, &severity, &title))
+				require.Equal(t, []int64{row.ID}, ids, "%s: the repeat's row %d is taken in", tc.name, repeat)
+				require.Equal(t, tc.wantCount, count, tc.name)
+				require.Equal(t, tc.wantType, eventType, tc.name)
+				require.Equal(t, tc.wantSeverity, severity, tc.name)
+				if tc.repeatType == "relay.exhausted" {
+					require.Equal(t, "relay.exhausted", title, "the relay exhaustion's payload replaces the dead letter's")
+				}
+			}
+		})
+	}
+}
+
+// Every statement on a held row names the token of the claim it was
+// handed: once the row is claimed again (its claim expired, and another
+// instance, or this one, took it), a late outcome of the old claim
+// changes nothing. On 5499c8a the same instance's old claim overwrote its
+// new one.
+func TestAnOldClaimsStatementsChangeNothing(t *testing.T) {
+	t.Parallel()
+	pool, sink := newHeldRowsDB(t)
+	ctx := context.Background()
+	now := time.Now()
+	old := store.Claimed{Token: 1001}
+	statements := map[string]func(r store.Claimed) error{
+		"finish": func(r store.Claimed) error {
+			return store.FinishRows(ctx, pool, []store.Claimed{r}, "instance-a", store.RowOutcome{State: "delivered"}, now)
+		},
+		"record": func(r store.Claimed) error {
+			return store.RecordFinished(ctx, pool, []store.Finished{{Rows: []store.Claimed{r}, Status: "delivered",
+				Outcome: store.RowOutcome{State: "delivered"}, At: now}}, "instance-a")
+		},
+		"hold": func(r store.Claimed) error {
+			b := &pgx.Batch{}
+			store.QueueHoldRows(b, []store.Hold{{Row: r, SinkID: sink, Until: now}}, "instance-a", map[int64]int{})
+			return pool.SendBatch(ctx, b).Close()
+		},
+		"start": func(r store.Claimed) error {
+			var started []store.StartedRow
+			b := &pgx.Batch{}
+			store.QueueStartAttempts(b, []store.Start{{Row: r, TAT: now}}, "instance-a", now, time.Minute, 7, &started)
+			if err := pool.SendBatch(ctx, b).Close(); err != nil {
+				return err
+			}
+			require.Equal(t, r.Token != old.Token, len(started) == 1)
+			return nil
+		},
+		"release": func(r store.Claimed) error {
+			n, err := store.ReleaseRows(ctx, pool, []store.Claimed{r}, "instance-a")
+			require.Equal(t, r.Token != old.Token, n == 1)
+			return err
+		},
+		"close abandoned": func(r store.Claimed) error {
+			closed, err := store.CloseAbandoned(ctx, pool, []store.Claimed{r}, "instance-a", now)
+			require.Equal(t, r.Token != old.Token, len(closed) == 1)
+			return err
+		},
+	}
+	for name, run := range statements {
+		t.Run(name, func(t *testing.T) {
+			row := claimedRow(t, pool, sink, "instance-a", 1002, "", false) // claimed again
+			_, err := pool.Exec(ctx, `
+				WITH rec AS (
+				    INSERT INTO delivery_records (sink_id, owner, outbox_id, event_type, status, sent_at)
+				    VALUES ($2, 'human:1', $1, 'todo.dead_lettered', 'sending', now()) RETURNING id
+				)
+				UPDATE outbox SET attempt_record_id = (SELECT id FROM rec) WHERE id = $1`, row.ID, sink)
+			require.NoError(t, err)
+			before := rowJSON(t, pool, row.ID)
+			old.ID = row.ID
+			require.NoError(t, run(old))
+			require.Equal(t, before, rowJSON(t, pool, row.ID), "the old claim changed the row")
+			require.Equal(t, 1, count(t, pool, `SELECT count(*) FROM delivery_records WHERE outbox_id = $1 AND status = 'sending'`, row.ID),
+				"the new claim's attempt is not closed as abandoned")
+			require.NoError(t, run(row), "the new claim's statement runs")
+		})
+	}
+}
+
+// The start of an attempt checks the cap in the statement, on the row as
+// it is, not on the copy read at claim.
+func TestAnAttemptPastTheCapDoesNotStart(t *testing.T) {
+	t.Parallel()
+	pool, sink := newHeldRowsDB(t)
+	ctx := context.Background()
+	row := claimedRow(t, pool, sink, "instance-a", 1001, "", false)
+	_, err := pool.Exec(ctx, `UPDATE outbox SET attempts = 7 WHERE id = $1`, row.ID)
+	require.NoError(t, err)
+	var started []store.StartedRow
+	b := &pgx.Batch{}
+	store.QueueStartAttempts(b, []store.Start{{Row: row, TAT: time.Now()}}, "instance-a", time.Now(), time.Minute, 7, &started)
+	require.NoError(t, pool.SendBatch(ctx, b).Close())
+	require.Empty(t, started)
+	_, _, err = store.StartAttempt(ctx, pool, row, "instance-a", time.Now(), time.Minute, 7)
+	require.ErrorIs(t, err, store.ErrClaimLost)
+	require.Equal(t, 7, count(t, pool, `SELECT attempts FROM outbox WHERE id = $1`, row.ID))
+	require.Zero(t, count(t, pool, `SELECT count(*) FROM delivery_records`))
+}
+
+// Claims run one at a time across instances, each reading the rows the
+// claim before it committed: a claim that began while another instance's
+// claim of a sink's rows was under way waits for it, then leaves that sink
+// to it. On 5499c8a the second claim read a snapshot without the first
+// one's rows and took the sink's other rows: two instances on one sink,
+// its order lost.
+func TestClaimsKeepOneInstancePerSink(t *testing.T) {
+	t.Parallel()
+	pool, sink := newHeldRowsDB(t)
+	ctx := context.Background()
+	for range 6 {
+		openRow(t, pool, sink, "", 1, "todo.dead_lettered", false)
+	}
+	now := time.Now().Add(time.Second)
+	params := func(instance string) store.ClaimParams {
+		return store.ClaimParams{Instance: instance, Now: now, TTL: time.Minute, Limit: 10, PerSink: 2}
+	}
+	a, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = a.Rollback(ctx) }()
+	rowsA, err := store.ClaimDue(ctx, a, params("instance-a"))
+	require.NoError(t, err)
+	require.Len(t, rowsA, 2)
+
+	got := make(chan []store.OutboxRow, 1)
+	go func() {
+		rows, err := store.ClaimDue(ctx, pool, params("instance-b"))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- rows
+	}()
+	require.Eventually(t, func() bool {
+		return count(t, pool, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`) == 1
+	}, 10*time.Second, 5*time.Millisecond, "instance b's claim waits for a's")
+	require.NoError(t, a.Commit(ctx))
+	require.Empty(t, <-got, "instance b leaves the sink to instance a")
+	require.Equal(t, 2, count(t, pool, `SELECT count(*) FROM outbox WHERE state = 'claimed' AND claimed_by = 'instance-a'`))
+}
+
+// An instance that stopped beating (it died) holds its rows no longer: a
+// claim takes them at once, not once their claims expire; the rows of an
+// instance that beats stay its own until then.
+func TestADeadInstancesRowsAreClaimedAtOnce(t *testing.T) {
+	t.Parallel()
+	pool, sink := newHeldRowsDB(t)
+	ctx := context.Background()
+	now := time.Now()
+	require.NoError(t, store.Beat(ctx, pool, "instance-dead", now.Add(-time.Minute), 20*time.Second))
+	require.NoError(t, store.Beat(ctx, pool, "instance-alive", now, 20*time.Second))
+	dead := claimedRow(t, pool, sink, "instance-dead", 1001, "", false)
+	alive := claimedRow(t, pool, sink, "instance-alive", 1002, "", false)
+
+	rows, err := store.ClaimDue(ctx, pool, store.ClaimParams{Instance: "instance-b", Now: now, TTL: time.Minute, Limit: 10, PerSink: 5})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.Equal(t, dead.ID, rows[0].ID, "the dead instance's row is taken; its claim had not expired")
+	require.NotEqual(t, dead.Token, rows[0].ClaimToken, "with a new token")
+
+	// A minute on, both claims have expired; instance b still has the row
+	// it took queued, and leaves it alone.
+	rows, err = store.ClaimDue(ctx, pool, store.ClaimParams{Instance: "instance-b", Now: now.Add(time.Minute + time.Second),
+		TTL: time.Minute, Limit: 10, PerSink: 5, Handed: []int64{dead.ID}})
+	require.NoError(t, err)
+	require.Len(t, rows, 1, "the live instance's row once its claim expired")
+	require.Equal(t, alive.ID, rows[0].ID)
+
+	require.NoError(t, store.Unbeat(ctx, pool, "instance-alive"))
+	require.Zero(t, count(t, pool, `SELECT count(*) FROM outbox_instances WHERE name = 'instance-alive'`))
+}
+
+func rowJSON(t *testing.T, pool *pgxpool.Pool, id int64) string {
+	t.Helper()
+	var s string
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT to_jsonb(o)::text FROM outbox o WHERE id = $1`, id).Scan(&s))
+	return s
+}
+
+func count(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(), sql, args...).Scan(&n))
+	return n
+}
