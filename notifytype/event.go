@@ -26,6 +26,27 @@ var EventTypes = []EventType{
 // Valid reports whether t is one of the spec's event types.
 func (t EventType) Valid() bool { return slices.Contains(EventTypes, t) }
 
+// Words says in a few words, for people, what an event of this type
+// reports: "A todo dead-lettered".
+func (t EventType) Words() string {
+	switch t {
+	case EventTodoDeadLettered:
+		return "A todo dead-lettered"
+	case EventRelayExhausted:
+		return "A relay ran out of attempts"
+	case EventDeliveryQuarantined:
+		return "A webhook delivery was quarantined"
+	case EventRuleNotify:
+		return "A routing rule matched a webhook delivery"
+	case EventAgentNotify:
+		return "An agent paged its owner"
+	case EventDigest:
+		return "A queue digest"
+	default:
+		return string(t)
+	}
+}
+
 // DefaultSeverity is the severity an event of this type carries unless its
 // source says otherwise (REQ-6's table).
 func (t EventType) DefaultSeverity() Severity {

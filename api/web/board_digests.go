@@ -23,18 +23,16 @@ type digestPageData struct {
 	// PreviewWhy is why no preview could be built.
 	PreviewWhy string
 	Runs       []engine.DigestRun
-	Sent       *engine.DigestRun
 }
 
 type digestPageState struct {
 	form    *digestForm
-	sent    *engine.DigestRun
 	notice  string
 	refusal error
 }
 
 func (s *server) digestPage(w http.ResponseWriter, r *http.Request, a *actor) {
-	s.renderDigest(w, r, a, http.StatusOK, digestPageState{})
+	s.renderDigest(w, r, a, http.StatusOK, digestPageState{notice: noticeOf(r)})
 }
 
 func (s *server) renderDigest(w http.ResponseWriter, r *http.Request, a *actor, status int, st digestPageState) {
@@ -54,7 +52,7 @@ func (s *server) renderDigest(w http.ResponseWriter, r *http.Request, a *actor, 
 		s.fail(w, r, a, err)
 		return
 	}
-	data := digestPageData{Digest: d, Form: digestFormOf(d), Sent: st.sent}
+	data := digestPageData{Digest: d, Form: digestFormOf(d)}
 	if st.form != nil {
 		data.Form = *st.form
 	}
@@ -71,6 +69,9 @@ func (s *server) renderDigest(w http.ResponseWriter, r *http.Request, a *actor, 
 	if data.Runs, err = s.d.Engine.DigestRuns(ctx, a.P, id, 10); err != nil {
 		s.fail(w, r, a, err)
 		return
+	}
+	if r.Method == http.MethodGet && r.URL.Query().Get("notice") == "digest_sent" {
+		st.notice = sentNotice(data.Runs)
 	}
 	s.render(w, r, status, "digest", a, view{
 		Title: "Digest " + d.Name, Nav: "digests", Scope: d.Owner, CanWrite: canWrite, ReadOnly: readOnly,
@@ -107,7 +108,7 @@ func (s *server) editDigest(w http.ResponseWriter, r *http.Request, a *actor) {
 		s.renderDigest(w, r, a, httpx.StatusOf(err), digestPageState{form: &form, refusal: err})
 		return
 	}
-	s.renderDigest(w, r, a, http.StatusOK, digestPageState{notice: "Saved."})
+	seeOther(w, r, "/board/digests/"+itoa(id)+"?notice=digest_saved")
 }
 
 func (s *server) deleteDigest(w http.ResponseWriter, r *http.Request, a *actor) {
@@ -134,17 +135,30 @@ func (s *server) sendDigestNow(w http.ResponseWriter, r *http.Request, a *actor)
 		s.fail(w, r, a, err)
 		return
 	}
-	run, err := s.d.Engine.SendDigestNow(r.Context(), a.P, id)
-	if err != nil {
+	if _, err := s.d.Engine.SendDigestNow(r.Context(), a.P, id); err != nil {
 		s.renderDigest(w, r, a, httpx.StatusOf(err), digestPageState{refusal: err})
 		return
 	}
-	notice := "Sent now to " + strconv.Itoa(run.SinksQueued) + " sink(s); the scheduled send is unchanged."
-	if run.ArtifactURL != "" {
-		notice += " Published to Cairn."
+	// Post-redirect-get: reloading the page that follows must not send the
+	// digest again. The notice is built there from the run just recorded.
+	seeOther(w, r, "/board/digests/"+itoa(id)+"?notice=digest_sent")
+}
+
+// sentNotice says what the newest manual run of runs (newest first) did,
+// for the page a "Send now" redirects to.
+func sentNotice(runs []engine.DigestRun) string {
+	for _, run := range runs {
+		if run.Kind != "manual" {
+			continue
+		}
+		notice := "Sent now to " + strconv.Itoa(run.SinksQueued) + " sink(s); the scheduled send is unchanged."
+		if run.ArtifactURL != "" {
+			notice += " Published to Cairn."
+		}
+		if run.CairnError != "" {
+			notice += " Publishing to Cairn failed (" + run.CairnError + "): the sinks got the full digest."
+		}
+		return notice
 	}
-	if run.CairnError != "" {
-		notice += " Publishing to Cairn failed (" + run.CairnError + "): the sinks got the full digest."
-	}
-	s.renderDigest(w, r, a, http.StatusOK, digestPageState{sent: &run, notice: notice})
+	return ""
 }

@@ -51,12 +51,29 @@ func TestDigestPagesCreatePreviewSendNow(t *testing.T) {
 	require.Contains(t, board.body, "unavailable: not measured on this instance")
 	require.Contains(t, board.body, "Not sent yet.")
 
+	// Post-redirect-get: "Send now" answers with a redirect, and the page it
+	// leads to says what was sent; loading that page again (a reload)
+	// sends nothing more.
 	sent := c.post(loc+"/send", nil)
-	require.Equal(t, http.StatusOK, sent.status, sent.body)
-	require.Contains(t, sent.body, "Sent now to 1 sink(s); the scheduled send is unchanged.")
+	require.Equal(t, http.StatusSeeOther, sent.status, sent.body)
+	after := sent.header.Get("Location")
+	require.Equal(t, loc+"?notice=digest_sent", after)
+	for range 2 {
+		page := c.get(after)
+		require.Equal(t, http.StatusOK, page.status, page.body)
+		require.Contains(t, page.body, "Sent now to 1 sink(s); the scheduled send is unchanged.")
+	}
 	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM outbox WHERE event_type = 'digest'`))
 	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM digests WHERE last_sent_at IS NULL AND last_slot_at IS NULL`),
 		"sending now spends no scheduled time")
+
+	saved := c.post(loc, url.Values{"name": {"mornings"}, "schedule": {"TZ=Europe/Berlin Mon-Fri 09:30"},
+		"sink_ids": {strconv.FormatInt(sink.ID, 10)}, "skip_when_quiet": {"1"}})
+	require.Equal(t, http.StatusSeeOther, saved.status, saved.body)
+	require.Equal(t, loc+"?notice=digest_saved", saved.header.Get("Location"))
+	page = c.get(saved.header.Get("Location"))
+	require.Contains(t, page.body, "Saved.")
+	require.Contains(t, page.body, "mornings")
 
 	// Another human's digest page is 404, and so are its forms.
 	_, other := b.human(t)

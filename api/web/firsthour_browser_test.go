@@ -114,6 +114,10 @@ func TestBrowserFirstHour(t *testing.T) {
 	require.Contains(t, text(t, ctx, "main dl"), "interrupted")
 	notes := text(t, ctx, "#notifications")
 	require.Contains(t, notes, "todo.dead_lettered")
+	require.Contains(t, notes, "A todo dead-lettered", "the kind in words")
+	// The delivered row keeps no title (the sender's text is not
+	// retained): its link still reads as the item it names.
+	require.Regexp(t, `^todo \d+$`, text(t, ctx, "#notifications p.wrap a"))
 	require.Contains(t, notes, "phone")
 	require.Contains(t, notes, "delivered")
 	shots("board.png")
@@ -121,6 +125,7 @@ func TestBrowserFirstHour(t *testing.T) {
 	// The notifications board, for the README.
 	step(t, ctx, chromedp.Navigate(b.srv.URL+"/board/notifications"))
 	require.Contains(t, text(t, ctx, "#notifications"), "delivered")
+	require.Regexp(t, `^todo \d+$`, text(t, ctx, "#notifications p.wrap a"), "no empty link")
 	shots("notifications.png")
 }
 

@@ -223,6 +223,8 @@ var notices = map[string]string{
 	"subscription_deleted": "Subscription deleted.",
 	"webhook_deleted":      "Webhook deleted. Deliveries to its URL are refused; the deliveries it received are kept for 30 days.",
 	"digest_deleted":       "Digest deleted. It will not be sent again.",
+	"digest_saved":         "Saved.",
+	"digest_sent":          "Sent now; the scheduled send is unchanged.",
 	"endpoint_revoked":     "Endpoint revoked. Its credential no longer works, and todos it held have dead-lettered.",
 	"queue_created":        "Queue created.",
 	"todo_enqueued":        "Todo enqueued.",

@@ -414,7 +414,8 @@ func clip(s string, n int) string {
 }
 
 var funcs = template.FuncMap{
-	"when": when,
+	"when":      when,
+	"noteLabel": noteLabel,
 	"ids": func(ids []int64) string {
 		if len(ids) == 0 {
 			return "any"
@@ -437,6 +438,33 @@ var funcs = template.FuncMap{
 		}
 		return m
 	},
+}
+
+// noteLabel names a notification's item for people: its title while the
+// row keeps one; a finished row keeps only its place and link (the sender's
+// text is not retained), so then the item its link names ("todo 12",
+// "delivery 9"), else what happened in words. Never empty, so a link
+// always has text to click.
+func noteLabel(n engine.Notification) string {
+	if t := strings.TrimSpace(n.Title); t != "" {
+		return t
+	}
+	parts := strings.Split(strings.Trim(n.LinkPath, "/"), "/")
+	if k := len(parts); k >= 3 && parts[0] == "board" {
+		if _, err := strconv.ParseInt(parts[k-1], 10, 64); err == nil {
+			switch parts[k-2] {
+			case "todos":
+				return "todo " + parts[k-1]
+			case "deliveries":
+				return "delivery " + parts[k-1]
+			case "digests":
+				return "digest " + parts[k-1]
+			case "queues":
+				return "queue " + parts[k-1]
+			}
+		}
+	}
+	return n.EventType.Words()
 }
 
 // scopeLabel names an owner scope for people.

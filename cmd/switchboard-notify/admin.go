@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/store"
 )
 
 // The admin commands act on the database directly (DATABASE_URL): they
@@ -128,8 +129,27 @@ func runMintToken(ctx context.Context, cfg config, _ *slog.Logger, args []string
 	})
 }
 
+// linkBase is the base URL the operator's commands print links for: the
+// command's own SWITCHBOARD_BASE_URL when set, else the one a serving
+// process recorded last (its SWITCHBOARD_BASE_URL, or its listen address),
+// else the default address.
+func linkBase(ctx context.Context, cfg config, pool *pgxpool.Pool) (string, error) {
+	if cfg.BaseURLSet {
+		return cfg.BaseURL, nil
+	}
+	served, err := store.LastBaseURL(ctx, pool)
+	if err != nil || served == "" {
+		return cfg.BaseURL, err
+	}
+	return served, nil
+}
+
 func runLoginLink(ctx context.Context, cfg config, _ *slog.Logger, args []string, stdout io.Writer) error {
-	return withAccounts(ctx, cfg, func(a *host.Accounts, _ *pgxpool.Pool) error {
+	return withAccounts(ctx, cfg, func(a *host.Accounts, pool *pgxpool.Pool) error {
+		base, err := linkBase(ctx, cfg, pool)
+		if err != nil {
+			return err
+		}
 		h, err := a.HumanByEmail(ctx, args[0])
 		if err != nil {
 			return fmt.Errorf("error finding human %q: %w", args[0], err)
@@ -139,7 +159,7 @@ func runLoginLink(ctx context.Context, cfg config, _ *slog.Logger, args []string
 			return fmt.Errorf("error minting a login link: %w", err)
 		}
 		_, err = fmt.Fprintf(stdout, "One-time login link for %s (valid until %s):\n%s/login/%s\n",
-			h.Email, expires.Local().Format(time.TimeOnly), strings.TrimRight(cfg.BaseURL, "/"), link.Reveal())
+			h.Email, expires.Local().Format(time.TimeOnly), strings.TrimRight(base, "/"), link.Reveal())
 		return err
 	})
 }

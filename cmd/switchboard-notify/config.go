@@ -48,6 +48,10 @@ type config struct {
 	// BaseURL is SWITCHBOARD_BASE_URL, without a trailing slash. Defaults to
 	// http://<Listen> (localhost when Listen names every interface).
 	BaseURL string
+	// BaseURLSet is true when SWITCHBOARD_BASE_URL was given; otherwise the
+	// operator's commands print links for the address the server recorded
+	// (linkBase).
+	BaseURLSet bool
 
 	// SecretKey is SWITCHBOARD_SECRET_KEY decoded: 32 bytes, or nil when
 	// unset (then no secret can be stored).
@@ -154,6 +158,7 @@ func loadConfig(lookup func(string) (string, bool)) (config, error) {
 			bad("SWITCHBOARD_BASE_URL", "%q is not an http(s) URL like https://notify.example.com", v)
 		}
 		c.BaseURL = strings.TrimRight(v, "/")
+		c.BaseURLSet = true
 	} else {
 		host := listenHost
 		if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {

@@ -27,7 +27,11 @@ func runDemo(ctx context.Context, cfg config, stdout io.Writer) error {
 		return err
 	}
 	defer pool.Close()
-	return demoCredentials(ctx, pool, cfg.BaseURL, stdout)
+	base, err := linkBase(ctx, cfg, pool)
+	if err != nil {
+		return err
+	}
+	return demoCredentials(ctx, pool, base, stdout)
 }
 
 // demoCredentials ensures the demo human and writes a one-time login link and a new

@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard/notify/api/ops"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/store"
 )
 
 // Server timeouts and the operator API's per-human limit.
@@ -114,6 +115,11 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	}
 	deps.Auth = &httpx.Auth{Accounts: deps.Accounts, Endpoints: deps.Endpoints, Clock: deps.Clock}
 
+	// The operator's commands print links for this address when their own
+	// shell does not set SWITCHBOARD_BASE_URL (linkBase).
+	if err := store.RecordBaseURL(ctx, pool, cfg.BaseURL); err != nil {
+		return err
+	}
 	if n, err := accounts.CountHumans(ctx); err != nil {
 		return err
 	} else if n == 0 || cfg.Demo {

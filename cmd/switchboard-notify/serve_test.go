@@ -174,6 +174,20 @@ func TestServe(t *testing.T) {
 	_, err = accounts.UseLoginLink(context.Background(), link)
 	require.NoError(t, err)
 
+	// The operator's commands, run from a shell without the server's
+	// SWITCHBOARD_BASE_URL, print links for the address it answers at.
+	bare := env("DATABASE_URL", dbURL, "SWITCHBOARD_LOG_FORMAT", "json")
+	for _, args := range [][]string{{"login-link", demoEmail}, {"demo"}} {
+		var out strings.Builder
+		require.NoError(t, run(context.Background(), args, bare, &out, io.Discard), "%v", args)
+		require.Regexp(t, `(?m)^\s*http://notify\.test/login/sbl_\S+$`, out.String(), "%v", args)
+	}
+	// Their own setting wins.
+	var out strings.Builder
+	require.NoError(t, run(context.Background(), []string{"login-link", demoEmail},
+		env("DATABASE_URL", dbURL, "SWITCHBOARD_BASE_URL", "https://other.example", "SWITCHBOARD_LOG_FORMAT", "json"), &out, io.Discard))
+	require.Regexp(t, `(?m)^https://other\.example/login/sbl_\S+$`, out.String())
+
 	require.NoError(t, stop())
 	logLines = append(logLines, stderr.rest()...)
 	require.NotEmpty(t, logLines)

@@ -1,0 +1,30 @@
+package web
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/notifytype"
+)
+
+// A notification's item reads as its title while the row keeps one, and as
+// the item its link names once the row is finished and keeps only place
+// and link: never an empty link.
+func TestNoteLabel(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		n    engine.Notification
+		want string
+	}{
+		{engine.Notification{Title: "Nightly build failed", LinkPath: "/board/todos/12"}, "Nightly build failed"},
+		{engine.Notification{LinkPath: "/board/todos/12", EventType: notifytype.EventTodoDeadLettered}, "todo 12"},
+		{engine.Notification{LinkPath: "/board/webhooks/3/deliveries/9", EventType: notifytype.EventRuleNotify}, "delivery 9"},
+		{engine.Notification{LinkPath: "/board/digests/4", EventType: notifytype.EventDigest}, "digest 4"},
+		{engine.Notification{Title: "  ", EventType: notifytype.EventAgentNotify}, "An agent paged its owner"},
+		{engine.Notification{LinkPath: "/board/todos/x", EventType: notifytype.EventTodoDeadLettered}, "A todo dead-lettered"},
+	} {
+		require.Equal(t, c.want, noteLabel(c.n), "%+v", c.n)
+	}
+}
