@@ -205,11 +205,54 @@ func (s *server) doVend(w http.ResponseWriter, r *http.Request, a *actor, form v
 		s.renderEndpoints(w, r, a, form.Owner, httpx.StatusOf(err), form, err)
 		return
 	}
+	path := "/endpoints/" + itoa(ep.ID) + "/credential"
+	if err := s.setFlash(w, r, path, credentialFlash{Owner: ep.Owner.String(), Credential: secret.Reveal()}); err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	seeOther(w, r, path) // post-redirect-get: a reload vends nothing more
+}
+
+// credentialFlash is what an endpoint's one-time credential page shows
+// (flash.go).
+type credentialFlash struct {
+	Owner      string `json:"owner"`
+	Credential string `json:"credential"`
+}
+
+// credentialPage shows a vended endpoint's credential, once: a second load
+// goes to the endpoints page.
+func (s *server) credentialPage(w http.ResponseWriter, r *http.Request, a *actor) {
+	id, err := pathID(r, "id", "endpoint")
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	var f credentialFlash
+	if !s.takeFlash(w, r, &f) {
+		seeOther(w, r, "/endpoints?notice=credential_shown")
+		return
+	}
+	scope, err := notifytype.ParseOwnerScope(f.Owner)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	eps, err := s.d.Endpoints.List(r.Context(), a.P.HumanID, scope)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	i := slices.IndexFunc(eps, func(e host.Endpoint) bool { return e.ID == id })
+	if i < 0 {
+		s.fail(w, r, a, notifytype.NotFound("endpoint"))
+		return
+	}
 	mcpURL := strings.TrimSuffix(s.d.BaseURL, "/") + "/mcp"
 	s.render(w, r, http.StatusOK, "credential", a, view{
-		Title: "Endpoint vended", Nav: "endpoints", Scope: ep.Owner,
-		Data: credentialData{Endpoint: ep, Credential: secret.Reveal(), MCPURL: mcpURL,
-			ClientConfig: clientConfig(mcpURL, secret.Reveal())},
+		Title: "Endpoint vended", Nav: "endpoints", Scope: scope,
+		Data: credentialData{Endpoint: eps[i], Credential: f.Credential, MCPURL: mcpURL,
+			ClientConfig: clientConfig(mcpURL, f.Credential)},
 	})
 }
 

@@ -269,3 +269,18 @@ func newUnstartedServer() *httptest.Server { return httptest.NewUnstartedServer(
 func webHandler(b *bundle) http.Handler { return web.New(b.deps) }
 
 func itoa(id int64) string { return strconv.FormatInt(id, 10) }
+
+// once follows the redirect res must be (post-redirect-get) to its one-time
+// page, checks that a second load of that page (a reload) shows it no more
+// and goes to notice's page instead, and returns the first load.
+func (c *client) once(res response, noticeKey string) response {
+	c.t.Helper()
+	require.Equal(c.t, http.StatusSeeOther, res.status, "an action answers with a redirect:\n%s", res.body)
+	loc := res.header.Get("Location")
+	first := c.get(loc)
+	require.Equal(c.t, http.StatusOK, first.status, first.body)
+	again := c.get(loc)
+	require.Equal(c.t, http.StatusSeeOther, again.status, "a reload of %s shows it no more", loc)
+	require.Contains(c.t, again.header.Get("Location"), "notice="+noticeKey)
+	return first
+}

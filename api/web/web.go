@@ -90,6 +90,7 @@ func New(d httpx.Deps) http.Handler {
 	mux.Handle("POST /connections/{id}/delete", s.authed(s.deleteConnection))
 
 	mux.Handle("GET /endpoints", s.authed(s.endpointsPage))
+	mux.Handle("GET /endpoints/{id}/credential", s.authed(s.credentialPage))
 	mux.Handle("POST /endpoints/vend", s.authed(s.vend))
 	mux.Handle("POST /endpoints/quick", s.authed(s.quickVend))
 	mux.Handle("POST /endpoints/{id}/revoke", s.authed(s.revoke))

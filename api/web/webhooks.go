@@ -26,6 +26,7 @@ func (s *server) webhookRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /webhooks/{id}", s.authed(s.webhookPage))
 	mux.Handle("POST /webhooks/{id}/settings", s.authed(s.webhookSettings))
 	mux.Handle("POST /webhooks/{id}/secret", s.authed(s.rotateWebhookSecret))
+	mux.Handle("GET /webhooks/{id}/secret", s.authed(s.webhookSecretPage))
 	mux.Handle("POST /webhooks/{id}/delete", s.authed(s.deleteWebhook))
 	mux.Handle("POST /webhooks/{id}/rules", s.authed(s.addWebhookRule))
 	mux.Handle("POST /webhooks/{id}/rules/{rule}", s.authed(s.updateWebhookRule))
@@ -101,9 +102,51 @@ func (s *server) createWebhook(w http.ResponseWriter, r *http.Request, a *actor)
 		s.renderWebhooks(w, r, a, scope, httpx.StatusOf(err), form, err)
 		return
 	}
-	s.render(w, r, http.StatusCreated, "webhook_secret", a, view{
-		Title: "Webhook created", Nav: "webhooks", Scope: scope,
-		Data: secretData{Webhook: hook, URL: s.d.BaseURL + hook.Path, Secret: secret.Reveal()},
+	s.showSecretOnce(w, r, a, hook.ID, secretFlash{Secret: secret.Reveal()})
+}
+
+// secretFlash is what a webhook's one-time secret page shows (flash.go).
+type secretFlash struct {
+	Secret  string `json:"secret"`
+	Rotated bool   `json:"rotated,omitempty"`
+}
+
+// showSecretOnce redirects to the webhook's one-time secret page, which
+// shows f once (post-redirect-get: a reload repeats nothing).
+func (s *server) showSecretOnce(w http.ResponseWriter, r *http.Request, a *actor, id int64, f secretFlash) {
+	path := "/webhooks/" + itoa(id) + "/secret"
+	if err := s.setFlash(w, r, path, f); err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	seeOther(w, r, path)
+}
+
+// webhookSecretPage shows a webhook's new secret, once: a second load (a
+// reload, the back button, another browser) goes to the webhook's page.
+func (s *server) webhookSecretPage(w http.ResponseWriter, r *http.Request, a *actor) {
+	id, err := pathID(r, "id", "webhook")
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	hook, err := s.d.Webhooks.Get(r.Context(), a.P, id)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	var f secretFlash
+	if !s.takeFlash(w, r, &f) {
+		seeOther(w, r, "/webhooks/"+itoa(id)+"?notice=secret_shown")
+		return
+	}
+	title := "Webhook created"
+	if f.Rotated {
+		title = "Webhook secret rotated"
+	}
+	s.render(w, r, http.StatusOK, "webhook_secret", a, view{
+		Title: title, Nav: "webhooks", Scope: hook.Owner,
+		Data: secretData{Webhook: hook, URL: s.d.BaseURL + hook.Path, Secret: f.Secret, Rotated: f.Rotated},
 	})
 }
 
@@ -118,15 +161,7 @@ func (s *server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, a *
 		s.fail(w, r, a, err)
 		return
 	}
-	hook, err := s.d.Webhooks.Get(r.Context(), a.P, id)
-	if err != nil {
-		s.fail(w, r, a, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, "webhook_secret", a, view{
-		Title: "Webhook secret rotated", Nav: "webhooks", Scope: hook.Owner,
-		Data: secretData{Webhook: hook, URL: s.d.BaseURL + hook.Path, Secret: secret.Reveal(), Rotated: true},
-	})
+	s.showSecretOnce(w, r, a, id, secretFlash{Secret: secret.Reveal(), Rotated: true})
 }
 
 // deleteWebhook deletes a webhook (after the confirmation page GET
@@ -194,7 +229,7 @@ func (s *server) webhookPage(w http.ResponseWriter, r *http.Request, a *actor) {
 		s.fail(w, r, a, err)
 		return
 	}
-	s.renderWebhook(w, r, a, id, http.StatusOK, ruleForm{}, nil, nil, "")
+	s.renderWebhook(w, r, a, id, http.StatusOK, ruleForm{}, nil, nil, noticeOf(r))
 }
 
 func (s *server) renderWebhook(w http.ResponseWriter, r *http.Request, a *actor, id int64, status int, form ruleForm,

@@ -30,8 +30,8 @@ func TestWebhookPages(t *testing.T) {
 	b.f.Sink(storetest.SinkOpts{Owner: scope, Name: "phone"})
 
 	// Create: the URL and the secret are shown, the secret only this once.
-	res := c.post("/webhooks", url.Values{"name": {"forge"}, "trusted_senders": {"octocat\ndependabot"}})
-	require.Equal(t, http.StatusCreated, res.status, res.body)
+	res := c.once(c.post("/webhooks", url.Values{"name": {"forge"}, "trusted_senders": {"octocat\ndependabot"}}), "secret_shown")
+	require.Equal(t, 1, b.count(t, "webhooks"), "loading the secret's page twice creates one webhook")
 	m := secretRE.FindStringSubmatch(res.body)
 	require.NotNil(t, m, res.body)
 	secret := notifytype.NewSecret(m[1])
@@ -90,12 +90,24 @@ func TestWebhookPages(t *testing.T) {
 	require.Equal(t, rules, b.count(t, "webhook_rules"))
 
 	// Rotation shows a new secret once.
-	res = c.post(fmt.Sprintf("/webhooks/%d/secret", hook.ID), nil)
-	require.Equal(t, http.StatusOK, res.status, res.body)
+	rotate := c.post(fmt.Sprintf("/webhooks/%d/secret", hook.ID), nil)
+	res = c.once(rotate, "secret_shown")
+	require.Contains(t, res.body, "the old one stopped working just now")
 	m = secretRE.FindStringSubmatch(res.body)
 	require.NotNil(t, m)
 	require.NotEqual(t, secret.Reveal(), m[1])
 	require.Equal(t, http.StatusNotFound, other.post(fmt.Sprintf("/webhooks/%d/secret", hook.ID), nil).status)
+	// Another human, even with the flash cookie copied over, sees no
+	// secret.
+	for _, ck := range rotate.header.Values("Set-Cookie") {
+		if strings.HasPrefix(ck, "sb_flash=") {
+			req, err := http.NewRequest(http.MethodGet, b.srv.URL+fmt.Sprintf("/webhooks/%d/secret", hook.ID), nil)
+			require.NoError(t, err)
+			req.Header.Set("Cookie", strings.SplitN(ck, ";", 2)[0])
+			stolen := other.do(req)
+			require.NotContains(t, stolen.body, m[1])
+		}
+	}
 	require.False(t, strings.Contains(b.logs.String(), m[1]), "no secret in the logs")
 }
 
