@@ -63,7 +63,7 @@ func TestSignedWebhookReachesASinkThroughANotifyRule(t *testing.T) {
 	require.Greater(t, len(body), 16<<10, "a delivery may be larger than a management body")
 	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/hooks/%d", s.url, hook.ID), bytes.NewReader(body))
 	require.NoError(t, err)
-	req.Header.Set(host.SignatureHeader, host.Sign(notifytype.NewSecret(hook.Secret), body))
+	host.Sign(notifytype.NewSecret(hook.Secret), host.NewMessageID(), s.w.Clock.Now(), body).Set(req.Header)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	answer, _ := io.ReadAll(resp.Body)
