@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"time"
 
-	"golang.org/x/net/netutil"
-
 	"github.com/switchboard/notify/api/hooks"
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/api/mcpserver"
@@ -75,6 +73,9 @@ const (
 	// MaxConnsDefault bounds the connections served at once; more wait in
 	// the kernel's backlog.
 	MaxConnsDefault = 1000
+	// PressureIdleTimeoutDefault is the idle timeout while the server is
+	// under pressure (PressureConns open).
+	PressureIdleTimeoutDefault = time.Second
 )
 
 // ServerConfig are the HTTP server's operator bounds. The zero value of
@@ -93,6 +94,17 @@ type ServerConfig struct {
 	// MaxConns bounds concurrent connections. Defaults to MaxConnsDefault
 	// (1000).
 	MaxConns int
+	// MaxConnsPerClient bounds the connections of one client IP: one past
+	// it is closed as soon as it is accepted. Defaults to an eighth of
+	// MaxConns (125), at least 1.
+	MaxConnsPerClient int
+	// PressureConns is how many open connections put the server under
+	// pressure: then a connection idle for PressureIdleTimeout is closed.
+	// Defaults to three quarters of MaxConns (750), at least 1.
+	PressureConns int
+	// PressureIdleTimeout is the idle timeout under pressure. Defaults to
+	// PressureIdleTimeoutDefault (1 s).
+	PressureIdleTimeout time.Duration
 	// ErrorLog receives the server's own errors. Defaults to the standard
 	// logger.
 	ErrorLog *log.Logger
@@ -104,29 +116,51 @@ func (c ServerConfig) WithDefaults() ServerConfig {
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, WriteTimeoutDefault)
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, IdleTimeoutDefault)
 	c.MaxConns = cmp.Or(c.MaxConns, MaxConnsDefault)
+	c.MaxConnsPerClient = cmp.Or(c.MaxConnsPerClient, max(1, c.MaxConns/8))
+	c.PressureConns = cmp.Or(c.PressureConns, max(1, c.MaxConns*3/4))
+	c.PressureIdleTimeout = cmp.Or(c.PressureIdleTimeout, PressureIdleTimeoutDefault)
 	return c
 }
 
+// Server is the HTTP server with c's timeouts and connection bounds.
+type Server struct {
+	*http.Server
+	guard *connGuard
+}
+
 // NewServer returns the HTTP server for handler with c's timeouts: idle
-// keep-alive connections and slow clients are cut off. Serve it on
-// LimitListener(ln, c) so connections are bounded too.
-func NewServer(handler http.Handler, c ServerConfig) *http.Server {
+// keep-alive connections and slow clients are cut off. Its Serve bounds
+// the connections too (connGuard): at most MaxConns at once, at most
+// MaxConnsPerClient from one client IP, and idle ones closed after
+// PressureIdleTimeout while PressureConns are open.
+func NewServer(handler http.Handler, c ServerConfig) *Server {
 	c = c.WithDefaults()
-	return &http.Server{
+	g := newConnGuard(c)
+	return &Server{Server: &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: min(ReadHeaderTimeoutMax, c.ReadTimeout),
 		ReadTimeout:       c.ReadTimeout,
 		WriteTimeout:      c.WriteTimeout,
 		IdleTimeout:       c.IdleTimeout,
 		ErrorLog:          c.ErrorLog,
-	}
+		ConnState:         g.connState,
+	}, guard: g}
 }
 
-// LimitListener bounds the connections ln accepts at once to c.MaxConns:
-// past it, Accept waits until one closes.
-func LimitListener(ln net.Listener, c ServerConfig) net.Listener {
-	return netutil.LimitListener(ln, c.WithDefaults().MaxConns)
+// Serve serves on ln under the server's connection bounds, until the
+// server is closed or shut down. Call it once.
+func (s *Server) Serve(ln net.Listener) error {
+	go s.guard.run()
+	return s.Server.Serve(&guardedListener{Listener: ln, g: s.guard})
 }
+
+// ConnsRefused is how many connections were closed at accept because
+// their client held its share (MaxConnsPerClient); ConnsReaped how many
+// idle ones were closed under pressure.
+func (s *Server) ConnsRefused() int64 { return s.guard.refused.Load() }
+
+// ConnsReaped: see ConnsRefused.
+func (s *Server) ConnsReaped() int64 { return s.guard.reaped.Load() }
 
 // StreamingRoute serves a route whose responses may stream for as long as
 // the client keeps them open (MCP's streamable HTTP): it reads the whole

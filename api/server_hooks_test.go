@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -63,7 +65,7 @@ func TestSignedWebhookReachesASinkThroughANotifyRule(t *testing.T) {
 	require.Greater(t, len(body), 16<<10, "a delivery may be larger than a management body")
 	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/hooks/%d", s.url, hook.ID), bytes.NewReader(body))
 	require.NoError(t, err)
-	req.Header.Set(host.SignatureHeader, host.Sign(notifytype.NewSecret(hook.Secret), body))
+	host.Sign(notifytype.NewSecret(hook.Secret), host.NewMessageID(), s.w.Clock.Now(), body).Set(req.Header)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	answer, _ := io.ReadAll(resp.Body)
@@ -89,4 +91,77 @@ func TestSignedWebhookReachesASinkThroughANotifyRule(t *testing.T) {
 	status, out = api("GET", fmt.Sprintf("/api/v1/webhooks/%d/deliveries/%d", hook.ID, received.DeliveryID), nil)
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, string(out), `"sink": "demo-gotify"`, "the trace names the sink")
+}
+
+// TestREADMECurlExample runs the README's "Your first event" shell block,
+// as written, with bash, curl and openssl against the assembled server: the
+// webhook and rule it creates, the delivery it signs the Standard Webhooks
+// way, and the same delivery sent again, answered as a duplicate. Only its
+// two export lines (placeholders for the reader's values) are replaced.
+func TestREADMECurlExample(t *testing.T) {
+	t.Parallel()
+	for _, tool := range []string{"bash", "curl", "openssl", "base64"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	s := newServer(t)
+	// The README's rule notifies the sink named "phone".
+	_, err := s.w.Pool.Exec(s.w.Ctx, `UPDATE sinks SET name = 'phone' WHERE name = 'demo-gotify'`)
+	require.NoError(t, err)
+
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	section := string(readme[bytes.Index(readme, []byte("## Your first event")):])
+	block := section[strings.Index(section, "```sh\n")+len("```sh\n"):]
+	block = block[:strings.Index(block, "```")]
+	before, after, ok := strings.Cut(block, "export HOOK=1 SECRET=sbw_...\n")
+	require.True(t, ok, "the README sets HOOK and SECRET after creating the webhook")
+	require.True(t, strings.HasPrefix(before, "export SB=http://localhost:8080 TOKEN=sbo_...\n"))
+	before = strings.TrimPrefix(before, "export SB=http://localhost:8080 TOKEN=sbo_...\n")
+	apiFunc := strings.SplitAfter(before, "\n")[0]
+	require.True(t, strings.HasPrefix(apiFunc, "api() {"))
+
+	run := func(script string, env ...string) string {
+		t.Helper()
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+		cmd.Env = append(os.Environ(), append([]string{"SB=" + s.url, "TOKEN=" + s.token}, env...)...)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+		return string(out)
+	}
+	var hook struct {
+		ID     int64  `json:"id"`
+		Secret string `json:"secret"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(run(before)), &hook))
+	// The rest, then its last command once more (same id, body and signature).
+	lines := strings.Split(strings.TrimSpace(after), "\n")
+	var post []string
+	for i, l := range lines {
+		if strings.HasPrefix(l, "curl ") {
+			post = lines[i : i+2]
+		}
+	}
+	require.NotNil(t, post, "the README posts with curl")
+	out := run(apiFunc+after+"echo\n"+strings.Join(post, "\n")+"\n",
+		fmt.Sprintf("HOOK=%d", hook.ID), "SECRET="+hook.Secret)
+	answers := strings.Split(strings.TrimSpace(out), "\n}\n")
+	require.Len(t, answers, 3, "the rule, the delivery and the repeat: %s", out)
+	var first, again struct {
+		DeliveryID int64  `json:"delivery_id"`
+		Outcome    string `json:"outcome"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(answers[1]+"}"), &first), out)
+	require.NoError(t, json.Unmarshal([]byte(answers[2]), &again), out)
+	require.Equal(t, "unrouted", first.Outcome, "as the README says")
+	require.Equal(t, "duplicate", again.Outcome)
+	require.Equal(t, first.DeliveryID, again.DeliveryID)
+
+	a := s.w.WaitFor(func(a engine.Attempt) bool { return a.State == "delivered" })
+	require.Equal(t, notifytype.EventRuleNotify, a.EventType)
+	inbox := s.receivers.Inbox()
+	require.Len(t, inbox, 1, "one message, the repeat did nothing")
+	require.Equal(t, "[rule.notify] forge: The build is red", inbox[0].Title)
+	require.Equal(t, 1, s.w.F.Count(`SELECT count(*) FROM webhook_deliveries`))
 }

@@ -55,7 +55,8 @@ func newServer(t *testing.T) *server {
 		Webhooks: host.NewWebhooks(host.WebhooksConfig{Pool: w.Pool, Emitter: eng, SecretKey: w.Key, Clock: w.Clock}),
 		Logger:   slog.New(slog.NewJSONHandler(w.Logs, nil)), Clock: w.Clock, BaseURL: "http://127.0.0.1",
 	}
-	deps.Auth = &httpx.Auth{Accounts: accounts, Endpoints: deps.Endpoints, Clock: w.Clock}
+	deps.AuthFailures = httpx.NewAuthFailures(authFailuresPerMinute, authFailuresBurst, w.Clock)
+	deps.Auth = &httpx.Auth{Accounts: accounts, Endpoints: deps.Endpoints, Clock: w.Clock, Failures: deps.AuthFailures}
 
 	rec, err := demo.StartReceivers()
 	require.NoError(t, err)

@@ -26,7 +26,7 @@ func serve(t *testing.T, handler http.Handler, c api.ServerConfig) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := api.NewServer(handler, c)
-	go func() { _ = srv.Serve(api.LimitListener(ln, c)) }()
+	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return ln.Addr().String()
 }

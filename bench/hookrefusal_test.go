@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -43,7 +44,7 @@ func BenchmarkHookRefusal(b *testing.B) {
 		b.Fatal(err)
 	}
 	body := []byte(`{"sender":{"login":"mallory"},"issue":{"body":"` + strings.Repeat("spam ", 2000) + `"}}`)
-	sig := "sha256=" + strings.Repeat("ab", 32)
+	sig := host.Sign(notifytype.NewSecret("sbw_guess"), host.NewMessageID(), time.Now(), body)
 	for _, c := range []struct {
 		name   string
 		id     int64

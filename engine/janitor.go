@@ -90,9 +90,9 @@ func (e *Engine) CleanUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if p.AgentPages+p.Sessions+p.LoginLinks > 0 {
-		e.log.Info("removed spent pages, sessions and login links", "agent_pages", p.AgentPages,
-			"sessions", p.Sessions, "login_links", p.LoginLinks)
+	if p.AgentPages+p.Sessions+p.LoginLinks+p.WebhookMessageIDs > 0 {
+		e.log.Info("removed spent pages, sessions, login links and webhook message ids", "agent_pages", p.AgentPages,
+			"sessions", p.Sessions, "login_links", p.LoginLinks, "webhook_message_ids", p.WebhookMessageIDs)
 	}
 	return nil
 }

@@ -25,9 +25,27 @@ import (
 const (
 	// DeliveryMaxBytes bounds a delivery's body: 256 KiB.
 	DeliveryMaxBytes = 256 << 10
-	// SignatureHeader carries a delivery's signature: "sha256=" and the hex
-	// HMAC-SHA256 of the body under the webhook's secret.
-	SignatureHeader = "X-Switchboard-Signature"
+	// MessageIDHeader, TimestampHeader and SignatureHeader are a delivery's
+	// Standard Webhooks headers (https://www.standardwebhooks.com): the
+	// sender's message id (its idempotency key), the Unix time in seconds
+	// it was signed at, and "v1,<base64 HMAC-SHA256>" of
+	// "<id>.<timestamp>.<body>" under the webhook's secret, possibly several
+	// space-separated (Envelope). The old X-Switchboard-Signature header
+	// ("sha256=" and the body's hex HMAC) is no longer accepted: it signed
+	// the body alone, so a captured delivery could be replayed for ever.
+	MessageIDHeader = "webhook-id"
+	TimestampHeader = "webhook-timestamp"
+	SignatureHeader = "webhook-signature"
+	// SignatureTolerance is how far a delivery's webhook-timestamp may be
+	// from the server's clock, either way (Standard Webhooks' 5 minutes).
+	SignatureTolerance = 5 * time.Minute
+	// MessageIDMaxLen bounds a webhook-id; its characters are ASCII
+	// letters, digits, '_' and '-' (no '.', which separates the signed
+	// parts).
+	MessageIDMaxLen = 128
+	// SignaturesMax bounds the space-separated signatures of one
+	// webhook-signature header.
+	SignaturesMax = 8
 	// WebhookSecretPrefix starts every webhook secret.
 	WebhookSecretPrefix = "sbw_"
 	// SenderExprDefault finds the sender in a payload (GitHub's shape).

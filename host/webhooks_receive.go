@@ -5,15 +5,19 @@ import (
 	"cmp"
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
@@ -38,6 +42,12 @@ const (
 	// OutcomeUnrouted: no rule decided its routing, or the deciding rule's
 	// queue could not take it.
 	OutcomeUnrouted Outcome = "unrouted"
+	// OutcomeDuplicate is an answer, never a stored outcome: the
+	// delivery's webhook-id was already taken by a stored delivery of the
+	// same webhook (whose id Received carries), so nothing was done again.
+	// A sender's retry of a delivery it thinks failed is idempotent; a
+	// replay of a captured one changes nothing.
+	OutcomeDuplicate Outcome = "duplicate"
 )
 
 // Valid reports whether o is one of the outcomes.
@@ -126,7 +136,8 @@ func (s *Webhooks) text(ctx context.Context, expr string, payload any, maxRunes 
 }
 
 // Why Receive refused a delivery before reading it, for the operator's log
-// (ReceiveRefusal.Reason). The caller is told neither.
+// (ReceiveRefusal.Reason). The caller is told neither which webhook ids
+// exist nor why a signature failed.
 const (
 	// RefusalUnknownWebhook: no webhook has this id (never had one, or it
 	// was deleted).
@@ -134,58 +145,147 @@ const (
 	// RefusalBadSignature: the webhook exists and the signature is
 	// missing, malformed or wrong.
 	RefusalBadSignature = "bad_signature"
+	// RefusalStaleTimestamp: the webhook-timestamp is more than
+	// SignatureTolerance from the server's clock. It is checked before the
+	// webhook is looked up, so it says nothing of which ids exist.
+	RefusalStaleTimestamp = "stale_timestamp"
 )
 
 // ReceiveRefusal is Receive's answer to a delivery it cannot show came from
 // a webhook's sender: an unknown webhook id and a bad signature are the same
 // forbidden refusal to the caller (same status, same body: Unwrap gives the
 // one *notifytype.Error both share), so POST /hooks/{id} reveals no webhook
-// id that exists. Reason tells the operator which it was, for the log.
+// id that exists. A stale timestamp is forbidden with its own message (it is
+// decided before any webhook is read). Reason tells the operator which it
+// was, for the log.
 type ReceiveRefusal struct {
 	Reason string
 }
 
-// refusedSignature is the one refusal both reasons share.
+// refusedSignature is the one refusal an unknown webhook and a bad
+// signature share.
 func refusedSignature() *notifytype.Error {
 	return notifytype.Forbidden("the signature does not match the body")
 }
 
-func (r *ReceiveRefusal) Error() string { return refusedSignature().Error() }
-func (r *ReceiveRefusal) Unwrap() error { return refusedSignature() }
+func (r *ReceiveRefusal) public() *notifytype.Error {
+	if r.Reason == RefusalStaleTimestamp {
+		return notifytype.Forbidden("the webhook-timestamp is more than 5 minutes from the server's clock")
+	}
+	return refusedSignature()
+}
+
+func (r *ReceiveRefusal) Error() string { return r.public().Error() }
+func (r *ReceiveRefusal) Unwrap() error { return r.public() }
 
 // dummySignatureKey is what an unknown webhook's delivery is checked
 // against, so that it costs what a known webhook's bad signature costs:
-// one decryption of a sealed secret and one HMAC of the body.
+// one decryption of a sealed secret and one HMAC of the signed content.
 const dummySignatureKey = "sbw_unknown-webhooks-are-checked-against-this"
 
 // dummyScope is the scope the dummy secret is sealed for.
 var dummyScope = notifytype.Human(1)
 
-// checkSignature reports whether signature is "sha256=" and the hex
-// HMAC-SHA256 of body under secret, compared in constant time. It does the
-// same work whatever the signature looks like.
-func checkSignature(secret notifytype.Secret, body []byte, signature string) bool {
-	hexSig, ok := strings.CutPrefix(strings.TrimSpace(signature), "sha256=")
-	got, decErr := hex.DecodeString(hexSig)
-	mac := hmac.New(sha256.New, []byte(secret.Reveal()))
-	mac.Write(body)
-	return hmac.Equal(got, mac.Sum(nil)) && ok && decErr == nil
+// Envelope is what a sender sends beside a delivery's body, the Standard
+// Webhooks headers as they came: MessageID (webhook-id), Timestamp
+// (webhook-timestamp, Unix seconds) and Signature (webhook-signature:
+// "v1,<base64 HMAC-SHA256 of <id>.<timestamp>.<body>>", several
+// space-separated when a sender signs with more than one secret).
+//
+// The HMAC key is the webhook's secret exactly as it was shown (the whole
+// "sbw_…" string), not base64-decoded as Standard Webhooks' "whsec_"
+// secrets are: a sender signs with `openssl dgst -sha256 -hmac "$SECRET"`.
+type Envelope struct {
+	MessageID string
+	Timestamp string
+	Signature string
 }
 
-// verify checks the delivery's signature header: "sha256=" and the hex
-// HMAC-SHA256 of body under the webhook's secret, compared in constant
-// time. A webhook without a secret refuses every delivery, after the same
-// work.
-func (s *Webhooks) verify(w store.WebhookRow, body []byte, signature string) error {
+// EnvelopeOf reads a request's Standard Webhooks headers.
+func EnvelopeOf(h http.Header) Envelope {
+	return Envelope{MessageID: h.Get(MessageIDHeader), Timestamp: h.Get(TimestampHeader), Signature: h.Get(SignatureHeader)}
+}
+
+// Set writes e's headers on h (those that are not empty).
+func (e Envelope) Set(h http.Header) {
+	for k, v := range map[string]string{MessageIDHeader: e.MessageID, TimestampHeader: e.Timestamp, SignatureHeader: e.Signature} {
+		if v != "" {
+			h.Set(k, v)
+		}
+	}
+}
+
+// checkEnvelope checks what Receive can check of e before reading any
+// webhook: the message id's length and characters and the timestamp's form
+// (invalid_argument naming the header), then the timestamp's distance from
+// now (a stale_timestamp refusal). It returns the timestamp.
+func checkEnvelope(e Envelope, now time.Time) (time.Time, error) {
+	switch {
+	case e.MessageID == "":
+		return time.Time{}, notifytype.InvalidArgument(MessageIDHeader,
+			"is required: deliveries are signed the Standard Webhooks way (webhook-id, webhook-timestamp, webhook-signature); X-Switchboard-Signature is no longer accepted")
+	case len(e.MessageID) > MessageIDMaxLen || strings.IndexFunc(e.MessageID, notIDChar) >= 0:
+		return time.Time{}, notifytype.InvalidArgumentf(MessageIDHeader,
+			"must be 1 to %d ASCII letters, digits, '_' or '-'", MessageIDMaxLen)
+	}
+	secs, err := strconv.ParseInt(e.Timestamp, 10, 64)
+	if err != nil || len(e.Timestamp) > 12 || secs < 0 {
+		return time.Time{}, notifytype.InvalidArgument(TimestampHeader, "must be the Unix time in seconds")
+	}
+	ts := time.Unix(secs, 0)
+	if d := now.Sub(ts); d > SignatureTolerance || d < -SignatureTolerance {
+		return time.Time{}, &ReceiveRefusal{Reason: RefusalStaleTimestamp}
+	}
+	return ts, nil
+}
+
+func notIDChar(r rune) bool {
+	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+}
+
+// signedMAC is the HMAC-SHA256 of "<id>.<timestamp>.<body>" under secret.
+func signedMAC(secret notifytype.Secret, e Envelope, body []byte) []byte {
+	mac := hmac.New(sha256.New, []byte(secret.Reveal()))
+	mac.Write([]byte(e.MessageID))
+	mac.Write([]byte{'.'})
+	mac.Write([]byte(e.Timestamp))
+	mac.Write([]byte{'.'})
+	mac.Write(body)
+	return mac.Sum(nil)
+}
+
+// checkSignature reports whether one of the "v1,<base64>" signatures of e
+// is the HMAC of its signed content under secret, compared in constant
+// time. Other versions are skipped, as Standard Webhooks says; more than
+// SignaturesMax signatures are refused. It computes one HMAC whatever the
+// header looks like, so a malformed header costs what a wrong one does.
+func checkSignature(secret notifytype.Secret, e Envelope, body []byte) bool {
+	want := signedMAC(secret, e, body)
+	sigs := strings.Fields(e.Signature)
+	ok := false
+	for i, sig := range sigs {
+		b64, isV1 := strings.CutPrefix(sig, "v1,")
+		got, err := base64.StdEncoding.DecodeString(b64)
+		if hmac.Equal(got, want) && isV1 && err == nil && i < SignaturesMax {
+			ok = true
+		}
+	}
+	return ok && len(sigs) <= SignaturesMax
+}
+
+// verify checks the delivery's webhook-signature under the webhook's
+// secret (checkSignature). A webhook without a secret refuses every
+// delivery, after the same work.
+func (s *Webhooks) verify(w store.WebhookRow, e Envelope, body []byte) error {
 	if len(w.Secret) == 0 {
-		s.verifyUnknown(body, signature)
+		s.verifyUnknown(e, body)
 		return &ReceiveRefusal{Reason: RefusalBadSignature}
 	}
 	secret, err := s.openSecret(w)
 	if err != nil {
 		return fmt.Errorf("error opening webhook %d secret: %w", w.ID, err)
 	}
-	if !checkSignature(secret, body, signature) {
+	if !checkSignature(secret, e, body) {
 		return &ReceiveRefusal{Reason: RefusalBadSignature}
 	}
 	return nil
@@ -194,22 +294,31 @@ func (s *Webhooks) verify(w store.WebhookRow, body []byte, signature string) err
 // verifyUnknown does the work verify does, against the dummy secret, and
 // throws the result away: a delivery to an unknown webhook takes about as
 // long to refuse as a badly signed one to a webhook that exists.
-func (s *Webhooks) verifyUnknown(body []byte, signature string) {
+func (s *Webhooks) verifyUnknown(e Envelope, body []byte) {
 	secret := notifytype.NewSecret(dummySignatureKey)
 	if s.dummySealed != nil {
 		if opened, err := s.vault.Open(0, dummyScope, s.dummySealed); err == nil {
 			secret = opened
 		}
 	}
-	_ = checkSignature(secret, body, signature)
+	_ = checkSignature(secret, e, body)
 }
 
-// Sign returns the signature header value of body under secret, as a
-// sender computes it: "sha256=" and the hex HMAC-SHA256.
-func Sign(secret notifytype.Secret, body []byte) string {
-	mac := hmac.New(sha256.New, []byte(secret.Reveal()))
-	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+// Sign returns the Envelope a sender posts body with: message id msgID,
+// signed at at (Unix seconds), "v1," and the base64 HMAC-SHA256 of
+// "<msgID>.<timestamp>.<body>" under secret.
+func Sign(secret notifytype.Secret, msgID string, at time.Time, body []byte) Envelope {
+	e := Envelope{MessageID: msgID, Timestamp: strconv.FormatInt(at.Unix(), 10)}
+	e.Signature = "v1," + base64.StdEncoding.EncodeToString(signedMAC(secret, e, body))
+	return e
+}
+
+// NewMessageID returns a fresh random message id, "msg_" and 24 hex
+// digits, for a sender (the demo, tests, the load driver).
+func NewMessageID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "msg_" + hex.EncodeToString(b[:])
 }
 
 // subject is what Receive reads from a payload.
@@ -237,31 +346,48 @@ func (s *Webhooks) readSubject(ctx context.Context, w store.WebhookRow, payload 
 	}
 }
 
-// Receive takes one delivery posted to webhook id (POST /hooks/{id}): it
-// checks the size, the signature and the JSON, then stores the delivery
-// with its outcome and trace and, in the same transaction (REQ-10), the
-// events it causes: a delivery from an untrusted sender is quarantined and
-// announced with delivery.quarantined; any other runs the rules (D17),
-// becomes a todo or is dropped as the deciding rule says, and every sink a
-// matching rule names gets one rule.notify. A refused delivery (too large,
-// badly signed, not a JSON object, an unknown webhook) changes nothing. An
-// unknown webhook id (id <= 0 included) and a bad signature are one and the
-// same refusal to the caller, a *ReceiveRefusal that is forbidden; only its
-// Reason, for the operator's log, tells them apart.
-func (s *Webhooks) Receive(ctx context.Context, id int64, body []byte, signature string) (Received, error) {
+// Receive takes one delivery posted to webhook id (POST /hooks/{id}) with
+// its Standard Webhooks envelope: it checks the size, the envelope (message
+// id, timestamp within SignatureTolerance of the clock), the signature and
+// the JSON, then stores the delivery with its outcome and trace and, in the
+// same transaction (REQ-10), the events it causes and its message id: a
+// delivery from an untrusted sender is quarantined and announced with
+// delivery.quarantined; any other runs the rules (D17), becomes a todo or
+// is dropped as the deciding rule says, and every sink a matching rule
+// names gets one rule.notify. A refused delivery (too large, a bad
+// envelope, badly signed, not a JSON object, an unknown webhook) changes
+// nothing. An unknown webhook id (id <= 0 included) and a bad signature are
+// one and the same refusal to the caller, a *ReceiveRefusal that is
+// forbidden; only its Reason, for the operator's log, tells them apart.
+//
+// A message id the webhook already stored a delivery under (until its
+// timestamp is past the tolerance, when the repeat is stale) is answered
+// with that delivery's id and OutcomeDuplicate, and nothing is done again:
+// Standard Webhooks senders retry with the same id, and a replayed capture
+// is signed with it.
+func (s *Webhooks) Receive(ctx context.Context, id int64, body []byte, env Envelope) (Received, error) {
 	if len(body) > DeliveryMaxBytes {
 		return Received{}, notifytype.InvalidArgument("body", "must be at most 256 KiB")
 	}
+	ts, err := checkEnvelope(env, s.clock.Now())
+	if err != nil {
+		return Received{}, err
+	}
 	w, err := store.GetWebhook(ctx, s.pool, id, false)
 	if errors.Is(err, pgx.ErrNoRows) {
-		s.verifyUnknown(body, signature)
+		s.verifyUnknown(env, body)
 		return Received{}, &ReceiveRefusal{Reason: RefusalUnknownWebhook}
 	}
 	if err != nil {
 		return Received{}, err
 	}
-	if err := s.verify(w, body, signature); err != nil {
+	if err := s.verify(w, env, body); err != nil {
 		return Received{}, err
+	}
+	// A repeat is answered before its payload is run through the rules
+	// again; TakeMessageID below is what decides when two race.
+	if first, seen, err := store.MessageDelivery(ctx, s.pool, w.ID, env.MessageID); err != nil || seen {
+		return Received{DeliveryID: first, Outcome: OutcomeDuplicate}, err
 	}
 	if bytes.Contains(body, []byte(`\u0000`)) {
 		return Received{}, notifytype.InvalidArgument("body", "must not contain NUL characters")
@@ -270,25 +396,59 @@ func (s *Webhooks) Receive(ctx context.Context, id int64, body []byte, signature
 	if err != nil {
 		return Received{}, err
 	}
+	msg := message{id: env.MessageID, expires: ts.Add(SignatureTolerance + messageIDMargin)}
 	subj := s.readSubject(ctx, w, payload)
+	var out Received
 	if !slices.Contains(w.TrustedSenders, subj.sender) || subj.sender == "" {
-		return s.quarantine(ctx, w, body, subj)
+		out, err = s.quarantine(ctx, w, msg, body, subj)
+	} else {
+		var rows []store.RuleRow
+		if rows, err = store.ListRules(ctx, s.pool, w.ID); err != nil {
+			return Received{}, err
+		}
+		ev := evaluate(ctx, s.rules.compile(rows), payload, s.timeout)
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var err error
+			out, err = s.route(ctx, tx, w, msg, body, subj, rows, ev)
+			return err
+		})
+		err = wrap(err, "routing delivery")
 	}
-	rows, err := store.ListRules(ctx, s.pool, w.ID)
+	if errors.Is(err, errMessageTaken) {
+		first, _, err := store.MessageDelivery(ctx, s.pool, w.ID, env.MessageID)
+		return Received{DeliveryID: first, Outcome: OutcomeDuplicate}, err
+	}
 	if err != nil {
 		return Received{}, err
 	}
-	ev := evaluate(ctx, s.rules.compile(rows), payload, s.timeout)
-	var out Received
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = s.route(ctx, tx, w, body, subj, rows, ev)
-		return err
-	})
-	if err != nil {
-		return Received{}, wrap(err, "routing delivery")
-	}
 	return out, nil
+}
+
+// messageIDMargin is how much longer than the tolerance a message id is
+// kept: room for instances whose clocks disagree by minutes.
+const messageIDMargin = 5 * time.Minute
+
+// message is a delivery's message id and when its record may go.
+type message struct {
+	id      string
+	expires time.Time
+}
+
+// errMessageTaken rolls back a delivery whose message id another delivery
+// of the webhook took first (a concurrent repeat).
+var errMessageTaken = errors.New("webhook message id already taken")
+
+// takeMessage records msg for delivery id in tx, first, so a concurrent
+// repeat waits here and then rolls back with errMessageTaken.
+func takeMessage(ctx context.Context, tx pgx.Tx, webhookID int64, msg message, id int64) error {
+	ok, err := store.TakeMessageID(ctx, tx, webhookID, msg.id, id, msg.expires)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errMessageTaken
+	}
+	return nil
 }
 
 func boardLink(webhookID, deliveryID int64) string {
@@ -305,7 +465,7 @@ func deliveryTitle(title string, deliveryID int64) string {
 // quarantine stores a delivery from an untrusted sender and emits
 // delivery.quarantined in the same transaction. Its dedup key is the
 // webhook with a 10-minute window (D7): a storm is one message.
-func (s *Webhooks) quarantine(ctx context.Context, w store.WebhookRow, body []byte, subj subject) (Received, error) {
+func (s *Webhooks) quarantine(ctx context.Context, w store.WebhookRow, msg message, body []byte, subj subject) (Received, error) {
 	owner, err := notifytype.ParseOwnerScope(w.Owner)
 	if err != nil {
 		return Received{}, err
@@ -313,6 +473,9 @@ func (s *Webhooks) quarantine(ctx context.Context, w store.WebhookRow, body []by
 	var id int64
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if id, err = store.NextDeliveryID(ctx, tx); err != nil {
+			return err
+		}
+		if err := takeMessage(ctx, tx, w.ID, msg, id); err != nil {
 			return err
 		}
 		trace, err := json.Marshal(Trace{Sender: subj.sender, Trusted: false})
@@ -345,7 +508,7 @@ func (s *Webhooks) quarantine(ctx context.Context, w store.WebhookRow, body []by
 
 // route applies an evaluation in tx: the todo, the rule notifies and the
 // delivery with its trace commit together (REQ-10).
-func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w store.WebhookRow, body []byte, subj subject,
+func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w store.WebhookRow, msg message, body []byte, subj subject,
 	rules []store.RuleRow, ev evaluation) (Received, error) {
 	owner, err := notifytype.ParseOwnerScope(w.Owner)
 	if err != nil {
@@ -353,6 +516,9 @@ func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w store.WebhookRow, bod
 	}
 	id, err := store.NextDeliveryID(ctx, tx)
 	if err != nil {
+		return Received{}, err
+	}
+	if err := takeMessage(ctx, tx, w.ID, msg, id); err != nil {
 		return Received{}, err
 	}
 	now := s.clock.Now()

@@ -72,7 +72,7 @@ func (w *hookWorld) hook(t testing.TB, ctx context.Context) (host.Webhook, notif
 
 func (w *hookWorld) post(t *testing.T, ctx context.Context, hook host.Webhook, secret notifytype.Secret, payload string) host.Received {
 	t.Helper()
-	got, err := w.hooks.Receive(ctx, hook.ID, []byte(payload), host.Sign(secret, []byte(payload)))
+	got, err := w.hooks.Receive(ctx, hook.ID, []byte(payload), host.Sign(secret, host.NewMessageID(), w.clock.Now(), []byte(payload)))
 	require.NoError(t, err)
 	return got
 }
@@ -303,18 +303,19 @@ func TestReceiveRefusesAndChangesNothing(t *testing.T) {
 	huge := `{"sender":{"login":"octocat"},"pad":"` + strings.Repeat("x", host.DeliveryMaxBytes) + `"}`
 
 	for name, tc := range map[string]struct {
-		body, sig string
-		code      notifytype.Code
-		field     string
+		body  string
+		sig   host.Envelope
+		code  notifytype.Code
+		field string
 	}{
-		"bad signature":   {body, host.Sign(notifytype.NewSecret("sbw_wrong"), []byte(body)), notifytype.CodeForbidden, ""},
-		"no signature":    {body, "", notifytype.CodeForbidden, ""},
-		"signed other":    {body, host.Sign(secret, []byte(body+" ")), notifytype.CodeForbidden, ""},
-		"oversized body":  {huge, host.Sign(secret, []byte(huge)), notifytype.CodeInvalidArgument, "body"},
-		"malformed JSON":  {`{"sender":`, host.Sign(secret, []byte(`{"sender":`)), notifytype.CodeInvalidArgument, "body"},
-		"not an object":   {`[1,2]`, host.Sign(secret, []byte(`[1,2]`)), notifytype.CodeInvalidArgument, "body"},
-		"two objects":     {`{} {}`, host.Sign(secret, []byte(`{} {}`)), notifytype.CodeInvalidArgument, "body"},
-		"NUL in a string": {`{"a":"\u0000"}`, host.Sign(secret, []byte(`{"a":"\u0000"}`)), notifytype.CodeInvalidArgument, "body"},
+		"bad signature":   {body, host.Sign(notifytype.NewSecret("sbw_wrong"), host.NewMessageID(), w.clock.Now(), []byte(body)), notifytype.CodeForbidden, ""},
+		"no signature":    {body, host.Envelope{MessageID: "msg_1", Timestamp: host.Sign(secret, "msg_1", w.clock.Now(), nil).Timestamp}, notifytype.CodeForbidden, ""},
+		"signed other":    {body, host.Sign(secret, host.NewMessageID(), w.clock.Now(), []byte(body+" ")), notifytype.CodeForbidden, ""},
+		"oversized body":  {huge, host.Sign(secret, host.NewMessageID(), w.clock.Now(), []byte(huge)), notifytype.CodeInvalidArgument, "body"},
+		"malformed JSON":  {`{"sender":`, host.Sign(secret, host.NewMessageID(), w.clock.Now(), []byte(`{"sender":`)), notifytype.CodeInvalidArgument, "body"},
+		"not an object":   {`[1,2]`, host.Sign(secret, host.NewMessageID(), w.clock.Now(), []byte(`[1,2]`)), notifytype.CodeInvalidArgument, "body"},
+		"two objects":     {`{} {}`, host.Sign(secret, host.NewMessageID(), w.clock.Now(), []byte(`{} {}`)), notifytype.CodeInvalidArgument, "body"},
+		"NUL in a string": {`{"a":"\u0000"}`, host.Sign(secret, host.NewMessageID(), w.clock.Now(), []byte(`{"a":"\u0000"}`)), notifytype.CodeInvalidArgument, "body"},
 	} {
 		_, err := w.hooks.Receive(ctx, hook.ID, []byte(tc.body), tc.sig)
 		requireCode(t, err, tc.code, tc.field)
@@ -323,9 +324,11 @@ func TestReceiveRefusesAndChangesNothing(t *testing.T) {
 	// An unknown webhook is refused as a bad signature is: nothing tells
 	// the caller which ids exist; only the refusal's reason (for the log)
 	// does.
-	_, err = w.hooks.Receive(ctx, 1<<40, []byte(body), host.Sign(secret, []byte(body)))
+	_, err = w.hooks.Receive(ctx, 1<<40, []byte(body), host.Sign(secret, host.NewMessageID(), w.clock.Now(), []byte(body)))
 	requireCode(t, err, notifytype.CodeForbidden, "")
-	_, badSig := w.hooks.Receive(ctx, hook.ID, []byte(body), "sha256=00")
+	bad := host.Sign(secret, host.NewMessageID(), w.clock.Now(), []byte(body))
+	bad.Signature = "v1,AA=="
+	_, badSig := w.hooks.Receive(ctx, hook.ID, []byte(body), bad)
 	require.Equal(t, badSig.Error(), err.Error())
 	var refusal *host.ReceiveRefusal
 	require.ErrorAs(t, err, &refusal)
@@ -382,7 +385,7 @@ func TestQuarantineIsOneTransactionWithItsEvent(t *testing.T) {
 	// A quarantine whose event cannot be written leaves no delivery either.
 	failing := host.NewWebhooks(host.WebhooksConfig{Pool: w.pool, Emitter: failingEmitter{w.engine}, SecretKey: w.key, Clock: w.clock})
 	body := issue("mallory", 2, "more spam")
-	_, err = failing.Receive(ctx, hook.ID, []byte(body), host.Sign(secret, []byte(body)))
+	_, err = failing.Receive(ctx, hook.ID, []byte(body), host.Sign(secret, host.NewMessageID(), w.clock.Now(), []byte(body)))
 	require.ErrorContains(t, err, "outbox unavailable")
 	require.Equal(t, 1, w.f.Count(`SELECT count(*) FROM webhook_deliveries`), "the rolled-back quarantine left nothing")
 }
@@ -395,9 +398,9 @@ func TestWebhookSecretsAreShownOnceAndRotate(t *testing.T) {
 	fresh, err := w.hooks.RotateSecret(ctx, p, hook.ID)
 	require.NoError(t, err)
 	require.NotEqual(t, secret.Reveal(), fresh.Reveal())
-	_, err = w.hooks.Receive(ctx, hook.ID, []byte(body), host.Sign(secret, []byte(body)))
+	_, err = w.hooks.Receive(ctx, hook.ID, []byte(body), host.Sign(secret, host.NewMessageID(), w.clock.Now(), []byte(body)))
 	requireCode(t, err, notifytype.CodeForbidden, "")
-	_, err = w.hooks.Receive(ctx, hook.ID, []byte(body), host.Sign(fresh, []byte(body)))
+	_, err = w.hooks.Receive(ctx, hook.ID, []byte(body), host.Sign(fresh, host.NewMessageID(), w.clock.Now(), []byte(body)))
 	require.NoError(t, err)
 
 	stored := row(t, w.pool, `SELECT secret FROM webhooks WHERE id = $1`, hook.ID)["secret"].([]byte)
@@ -474,7 +477,7 @@ func TestDeleteWebhook(t *testing.T) {
 	require.NoError(t, w.hooks.Delete(ctx, p, hook.ID))
 	require.ErrorIs(t, w.hooks.Delete(ctx, p, hook.ID), notifytype.ErrNotFound)
 	require.Zero(t, w.f.Count(`SELECT count(*) FROM webhook_rules`))
-	_, err = w.hooks.Receive(ctx, hook.ID, []byte(issue("octocat", 2, "late")), host.Sign(secret, []byte(issue("octocat", 2, "late"))))
+	_, err = w.hooks.Receive(ctx, hook.ID, []byte(issue("octocat", 2, "late")), host.Sign(secret, host.NewMessageID(), w.clock.Now(), []byte(issue("octocat", 2, "late"))))
 	require.ErrorIs(t, err, notifytype.ErrForbidden, "the old secret signs nothing any more")
 	require.Equal(t, 1, w.f.Count(`SELECT count(*) FROM webhook_deliveries`), "a refused delivery is not stored")
 

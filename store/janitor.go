@@ -11,11 +11,15 @@ type Pruned struct {
 	AgentPages int64
 	Sessions   int64
 	LoginLinks int64
+	// WebhookMessageIDs: webhook message ids past their expiry (their
+	// timestamp, the tolerance and a margin): a repeat is refused as stale.
+	WebhookMessageIDs int64
 }
 
 // PruneSpent removes what is of no more use: agent pages paged before
 // pagesBefore (past the window they are counted in), sessions expired at
-// now, and login links used or expired at now.
+// now, login links used or expired at now, and webhook message ids
+// expired at now.
 func PruneSpent(ctx context.Context, db DBTX, now, pagesBefore time.Time) (Pruned, error) {
 	var p Pruned
 	for _, s := range []struct {
@@ -27,6 +31,8 @@ func PruneSpent(ctx context.Context, db DBTX, now, pagesBefore time.Time) (Prune
 		{&p.AgentPages, "agent pages", `DELETE FROM agent_pages WHERE paged_at < $1`, pagesBefore},
 		{&p.Sessions, "expired sessions", `DELETE FROM sessions WHERE expires_at <= $1`, now},
 		{&p.LoginLinks, "spent login links", `DELETE FROM login_links WHERE used_at IS NOT NULL OR expires_at <= $1`, now},
+		// webhook_message_ids_expiry
+		{&p.WebhookMessageIDs, "expired webhook message ids", `DELETE FROM webhook_message_ids WHERE expires_at <= $1`, now},
 	} {
 		tag, err := db.Exec(ctx, s.sql, s.arg)
 		if err != nil {

@@ -377,3 +377,32 @@ func GetDelivery(ctx context.Context, db DBTX, webhookID, id int64) (DeliveryRow
 	}
 	return d, nil
 }
+
+// TakeMessageID records that webhook's message id was delivered as
+// deliveryID, until expiresAt, in the transaction storing that delivery.
+// It reports false (and changes nothing) when the id was already taken: a
+// concurrent insert of the same id waits for the first to commit or roll
+// back, so two instances never both take it.
+func TakeMessageID(ctx context.Context, tx DBTX, webhookID int64, messageID string, deliveryID int64, expiresAt time.Time) (bool, error) {
+	tag, err := tx.Exec(ctx, `INSERT INTO webhook_message_ids (webhook_id, message_id, delivery_id, expires_at)
+		VALUES ($1, $2, $3, $4) ON CONFLICT (webhook_id, message_id) DO NOTHING`, webhookID, messageID, deliveryID, expiresAt)
+	if err != nil {
+		return false, fmt.Errorf("error recording a webhook message id: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// MessageDelivery returns the delivery a webhook's message id was taken
+// by, and false when the id is not taken (or expired and pruned).
+func MessageDelivery(ctx context.Context, db DBTX, webhookID int64, messageID string) (int64, bool, error) {
+	var id int64
+	err := db.QueryRow(ctx, `SELECT delivery_id FROM webhook_message_ids WHERE webhook_id = $1 AND message_id = $2`,
+		webhookID, messageID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("error reading a webhook message id: %w", err)
+	}
+	return id, true, nil
+}

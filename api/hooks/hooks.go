@@ -11,15 +11,24 @@ import (
 	"github.com/switchboard/notify/notifytype"
 )
 
-// New returns the handler of POST /hooks/{id}. It answers 202 with
-// {"delivery_id", "outcome"} for a stored delivery; 413 for a body over
-// 256 KiB, 403 for a bad signature, 400 for a body that is not one JSON
-// object, each changing nothing. An id that names no webhook (not a number,
-// never created, or deleted) is answered exactly as a bad signature is, 403
-// with the same body, after the same work (the body's HMAC under a dummy
+// New returns the handler of POST /hooks/{id}. A delivery is signed the
+// Standard Webhooks way (host.Envelope: webhook-id, webhook-timestamp,
+// webhook-signature). It answers 202 with {"delivery_id", "outcome"} for a
+// stored delivery, and 200 with the first delivery's id and outcome
+// "duplicate" for a webhook-id the webhook already stored (a retry or a
+// replay: nothing is done again); 413 for a body over 256 KiB, 400
+// invalid_argument naming the header for a malformed webhook-id or
+// webhook-timestamp, 403 for a timestamp more than 5 minutes from the
+// server's clock, 403 for a bad signature, 400 for a body that is not one
+// JSON object, each changing nothing. An id that names no webhook (not a
+// number, never created, or deleted) is answered exactly as a bad signature
+// is, 403 with the same body, after the same work (the HMAC under a dummy
 // secret), so the route reveals no webhook id that exists; the log line
 // "webhook delivery refused" tells the operator which it was (reason
-// unknown_webhook or bad_signature), never with the body or the signature.
+// unknown_webhook, bad_signature or stale_timestamp), never with the body
+// or the signature. Each refusal spends one of the client address's failed
+// authentications (d.AuthFailures); while they are spent the route answers
+// 429 with Retry-After before reading anything (reason too_many_failures).
 func New(d httpx.Deps) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /hooks/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -28,6 +37,12 @@ func New(d httpx.Deps) http.Handler {
 		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 		if err != nil || id < 0 {
 			id = 0
+		}
+		if err := d.AuthFailures.Check(r); err != nil {
+			d.Logger.WarnContext(r.Context(), "webhook delivery refused", "webhook_id", loggableID(r.PathValue("id")),
+				"reason", reasonTooManyFailures)
+			httpx.WriteError(w, r, d.Logger, err)
+			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, host.DeliveryMaxBytes))
 		var tooLarge *http.MaxBytesError
@@ -41,9 +56,10 @@ func New(d httpx.Deps) http.Handler {
 			httpx.WriteError(w, r, d.Logger, notifytype.InvalidArgument("body", "could not be read"))
 			return
 		}
-		got, err := d.Webhooks.Receive(r.Context(), id, body, r.Header.Get(host.SignatureHeader))
+		got, err := d.Webhooks.Receive(r.Context(), id, body, host.EnvelopeOf(r.Header))
 		var refusal *host.ReceiveRefusal
 		if errors.As(err, &refusal) {
+			d.AuthFailures.Fail(r)
 			d.Logger.WarnContext(r.Context(), "webhook delivery refused", "webhook_id", loggableID(r.PathValue("id")),
 				"reason", refusal.Reason, "body_bytes", len(body))
 		}
@@ -51,10 +67,18 @@ func New(d httpx.Deps) http.Handler {
 			httpx.WriteError(w, r, d.Logger, err)
 			return
 		}
+		if got.Outcome == host.OutcomeDuplicate {
+			httpx.WriteJSON(w, http.StatusOK, got)
+			return
+		}
 		httpx.WriteJSON(w, http.StatusAccepted, got)
 	})
 	return mux
 }
+
+// reasonTooManyFailures is the log's reason for a delivery refused because
+// its client address spent its failed authentications.
+const reasonTooManyFailures = "too_many_failures"
 
 // loggableID is the path's id as the log may carry it: the caller wrote
 // it, so it is cut to 24 bytes (longer than any int64).

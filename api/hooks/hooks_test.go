@@ -2,6 +2,9 @@ package hooks_test
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -48,7 +51,7 @@ func (b *hookBundle) post(t *testing.T, hookID int64, secret notifytype.Secret, 
 	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/hooks/%d", b.server.URL, hookID), strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(host.SignatureHeader, host.Sign(secret, []byte(body)))
+	host.Sign(secret, host.NewMessageID(), b.w.Clock.Now(), []byte(body)).Set(req.Header)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -176,12 +179,10 @@ func TestHooksRefuseAndChangeNothing(t *testing.T) {
 	hook, secret, err := b.hooks.Create(b.w.Ctx, p, host.WebhookInput{Owner: scope, Name: "h", TrustedSenders: []string{"octocat"}})
 	require.NoError(t, err)
 	url := fmt.Sprintf("%s/hooks/%d", b.server.URL, hook.ID)
-	send := func(body []byte, sig string) (int, string) {
+	send := func(body []byte, sig host.Envelope) (int, string) {
 		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 		require.NoError(t, err)
-		if sig != "" {
-			req.Header.Set(host.SignatureHeader, sig)
-		}
+		sig.Set(req.Header)
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
@@ -191,17 +192,22 @@ func TestHooksRefuseAndChangeNothing(t *testing.T) {
 	huge := []byte(`{"pad":"` + strings.Repeat("x", host.DeliveryMaxBytes) + `"}`)
 	good := []byte(payload("octocat", 1))
 
-	status, body := send(good, "sha256=deadbeef")
+	signed := func(sig string) host.Envelope {
+		e := host.Sign(secret, host.NewMessageID(), b.w.Clock.Now(), good)
+		e.Signature = sig
+		return e
+	}
+	status, body := send(good, signed("v1,3q2+7w=="))
 	require.Equal(t, http.StatusForbidden, status, body)
-	status, body = send(good, "")
+	status, body = send(good, signed(""))
 	require.Equal(t, http.StatusForbidden, status, body)
-	status, body = send(huge, host.Sign(secret, huge))
+	status, body = send(huge, host.Sign(secret, host.NewMessageID(), b.w.Clock.Now(), huge))
 	require.Equal(t, http.StatusRequestEntityTooLarge, status, body)
 	require.Contains(t, body, `"field": "body"`)
-	status, body = send([]byte(`{"sender":`), host.Sign(secret, []byte(`{"sender":`)))
+	status, body = send([]byte(`{"sender":`), host.Sign(secret, host.NewMessageID(), b.w.Clock.Now(), []byte(`{"sender":`)))
 	require.Equal(t, http.StatusBadRequest, status, body)
 	require.Contains(t, body, "invalid_argument")
-	status, _ = send(good, host.Sign(secret, good))
+	status, _ = send(good, host.Sign(secret, host.NewMessageID(), b.w.Clock.Now(), good))
 	require.Equal(t, http.StatusAccepted, status)
 
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
@@ -210,7 +216,7 @@ func TestHooksRefuseAndChangeNothing(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
 	req, _ = http.NewRequest(http.MethodPost, b.server.URL+"/hooks/999999", bytes.NewReader(good))
-	req.Header.Set(host.SignatureHeader, host.Sign(secret, good))
+	host.Sign(secret, host.NewMessageID(), b.w.Clock.Now(), good).Set(req.Header)
 	resp, err = http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -240,14 +246,14 @@ func TestUnknownWebhookIsRefusedAsABadSignature(t *testing.T) {
 		Header http.Header
 		Body   string
 	}
-	send := func(id, sig string) answer {
+	var sent []string
+	send := func(id string, sig host.Envelope) answer {
 		t.Helper()
+		sent = append(sent, sig.Signature)
 		req, err := http.NewRequest(http.MethodPost, b.server.URL+"/hooks/"+id, bytes.NewReader(body))
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/json")
-		if sig != "" {
-			req.Header.Set(host.SignatureHeader, sig)
-		}
+		sig.Set(req.Header)
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
@@ -257,20 +263,26 @@ func TestUnknownWebhookIsRefusedAsABadSignature(t *testing.T) {
 		return answer{Status: resp.StatusCode, Header: resp.Header, Body: string(raw)}
 	}
 	known := fmt.Sprint(hook.ID)
-	badSignature := send(known, "sha256="+strings.Repeat("ab", 32))
+	signed := func(sig string) host.Envelope {
+		e := host.Sign(secret, host.NewMessageID(), b.w.Clock.Now(), body)
+		e.Signature = sig
+		return e
+	}
+	badSignature := send(known, signed("v1,"+strings.Repeat("q83v", 11)))
 	require.Equal(t, http.StatusForbidden, badSignature.Status)
 	require.Contains(t, badSignature.Body, `"code": "forbidden"`)
 
 	for name, got := range map[string]answer{
-		"no signature":                              send(known, ""),
-		"a malformed signature":                     send(known, "md5=nothex"),
-		"another webhook's valid signature":         send(known, host.Sign(goneSecret, body)),
-		"an id never created":                       send(fmt.Sprint(hook.ID+1000), host.Sign(secret, body)),
-		"a deleted webhook, signed with its secret": send(fmt.Sprint(gone.ID), host.Sign(goneSecret, body)),
-		"id 0":           send("0", host.Sign(secret, body)),
-		"a negative id":  send("-5", host.Sign(secret, body)),
-		"not a number":   send("forge", host.Sign(secret, body)),
-		"an id too long": send(strings.Repeat("9", 40), host.Sign(secret, body)),
+		"no signature":                              send(known, signed("")),
+		"a malformed signature":                     send(known, signed("md5=nothex")),
+		"the old scheme's signature":                send(known, signed(oldScheme(secret, body))),
+		"another webhook's valid signature":         send(known, host.Sign(goneSecret, host.NewMessageID(), b.w.Clock.Now(), body)),
+		"an id never created":                       send(fmt.Sprint(hook.ID+1000), host.Sign(secret, host.NewMessageID(), b.w.Clock.Now(), body)),
+		"a deleted webhook, signed with its secret": send(fmt.Sprint(gone.ID), host.Sign(goneSecret, host.NewMessageID(), b.w.Clock.Now(), body)),
+		"id 0":           send("0", host.Sign(secret, host.NewMessageID(), b.w.Clock.Now(), body)),
+		"a negative id":  send("-5", host.Sign(secret, host.NewMessageID(), b.w.Clock.Now(), body)),
+		"not a number":   send("forge", host.Sign(secret, host.NewMessageID(), b.w.Clock.Now(), body)),
+		"an id too long": send(strings.Repeat("9", 40), host.Sign(secret, host.NewMessageID(), b.w.Clock.Now(), body)),
 	} {
 		require.Equal(t, badSignature, got, "%s is answered exactly as a bad signature", name)
 	}
@@ -296,8 +308,20 @@ func TestUnknownWebhookIsRefusedAsABadSignature(t *testing.T) {
 		}
 	}
 	require.Equal(t, 6, unknown, "never created, deleted, 0, negative, not a number, too long")
-	require.Equal(t, 4, bad)
+	require.Equal(t, 5, bad)
 	require.NotContains(t, b.w.Logs.String(), "octocat", "no body in the log")
-	require.NotContains(t, b.w.Logs.String(), host.Sign(secret, body), "no signature in the log")
+	for _, sig := range sent {
+		if len(sig) > 8 {
+			require.NotContains(t, b.w.Logs.String(), sig[3:], "no signature in the log")
+		}
+	}
 	require.NotContains(t, b.w.Logs.String(), strings.Repeat("9", 40), "a long id is cut")
+}
+
+// oldScheme is the X-Switchboard-Signature value of body (sha256= and the
+// hex HMAC of the body alone), which is no longer accepted.
+func oldScheme(secret notifytype.Secret, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret.Reveal()))
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
 }

@@ -19,6 +19,11 @@ type Auth struct {
 	Accounts  *host.Accounts
 	Endpoints *host.Endpoints
 	Clock     engine.Clock
+	// Failures limits failed bearer tokens per client address: Human and
+	// Endpoint answer a *TooManyFailures (429) while it is spent, and
+	// spend it on each bearer token they cannot resolve (a request with no
+	// token guesses nothing and spends nothing). Nil limits nothing.
+	Failures *AuthFailures
 }
 
 // errUnauthenticated is answered 401 by the surfaces.
@@ -38,12 +43,20 @@ func Bearer(r *http.Request) string {
 
 // Human resolves an operator API bearer token to the human acting.
 func (a *Auth) Human(ctx context.Context, r *http.Request) (engine.Principal, error) {
+	if err := a.Failures.Check(r); err != nil {
+		return engine.Principal{}, err
+	}
 	tok := Bearer(r)
+	if tok == "" {
+		return engine.Principal{}, errUnauthenticated // no guess made: nothing spent
+	}
 	if !strings.HasPrefix(tok, host.APITokenPrefix) {
+		a.Failures.Fail(r)
 		return engine.Principal{}, errUnauthenticated
 	}
 	h, err := a.Accounts.HumanByAPIToken(ctx, tok)
 	if errors.Is(err, notifytype.ErrNotFound) {
+		a.Failures.Fail(r)
 		return engine.Principal{}, errUnauthenticated
 	}
 	if err != nil {
@@ -70,8 +83,16 @@ func (a *Auth) Session(ctx context.Context, r *http.Request) (engine.Principal, 
 
 // Endpoint resolves an endpoint's vended bearer credential.
 func (a *Auth) Endpoint(ctx context.Context, r *http.Request) (engine.Principal, host.Endpoint, error) {
-	p, e, err := a.Endpoints.Authenticate(ctx, Bearer(r))
+	if err := a.Failures.Check(r); err != nil {
+		return engine.Principal{}, host.Endpoint{}, err
+	}
+	tok := Bearer(r)
+	if tok == "" {
+		return engine.Principal{}, host.Endpoint{}, errUnauthenticated
+	}
+	p, e, err := a.Endpoints.Authenticate(ctx, tok)
 	if errors.Is(err, notifytype.ErrNotFound) {
+		a.Failures.Fail(r)
 		return engine.Principal{}, host.Endpoint{}, errUnauthenticated
 	}
 	return p, e, err

@@ -20,6 +20,9 @@ type Deps struct {
 	Webhooks *host.Webhooks
 	Pool     *pgxpool.Pool
 	Auth     *Auth
+	// AuthFailures limits failed authentication per client address on
+	// /hooks (the same limiter as Auth.Failures). Nil limits nothing.
+	AuthFailures *AuthFailures
 	// Limiter is the per-human limiter all management routes share.
 	Limiter *Limiter
 	Logger  *slog.Logger

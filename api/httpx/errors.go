@@ -57,6 +57,7 @@ func Public(err error) *notifytype.Error {
 // with its status, and logs an uncoded error.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	status := StatusOf(err)
+	SetRetryAfter(w, err)
 	if status == http.StatusInternalServerError {
 		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}

@@ -59,7 +59,7 @@ func TestRuleVerbsWithTheDefaultGrant(t *testing.T) {
 	require.Equal(t, notifytype.SeverityHigh, updated.Rule.Action.NotifySeverity)
 
 	body := `{"sender":{"login":"dependabot"},"issue":{"number":3,"title":"bump"}}`
-	_, err = w.deps.Webhooks.Receive(w.Ctx, hook.ID, []byte(body), host.Sign(secret, []byte(body)))
+	_, err = w.deps.Webhooks.Receive(w.Ctx, hook.ID, []byte(body), host.Sign(secret, host.NewMessageID(), w.Clock.Now(), []byte(body)))
 	require.NoError(t, err)
 	outbox := w.count(t, `SELECT count(*) FROM outbox`)
 

@@ -33,7 +33,7 @@ func (b *bundle) webhook(t *testing.T, token string) (hook, rule, delivery int64
 		"name": "drop all", "expr": "true", "action": map[string]any{"drop": true},
 	}).into(t, &r)
 	body := []byte(`{"sender":{"login":"octocat"}}`)
-	got, err := b.webhooks.Receive(b.w.Ctx, created.ID, body, host.Sign(notifytype.NewSecret(created.Secret), body))
+	got, err := b.webhooks.Receive(b.w.Ctx, created.ID, body, host.Sign(notifytype.NewSecret(created.Secret), host.NewMessageID(), b.w.Clock.Now(), body))
 	require.NoError(t, err)
 	return created.ID, r.ID, got.DeliveryID
 }
@@ -79,7 +79,7 @@ func TestWebhookRoutes(t *testing.T) {
 	require.Equal(t, rules.Rules[0].ID, updated.ID)
 
 	body := []byte(`{"sender":{"login":"octocat"},"issue":{"number":2}}`)
-	_, err := b.webhooks.Receive(b.w.Ctx, created.ID, body, host.Sign(notifytype.NewSecret(rotated.Secret), body))
+	_, err := b.webhooks.Receive(b.w.Ctx, created.ID, body, host.Sign(notifytype.NewSecret(rotated.Secret), host.NewMessageID(), b.w.Clock.Now(), body))
 	require.NoError(t, err)
 	var deliveries struct{ Deliveries []host.Delivery }
 	b.ok(t, http.StatusOK, tok, "GET", fmt.Sprintf("/api/v1/webhooks/%d/deliveries", created.ID), nil).into(t, &deliveries)

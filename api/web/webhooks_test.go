@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -59,10 +60,10 @@ func TestWebhookPages(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
 
 	body := `{"sender":{"login":"dependabot"},"issue":{"number":3,"title":"Bump <b>left-pad</b>"}}`
-	got, err := hooks.Receive(b.ctx, hook.ID, []byte(body), host.Sign(secret, []byte(body)))
+	got, err := hooks.Receive(b.ctx, hook.ID, []byte(body), host.Sign(secret, host.NewMessageID(), time.Now(), []byte(body)))
 	require.NoError(t, err)
 	spam := `{"sender":{"login":"mallory"}}`
-	quarantined, err := hooks.Receive(b.ctx, hook.ID, []byte(spam), host.Sign(secret, []byte(spam)))
+	quarantined, err := hooks.Receive(b.ctx, hook.ID, []byte(spam), host.Sign(secret, host.NewMessageID(), time.Now(), []byte(spam)))
 	require.NoError(t, err)
 
 	page = c.get(fmt.Sprintf("/webhooks/%d", hook.ID))
@@ -129,7 +130,7 @@ func TestWebhookDeleteAsksFirst(t *testing.T) {
 	_, err = hooks.AddRule(b.ctx, p, hook.ID, host.RuleInput{Name: "all", Expr: "true", Action: host.RuleAction{Drop: true}})
 	require.NoError(t, err)
 	body := `{"sender":{"login":"octocat"}}`
-	got, err := hooks.Receive(b.ctx, hook.ID, []byte(body), host.Sign(secret, []byte(body)))
+	got, err := hooks.Receive(b.ctx, hook.ID, []byte(body), host.Sign(secret, host.NewMessageID(), time.Now(), []byte(body)))
 	require.NoError(t, err)
 	path := fmt.Sprintf("/webhooks/%d", hook.ID)
 	board := fmt.Sprintf("/board/webhooks/%d/deliveries/%d", hook.ID, got.DeliveryID)

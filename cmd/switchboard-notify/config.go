@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard/notify/api"
+	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
 )
 
@@ -96,10 +97,20 @@ type config struct {
 	ClaimTTL time.Duration
 
 	// HTTP is the server's bounds: SWITCHBOARD_HTTP_READ_TIMEOUT,
-	// SWITCHBOARD_HTTP_WRITE_TIMEOUT, SWITCHBOARD_HTTP_IDLE_TIMEOUT and
-	// SWITCHBOARD_HTTP_MAX_CONNS. Default to api's defaults (30 s, 30 s,
-	// 60 s, 1000).
+	// SWITCHBOARD_HTTP_WRITE_TIMEOUT, SWITCHBOARD_HTTP_IDLE_TIMEOUT,
+	// SWITCHBOARD_HTTP_MAX_CONNS, SWITCHBOARD_HTTP_MAX_CONNS_PER_CLIENT,
+	// SWITCHBOARD_HTTP_PRESSURE_CONNS and
+	// SWITCHBOARD_HTTP_PRESSURE_IDLE_TIMEOUT. Default to api's defaults
+	// (30 s, 30 s, 60 s, 1000, an eighth and three quarters of the max
+	// conns, 1 s).
 	HTTP api.ServerConfig
+
+	// AuthFailuresPerMinute and AuthFailuresBurst are
+	// SWITCHBOARD_AUTH_FAILURES_PER_MINUTE and
+	// SWITCHBOARD_AUTH_FAILURES_BURST: the failed authentications a client
+	// address may make (httpx.AuthFailures). Default to 10 a minute, 20 in
+	// a row.
+	AuthFailuresPerMinute, AuthFailuresBurst int
 
 	// LogFormat is SWITCHBOARD_LOG_FORMAT: auto, text or json. Defaults to
 	// auto.
@@ -265,6 +276,18 @@ func loadConfig(lookup func(string) (string, bool)) (config, error) {
 		IdleTimeout:  duration("SWITCHBOARD_HTTP_IDLE_TIMEOUT", api.IdleTimeoutDefault),
 		MaxConns:     positive("SWITCHBOARD_HTTP_MAX_CONNS", api.MaxConnsDefault),
 	}
+	c.HTTP.MaxConnsPerClient = positive("SWITCHBOARD_HTTP_MAX_CONNS_PER_CLIENT", max(1, c.HTTP.MaxConns/8))
+	c.HTTP.PressureConns = positive("SWITCHBOARD_HTTP_PRESSURE_CONNS", max(1, c.HTTP.MaxConns*3/4))
+	c.HTTP.PressureIdleTimeout = duration("SWITCHBOARD_HTTP_PRESSURE_IDLE_TIMEOUT", api.PressureIdleTimeoutDefault)
+	if c.HTTP.MaxConnsPerClient > c.HTTP.MaxConns {
+		bad("SWITCHBOARD_HTTP_MAX_CONNS_PER_CLIENT", "%d is above SWITCHBOARD_HTTP_MAX_CONNS (%d): one client could take every connection",
+			c.HTTP.MaxConnsPerClient, c.HTTP.MaxConns)
+	}
+	if c.HTTP.PressureConns > c.HTTP.MaxConns {
+		bad("SWITCHBOARD_HTTP_PRESSURE_CONNS", "%d is above SWITCHBOARD_HTTP_MAX_CONNS (%d)", c.HTTP.PressureConns, c.HTTP.MaxConns)
+	}
+	c.AuthFailuresPerMinute = positive("SWITCHBOARD_AUTH_FAILURES_PER_MINUTE", httpx.AuthFailuresPerMinuteDefault)
+	c.AuthFailuresBurst = positive("SWITCHBOARD_AUTH_FAILURES_BURST", httpx.AuthFailuresBurstDefault)
 	if c.HTTP.WriteTimeout > 0 && c.HTTP.WriteTimeout < writeTimeoutMin {
 		bad("SWITCHBOARD_HTTP_WRITE_TIMEOUT", "%s is shorter than %s: a send test waits up to 10 s for its sink", c.HTTP.WriteTimeout, writeTimeoutMin)
 	}

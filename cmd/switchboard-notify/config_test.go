@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/api"
+	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
 )
 
@@ -42,7 +43,10 @@ func TestLoadConfigDefaults(t *testing.T) {
 	require.Equal(t, engine.BudgetBurstMaxDefault, c.BudgetBurstMax)
 	require.Equal(t, engine.ClaimTTLDefault, c.ClaimTTL)
 	require.Equal(t, api.ServerConfig{ReadTimeout: api.ReadTimeoutDefault, WriteTimeout: api.WriteTimeoutDefault,
-		IdleTimeout: api.IdleTimeoutDefault, MaxConns: api.MaxConnsDefault}, c.HTTP)
+		IdleTimeout: api.IdleTimeoutDefault, MaxConns: api.MaxConnsDefault, MaxConnsPerClient: api.MaxConnsDefault / 8,
+		PressureConns: api.MaxConnsDefault * 3 / 4, PressureIdleTimeout: api.PressureIdleTimeoutDefault}, c.HTTP)
+	require.Equal(t, httpx.AuthFailuresPerMinuteDefault, c.AuthFailuresPerMinute)
+	require.Equal(t, httpx.AuthFailuresBurstDefault, c.AuthFailuresBurst)
 	require.Equal(t, LogFormatAuto, c.LogFormat)
 	require.Equal(t, slog.LevelInfo, c.LogLevel)
 }
@@ -67,6 +71,11 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"SWITCHBOARD_HTTP_WRITE_TIMEOUT", "45s",
 		"SWITCHBOARD_HTTP_IDLE_TIMEOUT", "2m",
 		"SWITCHBOARD_HTTP_MAX_CONNS", "64",
+		"SWITCHBOARD_HTTP_MAX_CONNS_PER_CLIENT", "4",
+		"SWITCHBOARD_HTTP_PRESSURE_CONNS", "32",
+		"SWITCHBOARD_HTTP_PRESSURE_IDLE_TIMEOUT", "500ms",
+		"SWITCHBOARD_AUTH_FAILURES_PER_MINUTE", "3",
+		"SWITCHBOARD_AUTH_FAILURES_BURST", "7",
 		"SWITCHBOARD_LOG_FORMAT", "JSON",
 		"SWITCHBOARD_LOG_LEVEL", "debug",
 	))
@@ -90,7 +99,10 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 	require.Equal(t, 50, c.BudgetBurstMax)
 	require.Equal(t, 5*time.Minute, c.ClaimTTL)
 	require.Equal(t, api.ServerConfig{ReadTimeout: 20 * time.Second, WriteTimeout: 45 * time.Second,
-		IdleTimeout: 2 * time.Minute, MaxConns: 64}, c.HTTP)
+		IdleTimeout: 2 * time.Minute, MaxConns: 64, MaxConnsPerClient: 4, PressureConns: 32,
+		PressureIdleTimeout: 500 * time.Millisecond}, c.HTTP)
+	require.Equal(t, 3, c.AuthFailuresPerMinute)
+	require.Equal(t, 7, c.AuthFailuresBurst)
 	require.Equal(t, LogFormatJSON, c.LogFormat)
 	require.Equal(t, slog.LevelDebug, c.LogLevel)
 

@@ -113,7 +113,8 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 		Clock:     engine.SystemClock{},
 		BaseURL:   cfg.BaseURL,
 	}
-	deps.Auth = &httpx.Auth{Accounts: deps.Accounts, Endpoints: deps.Endpoints, Clock: deps.Clock}
+	deps.AuthFailures = httpx.NewAuthFailures(float64(cfg.AuthFailuresPerMinute), cfg.AuthFailuresBurst, deps.Clock)
+	deps.Auth = &httpx.Auth{Accounts: deps.Accounts, Endpoints: deps.Endpoints, Clock: deps.Clock, Failures: deps.AuthFailures}
 
 	// The operator's commands print links for this address when their own
 	// shell does not set SWITCHBOARD_BASE_URL (linkBase).
@@ -152,10 +153,10 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	srv := api.NewServer(handler, httpCfg)
 	log.Info("listening on http://"+ln.Addr().String(), "base_url", cfg.BaseURL,
 		"read_timeout", srv.ReadTimeout, "write_timeout", srv.WriteTimeout, "idle_timeout", srv.IdleTimeout,
-		"max_conns", httpCfg.WithDefaults().MaxConns)
+		"max_conns", httpCfg.WithDefaults().MaxConns, "max_conns_per_client", httpCfg.WithDefaults().MaxConnsPerClient)
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(api.LimitListener(ln, httpCfg)) }()
+	go func() { serveErr <- srv.Serve(ln) }()
 
 	select {
 	case err := <-serveErr:

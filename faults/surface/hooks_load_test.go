@@ -5,7 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -111,15 +111,21 @@ func (h *hookLoad) post(n int64) {
 		payload["padding"] = strings.Repeat("x", host.DeliveryMaxBytes)
 	}
 	body, _ := json.Marshal(payload)
+	// Signed as the README's curl signs (Standard Webhooks), not through
+	// host.Sign: "v1," and the base64 HMAC of "<id>.<timestamp>.<body>".
+	id, ts := "msg_load_"+strconv.FormatInt(n, 10), strconv.FormatInt(time.Now().Unix(), 10)
 	mac := hmac.New(sha256.New, []byte(h.secret))
+	mac.Write([]byte(id + "." + ts + "."))
 	mac.Write(body)
-	sig := "sha256=" + hex.EncodeToString(mac.Sum(nil))
+	sig := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
 	if kind == "forged" {
-		sig = "sha256=" + strings.Repeat("0", 64)
+		sig = "v1," + base64.StdEncoding.EncodeToString(make([]byte, 32))
 	}
 	req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/hooks/%d", h.s.url, h.hookID), bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(host.SignatureHeader, sig)
+	req.Header.Set("webhook-id", id)
+	req.Header.Set("webhook-timestamp", ts)
+	req.Header.Set("webhook-signature", sig)
 	start := time.Now()
 	resp, err := h.client.Do(req)
 	took := time.Since(start)

@@ -131,7 +131,9 @@ func run(ctx context.Context) (err error) {
 	}
 	body := []byte(`{"action":"opened","sender":{"login":"mallory"},"repository":{"full_name":"acme/forge"},` +
 		`"issue":{"number":7,"title":"free money","body":"` + strings.Repeat("spam ", 180) + `"}}`)
-	sig := host.Sign(secret, body)
+	// Each delivery is its own message: a fresh webhook-id (a repeated one
+	// is answered as a duplicate and does nothing).
+	sign := func() host.Envelope { return host.Sign(secret, host.NewMessageID(), time.Now(), body) }
 	srv := httptest.NewServer(hooks.New(httpx.Deps{Webhooks: svc, Logger: slog.New(slog.DiscardHandler)}))
 	defer srv.Close()
 	url := fmt.Sprintf("%s/hooks/%d", srv.URL, hook.ID)
@@ -147,12 +149,12 @@ func run(ctx context.Context) (err error) {
 				err = w.HostTx(ctx, workload.Emit1Sink)
 			case hooksReceive:
 				var got host.Received
-				got, err = svc.Receive(ctx, hook.ID, body, sig)
+				got, err = svc.Receive(ctx, hook.ID, body, sign())
 				if err == nil && got.Outcome != host.OutcomeQuarantined {
 					err = fmt.Errorf("outcome %s, want quarantined", got.Outcome)
 				}
 			case hooksHTTP:
-				err = post(client, url, body, sig)
+				err = post(client, url, body, sign())
 			}
 			if err != nil {
 				return 0, fmt.Errorf("%s: %w", v, err)
@@ -235,12 +237,12 @@ func run(ctx context.Context) (err error) {
 	return nil
 }
 
-func post(c *http.Client, url string, body []byte, sig string) error {
+func post(c *http.Client, url string, body []byte, sig host.Envelope) error {
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set(host.SignatureHeader, sig)
+	sig.Set(req.Header)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
