@@ -58,7 +58,9 @@ func TestFailedAuthenticationIsLimited(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, do("GET", "/api/v1/sinks", "", nil).StatusCode)
 	}
 	for i := range authFailuresBurst {
-		switch i % 3 {
+		switch i % 4 {
+		case 3:
+			require.Equal(t, http.StatusNotFound, do("POST", "/login/sbl_guess"+fmt.Sprint(i), "", nil).StatusCode)
 		case 0:
 			require.Equal(t, http.StatusForbidden, do("POST", "/hooks/999999", "", forged()).StatusCode)
 		case 1:
@@ -74,6 +76,7 @@ func TestFailedAuthenticationIsLimited(t *testing.T) {
 		"an MCP credential": do("POST", "/mcp", "sbe_guess", nil),
 		"a forged delivery": do("POST", "/hooks/999999", "", forged()),
 		"the ops route":     do("GET", "/ops/actors", "sbo_guess", nil),
+		"a login link":      do("POST", "/login/sbl_guess", "", nil),
 	} {
 		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, name)
 		require.Equal(t, "1", resp.Header.Get("Retry-After"), name)

@@ -249,8 +249,17 @@ func (s *server) confirmLogin(w http.ResponseWriter, r *http.Request) {
 // /sinks. An unknown, expired or used link shows an error page: it never
 // redirects anywhere a request names.
 func (s *server) login(w http.ResponseWriter, r *http.Request) {
+	// An unknown, expired or used link spends one of the client's failed
+	// authentications; while they are spent, no link is tried (a good one
+	// waits like a bad one, so the limit tells no guess from another).
+	if err := s.d.AuthFailures.Check(r); err != nil {
+		httpx.SetRetryAfter(w, err)
+		s.render(w, r, http.StatusTooManyRequests, "login", nil, view{Title: "Sign in", Err: s.public(r, err)})
+		return
+	}
 	_, session, expires, err := s.d.Accounts.StartSession(r.Context(), r.PathValue("token"), s.clock.Now())
 	if errors.Is(err, notifytype.ErrNotFound) {
+		s.d.AuthFailures.Fail(r)
 		s.render(w, r, http.StatusNotFound, "login", nil, view{
 			Title: "Sign in",
 			Err:   notifytype.NotFound("login link (it is unknown, expired or already used)"),
