@@ -154,6 +154,9 @@ func checkQuery(q *gojq.Query) error {
 	default:
 		return refuse("the assignment %q", q.Op.String())
 	}
+	if q.Op == gojq.OpMul && (repeatsPastBudget(q.Left, q.Right) || repeatsPastBudget(q.Right, q.Left)) {
+		return refuse("a string repeated past the rules' limit")
+	}
 	for _, p := range q.Patterns {
 		if err := checkPattern(p); err != nil {
 			return err
@@ -356,6 +359,21 @@ func checkFunc(f *gojq.Func) error {
 		}
 	}
 	return nil
+}
+
+// repeatsPastBudget reports a literal string times a literal number that
+// would build more than a run may (`"x" * 1000000000`): refused at save
+// rather than left to fault at every run.
+func repeatsPastBudget(str, num *gojq.Query) bool {
+	s, ok := stringLiteral(str)
+	if !ok || num == nil || num.Term == nil || num.Term.Type != gojq.TermTypeNumber || len(num.Term.SuffixList) > 0 {
+		return false
+	}
+	var n float64
+	if _, err := fmt.Sscan(num.Term.Number, &n); err != nil {
+		return false
+	}
+	return float64(max(len(s), 1))*n > RuleWorkBudget
 }
 
 // stringLiteral is a query's value when it is a plain string literal.

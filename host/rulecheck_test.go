@@ -269,3 +269,15 @@ func TestFullSizeGrowthFaultsWithinItsBudget(t *testing.T) {
 	}
 	require.Less(t, grew, uint64(64<<20), "the heap grew %d MiB", grew>>20)
 }
+
+func TestLiteralRepeatPastTheBudgetIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, expr := range []string{`"x" * 1000000000`, `1e9 * "ab"`, `.a == ("x" * 1e9)`} {
+		_, err := compileExpr(expr)
+		var na *notAllowedError
+		require.ErrorAs(t, err, &na, expr)
+		require.Contains(t, na.Error(), "repeated past the rules' limit")
+	}
+	_, err := compileExpr(`"x" * 3 == "xxx"`)
+	require.NoError(t, err)
+}
