@@ -12,6 +12,7 @@ import (
 
 	"github.com/itchyny/gojq"
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
 	"github.com/switchboard/notify/store"
 )
@@ -280,4 +281,95 @@ func TestLiteralRepeatPastTheBudgetIsRefused(t *testing.T) {
 	}
 	_, err := compileExpr(`"x" * 3 == "xxx"`)
 	require.NoError(t, err)
+}
+
+// genExpr draws an expression from the subset's grammar, depth bounded.
+func genExpr(t *rapid.T, depth int) string {
+	leaves := []string{`.`, `.s`, `.n`, `.a`, `.o`, `.a[]`, `..`, `.a[0]`, `.o.k`, `$v`, `1`, `1e9`, `"x"`, `"ab"`, `null`, `true`, `[]`, `{}`}
+	if depth <= 0 {
+		return rapid.SampledFrom(leaves).Draw(t, "leaf")
+	}
+	sub := func(name string) string { return genExpr(t, depth-1) }
+	switch rapid.IntRange(0, 12).Draw(t, "form") {
+	case 0:
+		op := rapid.SampledFrom([]string{"+", "-", "*", "/", "%", "|", ",", "==", "<", "and", "or", "//"}).Draw(t, "op")
+		return "(" + sub("l") + " " + op + " " + sub("r") + ")"
+	case 1:
+		return "[" + sub("elem") + "]"
+	case 2:
+		return "{k: " + sub("v") + ", (" + sub("key") + " | tostring): 1}"
+	case 3:
+		return "(" + sub("bind") + ") as $v | " + sub("body")
+	case 4:
+		return "if " + sub("c") + " then " + sub("t") + " else " + sub("e") + " end"
+	case 5:
+		return "try " + sub("b") + " catch ."
+	case 6:
+		return `"\(` + sub("i") + `)-\(` + sub("j") + `)"`
+	case 7:
+		f := rapid.SampledFrom([]string{"length", "keys", "tostring", "tojson", "add", "sort", "unique", "reverse",
+			"ascii_downcase", "to_entries", "type", "not", "min", "max", "first", "last", "values", "floor", "recurse"}).Draw(t, "f0")
+		return "(" + sub("in") + " | " + f + ")"
+	case 8:
+		f := rapid.SampledFrom([]string{"map", "select", "any", "all", "join", "split", "contains", "inside", "has",
+			"startswith", "ltrimstr", "first", "last", "isempty"}).Draw(t, "f1")
+		return "(" + sub("in") + " | " + f + "(" + sub("arg") + "))"
+	case 9:
+		return "(" + sub("in") + ")[" + sub("idx") + "]"
+	case 10:
+		return "(" + sub("in") + " | test(\"a+\"; \"i\"))"
+	case 11:
+		return "-(" + sub("n") + ")"
+	default:
+		return "(" + sub("a") + ")?"
+	}
+}
+
+// genPayload draws a bounded delivery.
+func genPayload(t *rapid.T) map[string]any {
+	s := strings.Repeat(rapid.StringN(0, 8, 8).Draw(t, "unit"), rapid.IntRange(0, 4096).Draw(t, "times"))
+	var a []any
+	for range rapid.IntRange(0, 200).Draw(t, "len") {
+		a = append(a, rapid.OneOf(rapid.Just[any](s), rapid.Just[any](1.5), rapid.Just[any](map[string]any{"k": s})).Draw(t, "elem"))
+	}
+	return map[string]any{"s": s, "n": float64(rapid.IntRange(-1e9, 1e9).Draw(t, "n")), "a": a, "o": map[string]any{"k": a, "s": s}}
+}
+
+// Property: any expression of the subset, on any bounded payload, answers
+// within its time and keeps its heap within bounds.
+func TestCheckedExpressionsAlwaysAnswerWithinBounds(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		expr := "1 as $v | " + genExpr(t, rapid.IntRange(1, 6).Draw(t, "depth"))
+		code, err := compileExpr(expr)
+		if err != nil {
+			var na *notAllowedError
+			if errors.As(err, &na) {
+				require.Contains(t, na.what, "repeated past", "the grammar is the subset's: %s", expr)
+			}
+			return // refused at save: a literal repeat past the budget, a compile error
+		}
+		payload := genPayload(t)
+		const timeout = 100 * time.Millisecond
+		var took time.Duration
+		grew := heapGrowth(func() {
+			started := time.Now()
+			_, _, _ = runExpr(context.Background(), code, payload, timeout)
+			took = time.Since(started)
+		})
+		require.Less(t, took, timeout+400*time.Millisecond, "%s answers in time", expr)
+		require.Less(t, grew, uint64(64<<20), "%s: the heap grew %d MiB", expr, grew>>20)
+	})
+}
+
+// Every rule the docs, the demo and the tests show is still accepted.
+func TestTheDocumentedRulesAreInTheSubset(t *testing.T) {
+	t.Parallel()
+	for _, expr := range []string{
+		SenderExprDefault, SubjectExprDefault, titleExpr, bodyExpr,
+		`.action == "opened"`, `.action == "closed"`, `.sender.login == "dependabot"`, `.issue != null`,
+		`.issue.number > 0`, `.issue.number > 1`, `.issue.number > 3`, `.issue.number == 9`, `true`, `false`,
+	} {
+		_, err := compileExpr(expr)
+		require.NoError(t, err, expr)
+	}
 }
