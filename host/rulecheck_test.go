@@ -199,7 +199,7 @@ func heapGrowth(f func()) uint64 {
 }
 
 // growthExprs are expressions inside the subset's grammar that grow a value
-// without end; n scales them: the multiplier is 10^n, the chains 2^(n+9)
+// without end, past the save-time check of a literal repeat; n scales them: the multiplier is 10^n, the chains 2^(n+9)
 // times their start (the real attack is n = 9 and chains 40 deep).
 func growthExprs(n int) map[string]string {
 	multiplier := fmt.Sprintf("1e%d", n)
@@ -212,14 +212,14 @@ func growthExprs(n int) map[string]string {
 	}
 	last := depth - 1
 	return map[string]string{
-		"repeat":       `"x" * ` + multiplier + ` | length > 0`,
+		"repeat":       `"x" * (` + multiplier + ` | floor) | length > 0`,
 		"repeat var":   `(` + multiplier + `) as $n | "x" * $n | length > 0`,
-		"repeat left":  multiplier + ` * .s | length > 0`,
+		"repeat left":  `(` + multiplier + ` | floor) * .s | length > 0`,
 		"doubling":     strings.Join(chain, " | ") + fmt.Sprintf(` | $a%d | length > 0`, last),
 		"shared parts": strings.Join(dag, " | ") + fmt.Sprintf(` | $d%d | tostring | length > 0`, last),
 		"interpolate":  strings.Join(dag, " | ") + fmt.Sprintf(` | "\\($d%d)" | length > 0`, last),
 		"generator":    `[` + strings.Repeat(`(1,1) | `, depth+4) + `.] | length > 0`,
-		"join":         `[.s, .s] | join("x" * ` + multiplier + `) | length > 0`,
+		"join":         `(` + multiplier + `) as $n | [.s, .s] | join("x" * $n) | length > 0`,
 	}
 }
 
@@ -260,7 +260,7 @@ func TestGrowingExpressionsFaultWithinTheirBudget(t *testing.T) {
 // same bound. It first makes sure a budget is in place, so that code
 // without one is stopped here rather than run out of memory.
 func TestFullSizeGrowthFaultsWithinItsBudget(t *testing.T) {
-	code, err := compileExpr(`"x" * 1e7 | length`)
+	code, err := compileExpr(`(1e7) as $n | "x" * $n | length`)
 	require.NoError(t, err)
 	_, _, err = runExpr(context.Background(), code, nil, 10*time.Second)
 	require.ErrorIs(t, err, errBudget, "no work budget: the full-size attack is not run")
