@@ -29,6 +29,10 @@ const (
 	// RuleTimeoutDefault is how long one expression may run on one
 	// delivery before it counts as a fault.
 	RuleTimeoutDefault = 250 * time.Millisecond
+	// RulesBudgetDefault is how long one evaluation of a webhook's rules
+	// (one delivery's, or a whole dry run's) may take; rules past it are
+	// faults, not run.
+	RulesBudgetDefault = time.Second
 )
 
 // RuleAction is what a matching rule does (D17, REQ-8). Queue and Drop
@@ -83,29 +87,43 @@ func ruleOut(r store.RuleRow) Rule {
 	}
 }
 
-// compileExpr parses and compiles a jq expression. The compiled code sees
+// compileExpr checks, rewrites and compiles a jq expression (rulecheck.go):
+// only the checked subset of jq is accepted, and every value the compiled
+// code builds is paid for out of its run's budget. The compiled code sees
 // no environment variables and has no input iterator, so an expression can
 // read only the delivery it is given.
 func compileExpr(expr string) (*gojq.Code, error) {
-	q, err := gojq.Parse(expr)
+	q, err := checkExpr(expr)
 	if err != nil {
 		return nil, err
 	}
-	return gojq.Compile(q, gojq.WithEnvironLoader(func() []string { return nil }))
+	rewriteQuery(q)
+	opts := append([]gojq.CompilerOption{
+		gojq.WithEnvironLoader(func() []string { return nil }),
+		gojq.WithVariables([]string{budgetVar}),
+	}, ruleFuncs...)
+	return gojq.Compile(q, opts...)
 }
 
-// runExpr runs code on v for at most timeout and returns its first output;
-// ok is false when it produced none.
+// errRulesBudget is the fault of a rule the rules' time budget stopped.
+var errRulesBudget = errors.New("stopped: the rules' time budget ran out")
+
+// runExpr runs code on v for at most timeout, with a fresh work budget, and
+// returns its first output; ok is false when it produced none. A ctx that
+// ends first (the rules' time budget) stops it too.
 func runExpr(ctx context.Context, code *gojq.Code, v any, timeout time.Duration) (out any, ok bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	iter := code.RunWithContext(ctx, v)
+	iter := code.RunWithContext(runCtx, v, &workBudget{left: RuleWorkBudget})
 	out, ok = iter.Next()
 	if !ok {
 		return nil, false, nil
 	}
 	if e, isErr := out.(error); isErr {
 		if errors.Is(e, context.DeadlineExceeded) {
+			if ctx.Err() != nil {
+				return nil, false, errRulesBudget
+			}
 			return nil, false, fmt.Errorf("ran longer than %v", timeout)
 		}
 		var halt *gojq.HaltError
@@ -169,7 +187,11 @@ func checkRule(in RuleInput, i int, field string) (checkedRule, error) {
 		return checkedRule{}, bad("action.notify_severity", "notify_severity must be low, normal or high")
 	}
 	code, err := compileExpr(in.Expr)
-	if err != nil {
+	var notAllowed *notAllowedError
+	switch {
+	case errors.As(err, &notAllowed):
+		return checkedRule{}, bad("expr", "its expression %s", notAllowed.Error())
+	case err != nil:
 		return checkedRule{}, bad("expr", "its expression does not compile: %s", firstLine(err.Error()))
 	}
 	return checkedRule{in: in, code: code}, nil
@@ -294,15 +316,22 @@ type evaluation struct {
 
 // evaluate runs every rule on payload (D17): all rules run; the first
 // match with queue or drop decides routing; the notify of every matching
-// rule is collected, once per sink. A rule that faults does not match.
+// rule is collected, once per sink. A rule that faults does not match. Each
+// rule runs for at most timeout and all of them together until ctx ends
+// (the rules' time budget): a rule reached after that is a fault, not run.
 func evaluate(ctx context.Context, rules []compiledRule, payload any, timeout time.Duration) evaluation {
 	ev := evaluation{decider: -1, results: make([]RuleResult, len(rules))}
 	seen := map[string]bool{}
 	for i, r := range rules {
 		res := RuleResult{RuleID: r.row.ID, Name: r.row.Name}
+		var notAllowed *notAllowedError
 		switch {
+		case errors.As(r.err, &notAllowed):
+			res.Fault = "expression uses " + notAllowed.what + ", not allowed in rules (a checked subset of jq); not run"
 		case r.err != nil:
 			res.Fault = "expression does not compile: " + firstLine(r.err.Error())
+		case ctx.Err() != nil:
+			res.Fault = "not run: the rules' time budget ran out"
 		default:
 			out, ok, err := runExpr(ctx, r.code, payload, timeout)
 			switch {

@@ -26,6 +26,10 @@ func FuzzRuleSave(f *testing.F) {
 	f.Add("theirs", `true`, "their-phone", "", false, false)
 	f.Add("sev", `true`, "", "urgent", false, false)
 	f.Add("env", `env.HOME`, "", "", true, false)
+	f.Add("grow", `"x" * 1000000000`, "", "", true, false)
+	f.Add("setpath", `setpath([536870912]; 1)`, "", "", true, false)
+	f.Add("assign", `.[536870912] = 1`, "", "", true, false)
+	f.Add("doubling", `(.s + .s) as $a | ($a + $a) as $b | $b`, "", "", true, false)
 	f.Add("bidi\u202e", `true`, "", "", true, false)
 
 	pool := storetest.New(f)

@@ -90,6 +90,7 @@ type Webhooks struct {
 	clock   engine.Clock
 	vault   *vault.Vault
 	timeout time.Duration
+	budget  time.Duration
 	rules   ruleCache
 	exprs   exprCache
 	// dummySealed is a secret sealed at start that a delivery to an unknown
@@ -120,6 +121,10 @@ type WebhooksConfig struct {
 	// RuleTimeout bounds one expression on one delivery. Defaults to
 	// RuleTimeoutDefault (250 ms).
 	RuleTimeout time.Duration
+	// RulesBudget bounds one evaluation of all of a webhook's rules: one
+	// delivery's, or a whole dry run's; rules past it are faults ("not
+	// run"). Defaults to RulesBudgetDefault (1 s).
+	RulesBudget time.Duration
 }
 
 // NewWebhooks returns the webhooks service.
@@ -133,9 +138,12 @@ func NewWebhooks(cfg WebhooksConfig) *Webhooks {
 	if cfg.RuleTimeout <= 0 {
 		cfg.RuleTimeout = RuleTimeoutDefault
 	}
+	if cfg.RulesBudget <= 0 {
+		cfg.RulesBudget = RulesBudgetDefault
+	}
 	s := &Webhooks{
 		pool: cfg.Pool, emitter: cfg.Emitter, clock: cfg.Clock, vault: vault.New(cfg.SecretKey),
-		timeout: cfg.RuleTimeout,
+		timeout: cfg.RuleTimeout, budget: cfg.RulesBudget,
 	}
 	if s.vault.Enabled() {
 		sealed, err := s.vault.Seal(0, dummyScope, notifytype.NewSecret(dummySignatureKey))
@@ -295,7 +303,12 @@ func checkSettings(in WebhookSettings) (WebhookSettings, error) {
 		if len(expr) > RuleExprMaxLen || !utf8.ValidString(expr) || strings.ContainsRune(expr, 0) {
 			return in, notifytype.InvalidArgumentf(field, "must be valid UTF-8 of at most %d bytes, without NUL", RuleExprMaxLen)
 		}
-		if _, err := compileExpr(expr); err != nil {
+		_, err := compileExpr(expr)
+		var notAllowed *notAllowedError
+		switch {
+		case errors.As(err, &notAllowed):
+			return in, notifytype.InvalidArgument(field, notAllowed.Error())
+		case err != nil:
 			return in, notifytype.InvalidArgument(field, "does not compile: "+firstLine(err.Error()))
 		}
 	}

@@ -406,7 +406,9 @@ func (s *Webhooks) Receive(ctx context.Context, id int64, body []byte, env Envel
 		if rows, err = store.ListRules(ctx, s.pool, w.ID); err != nil {
 			return Received{}, err
 		}
-		ev := evaluate(ctx, s.rules.compile(rows), payload, s.timeout)
+		budgetCtx, cancel := context.WithTimeout(ctx, s.budget)
+		ev := evaluate(budgetCtx, s.rules.compile(rows), payload, s.timeout)
+		cancel()
 		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			var err error
 			out, err = s.route(ctx, tx, w, msg, body, subj, rows, ev)
@@ -685,6 +687,10 @@ func (s *Webhooks) TestRules(ctx context.Context, p engine.Principal, id int64, 
 		return TestReport{}, err
 	}
 	report := TestReport{Scored: len(stored), Deliveries: []TestDelivery{}}
+	// One time budget for the whole dry run: it always answers, and the
+	// rules of deliveries past it are reported as not run.
+	budgetCtx, cancel := context.WithTimeout(ctx, s.budget)
+	defer cancel()
 	for _, d := range stored {
 		td := TestDelivery{DeliveryID: d.ID, Sender: d.Sender}
 		if d.Sender == "" || !slices.Contains(w.TrustedSenders, d.Sender) {
@@ -699,7 +705,7 @@ func (s *Webhooks) TestRules(ctx context.Context, p engine.Principal, id int64, 
 			report.Deliveries = append(report.Deliveries, td)
 			continue
 		}
-		ev := evaluate(ctx, rules, payload, s.timeout)
+		ev := evaluate(budgetCtx, rules, payload, s.timeout)
 		td.Rules, td.Outcome = ev.results, OutcomeUnrouted
 		if ev.decider >= 0 {
 			r := rules[ev.decider].row

@@ -348,9 +348,12 @@ func TestExpressionThatLoopsForeverIsAFault(t *testing.T) {
 	hook, secret, p := w.hook(t, ctx)
 	w.f.Sink(storetest.SinkOpts{Owner: hook.Owner, Name: "phone"})
 	queue := w.f.Queue(hook.Owner, "forge")
+	// Inside the checked subset an expression can still run for ever
+	// without building anything: 2^60 outputs, one at a time.
+	endless := strings.Repeat("(1,1) | ", 60)
 	rules, err := w.hooks.SetRules(ctx, p, hook.ID, []host.RuleInput{
-		{Name: "forever", Expr: `def f: f; f`, Action: host.RuleAction{Drop: true, Notify: "phone"}},
-		{Name: "counting", Expr: `last(range(1; infinite))`, Action: host.RuleAction{Drop: true}},
+		{Name: "forever", Expr: `any(` + endless + `.; false)`, Action: host.RuleAction{Drop: true, Notify: "phone"}},
+		{Name: "counting", Expr: `last(` + endless + `.)`, Action: host.RuleAction{Drop: true}},
 		{Name: "route", Expr: `.issue.number == 9`, Action: host.RuleAction{Queue: queue}},
 	})
 	require.NoError(t, err, "an endless expression compiles; it faults when run")
@@ -365,6 +368,84 @@ func TestExpressionThatLoopsForeverIsAFault(t *testing.T) {
 	require.Contains(t, d.Trace.Faults[1], `rule "counting"`)
 	require.Empty(t, d.Trace.Notified)
 	require.Empty(t, w.outbox(t), "a faulting rule notifies nothing")
+}
+
+// A rule stored before rules became a checked subset of jq, whose
+// expression the check now refuses, is never run: it is a fault naming what
+// it uses, and the rules after it still run.
+func TestStoredRuleOutsideTheSubsetFaultsWithoutRunning(t *testing.T) {
+	t.Parallel()
+	w, ctx := newHookWorld(t)
+	hook, secret, p := w.hook(t, ctx)
+	queue := w.f.Queue(hook.Owner, "forge")
+	for i, expr := range []string{`def f: f; f`, `setpath([536870912]; 1)`, `.[536870912] = 1`} {
+		_, err := store.InsertRule(ctx, w.pool, hook.ID, store.RuleWrite{Name: "old" + itoa(int64(i)), Expr: expr, Drop: true})
+		require.NoError(t, err)
+	}
+	_, err := store.InsertRule(ctx, w.pool, hook.ID, store.RuleWrite{Name: "route", Expr: `.issue.number == 9`, QueueID: queue})
+	require.NoError(t, err)
+
+	const not = ", not allowed in rules (a checked subset of jq); not run"
+	for range 2 { // the second delivery takes the verdict from the cache
+		got := w.post(t, ctx, hook, secret, issue("octocat", 9, "nine"))
+		require.Equal(t, host.OutcomeRouted, got.Outcome, "the rule after them still routes")
+		d, err := w.hooks.Delivery(ctx, p, hook.ID, got.DeliveryID)
+		require.NoError(t, err)
+		require.Equal(t, []string{
+			`rule "old0": expression uses def` + not,
+			`rule "old1": expression uses setpath/2` + not,
+			`rule "old2": expression uses the assignment "="` + not,
+		}, d.Trace.Faults)
+	}
+	results, err := w.hooks.TestRules(ctx, p, hook.ID, nil, 0)
+	require.NoError(t, err)
+	require.Len(t, results.Deliveries, 2)
+	require.Contains(t, results.Deliveries[0].Faults[0], `rule "old0": expression uses def, not allowed in rules`)
+}
+
+// One evaluation of a webhook's rules has a time budget: the rules past it
+// are faults, not run, and a dry run over many deliveries answers within
+// it.
+func TestRulesPastTheTimeBudgetAreNotRun(t *testing.T) {
+	t.Parallel()
+	pool := storetest.New(t)
+	w := newHookWorldOn(t, pool, 0)
+	w.hooks = host.NewWebhooks(host.WebhooksConfig{
+		Pool: pool, Emitter: w.engine, SecretKey: w.key, Clock: w.clock,
+		RuleTimeout: 40 * time.Millisecond, RulesBudget: 100 * time.Millisecond,
+	})
+	ctx := context.Background()
+	hook, secret, p := w.hook(t, ctx)
+	var in []host.RuleInput
+	for i := range 6 {
+		in = append(in, host.RuleInput{Name: "slow" + itoa(int64(i)), Expr: `any(` + strings.Repeat("(1,1) | ", 60) + `.; false)`,
+			Action: host.RuleAction{Drop: true}})
+	}
+	_, err := w.hooks.SetRules(ctx, p, hook.ID, in)
+	require.NoError(t, err)
+	const notRun = "not run: the rules' time budget ran out"
+
+	started := time.Now()
+	got := w.post(t, ctx, hook, secret, issue("octocat", 9, "nine"))
+	require.Less(t, time.Since(started), 2*time.Second)
+	d, err := w.hooks.Delivery(ctx, p, hook.ID, got.DeliveryID)
+	require.NoError(t, err)
+	require.Len(t, d.Trace.Faults, 6, "every rule faults")
+	require.Contains(t, d.Trace.Faults[0], "ran longer than 40ms")
+	require.Contains(t, d.Trace.Faults[5], notRun, "the last rules are not run")
+
+	for range 4 {
+		w.post(t, ctx, hook, secret, issue("octocat", 9, "nine"))
+	}
+	started = time.Now()
+	report, err := w.hooks.TestRules(ctx, p, hook.ID, nil, 0)
+	require.NoError(t, err)
+	require.Less(t, time.Since(started), 2*time.Second, "the dry run answers within its budget")
+	require.Equal(t, 5, report.Scored)
+	last := report.Deliveries[len(report.Deliveries)-1]
+	for _, f := range last.Faults {
+		require.Contains(t, f, notRun, "past the budget no rule runs")
+	}
 }
 
 func TestQuarantineIsOneTransactionWithItsEvent(t *testing.T) {

@@ -1,6 +1,8 @@
 package mcpserver_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -105,4 +107,69 @@ func TestRuleVerbsRefuseAnotherOwnersSink(t *testing.T) {
 
 	e = refused(t, cs, mcpserver.ToolSetWebhookRules, map[string]any{"webhook_id": theirs.ID, "rules": []map[string]any{}})
 	require.Equal(t, notifytype.CodeNotFound, e.Code, "another owner's webhook is not found")
+}
+
+// Rules are a checked subset of jq for an agent with the default grant too:
+// issue 18 item 8's expressions outside it are refused by every rule verb
+// with invalid_argument naming the field, and nothing is saved; the ones
+// inside it that would grow without end fault in a dry run, which answers.
+func TestRuleVerbsRefuseExpressionsOutsideTheSubset(t *testing.T) {
+	t.Parallel()
+	w := rulesWorld(t)
+	human, scope := w.person()
+	hook, secret, err := w.deps.Webhooks.Create(w.Ctx, engine.HumanPrincipal(human), host.WebhookInput{
+		Owner: scope, Name: "forge", TrustedSenders: []string{"octocat"},
+	})
+	require.NoError(t, err)
+	body := `{"sender":{"login":"octocat"},"s":"ab"}`
+	_, err = w.deps.Webhooks.Receive(w.Ctx, hook.ID, []byte(body), host.Sign(secret, []byte(body)))
+	require.NoError(t, err)
+	_, cred := w.vend(t, human, scope) // the default grant: todos and rules
+	cs := w.connect(t, cred)
+	set := succeeds[mcpserver.RulesOut](t, cs, mcpserver.ToolSetWebhookRules, map[string]any{
+		"webhook_id": hook.ID,
+		"rules":      []map[string]any{{"name": "all", "expr": `true`, "action": map[string]any{"drop": true}}},
+	})
+
+	chain := []string{`($s + $s) as $a0`}
+	for i := 1; i < 40; i++ {
+		chain = append(chain, fmt.Sprintf(`($a%d + $a%d) as $a%d`, i-1, i-1, i))
+	}
+	rule := func(expr string) map[string]any {
+		return map[string]any{"name": "attack", "expr": expr, "action": map[string]any{"drop": true}}
+	}
+	for _, expr := range []string{`"x" * 1000000000`, `setpath([536870912]; 1)`, `.[536870912] = 1`, `[range(1e9)]`, `def f: f; f`} {
+		for _, c := range []struct {
+			tool, field string
+			args        map[string]any
+		}{
+			{mcpserver.ToolSetWebhookRules, "rules[0].expr", map[string]any{"webhook_id": hook.ID, "rules": []map[string]any{rule(expr)}}},
+			{mcpserver.ToolAddWebhookRule, "expr", map[string]any{"webhook_id": hook.ID, "rule": rule(expr)}},
+			{mcpserver.ToolUpdateWebhookRule, "expr", map[string]any{"webhook_id": hook.ID, "rule_id": set.Rules[0].ID, "rule": rule(expr)}},
+			{mcpserver.ToolTestWebhookRules, "rules[0].expr", map[string]any{"webhook_id": hook.ID, "rules": []map[string]any{rule(expr)}}},
+		} {
+			e := refused(t, cs, c.tool, c.args)
+			require.Equal(t, notifytype.CodeInvalidArgument, e.Code, "%s %s", c.tool, expr)
+			require.Equal(t, c.field, e.Field, "%s %s", c.tool, expr)
+			require.Contains(t, e.Message, "checked subset of jq", "%s %s", c.tool, expr)
+		}
+	}
+	rules, err := w.deps.Webhooks.Rules(w.Ctx, engine.HumanPrincipal(human), hook.ID)
+	require.NoError(t, err)
+	require.Len(t, rules, 1, "nothing refused was saved")
+	require.Equal(t, set.Rules[0].ID, rules[0].ID)
+	require.Equal(t, "true", rules[0].Expr)
+
+	for _, expr := range []string{
+		`.s as $s | ` + strings.Join(chain, " | ") + ` | $a39 | length > 0`,
+		`(1e9) as $n | "x" * $n | length > 0`,
+	} {
+		report := succeeds[host.TestReport](t, cs, mcpserver.ToolTestWebhookRules, map[string]any{
+			"webhook_id": hook.ID, "rules": []map[string]any{rule(expr)},
+		})
+		require.Len(t, report.Deliveries, 1)
+		require.Equal(t, host.OutcomeUnrouted, report.Deliveries[0].Outcome)
+		require.Len(t, report.Deliveries[0].Faults, 1)
+		require.Contains(t, report.Deliveries[0].Faults[0], "past the rules' limit")
+	}
 }

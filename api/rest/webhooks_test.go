@@ -171,3 +171,60 @@ func TestDeleteWebhook(t *testing.T) {
 	require.Equal(t, admin, teamWrites[len(teamWrites)-1].HumanID)
 	require.Equal(t, team(tm), teamWrites[len(teamWrites)-1].Owner)
 }
+
+// attackExprs are issue 18 item 8's expressions: refused are those outside
+// the checked subset of jq, the rest pass the check and fault when run.
+func attackExprs() (refused, faulting []string) {
+	chain := []string{`(.s // "ab") as $s | ($s + $s) as $a0`}
+	for i := 1; i < 40; i++ {
+		chain = append(chain, fmt.Sprintf(`($a%d + $a%d) as $a%d`, i-1, i-1, i))
+	}
+	return []string{`"x" * 1000000000`, `setpath([536870912]; 1)`, `.[536870912] = 1`, `[range(1e9)]`, `def f: f; f`},
+		[]string{strings.Join(chain, " | ") + ` | $a39 | length > 0`, `(1e9) as $n | "x" * $n | length > 0`}
+}
+
+// Rules are a checked subset of jq: through the API an expression outside
+// it is refused at save and in a dry run with invalid_argument naming the
+// field, and nothing is saved; one inside it that would grow without end
+// is saved, and a dry run answers with it as a fault.
+func TestRuleExpressionsOutsideTheSubsetAreRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, tok := b.human(t)
+	hook, rule, _ := b.webhook(t, tok)
+	refused, faulting := attackExprs()
+	for _, expr := range refused {
+		e := b.refused(t, http.StatusBadRequest, "invalid_argument", tok, "PUT", fmt.Sprintf("/api/v1/webhooks/%d/rules", hook),
+			map[string]any{"rules": []map[string]any{
+				{"name": "ok", "expr": "true", "action": map[string]any{"drop": true}},
+				{"name": "attack", "expr": expr, "action": map[string]any{"drop": true}},
+			}})
+		require.Equal(t, "rules[1].expr", e.Field, expr)
+		require.Contains(t, e.Message, "not allowed in rules (rules are a checked subset of jq)", expr)
+		e = b.refused(t, http.StatusBadRequest, "invalid_argument", tok, "POST", fmt.Sprintf("/api/v1/webhooks/%d/rules", hook),
+			map[string]any{"name": "attack", "expr": expr, "action": map[string]any{"drop": true}})
+		require.Equal(t, "expr", e.Field, expr)
+		e = b.refused(t, http.StatusBadRequest, "invalid_argument", tok, "PUT", fmt.Sprintf("/api/v1/webhooks/%d/rules/%d", hook, rule),
+			map[string]any{"name": "attack", "expr": expr, "action": map[string]any{"drop": true}})
+		require.Equal(t, "expr", e.Field, expr)
+		e = b.refused(t, http.StatusBadRequest, "invalid_argument", tok, "POST", fmt.Sprintf("/api/v1/webhooks/%d/rules/test", hook),
+			map[string]any{"rules": []map[string]any{{"name": "attack", "expr": expr, "action": map[string]any{"drop": true}}}})
+		require.Equal(t, "rules[0].expr", e.Field, expr)
+	}
+	var rules struct{ Rules []host.Rule }
+	b.ok(t, http.StatusOK, tok, "GET", fmt.Sprintf("/api/v1/webhooks/%d/rules", hook), nil).into(t, &rules)
+	require.Len(t, rules.Rules, 1, "nothing refused was saved")
+	require.Equal(t, "true", rules.Rules[0].Expr)
+
+	for _, expr := range faulting {
+		var report host.TestReport
+		r := b.ok(t, http.StatusOK, tok, "POST", fmt.Sprintf("/api/v1/webhooks/%d/rules/test", hook), map[string]any{
+			"rules": []map[string]any{{"name": "grow", "expr": expr, "action": map[string]any{"drop": true}}},
+		})
+		r.into(t, &report)
+		require.Len(t, report.Deliveries, 1, string(r.body))
+		require.Equal(t, host.OutcomeUnrouted, report.Deliveries[0].Outcome, expr)
+		require.Len(t, report.Deliveries[0].Faults, 1)
+		require.Contains(t, report.Deliveries[0].Faults[0], "past the rules' limit", expr)
+	}
+}
