@@ -122,7 +122,7 @@ func TestRuleVerbsRefuseExpressionsOutsideTheSubset(t *testing.T) {
 	})
 	require.NoError(t, err)
 	body := `{"sender":{"login":"octocat"},"s":"ab"}`
-	_, err = w.deps.Webhooks.Receive(w.Ctx, hook.ID, []byte(body), host.Sign(secret, []byte(body)))
+	_, err = w.deps.Webhooks.Receive(w.Ctx, hook.ID, []byte(body), host.Sign(secret, host.NewMessageID(), w.Clock.Now(), []byte(body)))
 	require.NoError(t, err)
 	_, cred := w.vend(t, human, scope) // the default grant: todos and rules
 	cs := w.connect(t, cred)
