@@ -81,7 +81,7 @@ type DeleteDigestOut struct {
 }
 
 func addListDigests(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:        ToolListDigests,
 		Title:       "List digests",
 		Description: "List the queue digests (scheduled reports to the owner's sinks or Cairn) of this endpoint's owner scope.",
@@ -100,7 +100,7 @@ func addListDigests(srv *mcp.Server, s *surface) {
 }
 
 func addSetDigest(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:  ToolSetDigest,
 		Title: "Create or change a digest",
 		Description: "Create a queue digest in this endpoint's owner scope (omit id) or change one (give id): its name, " +
@@ -133,7 +133,7 @@ func addSetDigest(srv *mcp.Server, s *surface) {
 }
 
 func addDeleteDigest(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:        ToolDeleteDigest,
 		Title:       "Delete a digest",
 		Description: "Delete a queue digest of this endpoint's owner scope.",

@@ -44,6 +44,8 @@ type surface struct {
 	log *slog.Logger
 	// sdkLog is the SDK's logger: its lines at DEBUG (sdkLogHandler).
 	sdkLog *slog.Logger
+	// limits are the operator's bounds the tools' schemas declare.
+	limits limits
 
 	mu      sync.Mutex
 	servers map[string]*mcp.Server
@@ -59,7 +61,7 @@ func New(d httpx.Deps) http.Handler {
 	if d.Engine == nil || d.Auth == nil || d.Todos == nil || d.Limiter == nil {
 		panic("mcpserver: New needs Deps.Engine, Deps.Auth, Deps.Todos and Deps.Limiter")
 	}
-	s := &surface{d: d, log: d.Logger, servers: map[string]*mcp.Server{}}
+	s := &surface{d: d, log: d.Logger, limits: limitsOf(d.Engine), servers: map[string]*mcp.Server{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

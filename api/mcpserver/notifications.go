@@ -149,7 +149,7 @@ func nonNil(ids []int64) []int64 {
 }
 
 func addListSinks(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:        ToolListSinks,
 		Title:       "List sinks",
 		Description: "List the sinks (Gotify and Apprise servers the owner is notified through) of this endpoint's owner scope.",
@@ -170,7 +170,7 @@ func addListSinks(srv *mcp.Server, s *surface) {
 }
 
 func addSetSink(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:  ToolSetSink,
 		Title: "Create or change a sink",
 		Description: "Create a sink in this endpoint's owner scope (omit id) or change one (give id): its name, " +
@@ -219,7 +219,7 @@ func addSetSink(srv *mcp.Server, s *surface) {
 }
 
 func addDeleteSink(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:        ToolDeleteSink,
 		Title:       "Delete a sink",
 		Description: "Delete a sink of this endpoint's owner scope, with its subscriptions. Its delivery records stay.",
@@ -233,7 +233,7 @@ func addDeleteSink(srv *mcp.Server, s *surface) {
 }
 
 func addTestSink(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:  ToolTestSink,
 		Title: "Send a test message",
 		Description: "Send one message titled as a test through a sink of this endpoint's owner scope, now, " +
@@ -249,7 +249,7 @@ func addTestSink(srv *mcp.Server, s *surface) {
 }
 
 func addSetSinkSubscriptions(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:  ToolSetSinkSubscriptions,
 		Title: "Set a sink's subscriptions",
 		Description: "Replace all subscriptions of a sink of this endpoint's owner scope: which events it hears of, " +

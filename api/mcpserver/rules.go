@@ -101,7 +101,7 @@ type TestWebhookRulesIn struct {
 }
 
 func addSetWebhookRules(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:  ToolSetWebhookRules,
 		Title: "Replace a webhook's routing rules",
 		Description: "Replace the ordered routing rules of a webhook. All rules run on each delivery; the first match with queue or drop decides routing, " +
@@ -118,7 +118,7 @@ func addSetWebhookRules(srv *mcp.Server, s *surface) {
 }
 
 func addAddWebhookRule(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:        ToolAddWebhookRule,
 		Title:       "Add a routing rule",
 		Description: "Append one routing rule to a webhook's list, checked as set_webhook_rules checks each.",
@@ -133,7 +133,7 @@ func addAddWebhookRule(srv *mcp.Server, s *surface) {
 }
 
 func addUpdateWebhookRule(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:        ToolUpdateWebhookRule,
 		Title:       "Change a routing rule",
 		Description: "Rewrite one routing rule of a webhook in place, checked as set_webhook_rules checks each.",
@@ -148,7 +148,7 @@ func addUpdateWebhookRule(srv *mcp.Server, s *surface) {
 }
 
 func addTestWebhookRules(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:  ToolTestWebhookRules,
 		Title: "Dry-run routing rules",
 		Description: "Score candidate rules (or the saved ones) against the webhook's stored deliveries: which would be routed to which queue, " +

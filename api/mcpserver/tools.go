@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard/notify/notifytype"
@@ -106,8 +106,8 @@ func instructionsFor(fams []notifytype.Grant) string {
 // of decoding or of fn, comes back marked for guard to answer through the
 // one table (toolError): a tool result with isError set and no
 // structured content.
-func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, fn func(context.Context, *caller, In) (Out, error)) {
-	inSchema, err := jsonschema.For[In](nil)
+func addTool[In, Out any](srv *mcp.Server, s *surface, t *mcp.Tool, fn func(context.Context, *caller, In) (Out, error)) {
+	inSchema, err := schemaFor(reflect.TypeFor[In](), s.limits)
 	if err != nil {
 		panic(fmt.Sprintf("mcpserver: input schema of %s: %v", t.Name, err))
 	}
@@ -115,7 +115,7 @@ func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, fn func(context.Context,
 	if err != nil {
 		panic(fmt.Sprintf("mcpserver: input schema of %s: %v", t.Name, err))
 	}
-	outSchema, err := jsonschema.For[Out](nil)
+	outSchema, err := schemaFor(reflect.TypeFor[Out](), s.limits)
 	if err != nil {
 		panic(fmt.Sprintf("mcpserver: output schema of %s: %v", t.Name, err))
 	}
@@ -147,11 +147,23 @@ func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, fn func(context.Context,
 		if err != nil {
 			return failed(fmt.Errorf("error encoding the output of %s: %w", t.Name, err))
 		}
+		// A nil list or map is sent as what the schema declares ([] or
+		// {}), never null; then the output is checked against the schema.
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
 		var check any
-		if err := json.Unmarshal(b, &check); err != nil {
+		if err := dec.Decode(&check); err != nil {
 			return failed(fmt.Errorf("error decoding the output of %s: %w", t.Name, err))
 		}
-		if err := outResolved.Validate(&check); err != nil {
+		check = normalise(check, outSchema)
+		if b, err = json.Marshal(check); err != nil {
+			return failed(fmt.Errorf("error encoding the output of %s: %w", t.Name, err))
+		}
+		var plain any
+		if err := json.Unmarshal(b, &plain); err != nil {
+			return failed(fmt.Errorf("error decoding the output of %s: %w", t.Name, err))
+		}
+		if err := outResolved.Validate(&plain); err != nil {
 			return failed(fmt.Errorf("error checking the output of %s against its schema: %w", t.Name, err))
 		}
 		// The text block repeats the JSON for clients that read content
