@@ -141,7 +141,7 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 	run := runTSClient(t, node, w.url, cred, calls, []string{"prompts/list", "resources/list", "resources/templates/list", "completion/complete", "logging/setLevel"})
 
-	require.ElementsMatch(t, []string{"claim", "heartbeat", "complete", "fail", "notify_owner"}, run.Tools)
+	require.ElementsMatch(t, []string{"claim", "heartbeat", "complete", "fail", "list_queues", "notify_owner"}, run.Tools)
 	require.Len(t, run.Calls, len(cases))
 	for i, c := range cases {
 		// Before the fix, SDK 1.32 threw "-32602 Structured content does

@@ -2,10 +2,12 @@ package mcpserver
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard/notify/api/httpx"
+	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -84,4 +86,26 @@ func toolError(rec *requestRecord, err error) *mcp.CallToolResult {
 		Content: []mcp.Content{&mcp.TextContent{Text: text}},
 		Meta:    mcp.Meta{MetaKeyError: ToolError{Code: pub.Code, Field: pub.Field, Scheme: pub.Scheme, Message: pub.Message}},
 	}
+}
+
+// itemPath names the field of a refused item of the list argument list by
+// its whole path ("subscriptions[1].min_severity"): the engine names the
+// item (engine.ItemError) and the field within it.
+func itemPath(err error, list string) error {
+	var item *engine.ItemError
+	if !errors.As(err, &item) || item.Err.Field == "" {
+		return err
+	}
+	e := *item.Err
+	e.Field = fmt.Sprintf("%s[%d].%s", list, item.Index, e.Field)
+	return &e
+}
+
+// connectionArgument refuses a connection id an MCP verb named that is
+// not what must be: missing, of another owner scope, or of the wrong kind
+// are one refusal, so that no id of another scope is revealed. The human
+// surfaces answer it forbidden (REQ-2); an agent chose the id, so it is
+// its argument that is wrong.
+func connectionArgument(field, what string) error {
+	return notifytype.InvalidArgument(field, "must be the id of an existing "+what+" in this endpoint's owner scope; list_connections lists them")
 }

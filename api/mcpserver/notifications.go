@@ -66,7 +66,7 @@ type SetSinkIn struct {
 	ID            int64          `json:"id,omitempty" jsonschema:"the sink to change; omit to create a sink"`
 	Name          *string        `json:"name,omitempty" jsonschema:"unique in the owner scope, 1 to 64 characters; required to create"`
 	Kind          string         `json:"kind,omitempty" jsonschema:"gotify or apprise; required to create, and fixed after (omit it when changing a sink)"`
-	ConnectionID  *int64         `json:"connection_id,omitempty" jsonschema:"an existing connection of the endpoint's owner scope and of the sink's kind (list_sinks shows the ones in use); required to create"`
+	ConnectionID  *int64         `json:"connection_id,omitempty" jsonschema:"an existing connection of the endpoint's owner scope and of the sink's kind (list_connections lists them); required to create"`
 	Enabled       *bool          `json:"enabled,omitempty" jsonschema:"defaults to true on create"`
 	Options       map[string]any `json:"options,omitempty" jsonschema:"per kind: gotify {priorities: {low, normal, high}}; apprise {config_key?, tag?, types: {low, normal, high}}; replaces the stored options"`
 	BudgetPerHour *int           `json:"budget_per_hour,omitempty" jsonschema:"messages an hour; defaults to 30 on create"`
@@ -206,6 +206,9 @@ func addSetSink(srv *mcp.Server, s *surface) {
 			}
 			sk, err = s.d.Engine.UpdateSink(ctx, c.p, in.ID, patch)
 		}
+		if engine.IsConnectionRefusal(err) {
+			return SinkOut{}, connectionArgument("connection_id", "connection of the sink's kind")
+		}
 		if err != nil {
 			return SinkOut{}, err
 		}
@@ -269,7 +272,7 @@ func addSetSinkSubscriptions(srv *mcp.Server, s *surface) {
 		}
 		subs, err := s.d.Engine.SetSubscriptions(ctx, c.p, in.SinkID, ins)
 		if err != nil {
-			return SetSinkSubscriptionsOut{}, err
+			return SetSinkSubscriptionsOut{}, itemPath(err, "subscriptions")
 		}
 		out := SetSinkSubscriptionsOut{Subscriptions: make([]SubscriptionOut, len(subs))}
 		for i, sub := range subs {

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -29,6 +30,7 @@ var rulesVerbs = []verb{
 	{ToolAddWebhookRule, addAddWebhookRule},
 	{ToolUpdateWebhookRule, addUpdateWebhookRule},
 	{ToolTestWebhookRules, addTestWebhookRules},
+	{ToolListWebhooks, addListWebhooks},
 }
 
 // RuleActionIn is what a matching rule does.
@@ -126,7 +128,7 @@ func addAddWebhookRule(srv *mcp.Server, s *surface) {
 	}, func(ctx context.Context, c *caller, in AddWebhookRuleIn) (RuleOut, error) {
 		r, err := s.d.Webhooks.AddRule(ctx, c.p, in.WebhookID, in.Rule.input())
 		if err != nil {
-			return RuleOut{}, err
+			return RuleOut{}, rulePath(err)
 		}
 		return RuleOut{Rule: r}, nil
 	})
@@ -141,7 +143,7 @@ func addUpdateWebhookRule(srv *mcp.Server, s *surface) {
 	}, func(ctx context.Context, c *caller, in UpdateWebhookRuleIn) (RuleOut, error) {
 		r, err := s.d.Webhooks.UpdateRule(ctx, c.p, in.WebhookID, in.RuleID, in.Rule.input())
 		if err != nil {
-			return RuleOut{}, err
+			return RuleOut{}, rulePath(err)
 		}
 		return RuleOut{Rule: r}, nil
 	})
@@ -157,4 +159,19 @@ func addTestWebhookRules(srv *mcp.Server, s *surface) {
 	}, func(ctx context.Context, c *caller, in TestWebhookRulesIn) (host.TestReport, error) {
 		return s.d.Webhooks.TestRules(ctx, c.p, in.WebhookID, inputs(in.Rules), in.Limit)
 	})
+}
+
+// rulePath names a refused field of the one rule add_webhook_rule and
+// update_webhook_rule take by its path in their arguments
+// ("rule.action.notify"); the host names it within the rule.
+func rulePath(err error) error {
+	e, ok := notifytype.AsError(err)
+	if !ok || e.Code != notifytype.CodeInvalidArgument {
+		return err
+	}
+	switch head, _, _ := strings.Cut(e.Field, "."); head {
+	case "name", "expr", "action":
+		return &notifytype.Error{Code: e.Code, Field: "rule." + e.Field, Message: e.Message}
+	}
+	return err
 }

@@ -43,10 +43,12 @@ var families = map[notifytype.Grant][]verb{
 		{ToolHeartbeat, addHeartbeat},
 		{ToolComplete, addComplete},
 		{ToolFail, addFail},
+		{ToolListQueues, addListQueues},
 	},
 	notifytype.GrantRules: rulesVerbs,
 	notifytype.GrantNotifications: {
 		{ToolListSinks, addListSinks},
+		{ToolListConnections, addListConnections},
 		{ToolSetSink, addSetSink},
 		{ToolDeleteSink, addDeleteSink},
 		{ToolTestSink, addTestSink},
@@ -65,11 +67,12 @@ var families = map[notifytype.Grant][]verb{
 // family without a line is described by its verbs' names alone.
 var familyGuides = map[notifytype.Grant]string{
 	notifytype.GrantTodos: "claim the oldest pending todo of a queue, keep the lease with heartbeat, " +
-		"and end the attempt with complete or fail",
+		"and end the attempt with complete or fail; list_queues lists the queues it may claim from",
 	notifytype.GrantRules: "set, add, change and dry-run the routing rules of the webhooks of this endpoint's owner scope: " +
-		"jq expressions whose actions route a delivery to a queue, drop it, or notify a sink by name; a dry run sends nothing",
+		"jq expressions whose actions route a delivery to a queue, drop it, or notify a sink by name; a dry run sends nothing; " +
+		"list_webhooks lists the webhooks with their rules",
 	notifytype.GrantNotifications: "manage the sinks (Gotify and Apprise servers) of this endpoint's owner scope " +
-		"and what they are subscribed to, and its scheduled queue digests, using existing connections only",
+		"and what they are subscribed to, and its scheduled queue digests, using existing connections only (list_connections lists them)",
 	notifytype.GrantNotifyOwner: "page this endpoint's owner through their sinks, at most 5 an hour",
 }
 
