@@ -250,8 +250,10 @@ func (s *surface) guard(next mcp.MethodHandler) mcp.MethodHandler {
 				return toolError(rec, &handlerError{notifytype.Forbidden(
 					"this endpoint's grant lacks the " + string(fam) + " verbs, so it may not call " + name)}), nil
 			}
-			if fam == notifytype.GrantNotifications && !s.d.Limiter.Allow(c.p.HumanID) {
-				return toolError(rec, &handlerError{notifytype.RateLimited("too many requests; slow down")}), nil
+			if fam == notifytype.GrantNotifications {
+				if wait, ok := s.d.Limiter.Take(c.p.HumanID); !ok {
+					return toolError(rec, &handlerError{notifytype.RateLimitedFor("too many requests", wait)}), nil
+				}
 			}
 		}
 		res, err := next(ctx, method, req)

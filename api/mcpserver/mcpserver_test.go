@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -93,7 +94,14 @@ func TestNotificationsVerbsShareTheHumansLimiter(t *testing.T) {
 	for range 2 {
 		succeeds[mcpserver.ListSinksOut](t, cs, mcpserver.ToolListSinks, map[string]any{})
 	}
-	require.Equal(t, notifytype.CodeRateLimited, refused(t, cs, mcpserver.ToolListSinks, map[string]any{}).Code)
+	e := refused(t, cs, mcpserver.ToolListSinks, map[string]any{})
+	require.Equal(t, notifytype.CodeRateLimited, e.Code)
+	// Issue 19 item 14: the refusal says when to retry. A token returns
+	// every 1000 s, and one was just spent.
+	require.InDelta(t, 1000, e.RetryAfterSeconds, 10, "%+v", e)
+	require.Contains(t, e.Message, fmt.Sprintf("try again in %d s", e.RetryAfterSeconds))
+	require.Equal(t, notifytype.CodeRateLimited, refused(t, cs, mcpserver.ToolListConnections, map[string]any{}).Code,
+		"a refused call spends no token, and the limit still holds")
 	// The todos verbs are an agent's work, not management: not limited here.
 	for range 3 {
 		succeeds[mcpserver.ClaimOut](t, cs, mcpserver.ToolClaim, map[string]any{"queue_id": queue})

@@ -321,13 +321,20 @@ func TestNotifyOwnerSixthCallRateLimited(t *testing.T) {
 	for i := range engine.AgentPagesPerHour {
 		succeeds[mcpserver.NotifyOwnerOut](t, cs, mcpserver.ToolNotifyOwner, map[string]any{"title": "page", "severity": "high"})
 		require.Equal(t, i+1, w.count(t, `SELECT count(*) FROM outbox WHERE event_type = 'agent.notify'`))
+		if i == 0 {
+			w.Clock.Advance(10 * time.Minute)
+		}
 	}
 	e := refused(t, cs, mcpserver.ToolNotifyOwner, map[string]any{"title": "one too many"})
 	require.Equal(t, notifytype.CodeRateLimited, e.Code)
 	require.Equal(t, 5, w.count(t, `SELECT count(*) FROM outbox`), "no extra outbox row")
+	// Issue 19 item 14: the refusal says when to retry: when the first
+	// page, 10 minutes ago, leaves the hour.
+	require.Equal(t, 50*60+1, e.RetryAfterSeconds)
+	require.Contains(t, e.Message, "try again in 3001 s")
 
 	// Bad input is refused by the engine, naming the field.
-	w.Clock.Advance(time.Hour + time.Second)
+	w.Clock.Advance(50*time.Minute + time.Second)
 	e = refused(t, cs, mcpserver.ToolNotifyOwner, map[string]any{"title": "page", "severity": "urgent"})
 	require.Equal(t, notifytype.CodeInvalidArgument, e.Code)
 	require.Equal(t, "severity", e.Field)
@@ -390,4 +397,31 @@ func TestTodosVerbsDeadLetterEndToEnd(t *testing.T) {
 	_, otherScope := w.person()
 	theirs := w.F.Queue(otherScope, "forge")
 	require.Equal(t, notifytype.CodeNotFound, refused(t, cs, mcpserver.ToolClaim, map[string]any{"queue_id": theirs}).Code)
+}
+
+// Issue 19 item 14: test_sink's limit (6 a minute per sink) says when to
+// retry: when the first test of the minute leaves it.
+func TestTestSinkLimitSaysWhenToRetry(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	human, scope := w.person()
+	// A loopback destination the guard refuses at once: a test is
+	// recorded, and counted, whatever its outcome.
+	sink := w.sink(human, scope, "https://127.0.0.1:1")
+	_, cred := w.vend(t, human, scope, notifytype.GrantNotifications)
+	cs := w.connect(t, cred)
+	for i := range engine.SendTestsPerMinute {
+		succeeds[mcpserver.TestSinkOut](t, cs, mcpserver.ToolTestSink, map[string]any{"id": sink})
+		if i == 0 {
+			w.Clock.Advance(20 * time.Second)
+		}
+	}
+	e := refused(t, cs, mcpserver.ToolTestSink, map[string]any{"id": sink})
+	require.Equal(t, notifytype.CodeRateLimited, e.Code)
+	require.Equal(t, 41, e.RetryAfterSeconds, "the minute counts its first instant: the next test is allowed just after 40 s")
+	require.Contains(t, e.Message, "try again in 41 s")
+	w.Clock.Advance(40 * time.Second)
+	require.Equal(t, notifytype.CodeRateLimited, refused(t, cs, mcpserver.ToolTestSink, map[string]any{"id": sink}).Code, "not before")
+	w.Clock.Advance(time.Second)
+	succeeds[mcpserver.TestSinkOut](t, cs, mcpserver.ToolTestSink, map[string]any{"id": sink})
 }
