@@ -104,7 +104,7 @@ func addSetDigest(srv *mcp.Server, s *surface) {
 		Name:  ToolSetDigest,
 		Title: "Create or change a digest",
 		Description: "Create a queue digest in this endpoint's owner scope (omit id) or change one (give id): its name, " +
-			"schedule, queues, sinks, Cairn connection and quiet rule. At most 5 digests per owner scope.",
+			"schedule, queues, sinks, Cairn connection and quiet rule. At most 5 digests per owner scope." + bodyLimitNote,
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)},
 	}, func(ctx context.Context, c *caller, in SetDigestIn) (DigestOut, error) {
 		var threshold *time.Duration

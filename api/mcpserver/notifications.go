@@ -175,7 +175,7 @@ func addSetSink(srv *mcp.Server, s *surface) {
 		Title: "Create or change a sink",
 		Description: "Create a sink in this endpoint's owner scope (omit id) or change one (give id): its name, " +
 			"connection, enabled, options and budget. The connection must already exist in the owner scope " +
-			"and be of the sink's kind; this verb never creates a connection or reads a secret.",
+			"and be of the sink's kind; this verb never creates a connection or reads a secret." + bodyLimitNote,
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)},
 	}, func(ctx context.Context, c *caller, in SetSinkIn) (SinkOut, error) {
 		var opts json.RawMessage
@@ -256,7 +256,7 @@ func addSetSinkSubscriptions(srv *mcp.Server, s *surface) {
 		Name:  ToolSetSinkSubscriptions,
 		Title: "Set a sink's subscriptions",
 		Description: "Replace all subscriptions of a sink of this endpoint's owner scope: which events it hears of, " +
-			"filtered to queues, endpoints or webhooks of the owner scope and a minimum severity. All or nothing.",
+			"filtered to queues, endpoints or webhooks of the owner scope and a minimum severity. All or nothing." + bodyLimitNote,
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true},
 	}, func(ctx context.Context, c *caller, in SetSinkSubscriptionsIn) (SetSinkSubscriptionsOut, error) {
 		ins := make([]engine.SubscriptionInput, len(in.Subscriptions))

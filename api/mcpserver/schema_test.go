@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -202,4 +203,27 @@ func TestWholeNumbersAreIntegers(t *testing.T) {
 	e := refused(t, cs, mcpserver.ToolSetSink, map[string]any{"id": sink, "budget_per_hour": json.Number("1e3")})
 	require.Equal(t, "budget_per_hour", e.Field, "a whole number past the bound is refused by the bound")
 	require.Contains(t, e.Message, "from 1 to 120")
+}
+
+// Issue 19 item 14: the verbs whose arguments can exceed the 16 KiB body
+// limit name it in their descriptions.
+func TestBodyLimitNamedWhereArgumentsCanExceedIt(t *testing.T) {
+	t.Parallel()
+	w := rulesWorld(t)
+	human, scope := w.person()
+	_, cred := w.vend(t, human, scope, notifytype.Grants...)
+	res, err := w.connect(t, cred).ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	named := map[string]bool{}
+	for _, tool := range res.Tools {
+		named[tool.Name] = strings.Contains(tool.Description, "16 KiB")
+	}
+	for _, name := range []string{mcpserver.ToolSetSink, mcpserver.ToolSetSinkSubscriptions, mcpserver.ToolSetWebhookRules,
+		mcpserver.ToolAddWebhookRule, mcpserver.ToolUpdateWebhookRule, mcpserver.ToolTestWebhookRules,
+		mcpserver.ToolComplete, mcpserver.ToolFail, mcpserver.ToolSetDigest} {
+		require.True(t, named[name], name)
+	}
+	for _, name := range []string{mcpserver.ToolListSinks, mcpserver.ToolClaim, mcpserver.ToolHeartbeat, mcpserver.ToolDeleteSink} {
+		require.False(t, named[name], "%s takes a few ids only", name)
+	}
 }

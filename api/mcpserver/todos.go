@@ -101,7 +101,7 @@ func addComplete(srv *mcp.Server, s *surface) {
 	addTool(srv, s, &mcp.Tool{
 		Name:        ToolComplete,
 		Title:       "Complete a todo",
-		Description: "Mark a todo this endpoint holds claimed as done, with an optional report of the attempt.",
+		Description: "Mark a todo this endpoint holds claimed as done, with an optional report of the attempt." + bodyLimitNote,
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false)},
 	}, func(ctx context.Context, c *caller, in ReportIn) (TodoOut, error) {
 		t, err := s.d.Todos.Complete(ctx, c.p.EndpointID, in.TodoID, host.AttemptReport{Summary: in.Summary, ArtifactHandle: in.ArtifactHandle})
@@ -116,7 +116,7 @@ func addFail(srv *mcp.Server, s *surface) {
 	addTool(srv, s, &mcp.Tool{
 		Name:        ToolFail,
 		Title:       "Fail a todo",
-		Description: "Give up the attempt on a todo this endpoint holds claimed. Below its attempt cap the todo is pending again; at the cap it dead-letters and its owner's subscribed sinks are told.",
+		Description: "Give up the attempt on a todo this endpoint holds claimed. Below its attempt cap the todo is pending again; at the cap it dead-letters and its owner's subscribed sinks are told." + bodyLimitNote,
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false)},
 	}, func(ctx context.Context, c *caller, in ReportIn) (TodoOut, error) {
 		t, err := s.d.Todos.Fail(ctx, c.p.EndpointID, in.TodoID, host.AttemptReport{Summary: in.Summary, ArtifactHandle: in.ArtifactHandle})

@@ -200,6 +200,10 @@ func ToolsOf(g notifytype.Grant) []string {
 
 func ptr[T any](v T) *T { return &v }
 
+// bodyLimitNote ends the description of every verb whose arguments can
+// exceed the request body limit (httpx.MaxBody, the spec's 16 KiB).
+const bodyLimitNote = " The whole request is at most 16 KiB; a larger one is refused before the tool runs."
+
 // jsonObject decodes a stored JSON object for output, numbers kept exact;
 // an empty or non-object value is an empty object.
 func jsonObject(raw json.RawMessage) (map[string]any, error) {
