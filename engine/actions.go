@@ -65,12 +65,13 @@ func (e *Engine) sendTest(ctx context.Context, p Principal, sinkID int64) (TestR
 		if err != nil {
 			return notFoundIfNoRows(err, "sink")
 		}
-		n, err := store.CountTestsSince(ctx, tx, sinkID, now.Add(-time.Minute))
+		n, first, err := store.CountTestsSince(ctx, tx, sinkID, now.Add(-time.Minute))
 		if err != nil {
 			return err
 		}
 		if n >= SendTestsPerMinute {
-			return notifytype.RateLimited(fmt.Sprintf("at most %d test messages a minute per sink", SendTestsPerMinute))
+			return notifytype.RateLimitedFor(fmt.Sprintf("at most %d test messages a minute per sink", SendTestsPerMinute),
+				first.Add(time.Minute).Sub(now))
 		}
 		// A disabled sink may be tested: that is how an owner checks it
 		// before enabling it.
@@ -168,12 +169,13 @@ func (e *Engine) notifyOwner(ctx context.Context, p Principal, in NotifyOwnerInp
 		return err
 	}
 	return pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
-		ok, err := store.RecordAgentPage(ctx, tx, p.EndpointID, now, now.Add(-agentPageWindow), AgentPagesPerHour)
+		ok, first, err := store.RecordAgentPage(ctx, tx, p.EndpointID, now, now.Add(-agentPageWindow), AgentPagesPerHour)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return notifytype.RateLimited(fmt.Sprintf("at most %d pages an hour per endpoint", AgentPagesPerHour))
+			return notifytype.RateLimitedFor(fmt.Sprintf("at most %d pages an hour per endpoint", AgentPagesPerHour),
+				first.Add(agentPageWindow).Sub(now))
 		}
 		if err := RecordWrite(ctx, tx, p, p.EndpointScope, WriteAgentPage, ObjectEndpoint, p.EndpointID); err != nil {
 			return err

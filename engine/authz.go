@@ -124,3 +124,35 @@ func notFoundIfNoRows(err error, what string) error {
 	}
 	return err
 }
+
+// ItemError is the refusal of one item of a list input (SetSubscriptions'
+// ins[Index]). It reads, matches and answers as its refusal (Err), field
+// included, and tells a surface which item was refused, so that one taking
+// the list under a name can name the field's whole path
+// ("subscriptions[1].min_severity").
+type ItemError struct {
+	Index int
+	Err   *notifytype.Error
+}
+
+func (e *ItemError) Error() string { return e.Err.Error() }
+func (e *ItemError) Unwrap() error { return e.Err }
+
+// connectionRefusal is connectionFor's refusal of the connection a sink or
+// digest names: forbidden on the human surfaces (REQ-2), and the same
+// refusal whether the connection is missing, of another scope or of
+// another kind.
+type connectionRefusal struct{ err *notifytype.Error }
+
+func (e *connectionRefusal) Error() string { return e.err.Error() }
+func (e *connectionRefusal) Unwrap() error { return e.err }
+
+// IsConnectionRefusal reports whether err refuses the connection a sink or
+// digest write named (missing, of another owner scope, or of another
+// kind: one refusal for the three, so it reveals nothing of another
+// scope). A surface that answers it otherwise than forbidden (the MCP
+// verbs: invalid_argument on the connection's field) finds it so.
+func IsConnectionRefusal(err error) bool {
+	var r *connectionRefusal
+	return errors.As(err, &r)
+}

@@ -270,14 +270,14 @@ func (e *Engine) deleteConnection(ctx context.Context, p Principal, id int64) er
 // connectionFor reads the connection a sink of scope and kind uses, checking
 // both on every use (REQ-2). A connection missing, of another scope or of
 // another kind is forbidden, the same refusal for all three, so that it
-// reveals nothing of another scope.
+// reveals nothing of another scope (IsConnectionRefusal finds it).
 func connectionFor(ctx context.Context, db store.DBTX, id int64, scope notifytype.OwnerScope, kind string) (store.Connection, error) {
 	c, err := store.GetConnection(ctx, db, id)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return store.Connection{}, err
 	}
 	if err != nil || c.Owner != scope || c.Kind != kind {
-		return store.Connection{}, notifytype.Forbidden(fmt.Sprintf("the connection must be of kind %s and of the same owner scope", kind))
+		return store.Connection{}, &connectionRefusal{notifytype.Forbidden(fmt.Sprintf("the connection must be of kind %s and of the same owner scope", kind))}
 	}
 	return c, nil
 }

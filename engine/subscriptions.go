@@ -59,7 +59,8 @@ func subscriptionOut(s store.Subscription) Subscription {
 }
 
 // SetSubscriptions replaces all of a sink's subscriptions with ins (none
-// clears them). It is all or nothing: one invalid input stores nothing.
+// clears them). It is all or nothing: one invalid input stores nothing, and
+// its refusal is an *ItemError saying which input it was.
 func (e *Engine) SetSubscriptions(ctx context.Context, p Principal, sinkID int64, ins []SubscriptionInput) ([]Subscription, error) {
 	out, err := e.writeSubscriptions(ctx, p, sinkID, ins, true)
 	return out, wrapErr(err, "setting subscriptions")
@@ -84,6 +85,9 @@ func (e *Engine) writeSubscriptions(ctx context.Context, p Principal, sinkID int
 	rows := make([]store.Subscription, len(ins))
 	for i, in := range ins {
 		if rows[i], err = e.checkSubscription(ctx, sink.Owner, in); err != nil {
+			if coded, ok := notifytype.AsError(err); ok && replace {
+				return nil, &ItemError{Index: i, Err: coded}
+			}
 			return nil, err
 		}
 		rows[i].SinkID, rows[i].Owner = sink.ID, sink.Owner

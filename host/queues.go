@@ -104,6 +104,41 @@ func (t *Todos) ListQueues(ctx context.Context, humanID int64, scope notifytype.
 	return out, nil
 }
 
+// ClaimableQueues returns the queues the endpoint may claim from, as Claim
+// decides (its owner scope's and, for a human scope, those of the teams the
+// human belongs to), its own scope's first. A revoked endpoint, or one whose
+// grant lacks the todos family, is forbidden.
+func (t *Todos) ClaimableQueues(ctx context.Context, endpointID int64) ([]Queue, error) {
+	var out []Queue
+	err := pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
+		ep, scope, err := lockActingEndpoint(ctx, tx, endpointID)
+		if err != nil {
+			return err
+		}
+		var memberOf int64
+		if scope.Kind == notifytype.ScopeHuman {
+			memberOf = scope.ID
+		}
+		rows, err := store.ListClaimableQueues(ctx, tx, ep.Owner, memberOf)
+		if err != nil {
+			return err
+		}
+		out = make([]Queue, 0, len(rows))
+		for _, r := range rows {
+			q, err := queueOut(r)
+			if err != nil {
+				return err
+			}
+			out = append(out, q)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error listing claimable queues: %w", err)
+	}
+	return out, nil
+}
+
 // CheckQueueName validates a queue name: 1 to QueueNameMaxLen characters,
 // no control characters, no slash (names appear in /board/queues/<name>).
 func CheckQueueName(name string) (string, error) {

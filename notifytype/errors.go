@@ -3,6 +3,7 @@ package notifytype
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Code is one of the spec's stable error codes (REQ-15).
@@ -40,6 +41,10 @@ type Error struct {
 	Field   string `json:"field,omitempty"`
 	Scheme  string `json:"scheme,omitempty"`
 	Message string `json:"message,omitempty"`
+	// RetryAfterSeconds, on a rate_limited refusal, is when the limit
+	// allows the next call, in whole seconds from now (at least 1); 0 when
+	// unknown.
+	RetryAfterSeconds int `json:"retry_after_seconds,omitempty"`
 }
 
 func (e *Error) Error() string {
@@ -92,6 +97,14 @@ func NotFound(what string) *Error { return &Error{Code: CodeNotFound, Message: w
 
 // RateLimited refuses an action whose limit is spent for now.
 func RateLimited(msg string) *Error { return &Error{Code: CodeRateLimited, Message: msg} }
+
+// RateLimitedFor refuses an action whose limit allows the next one once
+// wait has passed: the message says when, in the first whole second after
+// wait (so at least 1), and RetryAfterSeconds carries it.
+func RateLimitedFor(msg string, wait time.Duration) *Error {
+	secs := int(max(wait, 0)/time.Second) + 1
+	return &Error{Code: CodeRateLimited, Message: fmt.Sprintf("%s; try again in %d s", msg, secs), RetryAfterSeconds: secs}
+}
 
 // AsError returns the *Error inside err, if any.
 func AsError(err error) (*Error, bool) {

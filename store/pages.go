@@ -6,37 +6,48 @@ import (
 	"time"
 )
 
-// CountTestsSince counts a sink's test messages sent at or after since.
-func CountTestsSince(ctx context.Context, db DBTX, sinkID int64, since time.Time) (int, error) {
+// CountTestsSince counts a sink's test messages sent at or after since,
+// and returns the first of them (zero when none).
+func CountTestsSince(ctx context.Context, db DBTX, sinkID int64, since time.Time) (int, time.Time, error) {
 	var n int
-	err := db.QueryRow(ctx, `SELECT count(*) FROM delivery_records WHERE sink_id = $1 AND is_test AND sent_at >= $2`,
-		sinkID, since).Scan(&n)
+	var first *time.Time
+	err := db.QueryRow(ctx, `SELECT count(*), min(sent_at) FROM delivery_records WHERE sink_id = $1 AND is_test AND sent_at >= $2`,
+		sinkID, since).Scan(&n, &first)
 	if err != nil {
-		return 0, fmt.Errorf("error counting test messages: %w", err)
+		return 0, time.Time{}, fmt.Errorf("error counting test messages: %w", err)
 	}
-	return n, nil
+	if first == nil {
+		return n, time.Time{}, nil
+	}
+	return n, *first, nil
 }
 
 // RecordAgentPage counts one notify_owner call of an endpoint, unless it
 // already made limit calls at or after since; it reports whether it
-// counted. The endpoint's row is locked, so concurrent calls count one at
-// a time across instances.
-func RecordAgentPage(ctx context.Context, tx DBTX, endpointID int64, now, since time.Time, limit int) (bool, error) {
+// counted, and when it did not, the first of those calls (the next is
+// allowed when that one leaves the window). The endpoint's row is locked,
+// so concurrent calls count one at a time across instances.
+func RecordAgentPage(ctx context.Context, tx DBTX, endpointID int64, now, since time.Time, limit int) (bool, time.Time, error) {
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM endpoints WHERE id = $1 FOR UPDATE`, endpointID); err != nil {
-		return false, fmt.Errorf("error locking endpoint: %w", err)
+		return false, time.Time{}, fmt.Errorf("error locking endpoint: %w", err)
 	}
 	var n int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM agent_pages WHERE endpoint_id = $1 AND paged_at >= $2`,
-		endpointID, since).Scan(&n); err != nil {
-		return false, fmt.Errorf("error counting agent pages: %w", err)
+	var first *time.Time
+	if err := tx.QueryRow(ctx, `SELECT count(*), min(paged_at) FROM agent_pages WHERE endpoint_id = $1 AND paged_at >= $2`,
+		endpointID, since).Scan(&n, &first); err != nil {
+		return false, time.Time{}, fmt.Errorf("error counting agent pages: %w", err)
 	}
 	if n >= limit {
-		return false, nil
+		var at time.Time
+		if first != nil {
+			at = *first
+		}
+		return false, at, nil
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO agent_pages (endpoint_id, paged_at) VALUES ($1, $2)`, endpointID, now); err != nil {
-		return false, fmt.Errorf("error recording agent page: %w", err)
+		return false, time.Time{}, fmt.Errorf("error recording agent page: %w", err)
 	}
-	return true, nil
+	return true, time.Time{}, nil
 }
 
 // ListDeliveryRecords returns a sink's latest delivery records, newest

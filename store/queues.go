@@ -48,6 +48,24 @@ func ListQueues(ctx context.Context, db DBTX, owner string) ([]QueueRow, error) 
 	return out, nil
 }
 
+// ListClaimableQueues returns the queues an endpoint of endpointOwner may
+// claim from, by owner and name, their todos counted: the queues
+// QueueClaimable accepts (its owner scope's, and when memberHumanID is not
+// zero those of the teams that human belongs to).
+func ListClaimableQueues(ctx context.Context, db DBTX, endpointOwner string, memberHumanID int64) ([]QueueRow, error) {
+	rows, err := db.Query(ctx, queueSelect+` WHERE q.owner = $1
+		OR q.owner IN (SELECT 'team:' || m.team_id FROM team_members m WHERE m.human_id = $2)
+		GROUP BY q.id ORDER BY q.owner = $1 DESC, q.owner, q.name, q.id`, endpointOwner, memberHumanID)
+	if err != nil {
+		return nil, fmt.Errorf("error listing claimable queues: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (QueueRow, error) { return scanQueue(r) })
+	if err != nil {
+		return nil, fmt.Errorf("error listing claimable queues: %w", err)
+	}
+	return out, nil
+}
+
 // GetQueue returns the queue with id, or not_found.
 func GetQueue(ctx context.Context, db DBTX, id int64) (QueueRow, error) {
 	q, err := scanQueue(db.QueryRow(ctx, queueSelect+` WHERE q.id = $1 GROUP BY q.id`, id))

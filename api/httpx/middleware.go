@@ -61,6 +61,13 @@ func NewLimiter(perSecond float64, burst int) *Limiter {
 
 // Allow spends one of human's tokens.
 func (l *Limiter) Allow(humanID int64) bool {
+	_, ok := l.Take(humanID)
+	return ok
+}
+
+// Take spends one of human's tokens, or, when none is left, spends none
+// and reports how long until one is.
+func (l *Limiter) Take(humanID int64) (time.Duration, bool) {
 	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -73,7 +80,15 @@ func (l *Limiter) Allow(humanID int64) bool {
 		l.buckets[humanID] = b
 	}
 	b.seen = now
-	return b.lim.AllowN(now, 1)
+	r := b.lim.ReserveN(now, 1)
+	if !r.OK() {
+		return time.Second, false
+	}
+	if wait := r.DelayFrom(now); wait > 0 {
+		r.CancelAt(now)
+		return wait, false
+	}
+	return 0, true
 }
 
 // sweep forgets humans idle for long enough that their bucket is full.

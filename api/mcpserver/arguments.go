@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -37,7 +38,8 @@ func decodeArguments[In any](raw json.RawMessage, schema *jsonschema.Schema, res
 	if _, ok := v.(map[string]any); !ok {
 		return in, notifytype.InvalidArgument("arguments", "must be a JSON object")
 	}
-	if err := checkArgument("", v, schema); err != nil {
+	v, err := checkArgument("", v, schema, true)
+	if err != nil {
 		return in, err
 	}
 	// A keyword the walk above does not read (none of the inferred schemas
@@ -71,11 +73,14 @@ func fieldOf(err error) string {
 }
 
 // checkArgument checks v (decoded with UseNumber) against the keywords the
-// SDK's schema inference writes: type, properties, required,
-// additionalProperties and items. path is v's place in the arguments.
-func checkArgument(path string, v any, s *jsonschema.Schema) error {
+// schemas here carry: type, properties, required, additionalProperties,
+// items, enum, minimum, maximum, minLength, maxLength, minItems and
+// maxItems. path is v's place in the arguments; required says whether v's
+// field is required. It returns v with every whole number written as an
+// integer (1.0 and 1e3 are 1 and 1000), ready to decode into In.
+func checkArgument(path string, v any, s *jsonschema.Schema, required bool) (any, error) {
 	if s == nil {
-		return nil
+		return v, nil
 	}
 	field := path
 	if field == "" {
@@ -85,16 +90,34 @@ func checkArgument(path string, v any, s *jsonschema.Schema) error {
 	if s.Type != "" {
 		types = []string{s.Type}
 	}
-	if len(types) > 0 {
-		if msg, ok := checkType(v, types); !ok {
-			return notifytype.InvalidArgument(field, msg)
+	if v == nil && len(types) > 0 && !slices.Contains(types, "null") {
+		// No schema here declares null: a null is never "none", so a
+		// required list given as null is not taken to clear it.
+		want := strings.Join(typeWords(types), " or ")
+		if required {
+			return nil, notifytype.InvalidArgument(field, "is required and may not be null: it must be "+want)
 		}
+		return nil, notifytype.InvalidArgument(field, "may not be null: omit it, or give "+want)
+	}
+	if len(types) > 0 {
+		nv, msg, ok := checkType(v, types)
+		if !ok {
+			return nil, notifytype.InvalidArgument(field, msg)
+		}
+		v = nv
+	}
+	if len(s.Enum) > 0 && !slices.Contains(s.Enum, v) {
+		words := make([]string, len(s.Enum))
+		for i, e := range s.Enum {
+			words[i] = fmt.Sprint(e)
+		}
+		return nil, notifytype.InvalidArgument(field, "must be one of "+strings.Join(words, ", "))
 	}
 	switch v := v.(type) {
 	case map[string]any:
 		for _, name := range s.Required {
 			if _, ok := v[name]; !ok {
-				return notifytype.InvalidArgument(join(path, name), "is required")
+				return nil, notifytype.InvalidArgument(join(path, name), "is required")
 			}
 		}
 		keys := make([]string, 0, len(v))
@@ -106,66 +129,130 @@ func checkArgument(path string, v any, s *jsonschema.Schema) error {
 			sub, known := s.Properties[k]
 			if !known {
 				if isFalse(s.AdditionalProperties) {
-					return notifytype.InvalidArgument(join(path, k), "is not a field here; the fields are "+propertyList(s))
+					return nil, notifytype.InvalidArgument(join(path, k), "is not a field here; the fields are "+propertyList(s))
 				}
 				sub = s.AdditionalProperties
 			}
-			if err := checkArgument(join(path, k), v[k], sub); err != nil {
-				return err
+			nv, err := checkArgument(join(path, k), v[k], sub, known && slices.Contains(s.Required, k))
+			if err != nil {
+				return nil, err
 			}
+			v[k] = nv
 		}
 	case []any:
+		if s.MinItems != nil && len(v) < *s.MinItems {
+			return nil, notifytype.InvalidArgumentf(field, "needs at least %d %s", *s.MinItems, plural(*s.MinItems, "item"))
+		}
+		if s.MaxItems != nil && len(v) > *s.MaxItems {
+			return nil, notifytype.InvalidArgumentf(field, "may have at most %d %s", *s.MaxItems, plural(*s.MaxItems, "item"))
+		}
 		for i, item := range v {
-			if err := checkArgument(field+"["+strconv.Itoa(i)+"]", item, s.Items); err != nil {
-				return err
+			nv, err := checkArgument(field+"["+strconv.Itoa(i)+"]", item, s.Items, true)
+			if err != nil {
+				return nil, err
 			}
+			v[i] = nv
+		}
+	case string:
+		n := utf8.RuneCountInString(v)
+		if s.MinLength != nil && n < *s.MinLength {
+			return nil, notifytype.InvalidArgumentf(field, "must be at least %d %s", *s.MinLength, plural(*s.MinLength, "character"))
+		}
+		if s.MaxLength != nil && n > *s.MaxLength {
+			return nil, notifytype.InvalidArgumentf(field, "must be at most %d %s", *s.MaxLength, plural(*s.MaxLength, "character"))
+		}
+	case json.Number:
+		if msg, ok := inBounds(v, s); !ok {
+			return nil, notifytype.InvalidArgument(field, msg)
 		}
 	}
-	return nil
+	return v, nil
+}
+
+// inBounds checks a number against s's minimum and maximum, exactly.
+func inBounds(n json.Number, s *jsonschema.Schema) (string, bool) {
+	if s.Minimum == nil && s.Maximum == nil {
+		return "", true
+	}
+	f, _, err := big.ParseFloat(n.String(), 10, 256, big.ToNearestEven)
+	if err != nil {
+		return "must be a number", false
+	}
+	lo, hi := s.Minimum, s.Maximum
+	if (lo != nil && f.Cmp(big.NewFloat(*lo)) < 0) || (hi != nil && f.Cmp(big.NewFloat(*hi)) > 0) {
+		switch {
+		case lo != nil && hi != nil:
+			return fmt.Sprintf("must be from %s to %s", num(*lo), num(*hi)), false
+		case lo != nil:
+			return "must be at least " + num(*lo), false
+		default:
+			return "must be at most " + num(*hi), false
+		}
+	}
+	return "", true
+}
+
+func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
 }
 
 // checkType reports whether v is of one of types, and if not, what it
-// should be, in words.
-func checkType(v any, types []string) (string, bool) {
-	nullable := slices.Contains(types, "null")
+// should be, in words. A whole number given for an integer (1.0, 1e3) is
+// returned as the integer it is.
+func checkType(v any, types []string) (any, string, bool) {
 	for _, t := range types {
 		switch t {
 		case "null":
 			if v == nil {
-				return "", true
+				return v, "", true
 			}
 		case "boolean":
 			if _, ok := v.(bool); ok {
-				return "", true
+				return v, "", true
 			}
 		case "string":
 			if _, ok := v.(string); ok {
-				return "", true
+				return v, "", true
 			}
 		case "object":
 			if _, ok := v.(map[string]any); ok {
-				return "", true
+				return v, "", true
 			}
 		case "array":
 			if _, ok := v.([]any); ok {
-				return "", true
+				return v, "", true
 			}
 		case "number":
 			if _, ok := v.(json.Number); ok {
-				return "", true
+				return v, "", true
 			}
 		case "integer":
 			if n, ok := v.(json.Number); ok {
 				if _, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
-					return "", true
+					return v, "", true
 				}
-				if f, _, err := big.ParseFloat(n.String(), 10, 256, big.ToNearestEven); err == nil && f.IsInt() {
-					return "is out of range: it must fit in 64 bits", false
+				f, _, err := big.ParseFloat(n.String(), 10, 256, big.ToNearestEven)
+				if err != nil || !f.IsInt() {
+					return nil, "must be a whole number", false
 				}
-				return "must be a whole number", false
+				i, acc := f.Int64()
+				if acc != big.Exact {
+					return nil, "is out of range: it must fit in 64 bits", false
+				}
+				return json.Number(strconv.FormatInt(i, 10)), "", true
 			}
 		}
 	}
+	return nil, "must be " + strings.Join(typeWords(types), " or "), false
+}
+
+// typeWords names types in words, null left out.
+func typeWords(types []string) []string {
 	var want []string
 	for _, t := range types {
 		switch t {
@@ -182,10 +269,7 @@ func checkType(v any, types []string) (string, bool) {
 			want = append(want, "a "+t)
 		}
 	}
-	if v == nil && !nullable {
-		return "is required and may not be null: it must be " + strings.Join(want, " or "), false
-	}
-	return "must be " + strings.Join(want, " or "), false
+	return want
 }
 
 // isFalse reports whether s is the schema false (what inference writes for

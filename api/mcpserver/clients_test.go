@@ -17,7 +17,10 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/api/mcpserver"
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store/storetest"
 )
 
 // tsClientDir holds the TypeScript SDK client fixture; .ci/run installs
@@ -77,6 +80,7 @@ type tsRun struct {
 	Capabilities map[string]json.RawMessage `json:"capabilities"`
 	Instructions string                     `json:"instructions"`
 	Tools        []string                   `json:"tools"`
+	Schemas      map[string]json.RawMessage `json:"schemas"`
 	Calls        []tsCall                   `json:"calls"`
 	Methods      []tsMethod                 `json:"methods"`
 	Fatal        *tsError                   `json:"fatal"`
@@ -141,7 +145,7 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 	run := runTSClient(t, node, w.url, cred, calls, []string{"prompts/list", "resources/list", "resources/templates/list", "completion/complete", "logging/setLevel"})
 
-	require.ElementsMatch(t, []string{"claim", "heartbeat", "complete", "fail", "notify_owner"}, run.Tools)
+	require.ElementsMatch(t, []string{"claim", "heartbeat", "complete", "fail", "list_queues", "notify_owner"}, run.Tools)
 	require.Len(t, run.Calls, len(cases))
 	for i, c := range cases {
 		// Before the fix, SDK 1.32 threw "-32602 Structured content does
@@ -374,4 +378,127 @@ func TestArgumentErrorsNameTheField(t *testing.T) {
 // withBaseURL sets the server's SWITCHBOARD_BASE_URL.
 func withBaseURL(base string) func(*httpx.Deps) {
 	return func(d *httpx.Deps) { d.BaseURL = base }
+}
+
+// Issue 19 items 13 and 14 through the real TypeScript SDK, which checks
+// every result's structuredContent against the tool's output schema: the
+// schemas declare no null, the list verbs answer, every success validates,
+// and the refusals name their field.
+func TestTypeScriptClientListsAndPaths(t *testing.T) {
+	t.Parallel()
+	node := nodeOrSkip(t)
+	w := rulesWorld(t)
+	human, scope := w.person()
+	queue := w.F.Queue(scope, "forge")
+	w.F.Todo(storetest.TodoOpts{Queue: queue, Title: "build 812"})
+	p := engine.HumanPrincipal(human)
+	conn, err := w.eng.CreateConnection(w.Ctx, p, engine.ConnectionInput{
+		Owner: scope, Kind: engine.KindGotify, Name: "phone", AccountKey: "https://push.example.net", Secret: notifytype.NewSecret(gotifyToken),
+	})
+	require.NoError(t, err)
+	hook, _, err := w.deps.Webhooks.Create(w.Ctx, p, host.WebhookInput{Owner: scope, Name: "forge"})
+	require.NoError(t, err)
+	_, other := w.person()
+	theirQueue := w.F.Queue(other, "theirs")
+	_, cred := w.vend(t, human, scope, notifytype.Grants...)
+
+	good := map[string]any{"event_types": []any{"todo.dead_lettered"}, "queues": []any{queue}}
+	type want struct {
+		code  notifytype.Code
+		field string
+	}
+	cases := []struct {
+		call tsCall
+		want want
+	}{
+		{tsCall{Name: mcpserver.ToolListQueues, Arguments: map[string]any{}}, want{}},
+		{tsCall{Name: mcpserver.ToolListConnections, Arguments: map[string]any{}}, want{}},
+		{tsCall{Name: mcpserver.ToolSetWebhookRules, Arguments: map[string]any{"webhook_id": hook.ID, "rules": []any{
+			map[string]any{"name": "inbox", "expr": "true", "action": map[string]any{"queue": queue}}}}}, want{}},
+		{tsCall{Name: mcpserver.ToolListWebhooks, Arguments: map[string]any{}}, want{}},
+		{tsCall{Name: mcpserver.ToolTestWebhookRules, Arguments: map[string]any{"webhook_id": hook.ID}}, want{}},
+		{tsCall{Name: mcpserver.ToolClaim, Arguments: map[string]any{"queue_id": queue}}, want{}},
+		{tsCall{Name: mcpserver.ToolSetSink, Arguments: map[string]any{"name": "phone", "kind": "gotify", "connection_id": conn.ID}}, want{}},
+		{tsCall{Name: mcpserver.ToolListSinks, Arguments: map[string]any{}}, want{}},
+		{tsCall{Name: mcpserver.ToolListDigests, Arguments: map[string]any{}}, want{}},
+		{tsCall{Name: mcpserver.ToolSetSinkSubscriptions, Arguments: map[string]any{"sink_id": 0, "subscriptions": nil}},
+			want{notifytype.CodeInvalidArgument, "subscriptions"}},
+		{tsCall{Name: mcpserver.ToolSetWebhookRules, Arguments: map[string]any{"webhook_id": hook.ID, "rules": nil}},
+			want{notifytype.CodeInvalidArgument, "rules"}},
+		{tsCall{Name: mcpserver.ToolSetSinkSubscriptions, Arguments: map[string]any{"sink_id": 0, "subscriptions": []any{good,
+			map[string]any{"event_types": []any{"digest"}, "min_severity": "urgent"}}}}, want{notifytype.CodeInvalidArgument, "subscriptions[1].min_severity"}},
+		{tsCall{Name: mcpserver.ToolAddWebhookRule, Arguments: map[string]any{"webhook_id": hook.ID, "rule": map[string]any{
+			"name": "theirs", "expr": "true", "action": map[string]any{"queue": theirQueue}}}}, want{notifytype.CodeInvalidArgument, "rule.action.queue"}},
+		{tsCall{Name: mcpserver.ToolSetSink, Arguments: map[string]any{"name": "pager", "kind": "gotify", "connection_id": 987654321}},
+			want{notifytype.CodeInvalidArgument, "connection_id"}},
+	}
+	calls := make([]tsCall, len(cases))
+	for i, c := range cases {
+		calls[i] = c.call
+	}
+	run := runTSClient(t, node, w.url, cred, calls, nil)
+
+	require.NotEmpty(t, run.Schemas)
+	for name, schemas := range run.Schemas {
+		require.NotContains(t, string(schemas), `"null"`, "%s declares null", name)
+	}
+	require.Len(t, run.Calls, len(cases))
+	var sink struct {
+		ID int64 `json:"id"`
+	}
+	for i, c := range cases {
+		got := run.Calls[i]
+		require.Nil(t, got.Error, "%s %v: the client threw instead of showing the result", c.call.Name, c.call.Arguments)
+		if c.want.code == "" {
+			require.False(t, got.Result.IsError, "%s: %+v", c.call.Name, got.Result.Content)
+			require.NotEmpty(t, got.Result.StructuredContent, c.call.Name)
+			require.False(t, holdsNull(t, got.Result.StructuredContent), "%s sends no null: %s", c.call.Name, got.Result.StructuredContent)
+			if c.call.Name == mcpserver.ToolSetSink {
+				require.NoError(t, json.Unmarshal(got.Result.StructuredContent, &sink))
+			}
+			continue
+		}
+		require.True(t, got.Result.IsError, c.call.Name)
+		e := got.Result.Meta[mcpserver.MetaKeyError]
+		require.Equal(t, c.want.code, e.Code, "%s %v", c.call.Name, c.call.Arguments)
+		require.Equal(t, c.want.field, e.Field, "%s %v: %s", c.call.Name, c.call.Arguments, e.Message)
+	}
+	var queues mcpserver.ListQueuesOut
+	require.NoError(t, json.Unmarshal(run.Calls[0].Result.StructuredContent, &queues))
+	require.Len(t, queues.Queues, 1)
+	require.Equal(t, queue, queues.Queues[0].ID)
+	var hooks mcpserver.ListWebhooksOut
+	require.NoError(t, json.Unmarshal(run.Calls[3].Result.StructuredContent, &hooks))
+	require.Len(t, hooks.Webhooks, 1)
+	require.Len(t, hooks.Webhooks[0].Rules, 1)
+	require.NotZero(t, sink.ID)
+	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM webhook_rules`), "the null list cleared nothing")
+}
+
+// holdsNull reports whether a JSON value holds a null anywhere.
+func holdsNull(t *testing.T, raw json.RawMessage) bool {
+	t.Helper()
+	var v any
+	require.NoError(t, json.Unmarshal(raw, &v))
+	var walk func(any) bool
+	walk = func(v any) bool {
+		switch v := v.(type) {
+		case nil:
+			return true
+		case map[string]any:
+			for _, e := range v {
+				if walk(e) {
+					return true
+				}
+			}
+		case []any:
+			for _, e := range v {
+				if walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
 }

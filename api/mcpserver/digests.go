@@ -64,7 +64,7 @@ type SetDigestIn struct {
 	Schedule              *string  `json:"schedule,omitempty" jsonschema:"the schedule: optional zone prefix TZ=<IANA zone>, then days and HH:MM send times (comma-separated); days *, daily, Mon..Sun, Mon-Fri or a comma list, e.g. TZ=Europe/Berlin Mon-Fri 09:00; required to create"`
 	QueueIDs              *[]int64 `json:"queue_ids,omitempty" jsonschema:"queues of the owner scope to cover; empty means all"`
 	SinkIDs               *[]int64 `json:"sink_ids,omitempty" jsonschema:"sinks of the owner scope the digest goes to"`
-	CairnConnectionID     *int64   `json:"cairn_connection_id,omitempty" jsonschema:"an existing cairn connection of the owner scope to publish the digest to; 0 for none"`
+	CairnConnectionID     *int64   `json:"cairn_connection_id,omitempty" jsonschema:"an existing cairn connection of the owner scope to publish the digest to (list_connections lists them); 0 for none"`
 	SkipWhenQuiet         *bool    `json:"skip_when_quiet,omitempty" jsonschema:"do not send a quiet digest; defaults to true"`
 	QuietThresholdSeconds *int64   `json:"quiet_threshold_seconds,omitempty" jsonschema:"oldest-pending age above which a digest is not quiet; defaults to 3600"`
 }
@@ -81,7 +81,7 @@ type DeleteDigestOut struct {
 }
 
 func addListDigests(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:        ToolListDigests,
 		Title:       "List digests",
 		Description: "List the queue digests (scheduled reports to the owner's sinks or Cairn) of this endpoint's owner scope.",
@@ -100,11 +100,11 @@ func addListDigests(srv *mcp.Server, s *surface) {
 }
 
 func addSetDigest(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:  ToolSetDigest,
 		Title: "Create or change a digest",
 		Description: "Create a queue digest in this endpoint's owner scope (omit id) or change one (give id): its name, " +
-			"schedule, queues, sinks, Cairn connection and quiet rule. At most 5 digests per owner scope.",
+			"schedule, queues, sinks, Cairn connection and quiet rule. At most 5 digests per owner scope." + bodyLimitNote,
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)},
 	}, func(ctx context.Context, c *caller, in SetDigestIn) (DigestOut, error) {
 		var threshold *time.Duration
@@ -125,6 +125,9 @@ func addSetDigest(srv *mcp.Server, s *surface) {
 				CairnConnectionID: in.CairnConnectionID, SkipWhenQuiet: in.SkipWhenQuiet, QuietThreshold: threshold,
 			})
 		}
+		if engine.IsConnectionRefusal(err) {
+			return DigestOut{}, connectionArgument("cairn_connection_id", "cairn connection")
+		}
 		if err != nil {
 			return DigestOut{}, err
 		}
@@ -133,7 +136,7 @@ func addSetDigest(srv *mcp.Server, s *surface) {
 }
 
 func addDeleteDigest(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:        ToolDeleteDigest,
 		Title:       "Delete a digest",
 		Description: "Delete a queue digest of this endpoint's owner scope.",

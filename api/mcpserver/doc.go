@@ -7,11 +7,13 @@
 // WWW-Authenticate: Bearer before the SDK sees the request. The endpoint's
 // grant picks the server that answers it, one cached server per grant
 // holding only the granted families' tools (D5), so tools/list differs per
-// endpoint: todos (claim, heartbeat, complete, fail, over host.Todos),
-// notifications (list_sinks, set_sink, delete_sink, test_sink,
-// set_sink_subscriptions, over the engine's management service in the
-// endpoint's owner scope; they share the operator API's per-human limiter)
-// and notify_owner (over engine.NotifyOwner). A verb outside the grant
+// endpoint: todos (claim, heartbeat, complete, fail, list_queues, over
+// host.Todos), rules (the rule verbs and list_webhooks, over host.Webhooks),
+// notifications (list_sinks, list_connections, set_sink, delete_sink,
+// test_sink, set_sink_subscriptions and the digest verbs, over the engine's
+// management service in the endpoint's owner scope; they share the operator
+// API's per-human limiter) and notify_owner (over engine.NotifyOwner). The
+// list verbs (lists.go) are how an agent discovers the ids the others take. A verb outside the grant
 // called by name anyway is answered as a forbidden tool error, not the
 // SDK's "unknown tool".
 //
@@ -24,7 +26,9 @@
 // guard (mcpserver.go), so what follows holds for every tool, whatever
 // family adds it. Arguments are checked against the tool's input schema
 // before the verb runs (arguments.go): a client's mistake is
-// invalid_argument naming the field as the client wrote it. Refusals come
+// invalid_argument naming the field by its path as the client wrote it.
+// The schemas say what is sent (schema.go): no null, allowed values as
+// enum, enforced limits as minimum, maximum and the like (refine.go). Refusals come
 // back as tool results with IsError set, a text naming code, field and what
 // to do, and {code, field, scheme, message} in _meta under MetaKeyError,
 // mapped from *notifytype.Error through one table (errors.go). They carry

@@ -2,10 +2,12 @@ package mcpserver
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard/notify/api/httpx"
+	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -25,7 +27,7 @@ var codeHints = map[notifytype.Code]string{
 	notifytype.CodeEncryptionRequired: "The operator must set SWITCHBOARD_SECRET_KEY before a secret can be stored.",
 	notifytype.CodeForbidden:          "This endpoint may not do this: its owner decides its grant, and its human's role decides what it may change.",
 	notifytype.CodeNotFound:           "Nothing of that id exists in this endpoint's owner scope.",
-	notifytype.CodeRateLimited:        "A limit is spent for now; try again later.",
+	notifytype.CodeRateLimited:        "A limit is spent for now; call again after retry_after_seconds.",
 	codeInternal:                      "Something went wrong on the server; try again later.",
 }
 
@@ -34,8 +36,8 @@ var codeHints = map[notifytype.Code]string{
 const MetaKeyError = "switchboard/error"
 
 // ToolError is a tool error's machine-readable form, in the result's _meta
-// under MetaKeyError: always all four keys, the same code, field, scheme
-// and message the REST API answers.
+// under MetaKeyError: always the four keys code, field, scheme and message
+// the REST API answers, and retry_after_seconds on a rate_limited one.
 //
 // It is not the result's structuredContent: a tool's output schema
 // describes its success, and clients (the TypeScript SDK, the MCP
@@ -46,6 +48,9 @@ type ToolError struct {
 	Field   string          `json:"field"`
 	Scheme  string          `json:"scheme"`
 	Message string          `json:"message"`
+	// RetryAfterSeconds, on rate_limited, is when to call again, in
+	// seconds from now (the message says it too).
+	RetryAfterSeconds int `json:"retry_after_seconds,omitempty"`
 }
 
 // handlerError marks an error a verb's own code returned (addTool's
@@ -82,6 +87,29 @@ func toolError(rec *requestRecord, err error) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
 		IsError: true,
 		Content: []mcp.Content{&mcp.TextContent{Text: text}},
-		Meta:    mcp.Meta{MetaKeyError: ToolError{Code: pub.Code, Field: pub.Field, Scheme: pub.Scheme, Message: pub.Message}},
+		Meta: mcp.Meta{MetaKeyError: ToolError{Code: pub.Code, Field: pub.Field, Scheme: pub.Scheme, Message: pub.Message,
+			RetryAfterSeconds: pub.RetryAfterSeconds}},
 	}
+}
+
+// itemPath names the field of a refused item of the list argument list by
+// its whole path ("subscriptions[1].min_severity"): the engine names the
+// item (engine.ItemError) and the field within it.
+func itemPath(err error, list string) error {
+	var item *engine.ItemError
+	if !errors.As(err, &item) || item.Err.Field == "" {
+		return err
+	}
+	e := *item.Err
+	e.Field = fmt.Sprintf("%s[%d].%s", list, item.Index, e.Field)
+	return &e
+}
+
+// connectionArgument refuses a connection id an MCP verb named that is
+// not what must be: missing, of another owner scope, or of the wrong kind
+// are one refusal, so that no id of another scope is revealed. The human
+// surfaces answer it forbidden (REQ-2); an agent chose the id, so it is
+// its argument that is wrong.
+func connectionArgument(field, what string) error {
+	return notifytype.InvalidArgument(field, "must be the id of an existing "+what+" in this endpoint's owner scope; list_connections lists them")
 }

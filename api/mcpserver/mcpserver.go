@@ -44,6 +44,8 @@ type surface struct {
 	log *slog.Logger
 	// sdkLog is the SDK's logger: its lines at DEBUG (sdkLogHandler).
 	sdkLog *slog.Logger
+	// limits are the operator's bounds the tools' schemas declare.
+	limits limits
 
 	mu      sync.Mutex
 	servers map[string]*mcp.Server
@@ -59,7 +61,7 @@ func New(d httpx.Deps) http.Handler {
 	if d.Engine == nil || d.Auth == nil || d.Todos == nil || d.Limiter == nil {
 		panic("mcpserver: New needs Deps.Engine, Deps.Auth, Deps.Todos and Deps.Limiter")
 	}
-	s := &surface{d: d, log: d.Logger, servers: map[string]*mcp.Server{}}
+	s := &surface{d: d, log: d.Logger, limits: limitsOf(d.Engine), servers: map[string]*mcp.Server{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -248,8 +250,10 @@ func (s *surface) guard(next mcp.MethodHandler) mcp.MethodHandler {
 				return toolError(rec, &handlerError{notifytype.Forbidden(
 					"this endpoint's grant lacks the " + string(fam) + " verbs, so it may not call " + name)}), nil
 			}
-			if fam == notifytype.GrantNotifications && !s.d.Limiter.Allow(c.p.HumanID) {
-				return toolError(rec, &handlerError{notifytype.RateLimited("too many requests; slow down")}), nil
+			if fam == notifytype.GrantNotifications {
+				if wait, ok := s.d.Limiter.Take(c.p.HumanID); !ok {
+					return toolError(rec, &handlerError{notifytype.RateLimitedFor("too many requests", wait)}), nil
+				}
 			}
 		}
 		res, err := next(ctx, method, req)

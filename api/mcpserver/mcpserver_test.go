@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -93,7 +94,14 @@ func TestNotificationsVerbsShareTheHumansLimiter(t *testing.T) {
 	for range 2 {
 		succeeds[mcpserver.ListSinksOut](t, cs, mcpserver.ToolListSinks, map[string]any{})
 	}
-	require.Equal(t, notifytype.CodeRateLimited, refused(t, cs, mcpserver.ToolListSinks, map[string]any{}).Code)
+	e := refused(t, cs, mcpserver.ToolListSinks, map[string]any{})
+	require.Equal(t, notifytype.CodeRateLimited, e.Code)
+	// Issue 19 item 14: the refusal says when to retry. A token returns
+	// every 1000 s, and one was just spent.
+	require.InDelta(t, 1000, e.RetryAfterSeconds, 10, "%+v", e)
+	require.Contains(t, e.Message, fmt.Sprintf("try again in %d s", e.RetryAfterSeconds))
+	require.Equal(t, notifytype.CodeRateLimited, refused(t, cs, mcpserver.ToolListConnections, map[string]any{}).Code,
+		"a refused call spends no token, and the limit still holds")
 	// The todos verbs are an agent's work, not management: not limited here.
 	for range 3 {
 		succeeds[mcpserver.ClaimOut](t, cs, mcpserver.ToolClaim, map[string]any{"queue_id": queue})
@@ -124,9 +132,9 @@ func TestToolsListFollowsTheGrant(t *testing.T) {
 	todos := mcpserver.ToolsOf(notifytype.GrantTodos)
 	notifications := mcpserver.ToolsOf(notifytype.GrantNotifications)
 	rules := mcpserver.ToolsOf(notifytype.GrantRules)
-	require.Equal(t, []string{"claim", "heartbeat", "complete", "fail"}, todos)
-	require.Equal(t, []string{"set_webhook_rules", "add_webhook_rule", "update_webhook_rule", "test_webhook_rules"}, rules)
-	require.Equal(t, []string{"list_sinks", "set_sink", "delete_sink", "test_sink", "set_sink_subscriptions",
+	require.Equal(t, []string{"claim", "heartbeat", "complete", "fail", "list_queues"}, todos)
+	require.Equal(t, []string{"set_webhook_rules", "add_webhook_rule", "update_webhook_rule", "test_webhook_rules", "list_webhooks"}, rules)
+	require.Equal(t, []string{"list_sinks", "list_connections", "set_sink", "delete_sink", "test_sink", "set_sink_subscriptions",
 		"list_digests", "set_digest", "delete_digest"}, notifications)
 
 	for _, tc := range []struct {
@@ -180,7 +188,7 @@ func TestOlderProtocolClient(t *testing.T) {
 
 	for _, version := range []string{"2025-03-26", "2025-06-18", "2025-11-25"} {
 		cs := w.connect(t, cred, &mcp.ClientSessionOptions{ProtocolVersion: version})
-		require.Equal(t, []string{"delete_digest", "delete_sink", "list_digests", "list_sinks", "set_digest", "set_sink", "set_sink_subscriptions", "test_sink"}, toolNames(t, cs), version)
+		require.Equal(t, []string{"delete_digest", "delete_sink", "list_connections", "list_digests", "list_sinks", "set_digest", "set_sink", "set_sink_subscriptions", "test_sink"}, toolNames(t, cs), version)
 		listed := succeeds[mcpserver.ListSinksOut](t, cs, mcpserver.ToolListSinks, map[string]any{})
 		require.Len(t, listed.Sinks, 1, version)
 		require.Equal(t, notifytype.CodeForbidden, refused(t, cs, mcpserver.ToolNotifyOwner, map[string]any{"title": "x"}).Code, version)

@@ -66,7 +66,7 @@ type SetSinkIn struct {
 	ID            int64          `json:"id,omitempty" jsonschema:"the sink to change; omit to create a sink"`
 	Name          *string        `json:"name,omitempty" jsonschema:"unique in the owner scope, 1 to 64 characters; required to create"`
 	Kind          string         `json:"kind,omitempty" jsonschema:"gotify or apprise; required to create, and fixed after (omit it when changing a sink)"`
-	ConnectionID  *int64         `json:"connection_id,omitempty" jsonschema:"an existing connection of the endpoint's owner scope and of the sink's kind (list_sinks shows the ones in use); required to create"`
+	ConnectionID  *int64         `json:"connection_id,omitempty" jsonschema:"an existing connection of the endpoint's owner scope and of the sink's kind (list_connections lists them); required to create"`
 	Enabled       *bool          `json:"enabled,omitempty" jsonschema:"defaults to true on create"`
 	Options       map[string]any `json:"options,omitempty" jsonschema:"per kind: gotify {priorities: {low, normal, high}}; apprise {config_key?, tag?, types: {low, normal, high}}; replaces the stored options"`
 	BudgetPerHour *int           `json:"budget_per_hour,omitempty" jsonschema:"messages an hour; defaults to 30 on create"`
@@ -149,7 +149,7 @@ func nonNil(ids []int64) []int64 {
 }
 
 func addListSinks(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:        ToolListSinks,
 		Title:       "List sinks",
 		Description: "List the sinks (Gotify and Apprise servers the owner is notified through) of this endpoint's owner scope.",
@@ -170,12 +170,12 @@ func addListSinks(srv *mcp.Server, s *surface) {
 }
 
 func addSetSink(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:  ToolSetSink,
 		Title: "Create or change a sink",
 		Description: "Create a sink in this endpoint's owner scope (omit id) or change one (give id): its name, " +
 			"connection, enabled, options and budget. The connection must already exist in the owner scope " +
-			"and be of the sink's kind; this verb never creates a connection or reads a secret.",
+			"and be of the sink's kind; this verb never creates a connection or reads a secret." + bodyLimitNote,
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)},
 	}, func(ctx context.Context, c *caller, in SetSinkIn) (SinkOut, error) {
 		var opts json.RawMessage
@@ -206,6 +206,9 @@ func addSetSink(srv *mcp.Server, s *surface) {
 			}
 			sk, err = s.d.Engine.UpdateSink(ctx, c.p, in.ID, patch)
 		}
+		if engine.IsConnectionRefusal(err) {
+			return SinkOut{}, connectionArgument("connection_id", "connection of the sink's kind")
+		}
 		if err != nil {
 			return SinkOut{}, err
 		}
@@ -219,7 +222,7 @@ func addSetSink(srv *mcp.Server, s *surface) {
 }
 
 func addDeleteSink(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:        ToolDeleteSink,
 		Title:       "Delete a sink",
 		Description: "Delete a sink of this endpoint's owner scope, with its subscriptions. Its delivery records stay.",
@@ -233,7 +236,7 @@ func addDeleteSink(srv *mcp.Server, s *surface) {
 }
 
 func addTestSink(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:  ToolTestSink,
 		Title: "Send a test message",
 		Description: "Send one message titled as a test through a sink of this endpoint's owner scope, now, " +
@@ -249,11 +252,11 @@ func addTestSink(srv *mcp.Server, s *surface) {
 }
 
 func addSetSinkSubscriptions(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:  ToolSetSinkSubscriptions,
 		Title: "Set a sink's subscriptions",
 		Description: "Replace all subscriptions of a sink of this endpoint's owner scope: which events it hears of, " +
-			"filtered to queues, endpoints or webhooks of the owner scope and a minimum severity. All or nothing.",
+			"filtered to queues, endpoints or webhooks of the owner scope and a minimum severity. All or nothing." + bodyLimitNote,
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true},
 	}, func(ctx context.Context, c *caller, in SetSinkSubscriptionsIn) (SetSinkSubscriptionsOut, error) {
 		ins := make([]engine.SubscriptionInput, len(in.Subscriptions))
@@ -269,7 +272,7 @@ func addSetSinkSubscriptions(srv *mcp.Server, s *surface) {
 		}
 		subs, err := s.d.Engine.SetSubscriptions(ctx, c.p, in.SinkID, ins)
 		if err != nil {
-			return SetSinkSubscriptionsOut{}, err
+			return SetSinkSubscriptionsOut{}, itemPath(err, "subscriptions")
 		}
 		out := SetSinkSubscriptionsOut{Subscriptions: make([]SubscriptionOut, len(subs))}
 		for i, sub := range subs {

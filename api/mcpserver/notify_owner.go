@@ -23,7 +23,7 @@ type NotifyOwnerOut struct {
 }
 
 func addNotifyOwner(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:  ToolNotifyOwner,
 		Title: "Page the owner",
 		Description: "Send the endpoint's owner a short page through their sinks subscribed to agent.notify. " +

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -29,6 +30,7 @@ var rulesVerbs = []verb{
 	{ToolAddWebhookRule, addAddWebhookRule},
 	{ToolUpdateWebhookRule, addUpdateWebhookRule},
 	{ToolTestWebhookRules, addTestWebhookRules},
+	{ToolListWebhooks, addListWebhooks},
 }
 
 // RuleActionIn is what a matching rule does.
@@ -42,7 +44,7 @@ type RuleActionIn struct {
 // RuleIn is a rule as the rules verbs take it.
 type RuleIn struct {
 	Name   string       `json:"name" jsonschema:"what the rule is for, 1 to 100 characters"`
-	Expr   string       `json:"expr" jsonschema:"a jq expression run on the delivery's JSON payload; the rule matches when its first output is neither false nor null"`
+	Expr   string       `json:"expr" jsonschema:"a jq expression run on the delivery's JSON payload, at most 4096 bytes; the rule matches when its first output is neither false nor null"`
 	Action RuleActionIn `json:"action" jsonschema:"at least one of queue, drop and notify"`
 }
 
@@ -101,12 +103,12 @@ type TestWebhookRulesIn struct {
 }
 
 func addSetWebhookRules(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:  ToolSetWebhookRules,
 		Title: "Replace a webhook's routing rules",
 		Description: "Replace the ordered routing rules of a webhook. All rules run on each delivery; the first match with queue or drop decides routing, " +
 			"and each sink named by a matching rule's notify gets one rule.notify. Refused with invalid_argument naming the rule when an expression " +
-			"does not compile or notify names no sink of the webhook's owner scope; then nothing is saved.",
+			"does not compile or notify names no sink of the webhook's owner scope; then nothing is saved." + bodyLimitNote,
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true},
 	}, func(ctx context.Context, c *caller, in SetWebhookRulesIn) (RulesOut, error) {
 		rules, err := s.d.Webhooks.SetRules(ctx, c.p, in.WebhookID, inputs(in.Rules))
@@ -118,43 +120,58 @@ func addSetWebhookRules(srv *mcp.Server, s *surface) {
 }
 
 func addAddWebhookRule(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:        ToolAddWebhookRule,
 		Title:       "Add a routing rule",
-		Description: "Append one routing rule to a webhook's list, checked as set_webhook_rules checks each.",
+		Description: "Append one routing rule to a webhook's list, checked as set_webhook_rules checks each." + bodyLimitNote,
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false)},
 	}, func(ctx context.Context, c *caller, in AddWebhookRuleIn) (RuleOut, error) {
 		r, err := s.d.Webhooks.AddRule(ctx, c.p, in.WebhookID, in.Rule.input())
 		if err != nil {
-			return RuleOut{}, err
+			return RuleOut{}, rulePath(err)
 		}
 		return RuleOut{Rule: r}, nil
 	})
 }
 
 func addUpdateWebhookRule(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:        ToolUpdateWebhookRule,
 		Title:       "Change a routing rule",
-		Description: "Rewrite one routing rule of a webhook in place, checked as set_webhook_rules checks each.",
+		Description: "Rewrite one routing rule of a webhook in place, checked as set_webhook_rules checks each." + bodyLimitNote,
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true},
 	}, func(ctx context.Context, c *caller, in UpdateWebhookRuleIn) (RuleOut, error) {
 		r, err := s.d.Webhooks.UpdateRule(ctx, c.p, in.WebhookID, in.RuleID, in.Rule.input())
 		if err != nil {
-			return RuleOut{}, err
+			return RuleOut{}, rulePath(err)
 		}
 		return RuleOut{Rule: r}, nil
 	})
 }
 
 func addTestWebhookRules(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:  ToolTestWebhookRules,
 		Title: "Dry-run routing rules",
 		Description: "Score candidate rules (or the saved ones) against the webhook's stored deliveries: which would be routed to which queue, " +
-			"dropped or quarantined, and which would notify which sink. Sends nothing and saves nothing.",
+			"dropped or quarantined, and which would notify which sink. Sends nothing and saves nothing." + bodyLimitNote,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, func(ctx context.Context, c *caller, in TestWebhookRulesIn) (host.TestReport, error) {
 		return s.d.Webhooks.TestRules(ctx, c.p, in.WebhookID, inputs(in.Rules), in.Limit)
 	})
+}
+
+// rulePath names a refused field of the one rule add_webhook_rule and
+// update_webhook_rule take by its path in their arguments
+// ("rule.action.notify"); the host names it within the rule.
+func rulePath(err error) error {
+	e, ok := notifytype.AsError(err)
+	if !ok || e.Code != notifytype.CodeInvalidArgument {
+		return err
+	}
+	switch head, _, _ := strings.Cut(e.Field, "."); head {
+	case "name", "expr", "action":
+		return &notifytype.Error{Code: e.Code, Field: "rule." + e.Field, Message: e.Message}
+	}
+	return err
 }

@@ -95,7 +95,7 @@ func TestRuleVerbsRefuseAnotherOwnersSink(t *testing.T) {
 		"rule":       map[string]any{"name": "page them", "expr": `true`, "action": map[string]any{"notify": "their-phone"}},
 	})
 	require.Equal(t, notifytype.CodeInvalidArgument, e.Code)
-	require.Equal(t, "action.notify", e.Field)
+	require.Equal(t, "rule.action.notify", e.Field, "the field's path in the arguments")
 	require.Contains(t, e.Message, `"page them"`)
 	e = refused(t, cs, mcpserver.ToolSetWebhookRules, map[string]any{
 		"webhook_id": hook.ID,

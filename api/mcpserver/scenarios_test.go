@@ -25,7 +25,7 @@ func TestSinkVerbsOffUntilGranted(t *testing.T) {
 	cs := w.connect(t, cred)
 
 	names := toolNames(t, cs)
-	require.Equal(t, []string{"add_webhook_rule", "claim", "complete", "fail", "heartbeat",
+	require.Equal(t, []string{"add_webhook_rule", "claim", "complete", "fail", "heartbeat", "list_queues", "list_webhooks",
 		"set_webhook_rules", "test_webhook_rules", "update_webhook_rule"}, names, "todos and rules")
 	require.NotContains(t, names, mcpserver.ToolListSinks)
 
@@ -198,12 +198,18 @@ func TestSetSinkRefusalsMatchTheHumanSurfaces(t *testing.T) {
 		code   notifytype.Code
 		field  string
 		scheme string
+		// agentField, when set, is the agent's refusal where it differs
+		// from the human's: invalid_argument on that field.
+		agentField string
 	}{
 		{
 			name:  "cross-scope connection",
 			args:  map[string]any{"name": "phone", "kind": "gotify", "connection_id": personalConn.ID},
 			human: engine.SinkInput{Owner: team, Name: "phone", Kind: "gotify", ConnectionID: personalConn.ID},
 			code:  notifytype.CodeForbidden,
+			// REQ-2's scenario answers a human forbidden; an agent named
+			// the id, so its argument is wrong (issue 19 item 14).
+			agentField: "connection_id",
 		},
 		{
 			name: "bad option",
@@ -228,12 +234,16 @@ func TestSetSinkRefusalsMatchTheHumanSurfaces(t *testing.T) {
 	}
 	for _, tc := range cases {
 		e := refused(t, cs, mcpserver.ToolSetSink, tc.args)
-		require.Equal(t, tc.code, e.Code, tc.name)
-		require.Equal(t, tc.field, e.Field, tc.name)
-
 		_, err := w.eng.CreateSink(w.Ctx, asAdmin, tc.human)
 		he, ok := notifytype.AsError(err)
 		require.True(t, ok, tc.name)
+		require.Equal(t, tc.code, he.Code, tc.name)
+		require.Equal(t, tc.field, he.Field, tc.name)
+		if tc.agentField != "" {
+			require.Equal(t, notifytype.CodeInvalidArgument, e.Code, tc.name)
+			require.Equal(t, tc.agentField, e.Field, tc.name)
+			continue
+		}
 		require.Equal(t, he.Code, e.Code, tc.name)
 		require.Equal(t, he.Field, e.Field, tc.name)
 	}
@@ -255,7 +265,8 @@ func TestSetSinkRefusalsMatchTheHumanSurfaces(t *testing.T) {
 	require.Equal(t, map[string]any{"priorities": map[string]any{"low": 2.0, "normal": 5.0, "high": 8.0}}, created.Options)
 	before := w.TableJSON("sinks")
 	e = refused(t, cs, mcpserver.ToolSetSink, map[string]any{"id": created.ID, "connection_id": personalConn.ID})
-	require.Equal(t, notifytype.CodeForbidden, e.Code)
+	require.Equal(t, notifytype.CodeInvalidArgument, e.Code)
+	require.Equal(t, "connection_id", e.Field)
 	e = refused(t, cs, mcpserver.ToolSetSink, map[string]any{"id": created.ID, "kind": "apprise"})
 	require.Equal(t, notifytype.CodeInvalidArgument, e.Code)
 	require.Equal(t, "kind", e.Field)
@@ -310,13 +321,20 @@ func TestNotifyOwnerSixthCallRateLimited(t *testing.T) {
 	for i := range engine.AgentPagesPerHour {
 		succeeds[mcpserver.NotifyOwnerOut](t, cs, mcpserver.ToolNotifyOwner, map[string]any{"title": "page", "severity": "high"})
 		require.Equal(t, i+1, w.count(t, `SELECT count(*) FROM outbox WHERE event_type = 'agent.notify'`))
+		if i == 0 {
+			w.Clock.Advance(10 * time.Minute)
+		}
 	}
 	e := refused(t, cs, mcpserver.ToolNotifyOwner, map[string]any{"title": "one too many"})
 	require.Equal(t, notifytype.CodeRateLimited, e.Code)
 	require.Equal(t, 5, w.count(t, `SELECT count(*) FROM outbox`), "no extra outbox row")
+	// Issue 19 item 14: the refusal says when to retry: when the first
+	// page, 10 minutes ago, leaves the hour.
+	require.Equal(t, 50*60+1, e.RetryAfterSeconds)
+	require.Contains(t, e.Message, "try again in 3001 s")
 
 	// Bad input is refused by the engine, naming the field.
-	w.Clock.Advance(time.Hour + time.Second)
+	w.Clock.Advance(50*time.Minute + time.Second)
 	e = refused(t, cs, mcpserver.ToolNotifyOwner, map[string]any{"title": "page", "severity": "urgent"})
 	require.Equal(t, notifytype.CodeInvalidArgument, e.Code)
 	require.Equal(t, "severity", e.Field)
@@ -379,4 +397,31 @@ func TestTodosVerbsDeadLetterEndToEnd(t *testing.T) {
 	_, otherScope := w.person()
 	theirs := w.F.Queue(otherScope, "forge")
 	require.Equal(t, notifytype.CodeNotFound, refused(t, cs, mcpserver.ToolClaim, map[string]any{"queue_id": theirs}).Code)
+}
+
+// Issue 19 item 14: test_sink's limit (6 a minute per sink) says when to
+// retry: when the first test of the minute leaves it.
+func TestTestSinkLimitSaysWhenToRetry(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	human, scope := w.person()
+	// A loopback destination the guard refuses at once: a test is
+	// recorded, and counted, whatever its outcome.
+	sink := w.sink(human, scope, "https://127.0.0.1:1")
+	_, cred := w.vend(t, human, scope, notifytype.GrantNotifications)
+	cs := w.connect(t, cred)
+	for i := range engine.SendTestsPerMinute {
+		succeeds[mcpserver.TestSinkOut](t, cs, mcpserver.ToolTestSink, map[string]any{"id": sink})
+		if i == 0 {
+			w.Clock.Advance(20 * time.Second)
+		}
+	}
+	e := refused(t, cs, mcpserver.ToolTestSink, map[string]any{"id": sink})
+	require.Equal(t, notifytype.CodeRateLimited, e.Code)
+	require.Equal(t, 41, e.RetryAfterSeconds, "the minute counts its first instant: the next test is allowed just after 40 s")
+	require.Contains(t, e.Message, "try again in 41 s")
+	w.Clock.Advance(40 * time.Second)
+	require.Equal(t, notifytype.CodeRateLimited, refused(t, cs, mcpserver.ToolTestSink, map[string]any{"id": sink}).Code, "not before")
+	w.Clock.Advance(time.Second)
+	succeeds[mcpserver.TestSinkOut](t, cs, mcpserver.ToolTestSink, map[string]any{"id": sink})
 }

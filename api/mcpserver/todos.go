@@ -68,7 +68,7 @@ type ReportIn struct {
 }
 
 func addClaim(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:        ToolClaim,
 		Title:       "Claim a todo",
 		Description: "Claim the oldest pending todo of a queue. The claim is leased for the todo's TTL; renew it with heartbeat, and end it with complete or fail.",
@@ -83,7 +83,7 @@ func addClaim(srv *mcp.Server, s *surface) {
 }
 
 func addHeartbeat(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:        ToolHeartbeat,
 		Title:       "Renew a claim",
 		Description: "Renew this endpoint's lease on a claimed todo for a full TTL from now.",
@@ -98,10 +98,10 @@ func addHeartbeat(srv *mcp.Server, s *surface) {
 }
 
 func addComplete(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:        ToolComplete,
 		Title:       "Complete a todo",
-		Description: "Mark a todo this endpoint holds claimed as done, with an optional report of the attempt.",
+		Description: "Mark a todo this endpoint holds claimed as done, with an optional report of the attempt." + bodyLimitNote,
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false)},
 	}, func(ctx context.Context, c *caller, in ReportIn) (TodoOut, error) {
 		t, err := s.d.Todos.Complete(ctx, c.p.EndpointID, in.TodoID, host.AttemptReport{Summary: in.Summary, ArtifactHandle: in.ArtifactHandle})
@@ -113,10 +113,10 @@ func addComplete(srv *mcp.Server, s *surface) {
 }
 
 func addFail(srv *mcp.Server, s *surface) {
-	addTool(srv, &mcp.Tool{
+	addTool(srv, s, &mcp.Tool{
 		Name:        ToolFail,
 		Title:       "Fail a todo",
-		Description: "Give up the attempt on a todo this endpoint holds claimed. Below its attempt cap the todo is pending again; at the cap it dead-letters and its owner's subscribed sinks are told.",
+		Description: "Give up the attempt on a todo this endpoint holds claimed. Below its attempt cap the todo is pending again; at the cap it dead-letters and its owner's subscribed sinks are told." + bodyLimitNote,
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false)},
 	}, func(ctx context.Context, c *caller, in ReportIn) (TodoOut, error) {
 		t, err := s.d.Todos.Fail(ctx, c.p.EndpointID, in.TodoID, host.AttemptReport{Summary: in.Summary, ArtifactHandle: in.ArtifactHandle})

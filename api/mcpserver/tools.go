@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard/notify/notifytype"
@@ -43,10 +43,12 @@ var families = map[notifytype.Grant][]verb{
 		{ToolHeartbeat, addHeartbeat},
 		{ToolComplete, addComplete},
 		{ToolFail, addFail},
+		{ToolListQueues, addListQueues},
 	},
 	notifytype.GrantRules: rulesVerbs,
 	notifytype.GrantNotifications: {
 		{ToolListSinks, addListSinks},
+		{ToolListConnections, addListConnections},
 		{ToolSetSink, addSetSink},
 		{ToolDeleteSink, addDeleteSink},
 		{ToolTestSink, addTestSink},
@@ -65,11 +67,12 @@ var families = map[notifytype.Grant][]verb{
 // family without a line is described by its verbs' names alone.
 var familyGuides = map[notifytype.Grant]string{
 	notifytype.GrantTodos: "claim the oldest pending todo of a queue, keep the lease with heartbeat, " +
-		"and end the attempt with complete or fail",
+		"and end the attempt with complete or fail; list_queues lists the queues it may claim from",
 	notifytype.GrantRules: "set, add, change and dry-run the routing rules of the webhooks of this endpoint's owner scope: " +
-		"jq expressions whose actions route a delivery to a queue, drop it, or notify a sink by name; a dry run sends nothing",
+		"jq expressions whose actions route a delivery to a queue, drop it, or notify a sink by name; a dry run sends nothing; " +
+		"list_webhooks lists the webhooks with their rules",
 	notifytype.GrantNotifications: "manage the sinks (Gotify and Apprise servers) of this endpoint's owner scope " +
-		"and what they are subscribed to, and its scheduled queue digests, using existing connections only",
+		"and what they are subscribed to, and its scheduled queue digests, using existing connections only (list_connections lists them)",
 	notifytype.GrantNotifyOwner: "page this endpoint's owner through their sinks, at most 5 an hour",
 }
 
@@ -106,8 +109,8 @@ func instructionsFor(fams []notifytype.Grant) string {
 // of decoding or of fn, comes back marked for guard to answer through the
 // one table (toolError): a tool result with isError set and no
 // structured content.
-func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, fn func(context.Context, *caller, In) (Out, error)) {
-	inSchema, err := jsonschema.For[In](nil)
+func addTool[In, Out any](srv *mcp.Server, s *surface, t *mcp.Tool, fn func(context.Context, *caller, In) (Out, error)) {
+	inSchema, err := schemaFor(reflect.TypeFor[In](), s.limits)
 	if err != nil {
 		panic(fmt.Sprintf("mcpserver: input schema of %s: %v", t.Name, err))
 	}
@@ -115,7 +118,7 @@ func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, fn func(context.Context,
 	if err != nil {
 		panic(fmt.Sprintf("mcpserver: input schema of %s: %v", t.Name, err))
 	}
-	outSchema, err := jsonschema.For[Out](nil)
+	outSchema, err := schemaFor(reflect.TypeFor[Out](), s.limits)
 	if err != nil {
 		panic(fmt.Sprintf("mcpserver: output schema of %s: %v", t.Name, err))
 	}
@@ -147,11 +150,23 @@ func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, fn func(context.Context,
 		if err != nil {
 			return failed(fmt.Errorf("error encoding the output of %s: %w", t.Name, err))
 		}
+		// A nil list or map is sent as what the schema declares ([] or
+		// {}), never null; then the output is checked against the schema.
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
 		var check any
-		if err := json.Unmarshal(b, &check); err != nil {
+		if err := dec.Decode(&check); err != nil {
 			return failed(fmt.Errorf("error decoding the output of %s: %w", t.Name, err))
 		}
-		if err := outResolved.Validate(&check); err != nil {
+		check = normalise(check, outSchema)
+		if b, err = json.Marshal(check); err != nil {
+			return failed(fmt.Errorf("error encoding the output of %s: %w", t.Name, err))
+		}
+		var plain any
+		if err := json.Unmarshal(b, &plain); err != nil {
+			return failed(fmt.Errorf("error decoding the output of %s: %w", t.Name, err))
+		}
+		if err := outResolved.Validate(&plain); err != nil {
 			return failed(fmt.Errorf("error checking the output of %s against its schema: %w", t.Name, err))
 		}
 		// The text block repeats the JSON for clients that read content
@@ -184,6 +199,10 @@ func ToolsOf(g notifytype.Grant) []string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// bodyLimitNote ends the description of every verb whose arguments can
+// exceed the request body limit (httpx.MaxBody, the spec's 16 KiB).
+const bodyLimitNote = " The whole request is at most 16 KiB; a larger one is refused before the tool runs."
 
 // jsonObject decodes a stored JSON object for output, numbers kept exact;
 // an empty or non-object value is an empty object.

@@ -6,7 +6,7 @@
 // Usage: node client.mjs <mcp url> <bearer credential> <plan json>
 // where the plan is {"calls": [{"name": "...", "arguments": {...}}, ...],
 // "methods": ["prompts/list", ...]}. It prints one JSON object: the server's
-// capabilities and instructions, the tools listed, each call's result or
+// capabilities and instructions, the tools listed (with their schemas), each call's result or
 // thrown error, and each raw method's result or error.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -31,6 +31,7 @@ try {
   out.instructions = client.getInstructions() ?? null;
   const listed = await client.listTools();
   out.tools = listed.tools.map((t) => t.name);
+  out.schemas = Object.fromEntries(listed.tools.map((t) => [t.name, { input: t.inputSchema, output: t.outputSchema ?? null }]));
   for (const call of plan.calls ?? []) {
     try {
       const result = await client.callTool({ name: call.name, arguments: call.arguments ?? {} });
