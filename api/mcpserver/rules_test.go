@@ -144,8 +144,8 @@ func TestRuleVerbsRefuseExpressionsOutsideTheSubset(t *testing.T) {
 			args        map[string]any
 		}{
 			{mcpserver.ToolSetWebhookRules, "rules[0].expr", map[string]any{"webhook_id": hook.ID, "rules": []map[string]any{rule(expr)}}},
-			{mcpserver.ToolAddWebhookRule, "expr", map[string]any{"webhook_id": hook.ID, "rule": rule(expr)}},
-			{mcpserver.ToolUpdateWebhookRule, "expr", map[string]any{"webhook_id": hook.ID, "rule_id": set.Rules[0].ID, "rule": rule(expr)}},
+			{mcpserver.ToolAddWebhookRule, "rule.expr", map[string]any{"webhook_id": hook.ID, "rule": rule(expr)}},
+			{mcpserver.ToolUpdateWebhookRule, "rule.expr", map[string]any{"webhook_id": hook.ID, "rule_id": set.Rules[0].ID, "rule": rule(expr)}},
 			{mcpserver.ToolTestWebhookRules, "rules[0].expr", map[string]any{"webhook_id": hook.ID, "rules": []map[string]any{rule(expr)}}},
 		} {
 			e := refused(t, cs, c.tool, c.args)
