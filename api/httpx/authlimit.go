@@ -41,12 +41,10 @@ const (
 // proxy's bucket (size the limit for it). The limit is per instance.
 // A nil *AuthFailures limits nothing.
 type AuthFailures struct {
-	rate  rate.Limit
-	burst int
 	clock engine.Clock
 
 	mu      sync.Mutex
-	buckets map[string]*bucket
+	buckets buckets[string]
 }
 
 // NewAuthFailures allows each client address burst failures, earned back
@@ -58,7 +56,7 @@ func NewAuthFailures(perMinute float64, burst int, clock engine.Clock) *AuthFail
 	if clock == nil {
 		clock = engine.SystemClock{}
 	}
-	return &AuthFailures{rate: rate.Limit(perMinute / 60), burst: burst, clock: clock, buckets: map[string]*bucket{}}
+	return &AuthFailures{clock: clock, buckets: newBuckets[string](rate.Limit(perMinute/60), burst)}
 }
 
 // ClientAddr is the request's client address: the IP of its connection.
@@ -79,15 +77,15 @@ func (a *AuthFailures) Check(r *http.Request) error {
 	now := a.clock.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	b, ok := a.buckets[ClientAddr(r)]
-	if !ok {
+	lim := a.buckets.peek(ClientAddr(r))
+	if lim == nil {
 		return nil
 	}
-	tokens := b.lim.TokensAt(now)
+	tokens := lim.TokensAt(now)
 	if tokens >= 1 {
 		return nil
 	}
-	wait := time.Duration((1 - tokens) / float64(a.rate) * float64(time.Second))
+	wait := time.Duration((1 - tokens) / float64(lim.Limit()) * float64(time.Second))
 	return &TooManyFailures{RetryAfter: wait}
 }
 
@@ -100,26 +98,7 @@ func (a *AuthFailures) Fail(r *http.Request) {
 	addr := ClientAddr(r)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	b, ok := a.buckets[addr]
-	if !ok {
-		if len(a.buckets) > 10_000 {
-			a.sweep(now)
-		}
-		b = &bucket{lim: rate.NewLimiter(a.rate, a.burst)}
-		a.buckets[addr] = b
-	}
-	b.seen = now
-	b.lim.AllowN(now, 1)
-}
-
-// sweep forgets addresses whose bucket has refilled.
-func (a *AuthFailures) sweep(now time.Time) {
-	full := time.Duration(float64(a.burst)/float64(a.rate)*float64(time.Second)) + time.Minute
-	for addr, b := range a.buckets {
-		if now.Sub(b.seen) > full {
-			delete(a.buckets, addr)
-		}
-	}
+	a.buckets.get(addr, now).AllowN(now, 1)
 }
 
 // TooManyFailures is the refusal of a client out of failed

@@ -42,11 +42,17 @@ func LimitBody(next http.Handler) http.Handler {
 // Limiter is the per-human request limiter every management route shares
 // (the spec's Rate Limiting): a token bucket per human, in this instance.
 type Limiter struct {
+	mu      sync.Mutex
+	buckets buckets[int64]
+}
+
+// buckets is a token bucket (golang.org/x/time/rate) per key, each made
+// full on first use; keys whose bucket has refilled are forgotten once
+// more than bucketsSweepAt are kept. The caller holds its own lock.
+type buckets[K comparable] struct {
 	rate  rate.Limit
 	burst int
-
-	mu      sync.Mutex
-	buckets map[int64]*bucket
+	m     map[K]*bucket
 }
 
 type bucket struct {
@@ -54,9 +60,49 @@ type bucket struct {
 	seen time.Time
 }
 
+// bucketsSweepAt is how many keys a bucket set keeps before it forgets the
+// full ones.
+const bucketsSweepAt = 10_000
+
+func newBuckets[K comparable](r rate.Limit, burst int) buckets[K] {
+	return buckets[K]{rate: r, burst: burst, m: map[K]*bucket{}}
+}
+
+// get returns key's bucket, seen at now.
+func (bs *buckets[K]) get(key K, now time.Time) *rate.Limiter {
+	b, ok := bs.m[key]
+	if !ok {
+		if len(bs.m) > bucketsSweepAt {
+			bs.sweep(now)
+		}
+		b = &bucket{lim: rate.NewLimiter(bs.rate, bs.burst)}
+		bs.m[key] = b
+	}
+	b.seen = now
+	return b.lim
+}
+
+// peek returns key's bucket, nil when it has none (a full one).
+func (bs *buckets[K]) peek(key K) *rate.Limiter {
+	if b, ok := bs.m[key]; ok {
+		return b.lim
+	}
+	return nil
+}
+
+// sweep forgets keys idle for long enough that their bucket is full.
+func (bs *buckets[K]) sweep(now time.Time) {
+	full := time.Duration(float64(bs.burst)/float64(bs.rate)*float64(time.Second)) + time.Minute
+	for k, b := range bs.m {
+		if now.Sub(b.seen) > full {
+			delete(bs.m, k)
+		}
+	}
+}
+
 // NewLimiter allows each human perSecond requests a second with a burst.
 func NewLimiter(perSecond float64, burst int) *Limiter {
-	return &Limiter{rate: rate.Limit(perSecond), burst: burst, buckets: map[int64]*bucket{}}
+	return &Limiter{buckets: newBuckets[int64](rate.Limit(perSecond), burst)}
 }
 
 // Allow spends one of human's tokens.
@@ -71,16 +117,7 @@ func (l *Limiter) Take(humanID int64) (time.Duration, bool) {
 	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b, ok := l.buckets[humanID]
-	if !ok {
-		if len(l.buckets) > 10_000 {
-			l.sweep(now)
-		}
-		b = &bucket{lim: rate.NewLimiter(l.rate, l.burst)}
-		l.buckets[humanID] = b
-	}
-	b.seen = now
-	r := b.lim.ReserveN(now, 1)
+	r := l.buckets.get(humanID, now).ReserveN(now, 1)
 	if !r.OK() {
 		return time.Second, false
 	}
@@ -89,14 +126,4 @@ func (l *Limiter) Take(humanID int64) (time.Duration, bool) {
 		return wait, false
 	}
 	return 0, true
-}
-
-// sweep forgets humans idle for long enough that their bucket is full.
-func (l *Limiter) sweep(now time.Time) {
-	full := time.Duration(float64(l.burst)/float64(l.rate)*float64(time.Second)) + time.Minute
-	for id, b := range l.buckets {
-		if now.Sub(b.seen) > full {
-			delete(l.buckets, id)
-		}
-	}
 }
