@@ -174,6 +174,17 @@ func (e *Engine) nowIn(ctx context.Context, tx store.DBTX) (time.Time, error) {
 	return e.dbClock.NowIn(ctx, tx)
 }
 
+// statementNow is the instant for a statement that takes the database's
+// now() when given zero (store's coalesce($n, now())): zero in production,
+// so the statement decides on the database's own clock; Config.DatabaseClock's
+// time when a test set one.
+func (e *Engine) statementNow() time.Time {
+	if e.cfg.DatabaseClock != nil {
+		return e.cfg.DatabaseClock.Now()
+	}
+	return time.Time{}
+}
+
 // nowOrLocal is now for what only waits on it (a timer's length, a status
 // mirror): on a database error it falls back to the local clock.
 func (e *Engine) nowOrLocal(ctx context.Context) time.Time {
