@@ -260,8 +260,10 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 	}
 	// The time is read once the sinks are locked: read before, it could
 	// predate a reservation another instance made while this one waited
-	// for a lock, and refuse a token the bucket holds.
-	now, err := e.now(ctx)
+	// for a lock, and refuse a token the bucket holds. A reading, when
+	// one is due, goes through conn: this transaction holds a connection,
+	// and waiting for another could wait for ever on a full pool.
+	now, err := e.nowIn(ctx, conn)
 	if err != nil {
 		return nil, err
 	}
