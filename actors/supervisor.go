@@ -20,6 +20,7 @@ const (
 	MailboxSizeDefault = 8
 	CapacityDefault    = 1024
 	IdleAfterDefault   = time.Minute
+	StopTimeoutDefault = 15 * time.Second
 )
 
 // Config configures a Supervisor.
@@ -42,12 +43,18 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives supervisor events. Defaults to slog.Default().
 	Logger *slog.Logger
+	// StopTimeout is how long a stopping supervisor waits for its actors
+	// to finish the attempts they began (the suture tree's timeout);
+	// releasing the rows still queued takes ReleaseTimeout more. Defaults
+	// to StopTimeoutDefault (15 s).
+	StopTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {
 	c.MailboxSize = cmp.Or(c.MailboxSize, MailboxSizeDefault)
 	c.Capacity = cmp.Or(c.Capacity, CapacityDefault)
 	c.IdleAfter = cmp.Or(c.IdleAfter, IdleAfterDefault)
+	c.StopTimeout = cmp.Or(c.StopTimeout, StopTimeoutDefault)
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()
 	}
@@ -83,19 +90,20 @@ func NewSupervisor(cfg Config, worker Worker) *Supervisor {
 		// An actor that keeps panicking backs off rather than spinning.
 		FailureThreshold: 5,
 		FailureBackoff:   5 * time.Second,
-		// An actor stopping finishes the attempt it began (10 s at most)
-		// and records it.
-		Timeout: 20 * time.Second,
+		// An actor stopping finishes the attempt it began (10 s of HTTP
+		// at most) and hands its outcome to be recorded.
+		Timeout: cfg.StopTimeout,
 	})
 	return s
 }
 
-// releaseTimeout bounds giving back the queued rows on stop.
-const releaseTimeout = 5 * time.Second
+// ReleaseTimeout bounds giving back the queued rows on stop.
+const ReleaseTimeout = 5 * time.Second
 
-// Serve runs the actors until ctx ends. Once they have stopped, the rows
-// still queued in their mailboxes are released (Worker.Release), so a
-// deploy does not delay them by a claim's lifetime.
+// Serve runs the actors until ctx ends. Once they have stopped (each
+// finishing the attempt it began, within Config.StopTimeout), the rows
+// still queued in their mailboxes are released (Worker.Release, within
+// ReleaseTimeout), so a deploy does not delay them by a claim's lifetime.
 func (s *Supervisor) Serve(ctx context.Context) error {
 	err := s.sup.Serve(ctx)
 	if ctx.Err() == nil {
@@ -111,7 +119,7 @@ func (s *Supervisor) Serve(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	if len(queued) > 0 {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 		defer cancel()
 		s.worker.Release(rctx, queued)
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +27,8 @@ const claimBatch = 256
 type claimer struct {
 	e    *Engine
 	wake chan struct{}
+	// passing serialises passes: Serve's, and ClaimOnceForTest's.
+	passing sync.Mutex
 	// expiredAt is when the claimer last looked for rows whose claim
 	// expired (wall time).
 	expiredAt time.Time
@@ -55,7 +58,9 @@ func (c *claimer) Serve(ctx context.Context) error {
 	defer poll.Stop()
 	var sweep <-chan time.Time
 	for {
-		next, full, err := c.cycle(ctx)
+		c.passing.Lock()
+		next, full, err := c.cycle(ctx, nil)
+		c.passing.Unlock()
 		if err != nil && ctx.Err() == nil {
 			c.e.log.Error("error claiming outbox rows", "error", err)
 		}
@@ -95,8 +100,9 @@ func (c *claimer) Serve(ctx context.Context) error {
 }
 
 // cycle fans out committed events, claims what is due and there is room for, wakes the actors of sinks
-// whose held rows have a token again, and says when to look next.
-func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err error) {
+// whose held rows have a token again, and says when to look next. claimed,
+// when not nil, is told of each row claimed.
+func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (next time.Time, full bool, err error) {
 	e := c.e
 	now, err := e.now(ctx)
 	if err != nil {
@@ -140,6 +146,9 @@ func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err err
 		}
 		perSink := map[int64]int{}
 		for _, r := range rows {
+			if claimed != nil {
+				claimed(r)
+			}
 			if perSink[r.SinkID]++; perSink[r.SinkID] == actors.MailboxSizeDefault/2 {
 				full = true // this sink may have more due rows
 			}
@@ -196,6 +205,35 @@ func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err err
 		return time.Time{}, full, err
 	}
 	return next, full, nil
+}
+
+// ClaimPass is what one pass of the claimer did (ClaimOnceForTest).
+type ClaimPass struct {
+	// Rows are the ids of the rows the pass claimed.
+	Rows []int64
+	// SearchedExpired reports that the pass also looked for rows whose
+	// claim expired, or whose instance's heartbeat lapsed.
+	SearchedExpired bool
+}
+
+// ClaimOnceForTest runs one pass of the claimer, as Serve's claimer does
+// on each wake (fan out, claim what is due on the database's clock and
+// there is room for, hand it to the actors), at once and on the caller's
+// goroutine, and says what it claimed: a test asserts that a row is not
+// claimed at a given instant by a condition that can fail, instead of
+// waiting some wall time for an attempt that should never come. The
+// engine need not be serving (the rows claimed then wait in their actors'
+// mailboxes); if it is, the pass takes turns with the serving claimer's.
+// Production never calls it.
+func (e *Engine) ClaimOnceForTest(ctx context.Context) (ClaimPass, error) {
+	c := e.claimer
+	c.passing.Lock()
+	defer c.passing.Unlock()
+	before := c.expiredSearches.Load()
+	var pass ClaimPass
+	_, _, err := c.cycle(ctx, func(r store.OutboxRow) { pass.Rows = append(pass.Rows, r.ID) })
+	pass.SearchedExpired = c.expiredSearches.Load() > before
+	return pass, err
 }
 
 // listener holds one connection that LISTENs for Emit's notifications and

@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/switchboard/notify/actors"
+	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/apprise"
 )
 
@@ -34,6 +36,19 @@ const (
 	JanitorBatchDefault         = 1000
 	DigestIntervalDefault       = 30 * time.Second
 	DigestSectionTimeoutDefault = 5 * time.Second
+	ActorStopTimeoutDefault     = 12 * time.Second
+	RecordGraceDefault          = 8 * time.Second
+	StopTimeoutDefault          = 30 * time.Second
+)
+
+// The fixed stages of a graceful stop.
+const (
+	// ReleaseTimeout bounds giving back the claimed rows the sink actors
+	// had queued but not begun (actors.ReleaseTimeout).
+	ReleaseTimeout = actors.ReleaseTimeout
+	// UnbeatTimeout bounds removing the instance's heartbeat, the stop's
+	// last step.
+	UnbeatTimeout = 5 * time.Second
 )
 
 // Config configures an Engine. The zero value of every optional field means
@@ -176,6 +191,34 @@ type Config struct {
 	// past it reads "unavailable". Defaults to
 	// DigestSectionTimeoutDefault (5 s).
 	DigestSectionTimeout time.Duration
+
+	// A graceful stop (the ctx given to Serve ends) drains in order: the
+	// claimer stops claiming at once; the sink actors finish the attempts
+	// they began, within ActorStopTimeout; the rows they had only queued
+	// are released (ReleaseTimeout, 5 s) for any instance to take; the
+	// outcome of every attempt sent is written, for at most RecordGrace
+	// after the actors stopped; then the instance's heartbeat is removed
+	// (UnbeatTimeout, 5 s), and only then may other instances take at once
+	// the rows it still holds. StopTimeout bounds it all.
+	//
+	// StopTimeout is how long Serve may take to return once its ctx ends:
+	// the engine's supervision tree waits that long for its services. It
+	// must be at least ActorStopTimeout + ReleaseTimeout + RecordGrace +
+	// UnbeatTimeout. Defaults to StopTimeoutDefault (30 s).
+	StopTimeout time.Duration
+
+	// ActorStopTimeout is how long a stopping engine waits for its sink
+	// actors to finish the attempts they began. It must be at least one
+	// attempt's HTTP timeout (sinks.DefaultTimeout, 10 s), so that what
+	// was sent is known. Defaults to ActorStopTimeoutDefault (12 s).
+	ActorStopTimeout time.Duration
+
+	// RecordGrace is how long a stopping engine, once its actors have
+	// stopped, may take to write the outcomes of what they sent (trying
+	// again while writes fail); an outcome given up leaves its row to be
+	// sent again when its claim expires (at least once). Defaults to
+	// RecordGraceDefault (8 s).
+	RecordGrace time.Duration
 }
 
 // WithDefaults returns a copy of c with every unset field at its default.
@@ -211,6 +254,9 @@ func (c Config) WithDefaults() Config {
 	}
 	c.DigestInterval = cmp.Or(c.DigestInterval, DigestIntervalDefault)
 	c.DigestSectionTimeout = cmp.Or(c.DigestSectionTimeout, DigestSectionTimeoutDefault)
+	c.ActorStopTimeout = cmp.Or(c.ActorStopTimeout, ActorStopTimeoutDefault)
+	c.RecordGrace = cmp.Or(c.RecordGrace, RecordGraceDefault)
+	c.StopTimeout = cmp.Or(c.StopTimeout, StopTimeoutDefault)
 	return c
 }
 
@@ -231,7 +277,30 @@ func (c Config) validate() error {
 	if c.HeartbeatTTL > 0 && c.HeartbeatTTL < 2*cmp.Or(c.HeartbeatEvery, HeartbeatEveryDefault) {
 		errs = append(errs, errors.New("HeartbeatTTL must be at least twice HeartbeatEvery"))
 	}
+	errs = append(errs, c.validateStop()...)
 	return errors.Join(errs...)
+}
+
+// validateStop checks that each stage of a graceful stop fits inside the
+// one that waits for it: an outer timeout shorter than what it waits for
+// would cut the stop before what was sent is recorded.
+func (c Config) validateStop() []error {
+	var errs []error
+	if c.StopTimeout < 0 || c.ActorStopTimeout < 0 || c.RecordGrace < 0 {
+		errs = append(errs, errors.New("StopTimeout, ActorStopTimeout and RecordGrace must not be negative"))
+		return errs
+	}
+	stop := cmp.Or(c.StopTimeout, StopTimeoutDefault)
+	actorStop := cmp.Or(c.ActorStopTimeout, ActorStopTimeoutDefault)
+	grace := cmp.Or(c.RecordGrace, RecordGraceDefault)
+	if actorStop < sinks.DefaultTimeout {
+		errs = append(errs, fmt.Errorf("ActorStopTimeout (%v) must be at least one attempt's HTTP timeout (%v)", actorStop, sinks.DefaultTimeout))
+	}
+	if inner := actorStop + ReleaseTimeout + grace + UnbeatTimeout; stop < inner {
+		errs = append(errs, fmt.Errorf("StopTimeout (%v) must be at least ActorStopTimeout + ReleaseTimeout + RecordGrace + UnbeatTimeout (%v + %v + %v + %v = %v)",
+			stop, actorStop, ReleaseTimeout, grace, UnbeatTimeout, inner))
+	}
+	return errs
 }
 
 // Clock tells the time: what a host needs of a clock (a

@@ -34,9 +34,18 @@ type DatabaseClock struct {
 	pool  *pgxpool.Pool
 	local clockwork.Clock
 
+	// mu guards the fields below. It is never held across acquiring a
+	// connection or a query: a reading is taken unlocked and published
+	// under it, so a pool whose connections are all held delays only the
+	// callers that need a reading, each until its own ctx ends.
 	mu      sync.Mutex
 	dbAt    time.Time // the database's time at localAt
 	localAt time.Time
+	// reading is closed when the reading through the pool now in flight
+	// ends (nil when none is): callers without a transaction of their own
+	// wait for it, bounded by their ctx, rather than each taking a
+	// connection.
+	reading chan struct{}
 }
 
 // NewDatabaseClock returns the database's clock as pool's server tells it,
@@ -49,37 +58,85 @@ func NewDatabaseClock(pool *pgxpool.Pool, local clockwork.Clock) *DatabaseClock 
 }
 
 // Now returns the database's present time, reading it through a
-// connection of the pool when the last reading is a minute old.
+// connection of the pool when the last reading is a minute old. ctx bounds
+// the wait: with every connection of the pool held, Now returns ctx's
+// error once ctx ends, and never holds up another caller.
 func (c *DatabaseClock) Now(ctx context.Context) (time.Time, error) {
-	return c.now(ctx, nil)
+	for {
+		c.mu.Lock()
+		if t, ok := c.freshLocked(); ok {
+			c.mu.Unlock()
+			return t, nil
+		}
+		if wait := c.reading; wait != nil {
+			// Another caller is reading: wait for its reading, or for
+			// our ctx, whichever ends first.
+			c.mu.Unlock()
+			select {
+			case <-wait:
+				continue // fresh now, or it failed and we read ourselves
+			case <-ctx.Done():
+				return time.Time{}, fmt.Errorf("error reading the database's clock: %w", ctx.Err())
+			}
+		}
+		done := make(chan struct{})
+		c.reading = done
+		c.mu.Unlock()
+
+		t, err := c.readPool(ctx)
+
+		c.mu.Lock()
+		c.reading = nil
+		c.mu.Unlock()
+		close(done)
+		return t, err
+	}
 }
 
 // NowIn is Now for a caller inside a transaction: a reading, when one is
 // due, goes through tx rather than another connection of the pool (which
-// the caller's own transactions may all hold).
+// the caller's own transactions may all hold), and waits for no other
+// caller's reading.
 func (c *DatabaseClock) NowIn(ctx context.Context, tx store.DBTX) (time.Time, error) {
-	return c.now(ctx, tx)
+	c.mu.Lock()
+	t, ok := c.freshLocked()
+	c.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	return c.read(ctx, tx)
 }
 
-func (c *DatabaseClock) now(ctx context.Context, db store.DBTX) (time.Time, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.localAt.IsZero() {
-		if elapsed := c.local.Since(c.localAt); elapsed >= 0 && elapsed < databaseClockResync {
-			return c.dbAt.Add(elapsed), nil
-		}
+// freshLocked returns the database's time from the last reading while it
+// is less than a minute old.
+func (c *DatabaseClock) freshLocked() (time.Time, bool) {
+	if c.localAt.IsZero() {
+		return time.Time{}, false
 	}
-	if db == nil {
-		conn, err := c.pool.Acquire(ctx)
-		if err != nil {
-			return time.Time{}, fmt.Errorf("error reading the database's clock: %w", err)
-		}
-		defer conn.Release()
-		db = conn
+	if elapsed := c.local.Since(c.localAt); elapsed >= 0 && elapsed < databaseClockResync {
+		return c.dbAt.Add(elapsed), true
 	}
+	return time.Time{}, false
+}
+
+// readPool reads the database's clock through a connection of the pool.
+func (c *DatabaseClock) readPool(ctx context.Context) (time.Time, error) {
+	conn, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("error reading the database's clock: %w", err)
+	}
+	defer conn.Release()
+	return c.read(ctx, conn)
+}
+
+// read takes a reading through db, without the lock, and publishes it.
+func (c *DatabaseClock) read(ctx context.Context, db store.DBTX) (time.Time, error) {
 	// The reading is taken halfway through the round trip; of a few
 	// tries, the quickest round trip bounds the error best.
-	var best time.Duration = -1
+	var (
+		best          time.Duration = -1
+		dbAt, localAt time.Time
+	)
 	for range databaseClockReadings {
 		before := c.local.Now()
 		var t time.Time
@@ -89,10 +146,15 @@ func (c *DatabaseClock) now(ctx context.Context, db store.DBTX) (time.Time, erro
 		after := c.local.Now()
 		if rtt := after.Sub(before); best < 0 || rtt < best {
 			best = rtt
-			c.dbAt, c.localAt = t.Add(rtt/2), after
+			dbAt, localAt = t.Add(rtt/2), after
 		}
 	}
-	return c.dbAt, nil
+	c.mu.Lock()
+	if localAt.After(c.localAt) {
+		c.dbAt, c.localAt = dbAt, localAt
+	}
+	c.mu.Unlock()
+	return dbAt, nil
 }
 
 // now is the database's time (see DatabaseClock), or Config.DatabaseClock's
@@ -110,6 +172,17 @@ func (e *Engine) nowIn(ctx context.Context, tx store.DBTX) (time.Time, error) {
 		return e.cfg.DatabaseClock.Now(), nil
 	}
 	return e.dbClock.NowIn(ctx, tx)
+}
+
+// statementNow is the instant for a statement that takes the database's
+// now() when given zero (store's coalesce($n, now())): zero in production,
+// so the statement decides on the database's own clock; Config.DatabaseClock's
+// time when a test set one.
+func (e *Engine) statementNow() time.Time {
+	if e.cfg.DatabaseClock != nil {
+		return e.cfg.DatabaseClock.Now()
+	}
+	return time.Time{}
 }
 
 // nowOrLocal is now for what only waits on it (a timer's length, a status

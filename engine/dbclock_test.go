@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,4 +44,131 @@ func TestEmitReadsTheDatabaseClockInTheHostTransaction(t *testing.T) {
 	}))
 	require.NoError(t, pool.QueryRow(ctx, `SELECT due_at FROM outbox_events`).Scan(&due))
 	require.WithinDuration(t, before, due, time.Second, "due at the database's now")
+}
+
+// acquireSignal is a pool tracer that reports every Acquire as it begins.
+type acquireSignal struct{ started chan struct{} }
+
+func (a acquireSignal) TraceAcquireStart(ctx context.Context, _ *pgxpool.Pool, _ pgxpool.TraceAcquireStartData) context.Context {
+	select {
+	case a.started <- struct{}{}:
+	default:
+	}
+	return ctx
+}
+
+func (acquireSignal) TraceAcquireEnd(context.Context, *pgxpool.Pool, pgxpool.TraceAcquireEndData) {}
+
+func (acquireSignal) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (acquireSignal) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// With every connection of the pool held, a caller whose reading waits for
+// a connection holds up nobody: every other caller with a deadline gets
+// its ctx's error when its deadline passes, and once a connection frees,
+// every caller waiting gets the database's time (issue 18, item 5).
+func TestDatabaseClockFullPoolBlocksNoCaller(t *testing.T) {
+	t.Parallel()
+	cfg, err := pgxpool.ParseConfig(storetest.URL(t))
+	require.NoError(t, err)
+	cfg.MaxConns = 2
+	signal := acquireSignal{started: make(chan struct{}, 16)}
+	cfg.ConnConfig.Tracer = signal
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // frees what the old code left blocked
+
+	held := []*pgxpool.Conn{}
+	for range 2 {
+		c, err := pool.Acquire(ctx)
+		require.NoError(t, err)
+		held = append(held, c)
+	}
+	var releaseOnce sync.Once
+	release := func() {
+		releaseOnce.Do(func() {
+			for _, c := range held {
+				c.Release()
+			}
+		})
+	}
+	t.Cleanup(release) // before pool.Close, which waits for them
+	drain := func() {
+		for {
+			select {
+			case <-signal.started:
+			default:
+				return
+			}
+		}
+	}
+	drain()
+	clock := engine.NewDatabaseClock(pool, nil)
+
+	type result struct {
+		at  time.Time
+		err error
+	}
+	// The first caller has no deadline: it waits for a connection.
+	first := make(chan result, 1)
+	go func() {
+		at, err := clock.Now(ctx)
+		first <- result{at, err}
+	}()
+	select {
+	case <-signal.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first caller never asked the pool for a connection")
+	}
+
+	// Callers with a deadline meanwhile: each returns its ctx's error.
+	const bounded = 4
+	timedOut := make(chan result, bounded)
+	for range bounded {
+		go func() {
+			bctx, bcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			defer bcancel()
+			at, err := clock.Now(bctx)
+			timedOut <- result{at, err}
+		}()
+	}
+	bound := time.After(10 * time.Second)
+	for range bounded {
+		select {
+		case r := <-timedOut:
+			require.ErrorIs(t, r.err, context.DeadlineExceeded)
+		case <-bound:
+			t.Fatal("a caller with a deadline is still waiting 10 s on: the clock holds it behind the one waiting for a connection")
+		}
+	}
+
+	// More callers without a deadline, then the pool frees: all get the
+	// database's time.
+	const waiting = 3
+	later := make(chan result, waiting)
+	for range waiting {
+		go func() {
+			at, err := clock.Now(ctx)
+			later <- result{at, err}
+		}()
+	}
+	release()
+	var dbNow time.Time
+	require.NoError(t, pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&dbNow))
+	bound = time.After(10 * time.Second)
+	for i := range waiting + 1 {
+		var r result
+		select {
+		case r = <-first:
+		case r = <-later:
+		case <-bound:
+			t.Fatalf("%d callers still waiting 10 s after the pool freed", waiting+1-i)
+		}
+		require.NoError(t, r.err)
+		require.WithinDuration(t, dbNow, r.at, 5*time.Second, "the database's time")
+	}
 }

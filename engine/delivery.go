@@ -169,7 +169,7 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 		if err != nil {
 			return err
 		}
-		if now, err = e.now(ctx); err != nil { // after the lock, as above
+		if now, err = e.nowIn(ctx, tx); err != nil { // after the lock, as above; through tx, which holds a connection
 			return err
 		}
 		budget := Budget{PerHour: s.PerHour, Burst: s.Burst}

@@ -218,7 +218,7 @@ func (e *Engine) sendReport(ctx context.Context, d store.Digest, r digest.Report
 		return run, fmt.Errorf("error encoding digest: %w", err)
 	}
 	err = pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
-		queued, err := store.EnqueueDigestTx(ctx, tx, d.Owner, d.SinkIDs, payload, e.cfg.Clock.Now())
+		queued, err := store.EnqueueDigestTx(ctx, tx, d.Owner, d.SinkIDs, payload, e.statementNow())
 		if err != nil {
 			return err
 		}

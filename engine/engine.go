@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,10 @@ type Engine struct {
 	reserver *reserver
 	recorder *recorder
 	handed   *handedRows
+	// actorsGone is closed once the sink actors have stopped after the
+	// engine's stop: the reserver and the recorder serve until then.
+	actorsGone     chan struct{}
+	actorsGoneOnce sync.Once
 	// outcomesDropped counts outcomes the recorder gave up (OutcomesDropped).
 	outcomesDropped atomic.Int64
 	// sinceAnalyze counts the outbox rows fanned out since the outbox was
@@ -66,11 +71,13 @@ func New(cfg Config) (*Engine, error) {
 		}),
 	}
 	e.actors = actors.NewSupervisor(actors.Config{
-		IdleAfter: cfg.ActorIdleAfter,
-		Clock:     cfg.Clock,
-		Now:       func() time.Time { return e.nowOrLocal(context.Background()) },
-		Logger:    cfg.Logger.With("component", "actors"),
+		IdleAfter:   cfg.ActorIdleAfter,
+		Clock:       cfg.Clock,
+		Now:         func() time.Time { return e.nowOrLocal(context.Background()) },
+		Logger:      cfg.Logger.With("component", "actors"),
+		StopTimeout: cfg.ActorStopTimeout,
 	}, worker{e})
+	e.actorsGone = make(chan struct{})
 	e.claimer = newClaimer(e)
 	e.reserver = newReserver(e)
 	e.recorder = newRecorder(e)
@@ -85,31 +92,48 @@ func (e *Engine) Config() Config { return e.cfg }
 // per sink, a listener wakes the claimer when Emit commits, and a janitor
 // removes what is past retention. It returns ctx's error. An engine is
 // served once.
+//
+// Every long-running part of the engine is a service of one suture tree,
+// whose stop timeout is Config.StopTimeout. When ctx ends the stop drains,
+// each stage inside the one that waits for it (Config.StopTimeout says
+// how): the claimer stops claiming; the actors finish the attempts they
+// began and release the rows they had only queued, while the reserver
+// still answers them; the recorder writes the outcome of every attempt
+// sent; then the heartbeat is removed, and Serve returns.
 func (e *Engine) Serve(ctx context.Context) error {
 	if !e.serving.CompareAndSwap(false, true) {
 		return errors.New("engine is already serving")
 	}
 	root := suture.New("switchboard-notify", suture.Spec{
 		EventHook: func(ev suture.Event) { e.log.Warn("supervisor event", "event", ev.String()) },
+		Timeout:   e.cfg.StopTimeout,
 	})
-	root.Add(e.actors)
+	root.Add(actorsService{e})
+	root.Add(e.reserver)
+	root.Add(e.recorder)
 	root.Add(e.claimer)
 	root.Add(&listener{e: e})
 	root.Add(&janitor{e: e})
 	root.Add(&heartbeat{e: e})
 	root.Add(&digestScheduler{e: e})
-	// The reserver and the recorder outlive the actors: a reservation
-	// asked for before the stop is answered, and what was sent is
-	// recorded, before Serve returns.
-	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	go e.reserver.run(bg)
-	go e.recorder.run(bg)
 	err := root.Serve(ctx)
-	stopBG()
-	<-e.reserver.done
-	<-e.recorder.done
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	return err
+}
+
+// actorsService runs the sink actors' supervisor in the engine's tree and
+// tells the reserver and the recorder, once the engine stops, that the
+// actors have finished (actorsGone).
+type actorsService struct{ e *Engine }
+
+func (s actorsService) String() string { return "sink-actors" }
+
+func (s actorsService) Serve(ctx context.Context) error {
+	err := s.e.actors.Serve(ctx)
+	if ctx.Err() != nil {
+		s.e.actorsGoneOnce.Do(func() { close(s.e.actorsGone) })
 	}
 	return err
 }

@@ -69,7 +69,7 @@ func (e *Engine) CleanUp(ctx context.Context) error {
 		}
 	}()
 
-	now, err := e.now(ctx)
+	now, err := e.nowIn(ctx, conn) // conn is held: read through it, not another connection
 	if err != nil {
 		return err
 	}

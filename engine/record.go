@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -16,9 +17,9 @@ import (
 // records and their rows, store.RecordFinished). The rows stay claimed by
 // this instance until their outcome is written, so no other instance sends
 // them again meanwhile; a write that fails is tried again until it lands
-// (or, once the engine is stopping, until recordGrace has passed): an
-// outcome given up is sent again when the row's claim expires (at least
-// once), and never because a write was merely slow.
+// (or, once the engine is stopping, until Config.RecordGrace has passed):
+// an outcome given up is sent again when the row's claim expires (at
+// least once), and never because a write was merely slow.
 
 // recordMax bounds the attempts of one group record.
 const recordMax = 1024
@@ -31,10 +32,6 @@ const recordQueue = 2048
 // recordTimeout bounds one try of a write.
 const recordTimeout = 10 * time.Second
 
-// recordGrace is how long a stopping engine keeps trying to write what
-// was sent.
-const recordGrace = 15 * time.Second
-
 // finishedAttempt is an attempt's outcome waiting to be written, and what
 // to report once it is.
 type finishedAttempt struct {
@@ -46,16 +43,22 @@ type finishedAttempt struct {
 	reportOnly bool
 }
 
+// recorder writes the outcomes. It is a service of the engine's tree that
+// outlives the actors' stop.
 type recorder struct {
-	e    *Engine
-	in   chan finishedAttempt
-	done chan struct{} // closed when run has returned
+	e        *Engine
+	in       chan finishedAttempt
+	done     chan struct{} // closed when run has returned after the stop
+	doneOnce sync.Once
+	// grace is Config.RecordGrace.
+	grace time.Duration
 	// tryTimeout bounds one try of a write: recordTimeout, shorter in tests.
 	tryTimeout time.Duration
 }
 
 func newRecorder(e *Engine) *recorder {
-	return &recorder{e: e, in: make(chan finishedAttempt, recordQueue), done: make(chan struct{}), tryTimeout: recordTimeout}
+	return &recorder{e: e, in: make(chan finishedAttempt, recordQueue), done: make(chan struct{}), tryTimeout: recordTimeout,
+		grace: e.cfg.RecordGrace}
 }
 
 // record queues fa for writing. Once the recorder has stopped (an attempt
@@ -64,7 +67,7 @@ func (r *recorder) record(fa finishedAttempt) {
 	select {
 	case r.in <- fa:
 	case <-r.done:
-		r.write(nil, time.Now().Add(recordGrace), []finishedAttempt{fa})
+		r.write(nil, time.Now().Add(r.grace), []finishedAttempt{fa})
 	}
 }
 
@@ -76,17 +79,27 @@ func (r *recorder) report(a Attempt) {
 	}
 }
 
-// run writes groups until ctx ends, then what is still queued. It is
-// stopped after the actors, so what they sent is in the queue by then.
-// One loop writes, so that attempts are reported (Config.OnAttempt) in the
-// order they were made; while it writes, the next group gathers.
+func (r *recorder) String() string { return "recorder" }
+
+// Serve writes outcomes until the engine stops and its actors have
+// stopped, then what is still queued.
+func (r *recorder) Serve(ctx context.Context) error {
+	r.run(ctx)
+	r.doneOnce.Do(func() { close(r.done) })
+	return ctx.Err()
+}
+
+// run writes groups until ctx ends and the actors have stopped
+// (Engine.actorsGone), then what is still queued, within the grace: what
+// the actors sent is in the queue by then. One loop writes, so that
+// attempts are reported (Config.OnAttempt) in the order they were made;
+// while it writes, the next group gathers.
 func (r *recorder) run(ctx context.Context) {
-	defer close(r.done)
 	for {
 		var group []finishedAttempt
 		select {
-		case <-ctx.Done():
-			r.drain(time.Now().Add(recordGrace))
+		case <-r.e.actorsGone:
+			r.drain(time.Now().Add(r.grace))
 			return
 		case fa := <-r.in:
 			group = append(group, fa)
@@ -119,7 +132,7 @@ func (r *recorder) drain(until time.Time) {
 }
 
 // write writes a group, then reports each attempt. Once stop is closed,
-// until (when zero) becomes recordGrace from then.
+// until (when zero) becomes the grace from then.
 func (r *recorder) write(stop <-chan struct{}, until time.Time, group []finishedAttempt) {
 	fs := make([]store.Finished, 0, len(group))
 	for _, fa := range group {
@@ -154,7 +167,12 @@ func (r *recorder) writeAll(stop <-chan struct{}, until *time.Time, fs []store.F
 	e := r.e
 	backoff := 50 * time.Millisecond
 	for try := 1; ; try++ {
-		ctx, cancel := context.WithTimeout(context.Background(), r.tryTimeout)
+		timeout := r.tryTimeout
+		if !until.IsZero() {
+			// A try never runs past the grace.
+			timeout = min(timeout, max(time.Until(*until), time.Millisecond))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		err := store.RecordFinished(ctx, e.cfg.Pool, fs, e.instance)
 		cancel()
 		if err == nil {
@@ -180,7 +198,7 @@ func (r *recorder) writeAll(stop <-chan struct{}, until *time.Time, fs []store.F
 		if until.IsZero() {
 			select {
 			case <-stop:
-				*until = time.Now().Add(recordGrace)
+				*until = time.Now().Add(r.grace)
 			default:
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -79,11 +80,13 @@ type reserveReq struct {
 	reply chan reserved
 }
 
-// reserver gathers the actors' requests into groups.
+// reserver gathers the actors' requests into groups. It is a service of
+// the engine's tree that outlives the actors' stop.
 type reserver struct {
-	e    *Engine
-	reqs chan *reserveReq
-	done chan struct{} // closed when run has returned
+	e        *Engine
+	reqs     chan *reserveReq
+	done     chan struct{} // closed when run has returned after the stop
+	doneOnce sync.Once
 }
 
 func newReserver(e *Engine) *reserver {
@@ -101,11 +104,20 @@ func (r *reserver) reserve(ctx context.Context, row store.OutboxRow) reserved {
 	return <-q.reply // run answers every request it took
 }
 
-// run answers requests, a group at a time, until ctx ends. It is stopped
-// after the actors, so that a reservation asked for before the stop is
-// answered.
+func (r *reserver) String() string { return "reserver" }
+
+// Serve answers requests until the engine stops and its actors have
+// stopped.
+func (r *reserver) Serve(ctx context.Context) error {
+	r.run(ctx)
+	r.doneOnce.Do(func() { close(r.done) })
+	return ctx.Err()
+}
+
+// run answers requests, a group at a time, until ctx ends and the actors
+// have stopped (Engine.actorsGone), so that every reservation asked for
+// before or during the stop is answered.
 func (r *reserver) run(ctx context.Context) {
-	defer close(r.done)
 	var (
 		carried []*reserveReq // requests whose sinks were locked elsewhere
 		wait    = busyRetry
@@ -121,7 +133,7 @@ func (r *reserver) run(ctx context.Context) {
 			retry = t.C
 		}
 		select {
-		case <-ctx.Done():
+		case <-r.e.actorsGone:
 			for _, q := range carried {
 				q.reply <- reserved{err: errStopping}
 			}
@@ -248,8 +260,10 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 	}
 	// The time is read once the sinks are locked: read before, it could
 	// predate a reservation another instance made while this one waited
-	// for a lock, and refuse a token the bucket holds.
-	now, err := e.now(ctx)
+	// for a lock, and refuse a token the bucket holds. A reading, when
+	// one is due, goes through conn: this transaction holds a connection,
+	// and waiting for another could wait for ever on a full pool.
+	now, err := e.nowIn(ctx, conn)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,9 @@
 // Package faults is the reliability and security suite (issue 11): each
 // scenario in its subpackages injects one kind of fault — a process killed
 // mid-drain (crash), the database restarted under the engine (dbrestart),
-// sinks that misbehave (sinkfaults), hostile destinations (ssrf), and
+// sinks that misbehave (sinkfaults), clocks that disagree (skew), a full
+// pool as the database's clock is read (dbclock), hostile destinations
+// (ssrf), and
 // hostile callers, planted secrets and load on the assembled server
 // (surface) — and reports one row of a shared table: the scenario, the
 // load held, the faults injected, the bad inputs tried, the rows lost, the

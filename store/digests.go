@@ -295,18 +295,21 @@ func CountUndeliverable(ctx context.Context, db DBTX, owner notifytype.OwnerScop
 }
 
 // EnqueueDigestTx writes one pending digest row into the outbox for each
-// of sinkIDs that is an enabled sink of owner, due at due, and wakes the
-// claimers at commit. It returns the sinks it queued for. The rows are
-// delivered like any other: budgets, retries and records apply.
+// of sinkIDs that is an enabled sink of owner, and wakes the claimers at
+// commit. The rows are due at the database's now(), decided inside the
+// statement, never by an instance's own clock; due, when not zero, stands
+// in for it (a test's fake database clock). It returns the sinks it queued
+// for. The rows are delivered like any other: budgets, retries and records
+// apply.
 func EnqueueDigestTx(ctx context.Context, tx DBTX, owner notifytype.OwnerScope, sinkIDs []int64, payload []byte, due time.Time) ([]int64, error) {
 	rows, err := tx.Query(ctx, `
 		WITH ins AS (
 			INSERT INTO outbox (sink_id, owner, event_type, severity, payload, due_at)
-			SELECT k.id, k.owner, 'digest', 'low', $3, $4 FROM sinks k
+			SELECT k.id, k.owner, 'digest', 'low', $3, coalesce($4::timestamptz, now()) FROM sinks k
 			WHERE k.id = ANY ($1) AND k.owner = $2 AND k.enabled
 			ORDER BY k.id
 			RETURNING sink_id)
-		SELECT sink_id, pg_notify('switchboard_outbox', '') FROM ins`, ids(sinkIDs), owner.String(), payload, due)
+		SELECT sink_id, pg_notify('switchboard_outbox', '') FROM ins`, ids(sinkIDs), owner.String(), payload, orNow(due))
 	if err != nil {
 		return nil, fmt.Errorf("error enqueueing digest: %w", err)
 	}
@@ -320,4 +323,13 @@ func EnqueueDigestTx(ctx context.Context, tx DBTX, owner notifytype.OwnerScope, 
 		return nil, fmt.Errorf("error enqueueing digest: %w", err)
 	}
 	return out, nil
+}
+
+// orNow is t as a statement's argument, NULL when t is zero: the statement
+// then takes the database's now() (coalesce($n, now())).
+func orNow(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
 }

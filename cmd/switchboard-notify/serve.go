@@ -29,6 +29,9 @@ const (
 	apiBurst         = 30
 
 	shutdownTimeout = 15 * time.Second
+	// serveStopMargin is how much longer the serve command's supervisor
+	// waits for the engine than the engine's own StopTimeout.
+	serveStopMargin = 5 * time.Second
 	healthTimeout   = 2 * time.Second
 )
 
@@ -88,8 +91,12 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	// The engine and the lease reaper run under one supervisor on every
 	// instance; they coordinate with other instances only through the
 	// database.
+	// Its stop timeout covers the engine's own (outer ≥ inner): cut
+	// shorter, the pool would close under a stop still recording what
+	// was sent.
 	services := suture.New("switchboard-notify-serve", suture.Spec{
 		EventHook: func(ev suture.Event) { log.Warn("service event", "event", ev.String()) },
+		Timeout:   eng.Config().StopTimeout + serveStopMargin,
 	})
 	services.Add(engineService{eng})
 	services.Add(&reaper{todos: todos, log: log.With("component", "reaper"), interval: reapInterval})

@@ -95,8 +95,10 @@ func setup(t *testing.T, w *enginetest.World, perHour int) (*faults.Receiver, in
 	return recv, ids[0]
 }
 
-// An instance ahead of time does not send a row before the database says
-// it is due.
+// An instance ahead of time does not claim a row before the database says
+// it is due: a claim pass of the skewed instance, run at once, takes
+// nothing; once the row is due on the database's clock, the same pass
+// takes it.
 func TestSkewDueTimes(t *testing.T) {
 	t.Parallel()
 	for _, sk := range skews {
@@ -107,9 +109,17 @@ func TestSkewDueTimes(t *testing.T) {
 			require.NoError(t, faults.InsertRows(w.Ctx, w.Pool, []int64{sink}, 1))
 			_, err := w.Pool.Exec(w.Ctx, `UPDATE outbox SET due_at = now() + $1::interval`, sk.by/2)
 			require.NoError(t, err)
-			w.Serve(clockOff(sk.by))
-			_, early := w.NextAttempt(1500 * time.Millisecond) // the row is not due for sk.by/2
-			check(t, !early && recv.DistinctRows() == 0, "an instance %s ahead sent a row due in %v", sk.name, sk.by/2)
+			eng := w.Engine(clockOff(sk.by))
+			early, err := eng.ClaimOnceForTest(w.Ctx) // the row is not due for sk.by/2
+			require.NoError(t, err)
+			check(t, len(early.Rows) == 0 && recv.DistinctRows() == 0, "an instance %s ahead claimed a row due in %v", sk.name, sk.by/2)
+
+			// The database's clock reaches the due time: the same pass claims it.
+			_, err = w.Pool.Exec(w.Ctx, `UPDATE outbox SET due_at = now()`)
+			require.NoError(t, err)
+			due, err := eng.ClaimOnceForTest(w.Ctx)
+			require.NoError(t, err)
+			require.Len(t, due.Rows, 1, "the pass claims the row once it is due on the database's clock")
 		})
 	}
 }
@@ -131,8 +141,12 @@ func TestSkewClaims(t *testing.T) {
 			w.Serve(clockOff(0))
 			require.NoError(t, faults.InsertRows(w.Ctx, w.Pool, ids, 1))
 			<-slow.Arrived // the true-time instance holds the row, mid-send
-			w.Serve(clockOff(sk.by))
-			_, stolen := w.NextAttempt(1500 * time.Millisecond)
+			// A claim pass of the skewed instance, which looks for expired
+			// claims too, takes nothing.
+			pass, err := w.Engine(clockOff(sk.by)).ClaimOnceForTest(w.Ctx)
+			require.NoError(t, err)
+			require.True(t, pass.SearchedExpired, "the pass looked for expired claims")
+			stolen := len(pass.Rows) > 0
 			close(release)
 			_, err = w.SettleWithin(30 * time.Second)
 			require.NoError(t, err)
