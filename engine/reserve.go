@@ -191,7 +191,7 @@ func (e *Engine) reserveGroup(ctx context.Context, group []*reserveReq) (busy []
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupTimeout)
 		out, err = e.reserveOnce(tctx, live)
 		cancel()
-		if err == nil || try == groupTries || !transient(err) {
+		if err == nil || try == groupTries || !(transient(err) || repeatRaced(err)) {
 			break
 		}
 	}
@@ -206,6 +206,18 @@ func (e *Engine) reserveGroup(ctx context.Context, group []*reserveReq) (busy []
 		}
 	}
 	return busy
+}
+
+// repeatRaced reports the group's hold meeting, on outbox_open_key, the
+// row of the same key that a recorder made open again at the same moment
+// (a failed attempt of a repeat of the key going back to pending): each
+// statement's snapshot missed the other's row, so neither took the other
+// in. Tried again, the hold sees that row and takes it in
+// (absorbRepeats); given up, every row of the group stayed claimed until
+// its claim expired.
+func repeatRaced(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "outbox_open_key"
 }
 
 // transient reports a failure that trying the same transaction again can
