@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/switchboard/notify/notifytype"
@@ -35,4 +36,19 @@ func (e *Engine) RecordForTest(fs []store.Finished) {
 		group[i] = finishedAttempt{f: f}
 	}
 	e.recorder.write(nil, time.Time{}, group)
+}
+
+// InstanceForTest is the engine's instance name, as its claims carry it.
+func (e *Engine) InstanceForTest() string { return e.instance }
+
+// ReserveForTest reserves row as an actor does before it sends, in a group
+// of its own, and reports whether the row's attempt began or the row was
+// held for a token, or the group's error.
+func (e *Engine) ReserveForTest(ctx context.Context, row store.OutboxRow) (began, held bool, err error) {
+	q := &reserveReq{ctx: ctx, row: row, reply: make(chan reserved, 1)}
+	if busy := e.reserveGroup(ctx, []*reserveReq{q}); len(busy) > 0 {
+		return false, false, errors.New("the sink was locked elsewhere")
+	}
+	r := <-q.reply
+	return len(r.res.rows) > 0, r.held, r.err
 }
