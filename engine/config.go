@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -121,9 +122,8 @@ type Config struct {
 
 	// Retention is how long delivery records and finished outbox rows are
 	// kept (REQ-10), and with them the history that would otherwise grow
-	// without bound: the write log, digest runs, and received webhook
-	// deliveries with their routing traces and the quarantine. Defaults to
-	// RetentionDefault (30 days).
+	// without bound: the write log and digest runs (and, through
+	// HostCleanUp, the host's own). Defaults to RetentionDefault (30 days).
 	Retention time.Duration
 
 	// JanitorInterval is how often one instance removes what is older than
@@ -134,6 +134,15 @@ type Config struct {
 	// batch commits on its own, so a backlog never makes one long
 	// transaction. Defaults to JanitorBatchDefault (1000).
 	JanitorBatch int
+
+	// HostCleanUp, when set, is the host's own housekeeping, run by the
+	// janitor after the engine's, on one instance at a time (under the
+	// janitor's lock), at start and every JanitorInterval: now is the
+	// database's clock, before is now less Retention, batch is
+	// JanitorBatch. The reference host prunes its received webhook
+	// deliveries, sessions, login links and webhook message ids there
+	// (host.CleanUp). Defaults to nothing.
+	HostCleanUp func(ctx context.Context, now, before time.Time, batch int) error
 
 	// OnAttempt, when set, is called after every delivery attempt (and
 	// every row held), on the sink actor's goroutine: keep it quick. For

@@ -41,4 +41,13 @@ type Directory interface {
 	// Owned returns which of ids are objects of the given kind in scope.
 	// The engine refuses a filter naming any id not returned.
 	Owned(ctx context.Context, scope notifytype.OwnerScope, kind Resource, ids []int64) ([]int64, error)
+
+	// KnownActor reports whether humanID names a human of the host and,
+	// when endpointID is not 0, whether endpointID names an endpoint
+	// acting for that human. The engine keeps owners and actors as opaque
+	// ids (on sinks, subscriptions, connections, digests, the write log),
+	// with no foreign key into the host's tables: it asks here before
+	// every read and write of the management service, and refuses an
+	// actor the host does not know with not_found.
+	KnownActor(ctx context.Context, humanID, endpointID int64) (bool, error)
 }

@@ -29,6 +29,8 @@ func (emitDirectory) Owned(context.Context, notifytype.OwnerScope, engine.Resour
 	return nil, nil
 }
 
+func (emitDirectory) KnownActor(context.Context, int64, int64) (bool, error) { return true, nil }
+
 type emitBundle struct {
 	pool *pgxpool.Pool
 	f    *storetest.Factory
@@ -69,7 +71,7 @@ func (b *emitBundle) rows(t *testing.T) []outboxRow {
 	require.NoError(t, err)
 	rows, err := b.pool.Query(context.Background(), `
 		SELECT sink_id, event_type, severity, dedup_key, payload, include_excerpt, due_at, count
-		FROM outbox o ORDER BY id`)
+		FROM switchboard.outbox o ORDER BY id`)
 	require.NoError(t, err)
 	var out []outboxRow
 	for rows.Next() {

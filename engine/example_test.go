@@ -16,7 +16,6 @@ import (
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
-	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
 )
 
@@ -113,7 +112,7 @@ func exampleDatabase(ctx context.Context) (*pgxpool.Pool, func()) {
 	if err != nil {
 		panic(err)
 	}
-	if err := store.Migrate(ctx, pool); err != nil {
+	if err := host.Migrate(ctx, pool); err != nil {
 		panic(err)
 	}
 	return pool, func() {

@@ -43,7 +43,7 @@ func TestEndpointWritesRecordTheirAuthor(t *testing.T) {
 	// A refused vend records nothing.
 	_, _, err = endpoints.Vend(ctx, h, notifytype.Human(h), "bad\x00name", nil)
 	require.ErrorIs(t, err, notifytype.ErrInvalidArgument)
-	require.Equal(t, 2, f.Count(`SELECT count(*) FROM write_log`))
+	require.Equal(t, 2, f.Count(`SELECT count(*) FROM switchboard.write_log`))
 }
 
 // TestTeamEndpointOutlivesNoMembership: a team endpoint acts with its
@@ -68,7 +68,7 @@ func TestTeamEndpointOutlivesNoMembership(t *testing.T) {
 	_, credential, err := endpoints.Vend(ctx, h, scope, "pager", []notifytype.Grant{notifytype.GrantNotifyOwner})
 	require.NoError(t, err)
 	events := func() int {
-		return f.Count(`SELECT count(*) FROM outbox_events`) + f.Count(`SELECT count(*) FROM outbox`)
+		return f.Count(`SELECT count(*) FROM switchboard.outbox_events`) + f.Count(`SELECT count(*) FROM switchboard.outbox`)
 	}
 
 	p, _, err := endpoints.Authenticate(ctx, credential.Reveal())

@@ -153,7 +153,7 @@ func (w *todoWorld) outbox(t *testing.T) []outboxRow {
 	_, err := w.engine.FanOut(context.Background())
 	require.NoError(t, err)
 	rows, err := w.pool.Query(context.Background(),
-		`SELECT sink_id, owner, event_type, coalesce(dedup_key, '') FROM outbox ORDER BY id`)
+		`SELECT sink_id, owner, event_type, coalesce(dedup_key, '') FROM switchboard.outbox ORDER BY id`)
 	require.NoError(t, err)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[outboxRow])
 	require.NoError(t, err)

@@ -150,7 +150,7 @@ func TestRuleNotifyOncePerSinkPerDelivery(t *testing.T) {
 	rows := w.outbox(t)
 	require.Len(t, rows, 2, "one rule.notify per sink, whichever rules matched")
 	require.ElementsMatch(t, []int64{phone, pager}, []int64{rows[0].SinkID, rows[1].SinkID})
-	require.Equal(t, "high", row(t, w.pool, `SELECT severity FROM outbox WHERE sink_id = $1`, pager)["severity"])
+	require.Equal(t, "high", row(t, w.pool, `SELECT severity FROM switchboard.outbox WHERE sink_id = $1`, pager)["severity"])
 }
 
 func matched(rs []host.RuleResult) []bool {
@@ -237,8 +237,8 @@ func TestDryRunSendsNothing(t *testing.T) {
 	require.Equal(t, host.OutcomeQuarantined, third.Outcome)
 	_, err := w.engine.FanOut(ctx)
 	require.NoError(t, err)
-	outboxBefore := w.f.Count(`SELECT count(*) FROM outbox`)
-	eventsBefore := w.f.Count(`SELECT count(*) FROM outbox_events`)
+	outboxBefore := w.f.Count(`SELECT count(*) FROM switchboard.outbox`)
+	eventsBefore := w.f.Count(`SELECT count(*) FROM switchboard.outbox_events`)
 
 	report, err := w.hooks.TestRules(ctx, p, hook.ID, []host.RuleInput{{
 		Name: "bots", Expr: `.sender.login == "dependabot"`, Action: host.RuleAction{Drop: true, Notify: "phone"},
@@ -257,10 +257,10 @@ func TestDryRunSendsNothing(t *testing.T) {
 	require.Empty(t, byID[first.DeliveryID].WouldNotify)
 	require.Equal(t, host.OutcomeQuarantined, byID[third.DeliveryID].Outcome)
 
-	require.Equal(t, outboxBefore, w.f.Count(`SELECT count(*) FROM outbox`), "no outbox row is written")
-	require.Equal(t, eventsBefore, w.f.Count(`SELECT count(*) FROM outbox_events`))
+	require.Equal(t, outboxBefore, w.f.Count(`SELECT count(*) FROM switchboard.outbox`), "no outbox row is written")
+	require.Equal(t, eventsBefore, w.f.Count(`SELECT count(*) FROM switchboard.outbox_events`))
 	require.Zero(t, w.f.Count(`SELECT count(*) FROM webhook_rules`), "candidates are not saved")
-	require.Zero(t, w.f.Count(`SELECT count(*) FROM delivery_records`), "no message is sent")
+	require.Zero(t, w.f.Count(`SELECT count(*) FROM switchboard.delivery_records`), "no message is sent")
 }
 
 func TestNotifiedSinkDeletedOrDisabledIsATraceFault(t *testing.T) {
@@ -275,9 +275,9 @@ func TestNotifiedSinkDeletedOrDisabledIsATraceFault(t *testing.T) {
 		{Name: "also", Expr: `true`, Action: host.RuleAction{Notify: "off"}},
 	})
 	require.NoError(t, err)
-	_, err = w.pool.Exec(ctx, `DELETE FROM sinks WHERE id = $1`, gone)
+	_, err = w.pool.Exec(ctx, `DELETE FROM switchboard.sinks WHERE id = $1`, gone)
 	require.NoError(t, err)
-	_, err = w.pool.Exec(ctx, `UPDATE sinks SET enabled = false WHERE id = $1`, off)
+	_, err = w.pool.Exec(ctx, `UPDATE switchboard.sinks SET enabled = false WHERE id = $1`, off)
 	require.NoError(t, err)
 
 	got := w.post(t, ctx, hook, secret, issue("octocat", 5, "a bug"))
@@ -337,7 +337,7 @@ func TestReceiveRefusesAndChangesNothing(t *testing.T) {
 	require.Equal(t, host.RefusalBadSignature, refusal.Reason)
 
 	require.Zero(t, w.f.Count(`SELECT count(*) FROM webhook_deliveries`))
-	require.Zero(t, w.f.Count(`SELECT count(*) FROM outbox_events`))
+	require.Zero(t, w.f.Count(`SELECT count(*) FROM switchboard.outbox_events`))
 	require.Zero(t, w.f.Count(`SELECT count(*) FROM todos`))
 }
 

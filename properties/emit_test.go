@@ -29,6 +29,8 @@ func (nopDirectory) Owned(context.Context, notifytype.OwnerScope, engine.Resourc
 	return nil, nil
 }
 
+func (nopDirectory) KnownActor(context.Context, int64, int64) (bool, error) { return true, nil }
+
 // The world each check draws: three owner scopes, each with queues and
 // webhooks of its own, and sinks with random subscriptions.
 var scopes = []notifytype.OwnerScope{notifytype.Human(1), notifytype.Human(2), notifytype.Team(1)}
@@ -142,7 +144,7 @@ func TestEmitProperties(t *testing.T) {
 	require.NoError(t, err)
 
 	rapid.Check(t, func(rt *rapid.T) {
-		_, err := pool.Exec(ctx, `TRUNCATE outbox, outbox_events, subscriptions, sinks, connections CASCADE`)
+		_, err := pool.Exec(ctx, `TRUNCATE switchboard.outbox, switchboard.outbox_events, switchboard.subscriptions, switchboard.sinks, switchboard.connections CASCADE`)
 		require.NoError(rt, err)
 
 		// Sinks and subscriptions.
@@ -268,7 +270,7 @@ func TestEmitProperties(t *testing.T) {
 		rows, err := pool.Query(ctx, `
 			SELECT o.id, o.sink_id, o.dedup_key, o.event_type, o.owner, k.owner,
 			       o.count
-			FROM outbox o JOIN sinks k ON k.id = o.sink_id ORDER BY o.id`)
+			FROM switchboard.outbox o JOIN switchboard.sinks k ON k.id = o.sink_id ORDER BY o.id`)
 		require.NoError(rt, err)
 		got := map[string]bool{}
 		gotUnkeyed := map[string]int{}

@@ -9,7 +9,7 @@ import (
 // CountTestsSince counts a sink's test messages sent at or after since.
 func CountTestsSince(ctx context.Context, db DBTX, sinkID int64, since time.Time) (int, error) {
 	var n int
-	err := db.QueryRow(ctx, `SELECT count(*) FROM delivery_records WHERE sink_id = $1 AND is_test AND sent_at >= $2`,
+	err := db.QueryRow(ctx, `SELECT count(*) FROM switchboard.delivery_records WHERE sink_id = $1 AND is_test AND sent_at >= $2`,
 		sinkID, since).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("error counting test messages: %w", err)
@@ -26,14 +26,14 @@ func RecordAgentPage(ctx context.Context, tx DBTX, endpointID int64, now, since 
 		return false, fmt.Errorf("error locking endpoint: %w", err)
 	}
 	var n int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM agent_pages WHERE endpoint_id = $1 AND paged_at >= $2`,
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM switchboard.agent_pages WHERE endpoint_id = $1 AND paged_at >= $2`,
 		endpointID, since).Scan(&n); err != nil {
 		return false, fmt.Errorf("error counting agent pages: %w", err)
 	}
 	if n >= limit {
 		return false, nil
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO agent_pages (endpoint_id, paged_at) VALUES ($1, $2)`, endpointID, now); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO switchboard.agent_pages (endpoint_id, paged_at) VALUES ($1, $2)`, endpointID, now); err != nil {
 		return false, fmt.Errorf("error recording agent page: %w", err)
 	}
 	return true, nil
@@ -45,7 +45,7 @@ func ListDeliveryRecords(ctx context.Context, db DBTX, sinkID int64, limit int) 
 	rows, err := db.Query(ctx, `
 		SELECT id, sink_id, owner, coalesce(outbox_id, 0), event_type, attempt, is_test, counts_budget,
 		       coalesced_rows, status, coalesce(class, ''), coalesce(http_status, 0), sent_at, finished_at
-		FROM delivery_records WHERE sink_id = $1 ORDER BY id DESC LIMIT $2`, sinkID, limit)
+		FROM switchboard.delivery_records WHERE sink_id = $1 ORDER BY id DESC LIMIT $2`, sinkID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("error listing delivery records: %w", err)
 	}

@@ -89,7 +89,7 @@ func setup(t *testing.T, w *enginetest.World, perHour int) (*faults.Receiver, in
 	ids, err := faults.SeedSinks(context.Background(), w.Pool, w.Key, recv.URL, token, 1)
 	require.NoError(t, err)
 	if perHour > 0 {
-		_, err = w.Pool.Exec(context.Background(), `UPDATE sinks SET budget_per_hour = $1, budget_burst = 1 WHERE id = $2`, perHour, ids[0])
+		_, err = w.Pool.Exec(context.Background(), `UPDATE switchboard.sinks SET budget_per_hour = $1, budget_burst = 1 WHERE id = $2`, perHour, ids[0])
 		require.NoError(t, err)
 	}
 	return recv, ids[0]
@@ -105,7 +105,7 @@ func TestSkewDueTimes(t *testing.T) {
 			w := enginetest.New(t)
 			recv, sink := setup(t, w, 0)
 			require.NoError(t, faults.InsertRows(w.Ctx, w.Pool, []int64{sink}, 1))
-			_, err := w.Pool.Exec(w.Ctx, `UPDATE outbox SET due_at = now() + $1::interval`, sk.by/2)
+			_, err := w.Pool.Exec(w.Ctx, `UPDATE switchboard.outbox SET due_at = now() + $1::interval`, sk.by/2)
 			require.NoError(t, err)
 			w.Serve(clockOff(sk.by))
 			_, early := w.NextAttempt(1500 * time.Millisecond) // the row is not due for sk.by/2

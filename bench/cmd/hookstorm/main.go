@@ -43,7 +43,6 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
 )
 
@@ -101,7 +100,7 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	defer pool.Close()
-	if err := store.Migrate(ctx, pool); err != nil {
+	if err := host.Migrate(ctx, pool); err != nil {
 		return err
 	}
 	if err := workload.MigrateRiver(ctx, pool); err != nil {
@@ -226,7 +225,7 @@ func run(ctx context.Context) (err error) {
 	}
 	var deliveries, rows, count int
 	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_deliveries WHERE outcome = 'quarantined'),
-		(SELECT count(*) FROM outbox WHERE sink_id = $1), (SELECT coalesce(sum(count), 0) FROM outbox WHERE sink_id = $1)`, sink).
+		(SELECT count(*) FROM switchboard.outbox WHERE sink_id = $1), (SELECT coalesce(sum(count), 0) FROM switchboard.outbox WHERE sink_id = $1)`, sink).
 		Scan(&deliveries, &rows, &count); err != nil {
 		return err
 	}
