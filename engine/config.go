@@ -43,7 +43,10 @@ type Config struct {
 	// Pool is the database. Required.
 	Pool *pgxpool.Pool
 
-	// Directory answers what the engine must ask of the host. Required.
+	// Directory answers what the engine must ask of the host: which humans
+	// and endpoints exist, a human's role in a team, which queues,
+	// endpoints, webhooks and todos an owner scope owns. Defaults to nil:
+	// one owner, SoleOwner (human 1), and no teams (see SoleOwner).
 	Directory Directory
 
 	// SecretKey is the 32-byte operator key that seals connection secrets
@@ -190,6 +193,9 @@ type Config struct {
 // WithDefaults returns a copy of c with every unset field at its default.
 func (c Config) WithDefaults() Config {
 	c.BaseURL = cmp.Or(c.BaseURL, "http://localhost:8080")
+	if c.Directory == nil {
+		c.Directory = soleOwnerDirectory{}
+	}
 	if c.AppriseSchemesAllowed == nil {
 		c.AppriseSchemesAllowed = apprise.DefaultAllowedSchemes
 	}
@@ -227,9 +233,6 @@ func (c Config) validate() error {
 	var errs []error
 	if c.Pool == nil {
 		errs = append(errs, errors.New("Pool is required"))
-	}
-	if c.Directory == nil {
-		errs = append(errs, errors.New("Directory is required"))
 	}
 	if c.SecretKey != nil && len(c.SecretKey) != 32 {
 		errs = append(errs, fmt.Errorf("SecretKey must be 32 bytes, got %d", len(c.SecretKey)))

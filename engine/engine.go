@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,7 +41,13 @@ type Engine struct {
 	sinceAnalyze atomic.Int64
 	analyzing    atomic.Bool
 	lastNotify   atomic.Int64 // wall-clock nanoseconds of the last NOTIFY Emit sent
-	serving      atomic.Bool
+
+	// runMu guards Start and Stop: runStop ends the running engine,
+	// runDone is closed once it stopped, with runErr.
+	runMu   sync.Mutex
+	runStop context.CancelFunc
+	runDone chan struct{}
+	runErr  error
 
 	// wrapAdapter, set only by tests, wraps every adapter built for a
 	// delivery (to make one panic, say).
@@ -48,7 +55,7 @@ type Engine struct {
 }
 
 // New validates cfg, fills its defaults and returns an engine. It starts
-// nothing: Serve delivers.
+// nothing: Start (or Serve) delivers.
 func New(cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("error configuring engine: %w", err)
@@ -81,14 +88,70 @@ func New(cfg Config) (*Engine, error) {
 // Config returns the engine's configuration with its defaults filled in.
 func (e *Engine) Config() Config { return e.cfg }
 
-// Serve delivers until ctx ends: the claimer feeds due rows to one actor
-// per sink, a listener wakes the claimer when Emit commits, and a janitor
-// removes what is past retention. It returns ctx's error. An engine is
-// served once.
-func (e *Engine) Serve(ctx context.Context) error {
-	if !e.serving.CompareAndSwap(false, true) {
-		return errors.New("engine is already serving")
+// Start checks that the engine's tables are migrated (enginemigrate.Up)
+// and starts delivering in the background: the claimer feeds due rows to
+// one actor per sink, a listener wakes the claimer when Emit commits, a
+// janitor removes what is past retention, and the digest scheduler sends
+// what is due. ctx bounds the start only; the engine runs until Stop. An
+// engine is started once.
+func (e *Engine) Start(ctx context.Context) error {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	if e.runDone != nil {
+		return errors.New("engine is already started")
 	}
+	if err := store.CheckEngineSchema(ctx, e.cfg.Pool); err != nil {
+		return fmt.Errorf("error starting engine: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	e.runStop, e.runDone = cancel, make(chan struct{})
+	go func() {
+		defer close(e.runDone)
+		e.runErr = e.run(runCtx)
+	}()
+	return nil
+}
+
+// Stop stops delivering and waits, until ctx ends, for the engine to
+// drain: the deliveries under way finish and are recorded, and the rows
+// still queued on this instance are given back, so another instance sends
+// them at once. It returns nil on a clean stop; ctx's error when ctx ended
+// first (the engine goes on stopping in the background, and what it had
+// not given back by then is taken by another instance when its claim
+// expires: at least once, never lost). Stop may be called again, to wait
+// longer. An engine not started stops at once.
+func (e *Engine) Stop(ctx context.Context) error {
+	e.runMu.Lock()
+	stop, done := e.runStop, e.runDone
+	e.runMu.Unlock()
+	if done == nil {
+		return nil
+	}
+	stop()
+	select {
+	case <-done:
+		return e.runErr
+	case <-ctx.Done():
+		return fmt.Errorf("error stopping engine: not drained in time: %w", ctx.Err())
+	}
+}
+
+// Serve is Start, then Stop when ctx ends, with no deadline on the drain.
+// It returns ctx's error (or Start's).
+func (e *Engine) Serve(ctx context.Context) error {
+	if err := e.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	if err := e.Stop(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// run delivers until ctx ends, then stops every part; it returns nil when
+// stopped.
+func (e *Engine) run(ctx context.Context) error {
 	root := suture.New("switchboard-notify", suture.Spec{
 		EventHook: func(ev suture.Event) { e.log.Warn("supervisor event", "event", ev.String()) },
 	})
@@ -100,7 +163,7 @@ func (e *Engine) Serve(ctx context.Context) error {
 	root.Add(&digestScheduler{e: e})
 	// The reserver and the recorder outlive the actors: a reservation
 	// asked for before the stop is answered, and what was sent is
-	// recorded, before Serve returns.
+	// recorded, before run returns.
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	go e.reserver.run(bg)
 	go e.recorder.run(bg)
@@ -109,7 +172,7 @@ func (e *Engine) Serve(ctx context.Context) error {
 	<-e.reserver.done
 	<-e.recorder.done
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return nil
 	}
 	return err
 }

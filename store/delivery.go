@@ -558,12 +558,12 @@ const (
 
 // FinishHeldAtCap ends a sink's held rows that have had their last attempt
 // (cap) as undeliverable, so a coalesced message never attempts a row
-// again past the cap; it returns their ids.
-func FinishHeldAtCap(ctx context.Context, tx DBTX, sinkID int64, limit int, now time.Time) ([]int64, error) {
-	ids, err := collectIDs(tx.Query(ctx, `
+// again past the cap; it returns them with their last error class.
+func FinishHeldAtCap(ctx context.Context, tx DBTX, sinkID int64, limit int, now time.Time) ([]FinishedRow, error) {
+	ids, err := collectFinishedRows(tx.Query(ctx, `
 		UPDATE switchboard.outbox SET state = 'undeliverable', payload = `+finishedPayload+`, finished_at = $3
 		WHERE sink_id = $1 AND state = 'held' AND attempts >= $2
-		RETURNING id`, sinkID, limit, now))
+		RETURNING id, coalesce(last_class, '')`, sinkID, limit, now))
 	if err != nil {
 		return nil, fmt.Errorf("error finishing held rows at the cap of sink %d: %w", sinkID, err)
 	}
@@ -791,14 +791,31 @@ func RescheduleHeld(ctx context.Context, db DBTX, sinkID int64, due time.Time) (
 
 // FinishHeld ends every held row of a sink with one outcome (its sink can
 // no longer be used), clearing their payloads.
-func FinishHeld(ctx context.Context, db DBTX, sinkID int64, o RowOutcome, now time.Time) error {
-	_, err := db.Exec(ctx, `
+func FinishHeld(ctx context.Context, db DBTX, sinkID int64, o RowOutcome, now time.Time) ([]FinishedRow, error) {
+	rows, err := collectFinishedRows(db.Query(ctx, `
 		UPDATE switchboard.outbox SET state = $2, last_class = nullif($3, ''), payload = `+finishedPayload+`, finished_at = $4
-		WHERE sink_id = $1 AND state = 'held'`, sinkID, o.State, o.Class, now)
+		WHERE sink_id = $1 AND state = 'held'
+		RETURNING id, coalesce(last_class, '')`, sinkID, o.State, o.Class, now))
 	if err != nil {
-		return fmt.Errorf("error finishing held rows of sink %d: %w", sinkID, err)
+		return nil, fmt.Errorf("error finishing held rows of sink %d: %w", sinkID, err)
 	}
-	return nil
+	return rows, nil
+}
+
+// FinishedRow is a row a statement finished, with its last error class.
+type FinishedRow struct {
+	ID    int64
+	Class string
+}
+
+func collectFinishedRows(rows pgx.Rows, err error) ([]FinishedRow, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (FinishedRow, error) {
+		var f FinishedRow
+		return f, r.Scan(&f.ID, &f.Class)
+	})
 }
 
 // RestoreClaim gives a row this instance claimed again (its claim had

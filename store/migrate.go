@@ -338,3 +338,25 @@ func convertLegacy(ctx context.Context, tx pgx.Tx) error {
 	}
 	return nil
 }
+
+// CheckEngineSchema reports, as an error that says what to do, a database
+// whose engine tables are missing or behind this build's migrations.
+func CheckEngineSchema(ctx context.Context, db DBTX) error {
+	ms := engineSet.list()
+	want := ms[len(ms)-1].Name
+	var exists bool
+	if err := db.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, engineSet.history).Scan(&exists); err != nil {
+		return fmt.Errorf("error reading %s: %w", engineSet.history, err)
+	}
+	if !exists {
+		return fmt.Errorf("the engine's tables are missing (no %s): run enginemigrate.Up first", engineSet.history)
+	}
+	var have *string
+	if err := db.QueryRow(ctx, `SELECT max(name) FROM `+engineSet.history).Scan(&have); err != nil {
+		return fmt.Errorf("error reading %s: %w", engineSet.history, err)
+	}
+	if have == nil || *have < want {
+		return fmt.Errorf("the engine's tables are behind this build (want migration %s): run enginemigrate.Up first", want)
+	}
+	return nil
+}

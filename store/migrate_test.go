@@ -167,10 +167,8 @@ func TestLegacyDatabaseIsConvertedInPlace(t *testing.T) {
 		PrivateHosts: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 	})
 	require.NoError(t, err)
-	serveCtx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- eng.Serve(serveCtx) }()
-	t.Cleanup(func() { stop(); <-served })
+	require.NoError(t, eng.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, eng.Stop(context.Background())) })
 	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		return eng.Emit(ctx, tx, engine.Event{
 			Type: notifytype.EventTodoDeadLettered, Owner: owner, TodoID: 1, QueueID: queue, DeadLetterCount: 1,
