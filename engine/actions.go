@@ -90,7 +90,7 @@ func (e *Engine) sendTest(ctx context.Context, p Principal, sinkID int64) (TestR
 		if err != nil {
 			return fmt.Errorf("error reading sink %d owner: %w", s.ID, err)
 		}
-		return RecordWrite(ctx, tx, p, scope, WriteSinkTest, ObjectSink, s.ID)
+		return RecordWrite(ctx, tx, p, scope, writeSinkTest, objectSink, s.ID)
 	})
 	if err != nil {
 		return TestResult{}, err
@@ -175,7 +175,7 @@ func (e *Engine) notifyOwner(ctx context.Context, p Principal, in NotifyOwnerInp
 		if !ok {
 			return notifytype.RateLimited(fmt.Sprintf("at most %d pages an hour per endpoint", AgentPagesPerHour))
 		}
-		if err := RecordWrite(ctx, tx, p, p.EndpointScope, WriteAgentPage, ObjectEndpoint, p.EndpointID); err != nil {
+		if err := RecordWrite(ctx, tx, p, p.EndpointScope, writeAgentPage, objectEndpoint, p.EndpointID); err != nil {
 			return err
 		}
 		return e.Emit(ctx, tx, Event{

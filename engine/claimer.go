@@ -170,7 +170,7 @@ func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err err
 		if moreEvents {
 			// More events wait than one batch takes: fan them all out,
 			// and claim again.
-			if _, err := e.FanOut(ctx); err != nil {
+			if _, err := e.fanOut(ctx); err != nil {
 				return time.Time{}, full, err
 			}
 			continue
@@ -180,7 +180,7 @@ func (c *claimer) cycle(ctx context.Context) (next time.Time, full bool, err err
 		}
 	}
 	if !fannedOut {
-		if _, err := e.FanOut(ctx); err != nil {
+		if _, err := e.fanOut(ctx); err != nil {
 			return time.Time{}, full, err
 		}
 	}

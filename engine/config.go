@@ -159,17 +159,16 @@ type Config struct {
 	// Clock is this instance's own clock: it times waits (timers, idle
 	// periods) and measures the time elapsed since the engine last read
 	// the database's clock. It never decides an instant another instance
-	// compares: those come from the database (see DatabaseClock). Defaults
+	// compares: those come from the database's clock_timestamp(). Defaults
 	// to the real clock.
 	Clock clockwork.Clock
 
-	// DatabaseClock, for tests only, stands in for the database's clock:
-	// when set, every instant that instances compare (claims and their
-	// expiry, due times, budgets, windows, retention) is read from it, so a
-	// test can move time with a fake clock. Defaults to nil: the database's
-	// own clock (clock_timestamp(), see engine.DatabaseClock), which is what
-	// production must use.
-	DatabaseClock clockwork.Clock
+	// databaseClock, set by tests only (enginetest.SetDatabaseClock),
+	// stands in for the database's clock: every instant that instances
+	// compare (claims and their expiry, due times, budgets, windows,
+	// retention) is then read from it, so a test can move time with a fake
+	// clock. Nil in production: the database's own clock.
+	databaseClock clockwork.Clock
 
 	// Logger receives the engine's logs. Defaults to slog.Default().
 	Logger *slog.Logger

@@ -98,16 +98,16 @@ func (c *DatabaseClock) now(ctx context.Context, db store.DBTX) (time.Time, erro
 // now is the database's time (see DatabaseClock), or Config.DatabaseClock's
 // when a test set one.
 func (e *Engine) now(ctx context.Context) (time.Time, error) {
-	if e.cfg.DatabaseClock != nil {
-		return e.cfg.DatabaseClock.Now(), nil
+	if e.cfg.databaseClock != nil {
+		return e.cfg.databaseClock.Now(), nil
 	}
 	return e.dbClock.Now(ctx)
 }
 
 // nowIn is now for a caller inside tx (Emit, in the host's transaction).
 func (e *Engine) nowIn(ctx context.Context, tx store.DBTX) (time.Time, error) {
-	if e.cfg.DatabaseClock != nil {
-		return e.cfg.DatabaseClock.Now(), nil
+	if e.cfg.databaseClock != nil {
+		return e.cfg.databaseClock.Now(), nil
 	}
 	return e.dbClock.NowIn(ctx, tx)
 }

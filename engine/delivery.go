@@ -84,7 +84,7 @@ type reservation struct {
 	adapter  sinks.Adapter
 	rows     []store.OutboxRow
 	recordID int64
-	budget   Budget
+	budget   tokenBucket
 	tat      time.Time
 }
 
@@ -176,7 +176,7 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 		if now, err = e.now(ctx); err != nil { // after the lock, as above
 			return err
 		}
-		budget := Budget{PerHour: s.PerHour, Burst: s.Burst}
+		budget := tokenBucket{PerHour: s.PerHour, Burst: s.Burst}
 		outcome.Budget = actors.Budget(budget)
 		adapter, owner, refusal := e.adapterFor(s)
 		if refusal != "" {

@@ -58,7 +58,7 @@ func TestDeliveryNeverLeaksSecrets(t *testing.T) {
 		panicked               = make(chan struct{}, 8)
 	)
 	eng := w.ServeWith(func(e *engine.Engine) {
-		e.WrapAdaptersForTest(func(sinkID int64, a sinks.Adapter) sinks.Adapter {
+		enginetest.WrapAdapters(e, func(sinkID int64, a sinks.Adapter) sinks.Adapter {
 			switch sinkID {
 			case timeoutSink.Load():
 				// The engine's own deadline is 10 s; a shorter one takes the

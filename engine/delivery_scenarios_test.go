@@ -27,7 +27,7 @@ import (
 )
 
 // adapterFunc is a sinks.Adapter made of a function, for
-// WrapAdaptersForTest.
+// enginetest.WrapAdapters.
 type adapterFunc func(context.Context, sinks.Message) sinks.Result
 
 func (f adapterFunc) Deliver(ctx context.Context, m sinks.Message) sinks.Result { return f(ctx, m) }
@@ -566,7 +566,7 @@ func TestDeliveryPanicStaysInItsSink(t *testing.T) {
 	)
 	panicking.Store(true)
 	eng := w.ServeWith(func(e *engine.Engine) {
-		e.WrapAdaptersForTest(func(sinkID int64, a sinks.Adapter) sinks.Adapter {
+		enginetest.WrapAdapters(e, func(sinkID int64, a sinks.Adapter) sinks.Adapter {
 			if sinkID != panicky.Load() {
 				return a
 			}

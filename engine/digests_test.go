@@ -612,7 +612,7 @@ func TestDigestWritesRecordTheirAuthor(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, d.eng.DeleteDigest(d.w.Ctx, d.p, dg.ID))
 
-	ws, err := store.ListWrites(d.w.Ctx, d.w.Pool, engine.ObjectDigest, dg.ID)
+	ws, err := store.ListWrites(d.w.Ctx, d.w.Pool, "digest", dg.ID)
 	require.NoError(t, err)
 	var actions []string
 	for _, w := range ws {
@@ -621,5 +621,5 @@ func TestDigestWritesRecordTheirAuthor(t *testing.T) {
 		require.Zero(t, w.EndpointID, w.Action)
 		require.Equal(t, d.scope.String(), w.Owner, w.Action)
 	}
-	require.Equal(t, []string{engine.WriteDigestCreate, engine.WriteDigestUpdate, engine.WriteDigestSend, engine.WriteDigestDelete}, actions)
+	require.Equal(t, []string{"digest.create", "digest.update", "digest.send", "digest.delete"}, actions)
 }

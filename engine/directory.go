@@ -7,7 +7,8 @@ import (
 	"github.com/switchboard/notify/notifytype"
 )
 
-// Role is a human's role in a team (D2, SPEC-0033 stand-in).
+// Role is a human's role in a team: owners and admins configure the
+// team's notifications, members read them.
 type Role string
 
 const (

@@ -308,10 +308,3 @@ func (e *Engine) statusFiltered(ctx context.Context, p Principal) ([]ActorStatus
 	}
 	return out, nil
 }
-
-// WrapAdaptersForTest makes every adapter the engine builds pass through
-// wrap, so a test or the faults suite can make one panic, stall or count
-// its sends. Set it before Serve; production never calls it.
-func (e *Engine) WrapAdaptersForTest(wrap func(sinkID int64, a sinks.Adapter) sinks.Adapter) {
-	e.wrapAdapter = wrap
-}

@@ -36,3 +36,6 @@ func (e *Engine) RecordForTest(fs []store.Finished) {
 	}
 	e.recorder.write(nil, time.Time{}, group)
 }
+
+// BudgetForTest is the token bucket a sink's budget is.
+type BudgetForTest = tokenBucket

@@ -138,7 +138,7 @@ func TestDeliveryAdapterPanicIsAbandonedAttempt(t *testing.T) {
 	var panicking atomic.Bool
 	panicking.Store(true)
 	eng := w.ServeWith(func(e *engine.Engine) {
-		e.WrapAdaptersForTest(func(_ int64, a sinks.Adapter) sinks.Adapter {
+		enginetest.WrapAdapters(e, func(_ int64, a sinks.Adapter) sinks.Adapter {
 			return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
 				if panicking.Load() {
 					panic("adapter exploded")
@@ -306,7 +306,7 @@ func TestDeliveryGracefulStopReleasesQueuedRows(t *testing.T) {
 	_, p, scope := w.Human()
 	entered, release := make(chan struct{}, 8), make(chan struct{})
 	eng := w.Engine()
-	eng.WrapAdaptersForTest(func(_ int64, a sinks.Adapter) sinks.Adapter {
+	enginetest.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
 		return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
 			entered <- struct{}{}
 			<-release
@@ -504,7 +504,7 @@ func TestDeliveryRecordOutlastsADatabaseThatRefusesIt(t *testing.T) {
 	sending, sent := make(chan struct{}), make(chan struct{})
 	eng := w.ServeWith(func(e *engine.Engine) {
 		e.SetRecordTryTimeoutForTest(100 * time.Millisecond)
-		e.WrapAdaptersForTest(func(_ int64, a sinks.Adapter) sinks.Adapter {
+		enginetest.WrapAdapters(e, func(_ int64, a sinks.Adapter) sinks.Adapter {
 			return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
 				close(sending)
 				<-sent

@@ -168,7 +168,7 @@ func TestQueueEmitWakesTheClaimersAtCommit(t *testing.T) {
 	pool := storetest.New(t)
 	f := storetest.NewFactory(t, pool)
 	clock := clockwork.NewFakeClockAt(time.Now().UTC())
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clock, DatabaseClock: clock, NotifyDebounce: -1})
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clock, NotifyDebounce: -1}, clock))
 	require.NoError(t, err)
 	b := &emitBundle{pool: pool, f: f, eng: eng}
 	alice := notifytype.Human(f.Human(""))
@@ -197,7 +197,7 @@ func TestQueueEmitDatabaseErrorComesBackFromTheBatch(t *testing.T) {
 	t.Parallel()
 	b := setupEmit(t)
 	// Every emit notifies, so both emits run the one same statement.
-	eng, err := engine.New(engine.Config{Pool: b.pool, Directory: emitDirectory{}, DatabaseClock: clockwork.NewFakeClockAt(b.now), NotifyDebounce: -1})
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: b.pool, Directory: emitDirectory{}, NotifyDebounce: -1}, clockwork.NewFakeClockAt(b.now)))
 	require.NoError(t, err)
 	b.eng = eng
 	alice := notifytype.Human(b.f.Human(""))
@@ -280,7 +280,7 @@ func TestQueueEmitEquivalentToEmit(t *testing.T) {
 	f := storetest.NewFactory(t, pool)
 	ctx := context.Background()
 	clock := clockwork.NewFakeClockAt(time.Now().UTC().Truncate(time.Second))
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clock, DatabaseClock: clock})
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clock}, clock))
 	require.NoError(t, err)
 	b := &emitBundle{pool: pool, f: f, eng: eng, now: clock.Now()}
 	scopes := []notifytype.OwnerScope{notifytype.Human(f.Human("")), notifytype.Human(f.Human("")), notifytype.Team(f.Team(""))}
@@ -289,7 +289,7 @@ func TestQueueEmitEquivalentToEmit(t *testing.T) {
 	obj := func(rt *rapid.T, label string) int64 { return int64(rapid.IntRange(1, 3).Draw(rt, label)) }
 
 	outboxRows := func(rt *rapid.T) []string {
-		_, err := eng.FanOut(ctx)
+		_, err := enginetest.FanOut(ctx, eng)
 		require.NoError(rt, err)
 		rows, err := pool.Query(ctx, `
 			SELECT concat_ws('|', sink_id, owner, event_type, severity, coalesce(dedup_key, '-'), windowed, count,

@@ -30,7 +30,7 @@ func TestEndpointWritesRecordTheirAuthor(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, endpoints.Revoke(ctx, h, ep.ID))
 
-	writes, err := store.ListWrites(ctx, pool, engine.ObjectEndpoint, ep.ID)
+	writes, err := store.ListWrites(ctx, pool, host.ObjectEndpoint, ep.ID)
 	require.NoError(t, err)
 	require.Len(t, writes, 2)
 	for i, action := range []string{host.WriteEndpointVend, host.WriteEndpointRevoke} {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
@@ -38,7 +39,7 @@ func newHookWorld(t *testing.T) (*hookWorld, context.Context) {
 func newHookWorldOn(t testing.TB, pool *pgxpool.Pool, timeout time.Duration) *hookWorld {
 	t.Helper()
 	clock := newFakeClock()
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Clock: clock, DatabaseClock: clock})
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Clock: clock}, clock))
 	require.NoError(t, err)
 	rec := &recorder{inner: eng}
 	w := &todoWorld{
@@ -235,7 +236,7 @@ func TestDryRunSendsNothing(t *testing.T) {
 	second := w.post(t, ctx, hook, secret, issue("dependabot", 2, "Bump"))
 	third := w.post(t, ctx, hook, secret, issue("mallory", 3, "spam"))
 	require.Equal(t, host.OutcomeQuarantined, third.Outcome)
-	_, err := w.engine.FanOut(ctx)
+	_, err := enginetest.FanOut(ctx, w.engine)
 	require.NoError(t, err)
 	outboxBefore := w.f.Count(`SELECT count(*) FROM switchboard.outbox`)
 	eventsBefore := w.f.Count(`SELECT count(*) FROM switchboard.outbox_events`)

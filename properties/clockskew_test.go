@@ -54,7 +54,7 @@ func TestInstanceClocksDisagree(t *testing.T) {
 		engines[i], _ = w.Start(func(c *engine.Config) {
 			quietJanitor(c)
 			c.Clock = skewedClock{clockwork.NewRealClock(), skew}
-			c.DatabaseClock = nil // production: the database's clock
+			enginetest.SetDatabaseClock(c, nil) // production: the database's clock
 		})
 	}
 

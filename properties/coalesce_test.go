@@ -250,7 +250,7 @@ func TestRepeatDuringClaimIsCounted(t *testing.T) {
 	require.NoError(t, eng.Emit(w.Ctx, tx, quarantined(scope, 1)))
 
 	w.Clock.Advance(engine.QuarantineWindowDefault)
-	_, err = eng.FanOut(w.Ctx)
+	_, err = enginetest.FanOut(w.Ctx, eng)
 	require.NoError(t, err)
 	claimed, err := store.ClaimDue(w.Ctx, w.Pool, store.ClaimParams{
 		Instance: "probe", Now: w.Clock.Now(), TTL: time.Minute, Limit: 8, PerSink: 8,
@@ -259,7 +259,7 @@ func TestRepeatDuringClaimIsCounted(t *testing.T) {
 	require.Len(t, claimed, 1)
 	require.Equal(t, 1, claimed[0].Count, "the claim reads the one event committed before it")
 	require.NoError(t, tx.Commit(w.Ctx))
-	_, err = eng.FanOut(w.Ctx)
+	_, err = enginetest.FanOut(w.Ctx, eng)
 	require.NoError(t, err)
 
 	var rows, events int

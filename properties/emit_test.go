@@ -14,6 +14,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store/storetest"
@@ -140,7 +141,7 @@ func TestEmitProperties(t *testing.T) {
 	f := storetest.NewFactory(t, pool)
 	ctx := context.Background()
 	clock := clockwork.NewFakeClockAt(time.Now().UTC().Truncate(time.Second))
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: nopDirectory{}, Clock: clock, DatabaseClock: clock})
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: nopDirectory{}, Clock: clock}, clock))
 	require.NoError(t, err)
 
 	rapid.Check(t, func(rt *rapid.T) {
@@ -213,7 +214,7 @@ func TestEmitProperties(t *testing.T) {
 		for i := range fanErrs {
 			fanners.Go(func() {
 				for {
-					if _, err := eng.FanOut(ctx); err != nil {
+					if _, err := enginetest.FanOut(ctx, eng); err != nil {
 						fanErrs[i] = err
 						return
 					}
@@ -231,7 +232,7 @@ func TestEmitProperties(t *testing.T) {
 		for _, err := range append(errs, fanErrs...) {
 			require.NoError(rt, err)
 		}
-		_, err = eng.FanOut(ctx)
+		_, err = enginetest.FanOut(ctx, eng)
 		require.NoError(rt, err)
 
 		// The model: per sink, per key, the committed emits that match.

@@ -27,6 +27,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/enginetest/testhooks"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
@@ -100,13 +101,13 @@ func (w *World) Config(pool *pgxpool.Pool, configure ...func(*engine.Config)) en
 		PushAllowHTTP:  true,
 		PrivateHosts:   []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 		Clock:          w.Clock,
-		DatabaseClock:  w.Clock,
 		PollInterval:   20 * time.Millisecond,
 		NotifyDebounce: -1,
 		Logger:         slog.New(slog.NewJSONHandler(w.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OnAttempt:      func(a engine.Attempt) { w.Attempts <- a },
 	}
 	cfg.HostCleanUp = host.CleanUp(pool, cfg.Logger)
+	SetDatabaseClock(&cfg, w.Clock)
 	for _, c := range configure {
 		c(&cfg)
 	}
@@ -129,7 +130,7 @@ func (w *World) Serve(configure ...func(*engine.Config)) *engine.Engine {
 }
 
 // ServeWith is Serve, calling prepare (when not nil) on the engine before
-// it serves: the place for test hooks such as WrapAdaptersForTest, which
+// it serves: the place for test hooks such as WrapAdapters, which
 // must be set before Serve.
 func (w *World) ServeWith(prepare func(*engine.Engine), configure ...func(*engine.Config)) *engine.Engine {
 	w.tb.Helper()
@@ -257,7 +258,7 @@ func (w *World) FanOut(eng *engine.Engine) {
 	w.tb.Helper()
 	deadline := time.Now().Add(WaitTimeout)
 	for {
-		_, err := eng.FanOut(w.Ctx)
+		_, err := FanOut(w.Ctx, eng)
 		require.NoError(w.tb, err)
 		var left int
 		require.NoError(w.tb, w.Pool.QueryRow(w.Ctx, `SELECT count(*) FROM switchboard.outbox_events`).Scan(&left))
@@ -454,3 +455,11 @@ func (w *World) describeOutbox() string {
 	}
 	return b.String()
 }
+
+// The test hooks (see package testhooks, which benchmarks use).
+var (
+	WrapAdapters      = testhooks.WrapAdapters
+	FanOut            = testhooks.FanOut
+	SetDatabaseClock  = testhooks.SetDatabaseClock
+	WithDatabaseClock = testhooks.WithDatabaseClock
+)

@@ -69,7 +69,7 @@ type fault struct {
 	// the D10 schedule).
 	retryAfter time.Duration
 	// panics is how many of the first attempts the sink's adapter panics
-	// in (planted with WrapAdaptersForTest), its panic value quoting the
+	// in (planted with enginetest.WrapAdapters), its panic value quoting the
 	// planted secret; those attempts never reach the server.
 	panics int
 }
@@ -236,7 +236,7 @@ func runFault(t *testing.T, fc fault) {
 		// adapter panics with a value that quotes the secret (D25: the
 		// value is never logged).
 		eng = w.ServeWith(func(e *engine.Engine) {
-			e.WrapAdaptersForTest(func(_ int64, a sinks.Adapter) sinks.Adapter {
+			enginetest.WrapAdapters(e, func(_ int64, a sinks.Adapter) sinks.Adapter {
 				return panicking{inner: a, left: &panicked, panics: int32(fc.panics), secret: secret}
 			})
 		})

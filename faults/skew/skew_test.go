@@ -32,7 +32,7 @@ func clockOff(by time.Duration) func(*engine.Config) {
 		c.Clock = skewed{Clock: clockwork.NewRealClock(), by: by}
 		// The database's own clock, as in production: the world's fake
 		// stand-in for it would hide the very skew under test.
-		c.DatabaseClock = nil
+		enginetest.SetDatabaseClock(c, nil)
 	}
 }
 

@@ -41,6 +41,7 @@ import (
 	"github.com/switchboard/notify/bench/internal/benchdb"
 	"github.com/switchboard/notify/bench/internal/workload"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/enginetest/testhooks"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
@@ -220,7 +221,7 @@ func run(ctx context.Context) (err error) {
 
 	// The check: every delivery was quarantined, and the storm's events
 	// fan out into one open row for the sink.
-	if _, err := eng.FanOut(ctx); err != nil {
+	if _, err := testhooks.FanOut(ctx, eng); err != nil {
 		return err
 	}
 	var deliveries, rows, count int

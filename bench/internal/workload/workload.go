@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/enginetest/testhooks"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -293,7 +294,7 @@ type Counts struct {
 // path) and reads the counts.
 func (w *World) Count(ctx context.Context) (Counts, error) {
 	c := Counts{Outbox: map[Variant]int{}, Txs: map[Variant]int{}}
-	if _, err := w.Engine.FanOut(ctx); err != nil {
+	if _, err := testhooks.FanOut(ctx, w.Engine); err != nil {
 		return c, err
 	}
 	for _, v := range w.HostVariants() {
