@@ -107,7 +107,7 @@ func TestREADMECurlExample(t *testing.T) {
 	}
 	s := newServer(t)
 	// The README's rule notifies the sink named "phone".
-	_, err := s.w.Pool.Exec(s.w.Ctx, `UPDATE sinks SET name = 'phone' WHERE name = 'demo-gotify'`)
+	_, err := s.w.Pool.Exec(s.w.Ctx, `UPDATE switchboard.sinks SET name = 'phone' WHERE name = 'demo-gotify'`)
 	require.NoError(t, err)
 
 	readme, err := os.ReadFile("../README.md")

@@ -22,14 +22,16 @@ import (
 //   - A scope the caller has no part in answers not_found, so that nothing
 //     of another owner is ever revealed, not even that it exists (D3).
 func (e *Engine) authorize(ctx context.Context, p Principal, scope notifytype.OwnerScope, write bool) error {
-	if p.HumanID <= 0 {
-		return notifytype.Forbidden("no acting human")
+	if err := e.checkActor(ctx, p); err != nil {
+		return err
 	}
+	return e.authorizeScope(ctx, p, scope, write)
+}
+
+// authorizeScope is authorize for an actor already known.
+func (e *Engine) authorizeScope(ctx context.Context, p Principal, scope notifytype.OwnerScope, write bool) error {
 	if !scope.Valid() {
 		return notifytype.NotFound("owner scope")
-	}
-	if p.EndpointID != 0 && !p.Has(notifytype.GrantNotifications) {
-		return notifytype.Forbidden("this endpoint's grant lacks the notifications verbs")
 	}
 	if p.EndpointID != 0 && scope != p.EndpointScope {
 		return notifytype.NotFound("owner scope")
@@ -56,6 +58,29 @@ func (e *Engine) authorize(ctx context.Context, p Principal, scope notifytype.Ow
 	return notifytype.NotFound("owner scope")
 }
 
+// checkActor refuses a principal with no human or, for an endpoint,
+// without the notifications grant, and an acting human, or endpoint, that
+// the Directory does not know: owners and actors are opaque ids the engine records without a
+// foreign key, so this is what keeps a write from naming nobody.
+func (e *Engine) checkActor(ctx context.Context, p Principal) error {
+	if p.HumanID <= 0 {
+		return notifytype.Forbidden("no acting human")
+	}
+	if p.EndpointID != 0 && !p.Has(notifytype.GrantNotifications) {
+		return notifytype.Forbidden("this endpoint's grant lacks the notifications verbs")
+	}
+	ok, err := e.cfg.Directory.KnownActor(ctx, p.HumanID, p.EndpointID)
+	switch {
+	case err != nil:
+		return fmt.Errorf("error looking up the acting human: %w", err)
+	case ok:
+		return nil
+	case p.EndpointID != 0:
+		return notifytype.NotFound("acting endpoint")
+	}
+	return notifytype.NotFound("acting human")
+}
+
 // checkEndpointMember refuses an endpoint of a team whose accountable
 // human is no longer a member of it: an endpoint acts with its human's
 // role in its scope, checked at use, so it does not outlive the human's
@@ -79,7 +104,10 @@ func (e *Engine) checkEndpointMember(ctx context.Context, p Principal) error {
 // answering not_found for what (a "sink", a "connection") when the caller
 // has no part in its scope.
 func (e *Engine) authorizeResource(ctx context.Context, p Principal, scope notifytype.OwnerScope, write bool, what string) error {
-	err := e.authorize(ctx, p, scope, write)
+	if err := e.checkActor(ctx, p); err != nil {
+		return err
+	}
+	err := e.authorizeScope(ctx, p, scope, write)
 	if errors.Is(err, notifytype.ErrNotFound) {
 		return notifytype.NotFound(what)
 	}

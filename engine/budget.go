@@ -2,7 +2,7 @@ package engine
 
 import "time"
 
-// Budget is a sink's token bucket (D8): PerHour messages an hour with a
+// tokenBucket is a sink's token bucket (D8): PerHour messages an hour with a
 // burst of Burst. It is kept as GCRA state, a theoretical arrival time
 // (TAT) that each counted delivery record stores after it, so the bucket
 // is computed from delivery records and holds across instances: the
@@ -13,17 +13,17 @@ import "time"
 // T = 1h / PerHour; it moves the TAT to max(TAT, now) + T. A sequence of
 // conforming sends never has more than Burst + PerHour·d/1h sends in any
 // interval of length d.
-type Budget struct {
+type tokenBucket struct {
 	PerHour int
 	Burst   int
 }
 
-func (b Budget) interval() time.Duration { return time.Hour / time.Duration(max(b.PerHour, 1)) }
+func (b tokenBucket) interval() time.Duration { return time.Hour / time.Duration(max(b.PerHour, 1)) }
 
 // Reserve spends one token at now. ok reports whether one was there; tat is
 // the state to record after the send; when there was none, next is when
 // the next token returns.
-func (b Budget) Reserve(tat, now time.Time) (ok bool, newTAT, next time.Time) {
+func (b tokenBucket) Reserve(tat, now time.Time) (ok bool, newTAT, next time.Time) {
 	t := b.interval()
 	start := tat
 	if start.Before(now) {
@@ -37,7 +37,7 @@ func (b Budget) Reserve(tat, now time.Time) (ok bool, newTAT, next time.Time) {
 }
 
 // Tokens is how many whole and partial tokens the bucket holds at now.
-func (b Budget) Tokens(tat, now time.Time) float64 {
+func (b tokenBucket) Tokens(tat, now time.Time) float64 {
 	t := b.interval()
 	start := tat
 	if start.Before(now) {

@@ -12,7 +12,7 @@ import (
 
 func TestBudgetDefaultBurstThenOneEveryTwoMinutes(t *testing.T) {
 	t.Parallel()
-	b := engine.Budget{PerHour: 30, Burst: 10}
+	b := engine.BudgetForTest{PerHour: 30, Burst: 10}
 	now := time.Now().UTC().Truncate(time.Second)
 	var tat time.Time
 	require.Equal(t, 10.0, b.Tokens(tat, now))
@@ -34,7 +34,7 @@ func TestBudgetDefaultBurstThenOneEveryTwoMinutes(t *testing.T) {
 func TestBudgetNeverExceedsTheBucket(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
-		b := engine.Budget{PerHour: rapid.IntRange(1, 120).Draw(t, "perHour"), Burst: rapid.IntRange(1, 30).Draw(t, "burst")}
+		b := engine.BudgetForTest{PerHour: rapid.IntRange(1, 120).Draw(t, "perHour"), Burst: rapid.IntRange(1, 30).Draw(t, "burst")}
 		now := time.Now().UTC().Truncate(time.Second)
 		var tat time.Time
 		var sent []time.Time

@@ -179,7 +179,7 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 		if moreEvents {
 			// More events wait than one batch takes: fan them all out,
 			// and claim again.
-			if _, err := e.FanOut(ctx); err != nil {
+			if _, err := e.fanOut(ctx); err != nil {
 				return time.Time{}, full, err
 			}
 			continue
@@ -189,7 +189,7 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 		}
 	}
 	if !fannedOut {
-		if _, err := e.FanOut(ctx); err != nil {
+		if _, err := e.fanOut(ctx); err != nil {
 			return time.Time{}, full, err
 		}
 	}

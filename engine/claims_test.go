@@ -92,17 +92,17 @@ func TestARepeatDuringItsRowsAttemptJoinsTheRetry(t *testing.T) {
 	<-g.arrived // the row is claimed and its attempt is being sent
 	emitToSink(t, w, eng, sink, ev)
 	require.Eventually(t, func() bool {
-		return w.F.Count(`SELECT count(*) FROM outbox`) == 2
+		return w.F.Count(`SELECT count(*) FROM switchboard.outbox`) == 2
 	}, enginetest.WaitTimeout, 5*time.Millisecond, "the repeat opens a row of its own")
 
 	g.release()
 	a := w.Wait()
 	require.Equal(t, "pending", a.State, "the failed attempt is recorded: a retry is due")
 	g.status.Store(http.StatusOK)
-	for w.F.Count(`SELECT count(*) FROM outbox WHERE state <> 'delivered'`) > 0 {
+	for w.F.Count(`SELECT count(*) FROM switchboard.outbox WHERE state <> 'delivered'`) > 0 {
 		var due *time.Time
-		require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT min(due_at) FROM outbox WHERE state = 'pending'
-			AND NOT EXISTS (SELECT 1 FROM outbox WHERE state = 'claimed')`).Scan(&due))
+		require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT min(due_at) FROM switchboard.outbox WHERE state = 'pending'
+			AND NOT EXISTS (SELECT 1 FROM switchboard.outbox WHERE state = 'claimed')`).Scan(&due))
 		if due != nil && due.After(w.Clock.Now()) {
 			w.Clock.Advance(due.Sub(w.Clock.Now()))
 		}
@@ -112,7 +112,7 @@ func TestARepeatDuringItsRowsAttemptJoinsTheRetry(t *testing.T) {
 	// claimed before the first attempt failed), both events reached the
 	// sink.
 	var events int
-	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT sum(delivered_count) FROM outbox`).Scan(&events))
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT sum(delivered_count) FROM switchboard.outbox`).Scan(&events))
 	require.Equal(t, 2, events, w.TableJSON("outbox", "payload"))
 	require.Zero(t, eng.OutcomesDropped())
 	require.NotContains(t, w.Logs.String(), "error recording")
@@ -172,12 +172,12 @@ func TestAnOutcomeThatCannotBeWrittenHoldsNoOtherBack(t *testing.T) {
 	for i := range 3 {
 		var id, rec int64
 		require.NoError(t, w.Pool.QueryRow(w.Ctx, `
-			INSERT INTO outbox (sink_id, owner, event_type, severity, payload, due_at, state, claimed_by,
+			INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, payload, due_at, state, claimed_by,
 			                    claim_expires_at, claim_token, attempts)
 			VALUES ($1, $2, 'todo.dead_lettered', 'normal', '{}', now(), 'claimed', $3, now() + interval '1 minute', 7, 1)
 			RETURNING id`, sink, scope.String(), instance).Scan(&id))
 		require.NoError(t, w.Pool.QueryRow(w.Ctx, `
-			INSERT INTO delivery_records (sink_id, owner, outbox_id, event_type, status, sent_at)
+			INSERT INTO switchboard.delivery_records (sink_id, owner, outbox_id, event_type, status, sent_at)
 			VALUES ($1, $2, $3, 'todo.dead_lettered', 'sending', now()) RETURNING id`, sink, scope.String(), id).Scan(&rec))
 		status := "delivered"
 		if i == 1 {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -57,7 +58,10 @@ type Config struct {
 	// Pool is the database. Required.
 	Pool *pgxpool.Pool
 
-	// Directory answers what the engine must ask of the host. Required.
+	// Directory answers what the engine must ask of the host: which humans
+	// and endpoints exist, a human's role in a team, which queues,
+	// endpoints, webhooks and todos an owner scope owns. Defaults to nil:
+	// one owner, SoleOwner (human 1), and no teams (see SoleOwner).
 	Directory Directory
 
 	// SecretKey is the 32-byte operator key that seals connection secrets
@@ -136,9 +140,8 @@ type Config struct {
 
 	// Retention is how long delivery records and finished outbox rows are
 	// kept (REQ-10), and with them the history that would otherwise grow
-	// without bound: the write log, digest runs, and received webhook
-	// deliveries with their routing traces and the quarantine. Defaults to
-	// RetentionDefault (30 days).
+	// without bound: the write log and digest runs (and, through
+	// HostCleanUp, the host's own). Defaults to RetentionDefault (30 days).
 	Retention time.Duration
 
 	// JanitorInterval is how often one instance removes what is older than
@@ -149,6 +152,15 @@ type Config struct {
 	// batch commits on its own, so a backlog never makes one long
 	// transaction. Defaults to JanitorBatchDefault (1000).
 	JanitorBatch int
+
+	// HostCleanUp, when set, is the host's own housekeeping, run by the
+	// janitor after the engine's, on one instance at a time (under the
+	// janitor's lock), at start and every JanitorInterval: now is the
+	// database's clock, before is now less Retention, batch is
+	// JanitorBatch. The reference host prunes its received webhook
+	// deliveries, sessions, login links and webhook message ids there
+	// (host.CleanUp). Defaults to nothing.
+	HostCleanUp func(ctx context.Context, now, before time.Time, batch int) error
 
 	// OnAttempt, when set, is called after every delivery attempt (and
 	// every row held), on the sink actor's goroutine: keep it quick. For
@@ -162,17 +174,16 @@ type Config struct {
 	// Clock is this instance's own clock: it times waits (timers, idle
 	// periods) and measures the time elapsed since the engine last read
 	// the database's clock. It never decides an instant another instance
-	// compares: those come from the database (see DatabaseClock). Defaults
+	// compares: those come from the database's clock_timestamp(). Defaults
 	// to the real clock.
 	Clock clockwork.Clock
 
-	// DatabaseClock, for tests only, stands in for the database's clock:
-	// when set, every instant that instances compare (claims and their
-	// expiry, due times, budgets, windows, retention) is read from it, so a
-	// test can move time with a fake clock. Defaults to nil: the database's
-	// own clock (clock_timestamp(), see engine.DatabaseClock), which is what
-	// production must use.
-	DatabaseClock clockwork.Clock
+	// databaseClock, set by tests only (enginetest.SetDatabaseClock),
+	// stands in for the database's clock: every instant that instances
+	// compare (claims and their expiry, due times, budgets, windows,
+	// retention) is then read from it, so a test can move time with a fake
+	// clock. Nil in production: the database's own clock.
+	databaseClock clockwork.Clock
 
 	// Logger receives the engine's logs. Defaults to slog.Default().
 	Logger *slog.Logger
@@ -224,6 +235,9 @@ type Config struct {
 // WithDefaults returns a copy of c with every unset field at its default.
 func (c Config) WithDefaults() Config {
 	c.BaseURL = cmp.Or(c.BaseURL, "http://localhost:8080")
+	if c.Directory == nil {
+		c.Directory = soleOwnerDirectory{}
+	}
 	if c.AppriseSchemesAllowed == nil {
 		c.AppriseSchemesAllowed = apprise.DefaultAllowedSchemes
 	}
@@ -264,9 +278,6 @@ func (c Config) validate() error {
 	var errs []error
 	if c.Pool == nil {
 		errs = append(errs, errors.New("Pool is required"))
-	}
-	if c.Directory == nil {
-		errs = append(errs, errors.New("Directory is required"))
 	}
 	if c.SecretKey != nil && len(c.SecretKey) != 32 {
 		errs = append(errs, fmt.Errorf("SecretKey must be 32 bytes, got %d", len(c.SecretKey)))

@@ -29,7 +29,7 @@ func TestCreateConnectionSealsTheSecretToItsRow(t *testing.T) {
 	require.Equal(t, h, c.CreatedByHumanID)
 
 	var sealed []byte
-	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT secret FROM connections WHERE id = $1`, c.ID).Scan(&sealed))
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT secret FROM switchboard.connections WHERE id = $1`, c.ID).Scan(&sealed))
 	require.NotEmpty(t, sealed)
 	require.False(t, bytes.Contains(sealed, []byte(token)))
 
@@ -47,7 +47,7 @@ func TestCreateConnectionSealsTheSecretToItsRow(t *testing.T) {
 	// A sealed value moved to another row of the same scope and kind does
 	// not open there.
 	other := b.f.Connection(storetest.ConnectionOpts{Owner: owner, Kind: engine.KindGotify})
-	_, err = b.pool.Exec(b.ctx, `UPDATE connections SET secret = $2 WHERE id = $1`, other, sealed)
+	_, err = b.pool.Exec(b.ctx, `UPDATE switchboard.connections SET secret = $2 WHERE id = $1`, other, sealed)
 	require.NoError(t, err)
 	_, err = b.eng.OpenConnectionForTest(b.ctx, other, owner, engine.KindGotify)
 	require.ErrorIs(t, err, vault.ErrOpen)

@@ -160,27 +160,27 @@ func (c *DatabaseClock) read(ctx context.Context, db store.DBTX) (time.Time, err
 // now is the database's time (see DatabaseClock), or Config.DatabaseClock's
 // when a test set one.
 func (e *Engine) now(ctx context.Context) (time.Time, error) {
-	if e.cfg.DatabaseClock != nil {
-		return e.cfg.DatabaseClock.Now(), nil
+	if e.cfg.databaseClock != nil {
+		return e.cfg.databaseClock.Now(), nil
 	}
 	return e.dbClock.Now(ctx)
 }
 
 // nowIn is now for a caller inside tx (Emit, in the host's transaction).
 func (e *Engine) nowIn(ctx context.Context, tx store.DBTX) (time.Time, error) {
-	if e.cfg.DatabaseClock != nil {
-		return e.cfg.DatabaseClock.Now(), nil
+	if e.cfg.databaseClock != nil {
+		return e.cfg.databaseClock.Now(), nil
 	}
 	return e.dbClock.NowIn(ctx, tx)
 }
 
 // statementNow is the instant for a statement that takes the database's
 // now() when given zero (store's coalesce($n, now())): zero in production,
-// so the statement decides on the database's own clock; Config.DatabaseClock's
+// so the statement decides on the database's own clock; the test clock's
 // time when a test set one.
 func (e *Engine) statementNow() time.Time {
-	if e.cfg.DatabaseClock != nil {
-		return e.cfg.DatabaseClock.Now()
+	if e.cfg.databaseClock != nil {
+		return e.cfg.databaseClock.Now()
 	}
 	return time.Time{}
 }

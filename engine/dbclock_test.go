@@ -42,7 +42,7 @@ func TestEmitReadsTheDatabaseClockInTheHostTransaction(t *testing.T) {
 		}
 		return eng.Emit(ctx, tx, deadLetterOf(notifytype.Human(human), 1))
 	}))
-	require.NoError(t, pool.QueryRow(ctx, `SELECT due_at FROM outbox_events`).Scan(&due))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT due_at FROM switchboard.outbox_events`).Scan(&due))
 	require.WithinDuration(t, before, due, time.Second, "due at the database's now")
 }
 

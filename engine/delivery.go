@@ -84,7 +84,7 @@ type reservation struct {
 	adapter  sinks.Adapter
 	rows     []store.OutboxRow
 	recordID int64
-	budget   Budget
+	budget   tokenBucket
 	tat      time.Time
 }
 
@@ -122,6 +122,9 @@ func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome
 		return outcome
 	case g.final != nil:
 		class := notifytype.ErrorClass(g.final.Class)
+		if g.final.State == rowUndeliverable {
+			e.warnUndeliverable(row.SinkID, []int64{row.ID}, class)
+		}
 		owner, _ := notifytype.ParseOwnerScope(row.Owner)
 		e.recorder.report(Attempt{SinkID: row.SinkID, Owner: owner, EventType: notifytype.EventType(row.EventType), Rows: []int64{row.ID},
 			Attempt: row.Attempts, State: g.final.State, Class: class})
@@ -156,8 +159,9 @@ func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome
 func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 	e := w.e
 	var (
-		res     reservation
-		outcome actors.Outcome
+		res           reservation
+		outcome       actors.Outcome
+		undeliverable []store.FinishedRow // written undeliverable, once committed
 	)
 	now, err := e.now(ctx)
 	if err != nil {
@@ -172,11 +176,13 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 		if now, err = e.nowIn(ctx, tx); err != nil { // after the lock, as above; through tx, which holds a connection
 			return err
 		}
-		budget := Budget{PerHour: s.PerHour, Burst: s.Burst}
+		budget := tokenBucket{PerHour: s.PerHour, Burst: s.Burst}
 		outcome.Budget = actors.Budget(budget)
 		adapter, owner, refusal := e.adapterFor(s)
 		if refusal != "" {
-			return store.FinishHeld(ctx, tx, s.ID, store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassConfig)}, now)
+			finished, err := store.FinishHeld(ctx, tx, s.ID, store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassConfig)}, now)
+			undeliverable = append(undeliverable, finished...)
+			return err
 		}
 		tat, err := store.BudgetTAT(ctx, tx, s.ID)
 		if err != nil {
@@ -198,6 +204,7 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 		if len(capped) > 0 {
 			e.log.Error("held outbox rows undeliverable: they had their last attempt", "sink_id", s.ID,
 				"owner_scope", s.Owner, "rows", len(capped))
+			undeliverable = append(undeliverable, capped...)
 		}
 		rows, err := store.ClaimHeld(ctx, tx, s.ID, e.instance, now, e.cfg.ClaimTTL)
 		if err != nil || len(rows) == 0 {
@@ -226,6 +233,9 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 		res = reservation{sink: s, owner: owner, adapter: adapter, rows: rows, recordID: recID, budget: budget, tat: newTAT}
 		return nil
 	})
+	if err == nil {
+		e.warnFinished(sinkID, undeliverable)
+	}
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return outcome
@@ -458,6 +468,22 @@ func (e *Engine) finish(ctx context.Context, res reservation, next store.RowOutc
 			State: next.State, Class: result.Class, Status: result.Status,
 		},
 	})
+}
+
+// warnUndeliverable logs each row recorded undeliverable, once written:
+// the row and its sink by id and the error class, never what the row or
+// the sink holds.
+func (e *Engine) warnUndeliverable(sinkID int64, rows []int64, class notifytype.ErrorClass) {
+	for _, id := range rows {
+		e.log.Warn("outbox row undeliverable", "sink_id", sinkID, "row_id", id, "class", class)
+	}
+}
+
+// warnFinished is warnUndeliverable for rows with their own classes.
+func (e *Engine) warnFinished(sinkID int64, rows []store.FinishedRow) {
+	for _, r := range rows {
+		e.warnUndeliverable(sinkID, []int64{r.ID}, notifytype.ErrorClass(r.Class))
+	}
 }
 
 func (e *Engine) observe(a Attempt) {

@@ -58,7 +58,7 @@ func TestDeliveryNeverLeaksSecrets(t *testing.T) {
 		panicked               = make(chan struct{}, 8)
 	)
 	eng := w.ServeWith(func(e *engine.Engine) {
-		e.WrapAdaptersForTest(func(sinkID int64, a sinks.Adapter) sinks.Adapter {
+		enginetest.WrapAdapters(e, func(sinkID int64, a sinks.Adapter) sinks.Adapter {
 			switch sinkID {
 			case timeoutSink.Load():
 				// The engine's own deadline is 10 s; a shorter one takes the
@@ -174,7 +174,7 @@ func TestDeliveryNeverLeaksSecrets(t *testing.T) {
 
 	// The retries due within 30 s, among them the 424's second and last.
 	retryAt := w.Clock.Now().Add(engine.RetryDelay(2))
-	retries := w.F.Count(`SELECT count(*) FROM outbox WHERE state = 'pending' AND due_at <= $1`, retryAt)
+	retries := w.F.Count(`SELECT count(*) FROM switchboard.outbox WHERE state = 'pending' AND due_at <= $1`, retryAt)
 	require.Equal(t, 11, retries, "401, 403, 404, 500, 301, refused, timeout, panic, 424, apprise 401, stateful 500")
 	w.Clock.Advance(engine.RetryDelay(2))
 	for _, at := range w.WaitN(retries) {
@@ -259,7 +259,7 @@ func TestDeliveryNeverLeaksSecrets(t *testing.T) {
 		}
 	}
 	var sealed [][]byte
-	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT array_agg(secret) FROM connections WHERE secret IS NOT NULL`).Scan(&sealed))
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT array_agg(secret) FROM switchboard.connections WHERE secret IS NOT NULL`).Scan(&sealed))
 	require.Len(t, sealed, len(paths))
 	for _, s := range sealed {
 		for _, v := range c.Values() {

@@ -27,7 +27,7 @@ import (
 )
 
 // adapterFunc is a sinks.Adapter made of a function, for
-// WrapAdaptersForTest.
+// enginetest.WrapAdapters.
 type adapterFunc func(context.Context, sinks.Message) sinks.Result
 
 func (f adapterFunc) Deliver(ctx context.Context, m sinks.Message) sinks.Result { return f(ctx, m) }
@@ -71,7 +71,7 @@ func answering(status int) http.HandlerFunc {
 func sinkConnection(t *testing.T, w *enginetest.World, sink int64) int64 {
 	t.Helper()
 	var id int64
-	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT connection_id FROM sinks WHERE id = $1`, sink).Scan(&id))
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT connection_id FROM switchboard.sinks WHERE id = $1`, sink).Scan(&id))
 	return id
 }
 
@@ -87,7 +87,7 @@ func deliveryRecords(t *testing.T, w *enginetest.World, sink int64) []deliveryRe
 	t.Helper()
 	rows, err := w.Pool.Query(w.Ctx, `
 		SELECT attempt, status, coalesce(class, ''), coalesce(http_status, 0)
-		FROM delivery_records WHERE sink_id = $1 ORDER BY id`, sink)
+		FROM switchboard.delivery_records WHERE sink_id = $1 ORDER BY id`, sink)
 	require.NoError(t, err)
 	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (deliveryRecord, error) {
 		var r deliveryRecord
@@ -144,7 +144,7 @@ func TestDeliveryStatefulAppriseSink(t *testing.T) {
 	for _, sink := range []int64{authSink, bareSink} {
 		var opts apprise.Options
 		var raw []byte
-		require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT options FROM sinks WHERE id = $1`, sink).Scan(&raw))
+		require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT options FROM switchboard.sinks WHERE id = $1`, sink).Scan(&raw))
 		require.NoError(t, json.Unmarshal(raw, &opts))
 		require.Equal(t, "ops", opts.ConfigKey)
 
@@ -157,7 +157,7 @@ func TestDeliveryStatefulAppriseSink(t *testing.T) {
 			require.Equal(t, auth, stored.Authorization)
 		} else {
 			require.True(t, stored.IsZero())
-			require.Zero(t, w.F.Count(`SELECT count(*) FROM connections WHERE id = $1 AND secret IS NOT NULL`, sinkConnection(t, w, sink)))
+			require.Zero(t, w.F.Count(`SELECT count(*) FROM switchboard.connections WHERE id = $1 AND secret IS NOT NULL`, sinkConnection(t, w, sink)))
 		}
 	}
 
@@ -223,7 +223,7 @@ func TestDeliveryPartialFailure(t *testing.T) {
 
 	var state, class string
 	var finished *time.Time
-	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT state, last_class, finished_at FROM outbox WHERE sink_id = $1`, sink).Scan(&state, &class, &finished))
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT state, last_class, finished_at FROM switchboard.outbox WHERE sink_id = $1`, sink).Scan(&state, &class, &finished))
 	require.Equal(t, "partial", state)
 	require.Equal(t, "partial", class)
 	require.NotNil(t, finished, "partial is final: the row is never claimed again")
@@ -303,8 +303,8 @@ func TestDeliveryTwoInstances(t *testing.T) {
 	}
 	require.Len(t, delivered, rowCount)
 	require.Equal(t, map[string]int{"delivered": rowCount}, w.RowStates())
-	require.Equal(t, rowCount, w.F.Count(`SELECT count(*) FROM delivery_records`))
-	require.Equal(t, rowCount, w.F.Count(`SELECT count(DISTINCT outbox_id) FROM delivery_records`))
+	require.Equal(t, rowCount, w.F.Count(`SELECT count(*) FROM switchboard.delivery_records`))
+	require.Equal(t, rowCount, w.F.Count(`SELECT count(DISTINCT outbox_id) FROM switchboard.delivery_records`))
 
 	a, b := perInstance[0].Load(), perInstance[1].Load()
 	t.Logf("instance 0 delivered %d rows, instance 1 %d", a, b)
@@ -354,7 +354,7 @@ func TestDeliveryQuarantineStorm(t *testing.T) {
 	require.Contains(t, strings.Split(msgs[0].Message, "\n"), "and 199 more")
 	require.Equal(t, 5, msgs[0].Priority, "quarantine is normal: 5 by default")
 	require.Equal(t, map[string]int{"delivered": 1}, w.RowStates())
-	require.Equal(t, storm, w.F.Count(`SELECT delivered_count FROM outbox`))
+	require.Equal(t, storm, w.F.Count(`SELECT delivered_count FROM switchboard.outbox`))
 }
 
 func TestDeliveryBudgetExhausted(t *testing.T) {
@@ -528,7 +528,7 @@ func TestDeliveryStructuredFailure(t *testing.T) {
 	require.Equal(t, token, g.received()[0].Token, "the token was sent, in its header")
 
 	var class string
-	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT last_class FROM outbox WHERE sink_id = $1`, sink).Scan(&class))
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT last_class FROM switchboard.outbox WHERE sink_id = $1`, sink).Scan(&class))
 	require.Equal(t, "auth", class)
 	require.Equal(t, []deliveryRecord{{Attempt: 1, Status: "failed", Class: "auth", HTTPStatus: 401}}, deliveryRecords(t, w, sink))
 
@@ -566,7 +566,7 @@ func TestDeliveryPanicStaysInItsSink(t *testing.T) {
 	)
 	panicking.Store(true)
 	eng := w.ServeWith(func(e *engine.Engine) {
-		e.WrapAdaptersForTest(func(sinkID int64, a sinks.Adapter) sinks.Adapter {
+		enginetest.WrapAdapters(e, func(sinkID int64, a sinks.Adapter) sinks.Adapter {
 			if sinkID != panicky.Load() {
 				return a
 			}
@@ -658,7 +658,7 @@ func TestDeliveryStatusWhileHolding(t *testing.T) {
 		var held int
 		var due time.Time
 		require.NoError(t, w.Pool.QueryRow(w.Ctx,
-			`SELECT count(*), max(due_at) FROM outbox WHERE sink_id = $1 AND state = 'held' GROUP BY sink_id`, s.SinkID).Scan(&held, &due))
+			`SELECT count(*), max(due_at) FROM switchboard.outbox WHERE sink_id = $1 AND state = 'held' GROUP BY sink_id`, s.SinkID).Scan(&held, &due))
 		require.Equal(t, 2, held)
 		require.True(t, due.Equal(enginetest.Start.Add(time.Hour)), "one an hour: the next token in an hour, got %v", due)
 		require.True(t, s.NextWake.Equal(due), "NextWake %v, held rows due %v", s.NextWake, due)
@@ -725,7 +725,7 @@ func TestDeliveryRetention(t *testing.T) {
 	deliver(1) // 31 days old at clean-up: removed
 	var pending int64
 	require.NoError(t, w.Pool.QueryRow(w.Ctx, `
-		INSERT INTO outbox (sink_id, owner, event_type, severity, payload, due_at, created_at)
+		INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, payload, due_at, created_at)
 		VALUES ($1, $2, 'todo.dead_lettered', 'high', '{}', $3, $4) RETURNING id`,
 		ok, scope.String(), enginetest.Start.Add(365*24*time.Hour), enginetest.Start).Scan(&pending))
 	w.Clock.Advance(2 * 24 * time.Hour)
@@ -743,7 +743,7 @@ func TestDeliveryRetention(t *testing.T) {
 	}
 	rows, err := w.Pool.Query(w.Ctx, `
 		SELECT sink_id, state, extract(epoch FROM $1 - coalesce(finished_at, created_at))::bigint
-		FROM outbox ORDER BY id`, w.Clock.Now())
+		FROM switchboard.outbox ORDER BY id`, w.Clock.Now())
 	require.NoError(t, err)
 	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
 	require.NoError(t, err)
@@ -755,7 +755,7 @@ func TestDeliveryRetention(t *testing.T) {
 		{Sink: blocked, State: "undeliverable"},
 	}, got, "finished rows older than 30 days are gone; newer and unfinished ones stay")
 	rows, err = w.Pool.Query(w.Ctx, `
-		SELECT extract(epoch FROM $1 - sent_at)::bigint FROM delivery_records ORDER BY id`, w.Clock.Now())
+		SELECT extract(epoch FROM $1 - sent_at)::bigint FROM switchboard.delivery_records ORDER BY id`, w.Clock.Now())
 	require.NoError(t, err)
 	ages, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	require.NoError(t, err)

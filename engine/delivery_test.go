@@ -93,7 +93,7 @@ func TestDeliveryGotifyDelivers(t *testing.T) {
 
 	var status string
 	var counts bool
-	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT status, counts_budget FROM delivery_records WHERE sink_id = $1`, sink).Scan(&status, &counts))
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT status, counts_budget FROM switchboard.delivery_records WHERE sink_id = $1`, sink).Scan(&status, &counts))
 	require.Equal(t, "delivered", status)
 	require.True(t, counts)
 }
@@ -126,7 +126,7 @@ func TestDeliverySinkDown(t *testing.T) {
 	require.Len(t, g.received(), engine.MaxAttempts)
 
 	var state, class string
-	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT state, last_class FROM outbox`).Scan(&state, &class))
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT state, last_class FROM switchboard.outbox`).Scan(&state, &class))
 	require.Equal(t, "undeliverable", state)
 	require.Equal(t, "server", class)
 	// An hour later nothing more is attempted.
@@ -150,7 +150,7 @@ func TestASinkLockedElsewhereHoldsUpOnlyItself(t *testing.T) {
 	tx, err := w.Pool.Begin(w.Ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(w.Ctx) }()
-	_, err = tx.Exec(w.Ctx, `UPDATE sinks SET name = name || '-renamed' WHERE id = $1`, edited)
+	_, err = tx.Exec(w.Ctx, `UPDATE switchboard.sinks SET name = name || '-renamed' WHERE id = $1`, edited)
 	require.NoError(t, err)
 
 	w.Serve()
@@ -158,7 +158,7 @@ func TestASinkLockedElsewhereHoldsUpOnlyItself(t *testing.T) {
 	require.Equal(t, other, a.SinkID, "the other sink is not held up by the edit")
 	require.Equal(t, "delivered", a.State)
 	var state string
-	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT state FROM outbox WHERE sink_id = $1`, edited).Scan(&state))
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT state FROM switchboard.outbox WHERE sink_id = $1`, edited).Scan(&state))
 	require.Equal(t, "claimed", state, "the edited sink's row waits, claimed")
 	require.Len(t, g.received(), 1)
 

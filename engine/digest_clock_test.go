@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/enginetest"
 )
 
 // skewedClock is the real clock off by a fixed amount: an instance whose
@@ -26,7 +27,7 @@ func (c skewedClock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
 func localClockOff(by time.Duration) func(*engine.Config) {
 	return func(c *engine.Config) {
 		c.Clock = skewedClock{Clock: clockwork.NewRealClock(), by: by}
-		c.DatabaseClock = nil
+		enginetest.SetDatabaseClock(c, nil)
 	}
 }
 
@@ -46,7 +47,7 @@ func TestDigestRowsDueAtTheDatabasesTime(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, 1, run.SinksQueued)
 			require.NoError(t, d.w.Pool.QueryRow(d.w.Ctx, `SELECT clock_timestamp()`).Scan(&after))
-			require.NoError(t, d.w.Pool.QueryRow(d.w.Ctx, `SELECT due_at FROM outbox WHERE event_type = 'digest'`).Scan(&due))
+			require.NoError(t, d.w.Pool.QueryRow(d.w.Ctx, `SELECT due_at FROM switchboard.outbox WHERE event_type = 'digest'`).Scan(&due))
 			require.False(t, due.Before(before) || due.After(after),
 				"digest row due at %v, the database's time was between %v and %v (local clock off by %v)", due, before, after, by)
 		})

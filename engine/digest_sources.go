@@ -45,14 +45,14 @@ type DigestSources interface {
 	// with up to digest.MaxDeadLetterTitles of them, newest first.
 	DeadLetters(ctx context.Context, q DigestQuery) (map[int64]digest.DeadLetters, error)
 	// Quarantined counts deliveries quarantined since q.Since per webhook
-	// of the scope (SPEC-0026).
+	// of the scope.
 	Quarantined(ctx context.Context, q DigestQuery) ([]digest.NamedCount, error)
 	// UnheardDoorbells counts unheard doorbells since q.Since per endpoint
-	// of the scope (SPEC-0025).
+	// of the scope.
 	UnheardDoorbells(ctx context.Context, q DigestQuery) ([]digest.NamedCount, error)
-	// ClockedOut names the scope's endpoints clocked out (SPEC-0022).
+	// ClockedOut names the scope's endpoints clocked out.
 	ClockedOut(ctx context.Context, q DigestQuery) ([]string, error)
 	// AdmissionDeferred counts work deferred since q.Since by each queue's
-	// admission budget (SPEC-0030).
+	// admission budget.
 	AdmissionDeferred(ctx context.Context, q DigestQuery) (map[int64]int, error)
 }

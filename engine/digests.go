@@ -146,7 +146,7 @@ func (e *Engine) createDigest(ctx context.Context, p Principal, in DigestInput) 
 		if out, err = store.InsertDigest(ctx, tx, row); err != nil {
 			return digestNameTaken(err)
 		}
-		return RecordWrite(ctx, tx, p, out.Owner, WriteDigestCreate, ObjectDigest, out.ID)
+		return RecordWrite(ctx, tx, p, out.Owner, writeDigestCreate, objectDigest, out.ID)
 	})
 	if err != nil {
 		return Digest{}, err
@@ -295,7 +295,7 @@ func (e *Engine) updateDigest(ctx context.Context, p Principal, id int64, patch 
 		if out, err = store.UpdateDigest(ctx, tx, row); err != nil {
 			return digestNameTaken(err)
 		}
-		return RecordWrite(ctx, tx, p, out.Owner, WriteDigestUpdate, ObjectDigest, out.ID)
+		return RecordWrite(ctx, tx, p, out.Owner, writeDigestUpdate, objectDigest, out.ID)
 	})
 	if err != nil {
 		return Digest{}, err
@@ -313,7 +313,7 @@ func (e *Engine) DeleteDigest(ctx context.Context, p Principal, id int64) error 
 		if err := notFoundIfNoRows(store.DeleteDigest(ctx, tx, id), "digest"); err != nil {
 			return err
 		}
-		return RecordWrite(ctx, tx, p, d.Owner, WriteDigestDelete, ObjectDigest, id)
+		return RecordWrite(ctx, tx, p, d.Owner, writeDigestDelete, objectDigest, id)
 	})
 	return wrapErr(err, "deleting digest")
 }
@@ -370,7 +370,7 @@ func (e *Engine) SendDigestNow(ctx context.Context, p Principal, id int64) (Dige
 	if err != nil {
 		return DigestRun{}, wrapErr(err, "sending digest")
 	}
-	if err := RecordWrite(ctx, e.cfg.Pool, p, d.Owner, WriteDigestSend, ObjectDigest, id); err != nil {
+	if err := RecordWrite(ctx, e.cfg.Pool, p, d.Owner, writeDigestSend, objectDigest, id); err != nil {
 		return DigestRun{}, wrapErr(err, "sending digest")
 	}
 	r, err := e.buildNow(ctx, d)

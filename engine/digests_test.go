@@ -47,7 +47,7 @@ func slotAgo(t *testing.T, w *enginetest.World, ago time.Duration) string {
 // after its creation.
 func backdate(t *testing.T, w *enginetest.World, id int64) {
 	t.Helper()
-	_, err := w.Pool.Exec(w.Ctx, `UPDATE digests SET created_at = now() - interval '2 days' WHERE id = $1`, id)
+	_, err := w.Pool.Exec(w.Ctx, `UPDATE switchboard.digests SET created_at = now() - interval '2 days' WHERE id = $1`, id)
 	require.NoError(t, err)
 }
 
@@ -105,7 +105,7 @@ func (d digestWorld) digest(t *testing.T, in engine.DigestInput) engine.Digest {
 }
 
 func (d digestWorld) digestRows(t *testing.T) int {
-	return d.w.F.Count(`SELECT count(*) FROM outbox WHERE event_type = 'digest'`)
+	return d.w.F.Count(`SELECT count(*) FROM switchboard.outbox WHERE event_type = 'digest'`)
 }
 
 func TestDigestOneSendAcrossInstances(t *testing.T) {
@@ -133,8 +133,8 @@ func TestDigestOneSendAcrossInstances(t *testing.T) {
 	}
 	_, err = w.Settle()
 	require.NoError(t, err)
-	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM digest_runs WHERE digest_id = $1 AND outcome = 'sent'`, dg.ID))
-	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM outbox WHERE event_type = 'digest'`))
+	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM switchboard.digest_runs WHERE digest_id = $1 AND outcome = 'sent'`, dg.ID))
+	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM switchboard.outbox WHERE event_type = 'digest'`))
 	var digests int
 	for _, m := range g.received() {
 		if strings.HasPrefix(m.Title, "[digest]") {
@@ -225,7 +225,7 @@ func TestDigestInvalidSchedule(t *testing.T) {
 	d := newDigestWorld(t)
 	_, err := d.eng.CreateDigest(d.w.Ctx, d.p, engine.DigestInput{Owner: d.scope, Name: "bad", Schedule: "Mon-Fri 25:00", SinkIDs: []int64{d.sink}})
 	requireCode(t, err, notifytype.CodeInvalidArgument, "schedule")
-	require.Zero(t, d.w.F.Count(`SELECT count(*) FROM digests`))
+	require.Zero(t, d.w.F.Count(`SELECT count(*) FROM switchboard.digests`))
 
 	dg := d.digest(t, engine.DigestInput{Schedule: "Mon-Fri 09:00"})
 	bad := "Mon-Fri 25:00"
@@ -244,7 +244,7 @@ func TestDigestSixthRefused(t *testing.T) {
 	}
 	_, err := d.eng.CreateDigest(d.w.Ctx, d.p, engine.DigestInput{Owner: d.scope, Name: "sixth", Schedule: "* 09:00", SinkIDs: []int64{d.sink}})
 	requireCode(t, err, notifytype.CodeInvalidArgument, "digests")
-	require.Equal(t, 5, d.w.F.Count(`SELECT count(*) FROM digests`))
+	require.Equal(t, 5, d.w.F.Count(`SELECT count(*) FROM switchboard.digests`))
 }
 
 func TestDigestValidatesTargetsAndPermissions(t *testing.T) {
@@ -264,7 +264,7 @@ func TestDigestValidatesTargetsAndPermissions(t *testing.T) {
 	requireCode(t, err, notifytype.CodeInvalidArgument, "queue_ids")
 	_, err = d.eng.CreateDigest(d.w.Ctx, d.p, engine.DigestInput{Owner: d.scope, Name: "x", Schedule: "* 09:00", CairnConnectionID: connB})
 	requireCode(t, err, notifytype.CodeForbidden, "")
-	require.Zero(t, d.w.F.Count(`SELECT count(*) FROM digests`))
+	require.Zero(t, d.w.F.Count(`SELECT count(*) FROM switchboard.digests`))
 
 	// B cannot see or change A's digest (D3), nor create one in A's scope.
 	dg := d.digest(t, engine.DigestInput{Schedule: "* 09:00"})
@@ -363,7 +363,7 @@ func TestDigestQuietDay(t *testing.T) {
 	n, err := eng.RunDueDigests(w.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	require.Zero(t, w.F.Count(`SELECT count(*) FROM outbox WHERE event_type = 'digest'`), "no digest is sent")
+	require.Zero(t, w.F.Count(`SELECT count(*) FROM switchboard.outbox WHERE event_type = 'digest'`), "no digest is sent")
 	runs, err := eng.DigestRuns(w.Ctx, p, quiet.ID, 5)
 	require.NoError(t, err)
 	require.Equal(t, "quiet", runs[0].Outcome)
@@ -612,7 +612,7 @@ func TestDigestWritesRecordTheirAuthor(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, d.eng.DeleteDigest(d.w.Ctx, d.p, dg.ID))
 
-	ws, err := store.ListWrites(d.w.Ctx, d.w.Pool, engine.ObjectDigest, dg.ID)
+	ws, err := store.ListWrites(d.w.Ctx, d.w.Pool, "digest", dg.ID)
 	require.NoError(t, err)
 	var actions []string
 	for _, w := range ws {
@@ -621,5 +621,5 @@ func TestDigestWritesRecordTheirAuthor(t *testing.T) {
 		require.Zero(t, w.EndpointID, w.Action)
 		require.Equal(t, d.scope.String(), w.Owner, w.Action)
 	}
-	require.Equal(t, []string{engine.WriteDigestCreate, engine.WriteDigestUpdate, engine.WriteDigestSend, engine.WriteDigestDelete}, actions)
+	require.Equal(t, []string{"digest.create", "digest.update", "digest.send", "digest.delete"}, actions)
 }

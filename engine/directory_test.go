@@ -18,6 +18,10 @@ func (d tableDirectory) TeamRole(ctx context.Context, humanID, teamID int64) (en
 	return engine.Role(role), err
 }
 
+func (d tableDirectory) KnownActor(ctx context.Context, humanID, endpointID int64) (bool, error) {
+	return store.KnownActor(ctx, d.db, humanID, endpointID)
+}
+
 func (d tableDirectory) Owned(ctx context.Context, scope notifytype.OwnerScope, kind engine.Resource, ids []int64) ([]int64, error) {
 	return store.OwnedIDs(ctx, d.db, scope.String(), string(kind), ids)
 }

@@ -71,15 +71,15 @@ func (e *Engine) Emit(ctx context.Context, tx pgx.Tx, ev Event) error {
 // reads one more; a database error of that statement comes back from b's
 // results (BatchResults.Exec or Close), wrapped, where the host checks its
 // own. The event's instant is the database's clock_timestamp() when the
-// statement runs (Config.DatabaseClock's, when a test set one): the
+// statement runs (a test's stand-in clock, when one is set): the
 // database's time, as Emit's, without a round trip of its own.
 func (e *Engine) QueueEmit(b *pgx.Batch, ev Event) error {
 	if b == nil {
 		return notifytype.InvalidArgument("batch", "QueueEmit needs the host's batch")
 	}
 	var now time.Time // zero: the database's clock, read by the statement
-	if e.cfg.DatabaseClock != nil {
-		now = e.cfg.DatabaseClock.Now()
+	if e.cfg.databaseClock != nil {
+		now = e.cfg.databaseClock.Now()
 	}
 	p, err := e.emitParams(ev, now)
 	if err != nil {
@@ -93,11 +93,12 @@ func (e *Engine) QueueEmit(b *pgx.Batch, ev Event) error {
 // fanOutBatch is how many events one fan-out statement takes.
 const fanOutBatch = 500
 
-// FanOut turns the committed events waiting in the outbox into outbox
+// fanOut turns the committed events waiting in the outbox into outbox
 // rows, one per matching sink, coalesced by dedup key, until none is left;
 // it reports how many events it took. The claimers of every instance do it
-// before each claim; call it to have an event's rows at once (tests do).
-func (e *Engine) FanOut(ctx context.Context) (int, error) {
+// before each claim; tests call it (enginetest.FanOut) to have an
+// event's rows at once.
+func (e *Engine) fanOut(ctx context.Context) (int, error) {
 	total := 0
 	for {
 		now, err := e.now(ctx)

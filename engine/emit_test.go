@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store/storetest"
@@ -29,6 +30,8 @@ func (emitDirectory) Owned(context.Context, notifytype.OwnerScope, engine.Resour
 	return nil, nil
 }
 
+func (emitDirectory) KnownActor(context.Context, int64, int64) (bool, error) { return true, nil }
+
 type emitBundle struct {
 	pool *pgxpool.Pool
 	f    *storetest.Factory
@@ -40,7 +43,7 @@ func setupEmit(t *testing.T) *emitBundle {
 	t.Helper()
 	pool := storetest.New(t)
 	now := time.Now().UTC().Truncate(time.Second)
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clockwork.NewFakeClockAt(now), DatabaseClock: clockwork.NewFakeClockAt(now)})
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clockwork.NewFakeClockAt(now)}, clockwork.NewFakeClockAt(now)))
 	require.NoError(t, err)
 	return &emitBundle{pool: pool, f: storetest.NewFactory(t, pool), eng: eng, now: now}
 }
@@ -65,11 +68,11 @@ type outboxRow struct {
 
 func (b *emitBundle) rows(t *testing.T) []outboxRow {
 	t.Helper()
-	_, err := b.eng.FanOut(context.Background())
+	_, err := enginetest.FanOut(context.Background(), b.eng)
 	require.NoError(t, err)
 	rows, err := b.pool.Query(context.Background(), `
 		SELECT sink_id, event_type, severity, dedup_key, payload, include_excerpt, due_at, count
-		FROM outbox o ORDER BY id`)
+		FROM switchboard.outbox o ORDER BY id`)
 	require.NoError(t, err)
 	var out []outboxRow
 	for rows.Next() {

@@ -45,7 +45,13 @@ type Engine struct {
 	sinceAnalyze atomic.Int64
 	analyzing    atomic.Bool
 	lastNotify   atomic.Int64 // wall-clock nanoseconds of the last NOTIFY Emit sent
-	serving      atomic.Bool
+
+	// runMu guards Start and Stop: runStop ends the running engine,
+	// runDone is closed once it stopped, with runErr.
+	runMu   sync.Mutex
+	runStop context.CancelFunc
+	runDone chan struct{}
+	runErr  error
 
 	// wrapAdapter, set only by tests, wraps every adapter built for a
 	// delivery (to make one panic, say).
@@ -53,7 +59,7 @@ type Engine struct {
 }
 
 // New validates cfg, fills its defaults and returns an engine. It starts
-// nothing: Serve delivers.
+// nothing: Start (or Serve) delivers.
 func New(cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("error configuring engine: %w", err)
@@ -88,10 +94,69 @@ func New(cfg Config) (*Engine, error) {
 // Config returns the engine's configuration with its defaults filled in.
 func (e *Engine) Config() Config { return e.cfg }
 
-// Serve delivers until ctx ends: the claimer feeds due rows to one actor
-// per sink, a listener wakes the claimer when Emit commits, and a janitor
-// removes what is past retention. It returns ctx's error. An engine is
-// served once.
+// Start checks that the engine's tables are migrated (enginemigrate.Up)
+// and starts delivering in the background: the claimer feeds due rows to
+// one actor per sink, a listener wakes the claimer when Emit commits, a
+// janitor removes what is past retention, and the digest scheduler sends
+// what is due. ctx bounds the start only; the engine runs until Stop. An
+// engine is started once.
+func (e *Engine) Start(ctx context.Context) error {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	if e.runDone != nil {
+		return errors.New("engine is already started")
+	}
+	if err := store.CheckEngineSchema(ctx, e.cfg.Pool); err != nil {
+		return fmt.Errorf("error starting engine: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	e.runStop, e.runDone = cancel, make(chan struct{})
+	go func() {
+		defer close(e.runDone)
+		e.runErr = e.run(runCtx)
+	}()
+	return nil
+}
+
+// Stop stops delivering and waits, until ctx ends, for the engine to
+// drain: the deliveries under way finish and are recorded, and the rows
+// still queued on this instance are given back, so another instance sends
+// them at once. It returns nil on a clean stop; ctx's error when ctx ended
+// first (the engine goes on stopping in the background, and what it had
+// not given back by then is taken by another instance when its claim
+// expires: at least once, never lost). Stop may be called again, to wait
+// longer. An engine not started stops at once.
+func (e *Engine) Stop(ctx context.Context) error {
+	e.runMu.Lock()
+	stop, done := e.runStop, e.runDone
+	e.runMu.Unlock()
+	if done == nil {
+		return nil
+	}
+	stop()
+	select {
+	case <-done:
+		return e.runErr
+	case <-ctx.Done():
+		return fmt.Errorf("error stopping engine: not drained in time: %w", ctx.Err())
+	}
+}
+
+// Serve is Start, then Stop when ctx ends, with no deadline on the drain.
+// It returns ctx's error (or Start's).
+func (e *Engine) Serve(ctx context.Context) error {
+	if err := e.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	if err := e.Stop(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// run delivers until ctx ends, then stops every part; it returns nil when
+// stopped.
 //
 // Every long-running part of the engine is a service of one suture tree,
 // whose stop timeout is Config.StopTimeout. When ctx ends the stop drains,
@@ -99,11 +164,8 @@ func (e *Engine) Config() Config { return e.cfg }
 // how): the claimer stops claiming; the actors finish the attempts they
 // began and release the rows they had only queued, while the reserver
 // still answers them; the recorder writes the outcome of every attempt
-// sent; then the heartbeat is removed, and Serve returns.
-func (e *Engine) Serve(ctx context.Context) error {
-	if !e.serving.CompareAndSwap(false, true) {
-		return errors.New("engine is already serving")
-	}
+// sent; then the heartbeat is removed, and run returns.
+func (e *Engine) run(ctx context.Context) error {
 	root := suture.New("switchboard-notify", suture.Spec{
 		EventHook: func(ev suture.Event) { e.log.Warn("supervisor event", "event", ev.String()) },
 		Timeout:   e.cfg.StopTimeout,
@@ -118,7 +180,7 @@ func (e *Engine) Serve(ctx context.Context) error {
 	root.Add(&digestScheduler{e: e})
 	err := root.Serve(ctx)
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return nil
 	}
 	return err
 }
@@ -268,11 +330,4 @@ func (e *Engine) statusFiltered(ctx context.Context, p Principal) ([]ActorStatus
 		}
 	}
 	return out, nil
-}
-
-// WrapAdaptersForTest makes every adapter the engine builds pass through
-// wrap, so a test or the faults suite can make one panic, stall or count
-// its sends. Set it before Serve; production never calls it.
-func (e *Engine) WrapAdaptersForTest(wrap func(sinkID int64, a sinks.Adapter) sinks.Adapter) {
-	e.wrapAdapter = wrap
 }

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -8,26 +9,34 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/notify/engine"
-	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/engine/enginemigrate"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
-	"github.com/switchboard/notify/store"
-	"github.com/switchboard/notify/store/storetest"
 )
 
-// Example shows an embedding server's whole use of the engine: build it
-// over your pool, let an owner configure a sink, run Serve, and call Emit
-// inside the transaction that changes your state. The notification exists
-// exactly when that transaction commits.
+// Example shows an embedding program's whole use of the engine: migrate
+// the engine's tables beside yours, build the engine over your pool, let
+// its owner configure a sink, Start it, and call Emit inside the
+// transaction that changes your state: the notification exists exactly
+// when that transaction commits. It needs only the engine's packages; with
+// no Directory, the engine has one owner (engine.SoleOwner) and no teams.
 func Example() {
 	ctx := context.Background()
-	pool, cleanup := exampleDatabase(ctx) // yours: pgxpool.New(ctx, os.Getenv("DATABASE_URL")) and store.Migrate
+	pool, cleanup := exampleDatabase(ctx) // yours: pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
 	defer cleanup()
+
+	// The engine's tables, in their own schema (switchboard) with their
+	// own history: your schema_migrations and queues are left alone.
+	if err := enginemigrate.Up(ctx, pool); err != nil {
+		panic(err)
+	}
 
 	// A Gotify server stand-in on loopback that prints what it receives.
 	received := make(chan string, 1)
@@ -42,7 +51,7 @@ func Example() {
 	_, _ = rand.Read(key)
 	eng, err := engine.New(engine.Config{
 		Pool:      pool,
-		Directory: host.NewDirectory(pool), // or your own engine.Directory
+		Directory: nil, // one owner; your own engine.Directory for humans and teams
 		SecretKey: key,
 		BaseURL:   "https://switchboard.example.net",
 		// A local receiver needs the operator's opt-ins; real sinks are HTTPS.
@@ -52,16 +61,20 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	serveCtx, stop := context.WithCancel(ctx)
-	served := make(chan error)
-	go func() { served <- eng.Serve(serveCtx) }()
-	defer func() { stop(); <-served }()
+	if err := eng.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer func() {
+		drain, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := eng.Stop(drain); err != nil {
+			panic(err)
+		}
+	}()
 
 	// The owner configures a connection, a sink and a subscription: the
 	// same calls the web UI, the REST API and MCP make.
-	var humanID int64
-	_ = pool.QueryRow(ctx, `INSERT INTO humans (name, email) VALUES ('Ada', 'ada@example.net') RETURNING id`).Scan(&humanID)
-	ada, owner := engine.HumanPrincipal(humanID), notifytype.Human(humanID)
+	ada, owner := engine.HumanPrincipal(engine.SoleOwner.ID), engine.SoleOwner
 	conn, err := eng.CreateConnection(ctx, ada, engine.ConnectionInput{
 		Owner: owner, Kind: engine.KindGotify, Name: "phone", AccountKey: gotify.URL,
 		Secret: notifytype.NewSecret("gtfya.application-token"),
@@ -98,10 +111,12 @@ func Example() {
 	// Output: [todo.dead_lettered] forge: nightly build
 }
 
-// exampleDatabase creates a fresh migrated database on the test server and
-// returns a pool on it and a function that drops it.
+// exampleDatabase creates a fresh empty database on the test server
+// (SWITCHBOARD_TEST_PGHOST, _PGPORT, _PGUSER; 127.0.0.1:5432 as postgres by
+// default), with tables of its own as a host would have, and returns a
+// pool on it and a function that drops it.
 func exampleDatabase(ctx context.Context) (*pgxpool.Pool, func()) {
-	admin, err := pgx.Connect(ctx, storetest.ServerURL("postgres"))
+	admin, err := pgx.Connect(ctx, serverURL("postgres"))
 	if err != nil {
 		panic(err)
 	}
@@ -109,11 +124,12 @@ func exampleDatabase(ctx context.Context) (*pgxpool.Pool, func()) {
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		panic(err)
 	}
-	pool, err := pgxpool.New(ctx, storetest.ServerURL(name))
+	pool, err := pgxpool.New(ctx, serverURL(name))
 	if err != nil {
 		panic(err)
 	}
-	if err := store.Migrate(ctx, pool); err != nil {
+	if _, err := pool.Exec(ctx, `CREATE TABLE schema_migrations (version bigint PRIMARY KEY, dirty boolean NOT NULL);
+		CREATE TABLE queues (id bigserial PRIMARY KEY, name text NOT NULL)`); err != nil {
 		panic(err)
 	}
 	return pool, func() {
@@ -121,4 +137,10 @@ func exampleDatabase(ctx context.Context) (*pgxpool.Pool, func()) {
 		_, _ = admin.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 		_ = admin.Close(ctx)
 	}
+}
+
+func serverURL(db string) string {
+	return fmt.Sprintf("postgres://%s@%s:%s/%s?sslmode=disable",
+		cmp.Or(os.Getenv("SWITCHBOARD_TEST_PGUSER"), "postgres"), cmp.Or(os.Getenv("SWITCHBOARD_TEST_PGHOST"), "127.0.0.1"),
+		cmp.Or(os.Getenv("SWITCHBOARD_TEST_PGPORT"), "5432"), db)
 }

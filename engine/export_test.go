@@ -52,3 +52,6 @@ func (e *Engine) ReserveForTest(ctx context.Context, row store.OutboxRow) (began
 	r := <-q.reply
 	return len(r.res.rows) > 0, r.held, r.err
 }
+
+// BudgetForTest is the token bucket a sink's budget is.
+type BudgetForTest = tokenBucket

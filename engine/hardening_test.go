@@ -40,7 +40,7 @@ func dueOffsets(t *testing.T, w *enginetest.World, sink int64) ([]time.Duration,
 		}
 		var due, first time.Time
 		require.NoError(t, w.Pool.QueryRow(w.Ctx,
-			`SELECT due_at, first_attempt_at FROM outbox WHERE sink_id = $1`, sink).Scan(&due, &first))
+			`SELECT due_at, first_attempt_at FROM switchboard.outbox WHERE sink_id = $1`, sink).Scan(&due, &first))
 		offsets = append(offsets, due.Sub(first))
 		if d := due.Sub(w.Clock.Now()); d > 0 {
 			w.Clock.Advance(d)
@@ -123,7 +123,7 @@ func recordsOf(t *testing.T, w *enginetest.World, sink int64) (statuses []string
 		statuses = append(statuses, r.Status+"/"+r.Class)
 	}
 	require.NoError(t, w.Pool.QueryRow(w.Ctx,
-		`SELECT count(*) FROM delivery_records WHERE sink_id = $1 AND counts_budget`, sink).Scan(&counted))
+		`SELECT count(*) FROM switchboard.delivery_records WHERE sink_id = $1 AND counts_budget`, sink).Scan(&counted))
 	return statuses, counted
 }
 
@@ -138,7 +138,7 @@ func TestDeliveryAdapterPanicIsAbandonedAttempt(t *testing.T) {
 	var panicking atomic.Bool
 	panicking.Store(true)
 	eng := w.ServeWith(func(e *engine.Engine) {
-		e.WrapAdaptersForTest(func(_ int64, a sinks.Adapter) sinks.Adapter {
+		enginetest.WrapAdapters(e, func(_ int64, a sinks.Adapter) sinks.Adapter {
 			return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
 				if panicking.Load() {
 					panic("adapter exploded")
@@ -185,7 +185,7 @@ func abandon(t *testing.T, w *enginetest.World, sink int64, attempts int, coales
 	var ids []int64
 	require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(w.Ctx, `
-			UPDATE outbox SET state = 'claimed', claimed_by = 'instance-that-died', claim_expires_at = $2,
+			UPDATE switchboard.outbox SET state = 'claimed', claimed_by = 'instance-that-died', claim_expires_at = $2,
 			       attempts = $3, first_attempt_at = $4
 			WHERE sink_id = $1 AND state = 'pending' RETURNING id`,
 			sink, now.Add(-time.Second), attempts, now.Add(-engine.RetryDelay(attempts)))
@@ -198,10 +198,10 @@ func abandon(t *testing.T, w *enginetest.World, sink int64, attempts int, coales
 		insert := func(outboxID *int64, n int) error {
 			_, err := tx.Exec(w.Ctx, `
 				WITH rec AS (
-				    INSERT INTO delivery_records (sink_id, owner, outbox_id, event_type, attempt, coalesced_rows, status, sent_at)
-				    SELECT sink_id, owner, $2, event_type, $3, $4, 'sending', $5 FROM outbox WHERE id = ($1::bigint[])[1]
+				    INSERT INTO switchboard.delivery_records (sink_id, owner, outbox_id, event_type, attempt, coalesced_rows, status, sent_at)
+				    SELECT sink_id, owner, $2, event_type, $3, $4, 'sending', $5 FROM switchboard.outbox WHERE id = ($1::bigint[])[1]
 				    RETURNING id)
-				UPDATE outbox SET attempt_record_id = (SELECT id FROM rec) WHERE id = ANY ($1)`,
+				UPDATE switchboard.outbox SET attempt_record_id = (SELECT id FROM rec) WHERE id = ANY ($1)`,
 				ids, outboxID, attempts, n, now.Add(-2*time.Minute))
 			return err
 		}
@@ -264,7 +264,7 @@ func TestDeliveryAbandonedAtTheCapIsNeverSentAgain(t *testing.T) {
 	require.Empty(t, g.received(), "no eighth attempt")
 	var attempts int
 	var class string
-	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT attempts, last_class FROM outbox WHERE sink_id = $1`, sink).Scan(&attempts, &class))
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT attempts, last_class FROM switchboard.outbox WHERE sink_id = $1`, sink).Scan(&attempts, &class))
 	require.Equal(t, engine.MaxAttempts, attempts)
 	require.Equal(t, "abandoned", class)
 	statuses, _ := recordsOf(t, w, sink)
@@ -290,7 +290,7 @@ func TestDeliveryAbandonedCoalescedFlushIsClosed(t *testing.T) {
 	w.WaitN(2)
 	var sending int
 	require.NoError(t, w.Pool.QueryRow(w.Ctx,
-		`SELECT count(*) FROM delivery_records WHERE sink_id = $1 AND status = 'sending'`, sink).Scan(&sending))
+		`SELECT count(*) FROM switchboard.delivery_records WHERE sink_id = $1 AND status = 'sending'`, sink).Scan(&sending))
 	require.Zero(t, sending)
 	statuses, _ := recordsOf(t, w, sink)
 	require.Equal(t, "failed/abandoned", statuses[0])
@@ -306,7 +306,7 @@ func TestDeliveryGracefulStopReleasesQueuedRows(t *testing.T) {
 	_, p, scope := w.Human()
 	entered, release := make(chan struct{}, 8), make(chan struct{})
 	eng := w.Engine()
-	eng.WrapAdaptersForTest(func(_ int64, a sinks.Adapter) sinks.Adapter {
+	enginetest.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
 		return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
 			entered <- struct{}{}
 			<-release
@@ -334,7 +334,7 @@ func TestDeliveryGracefulStopReleasesQueuedRows(t *testing.T) {
 	require.Equal(t, map[string]int{"delivered": 1, "pending": 2}, w.RowStates())
 	var claimed int
 	require.NoError(t, w.Pool.QueryRow(w.Ctx,
-		`SELECT count(*) FROM outbox WHERE sink_id = $1 AND claimed_by IS NOT NULL`, sink).Scan(&claimed))
+		`SELECT count(*) FROM switchboard.outbox WHERE sink_id = $1 AND claimed_by IS NOT NULL`, sink).Scan(&claimed))
 	require.Zero(t, claimed)
 
 	// Another instance delivers them without waiting for a claim to expire.
@@ -385,7 +385,7 @@ func TestEmitDecidesSinksAtCommit(t *testing.T) {
 
 	w.FanOut(eng)
 	var sinksWithRows []int64
-	rows, err := w.Pool.Query(w.Ctx, `SELECT sink_id FROM outbox ORDER BY sink_id`)
+	rows, err := w.Pool.Query(w.Ctx, `SELECT sink_id FROM switchboard.outbox ORDER BY sink_id`)
 	require.NoError(t, err)
 	sinksWithRows, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 	require.NoError(t, err)
@@ -436,7 +436,7 @@ func TestEmitKeepsOnlyTheExcerpt(t *testing.T) {
 	emitCommitted(t, w, eng, ev)
 
 	var stored []*string
-	rows, err := w.Pool.Query(w.Ctx, `SELECT body FROM outbox_events ORDER BY id`)
+	rows, err := w.Pool.Query(w.Ctx, `SELECT body FROM switchboard.outbox_events ORDER BY id`)
 	require.NoError(t, err)
 	stored, err = pgx.CollectRows(rows, pgx.RowTo[*string])
 	require.NoError(t, err)
@@ -452,7 +452,7 @@ func TestEmitKeepsOnlyTheExcerpt(t *testing.T) {
 	w.WaitN(2)
 	require.NotContains(t, w.TableJSON("outbox"), "é", "a finished row keeps no payload text")
 	var payloads []map[string]any
-	rows, err = w.Pool.Query(w.Ctx, `SELECT payload FROM outbox`)
+	rows, err = w.Pool.Query(w.Ctx, `SELECT payload FROM switchboard.outbox`)
 	require.NoError(t, err)
 	payloads, err = pgx.CollectRows(rows, pgx.RowTo[map[string]any])
 	require.NoError(t, err)
@@ -474,7 +474,7 @@ func TestJanitorPrunesPagesSessionsAndLoginLinks(t *testing.T) {
 	h := w.F.Human("")
 	ep := w.F.Endpoint(storetest.EndpointOpts{Human: h})
 	for _, stmt := range []string{
-		`INSERT INTO agent_pages (endpoint_id, paged_at) VALUES ($1, $2), ($1, $3)`,
+		`INSERT INTO switchboard.agent_pages (endpoint_id, paged_at) VALUES ($1, $2), ($1, $3)`,
 		`INSERT INTO sessions (token_hash, human_id, expires_at) VALUES ('old', $4, $5), ('live', $4, $6)`,
 		`INSERT INTO login_links (token_hash, human_id, expires_at, used_at)
 		 VALUES ('used', $4, $6, $2), ('expired', $4, $5, NULL), ('fresh', $4, $6, NULL)`,
@@ -484,7 +484,7 @@ func TestJanitorPrunesPagesSessionsAndLoginLinks(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, eng.CleanUp(w.Ctx))
-	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM agent_pages`), "the page of the last hour is kept")
+	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM switchboard.agent_pages`), "the page of the last hour is kept")
 	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM sessions WHERE token_hash = 'live'`))
 	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM sessions`))
 	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM login_links WHERE token_hash = 'fresh'`))
@@ -504,7 +504,7 @@ func TestDeliveryRecordOutlastsADatabaseThatRefusesIt(t *testing.T) {
 	sending, sent := make(chan struct{}), make(chan struct{})
 	eng := w.ServeWith(func(e *engine.Engine) {
 		e.SetRecordTryTimeoutForTest(100 * time.Millisecond)
-		e.WrapAdaptersForTest(func(_ int64, a sinks.Adapter) sinks.Adapter {
+		enginetest.WrapAdapters(e, func(_ int64, a sinks.Adapter) sinks.Adapter {
 			return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
 				close(sending)
 				<-sent
@@ -521,14 +521,14 @@ func TestDeliveryRecordOutlastsADatabaseThatRefusesIt(t *testing.T) {
 	tx, err := w.Pool.Begin(w.Ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(w.Ctx) }()
-	_, err = tx.Exec(w.Ctx, `LOCK TABLE delivery_records IN EXCLUSIVE MODE`)
+	_, err = tx.Exec(w.Ctx, `LOCK TABLE switchboard.delivery_records IN EXCLUSIVE MODE`)
 	require.NoError(t, err)
 	close(sent)
 	require.Eventually(t, func() bool {
 		return len(logLines(w, "error recording delivery outcomes; trying again")) > 0
 	}, enginetest.WaitTimeout, 10*time.Millisecond)
 	var state string
-	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT state FROM outbox WHERE sink_id = $1`, sink).Scan(&state))
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT state FROM switchboard.outbox WHERE sink_id = $1`, sink).Scan(&state))
 	require.Equal(t, "claimed", state, "the row stays claimed while its outcome waits")
 	require.NoError(t, tx.Rollback(w.Ctx))
 

@@ -17,10 +17,10 @@ const janitorUnlockTimeout = 5 * time.Second
 
 // janitor removes, past retention, delivery records and finished outbox
 // rows (REQ-10) and the history that would otherwise grow without bound
-// (the write log, digest runs, received webhook deliveries with their
-// traces and the quarantine), and what is of no more use (agent pages past
-// their hour, expired sessions, used or expired login links), at start and
-// every JanitorInterval of the engine's clock. One instance at a time does
+// (the write log, digest runs), and what is of no more use (agent pages
+// past their hour), then runs the host's own clean-up
+// (Config.HostCleanUp), at start and every JanitorInterval of the engine's
+// clock. One instance at a time does
 // it, under a session-level advisory lock: no leader of our own.
 type janitor struct{ e *Engine }
 
@@ -45,7 +45,8 @@ func (j *janitor) Serve(ctx context.Context) error {
 // 30 days by default, on the database's clock), unless another instance is
 // doing it right now. Old rows go in deletes of at most Config.JanitorBatch
 // rows, each committed on its own, so a backlog neither makes one long
-// transaction nor holds many row locks at once.
+// transaction nor holds many row locks at once. Config.HostCleanUp, when
+// set, runs last, under the same lock.
 func (e *Engine) CleanUp(ctx context.Context) error {
 	conn, err := e.cfg.Pool.Acquire(ctx)
 	if err != nil {
@@ -79,20 +80,24 @@ func (e *Engine) CleanUp(ctx context.Context) error {
 		e.log.Info("removed expired delivery history", "delivery_records", x.DeliveryRecords, "outbox_rows", x.OutboxRows,
 			"older_than", before.Format(time.RFC3339))
 	}
-	if x.Writes+x.DigestRuns+x.WebhookDeliveries > 0 {
+	if x.Writes+x.DigestRuns > 0 {
 		e.log.Info("removed expired history", "write_log", x.Writes, "digest_runs", x.DigestRuns,
-			"webhook_deliveries", x.WebhookDeliveries, "older_than", before.Format(time.RFC3339))
+			"older_than", before.Format(time.RFC3339))
 	}
 	if err != nil {
 		return err
 	}
-	p, err := store.PruneSpent(ctx, conn, now, now.Add(-agentPageWindow))
+	p, err := store.PruneSpent(ctx, conn, now.Add(-agentPageWindow))
 	if err != nil {
 		return err
 	}
-	if p.AgentPages+p.Sessions+p.LoginLinks+p.WebhookMessageIDs > 0 {
-		e.log.Info("removed spent pages, sessions, login links and webhook message ids", "agent_pages", p.AgentPages,
-			"sessions", p.Sessions, "login_links", p.LoginLinks, "webhook_message_ids", p.WebhookMessageIDs)
+	if p.AgentPages > 0 {
+		e.log.Info("removed spent agent pages", "agent_pages", p.AgentPages)
+	}
+	if e.cfg.HostCleanUp != nil {
+		if err := e.cfg.HostCleanUp(ctx, now, before, e.cfg.JanitorBatch); err != nil {
+			return fmt.Errorf("error cleaning up the host's tables: %w", err)
+		}
 	}
 	return nil
 }

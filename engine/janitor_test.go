@@ -9,6 +9,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store/storetest"
 )
 
 // The history that would otherwise grow without bound (the write log,
@@ -25,17 +26,17 @@ func TestJanitorPrunesHistoryPastRetention(t *testing.T) {
 	scope := notifytype.Human(h)
 	hook := w.F.Webhook(scope, "forge")
 	var digest int64
-	require.NoError(t, w.Pool.QueryRow(w.Ctx, `INSERT INTO digests (owner, name, schedule) VALUES ($1, 'morning', 'daily 09:00')
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `INSERT INTO switchboard.digests (owner, name, schedule) VALUES ($1, 'morning', 'daily 09:00')
 		RETURNING id`, scope.String()).Scan(&digest))
 
 	day := 24 * time.Hour
 	ages := []time.Duration{90 * day, 31 * day, 30*day + time.Minute, 29 * day, time.Hour} // 3 old, 2 kept
 	for i, age := range ages {
 		at := w.Clock.Now().Add(-age)
-		_, err := w.Pool.Exec(w.Ctx, `INSERT INTO write_log (at, owner, action, object_kind, object_id, acting_human_id)
+		_, err := w.Pool.Exec(w.Ctx, `INSERT INTO switchboard.write_log (at, owner, action, object_kind, object_id, acting_human_id)
 			VALUES ($1, $2, 'sink.create', 'sink', $3, $4)`, at, scope.String(), i+1, h)
 		require.NoError(t, err)
-		_, err = w.Pool.Exec(w.Ctx, `INSERT INTO digest_runs (digest_id, owner, kind, outcome, slot_at, ran_at)
+		_, err = w.Pool.Exec(w.Ctx, `INSERT INTO switchboard.digest_runs (digest_id, owner, kind, outcome, slot_at, ran_at)
 			VALUES ($1, $2, 'scheduled', 'sent', $3, $3)`, digest, scope.String(), at)
 		require.NoError(t, err)
 		_, err = w.Pool.Exec(w.Ctx, `INSERT INTO webhook_deliveries (webhook_id, owner, received_at, outcome, payload, trace)
@@ -48,17 +49,18 @@ func TestJanitorPrunesHistoryPastRetention(t *testing.T) {
 
 	cutoff := w.Clock.Now().Add(-engine.RetentionDefault)
 	for table, column := range map[string]string{"write_log": "at", "digest_runs": "ran_at", "webhook_deliveries": "received_at"} {
-		require.Equal(t, 2, w.F.Count(`SELECT count(*) FROM `+table), "%s: the two rows younger than 30 days stay", table)
-		require.Zero(t, w.F.Count(`SELECT count(*) FROM `+table+` WHERE `+column+` < $1`, cutoff), "%s: nothing older than 30 days", table)
+		require.Equal(t, 2, w.F.Count(`SELECT count(*) FROM `+storetest.Table(table)), "%s: the two rows younger than 30 days stay", table)
+		require.Zero(t, w.F.Count(`SELECT count(*) FROM `+storetest.Table(table)+` WHERE `+column+` < $1`, cutoff), "%s: nothing older than 30 days", table)
 	}
-	require.Contains(t, w.Logs.String(), `"msg":"removed expired history","write_log":3,"digest_runs":3,"webhook_deliveries":3`)
+	require.Contains(t, w.Logs.String(), `"msg":"removed expired history","write_log":3,"digest_runs":3`)
+	require.Contains(t, w.Logs.String(), `"msg":"removed expired webhook deliveries","webhook_deliveries":3`, "the host's clean-up runs under the janitor")
 	require.NotContains(t, w.Logs.String(), "sender text", "the log counts rows, never their content")
 
 	// Time passes: the 29-day-old rows cross the line on the next run.
 	w.Clock.Advance(2 * day)
 	require.NoError(t, eng.CleanUp(w.Ctx))
 	for _, table := range []string{"write_log", "digest_runs", "webhook_deliveries"} {
-		require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM `+table), "%s: only the newest row is left", table)
+		require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM `+storetest.Table(table)), "%s: only the newest row is left", table)
 	}
 }
 
@@ -70,7 +72,7 @@ func TestJanitorSkipsWhileAnotherInstanceCleansUp(t *testing.T) {
 	w := enginetest.New(t)
 	eng := w.Engine()
 	old := w.Clock.Now().Add(-40 * 24 * time.Hour)
-	_, err := w.Pool.Exec(w.Ctx, `INSERT INTO write_log (at, owner, action, object_kind, object_id) VALUES ($1, 'human:1', 'sink.create', 'sink', 1)`, old)
+	_, err := w.Pool.Exec(w.Ctx, `INSERT INTO switchboard.write_log (at, owner, action, object_kind, object_id) VALUES ($1, 'human:1', 'sink.create', 'sink', 1)`, old)
 	require.NoError(t, err)
 
 	other, err := w.Pool.Acquire(w.Ctx)
@@ -79,12 +81,12 @@ func TestJanitorSkipsWhileAnotherInstanceCleansUp(t *testing.T) {
 	_, err = other.Exec(w.Ctx, `SELECT pg_advisory_lock($1)`, engine.JanitorLockKeyForTest)
 	require.NoError(t, err)
 	require.NoError(t, eng.CleanUp(w.Ctx))
-	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM write_log`), "another instance holds the lock: nothing removed here")
+	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM switchboard.write_log`), "another instance holds the lock: nothing removed here")
 
 	_, err = other.Exec(w.Ctx, `SELECT pg_advisory_unlock($1)`, engine.JanitorLockKeyForTest)
 	require.NoError(t, err)
 	require.NoError(t, eng.CleanUp(w.Ctx))
-	require.Zero(t, w.F.Count(`SELECT count(*) FROM write_log`))
+	require.Zero(t, w.F.Count(`SELECT count(*) FROM switchboard.write_log`))
 
 	var free bool
 	require.NoError(t, other.QueryRow(w.Ctx, `SELECT pg_try_advisory_lock($1)`, engine.JanitorLockKeyForTest).Scan(&free))

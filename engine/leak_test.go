@@ -120,7 +120,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	_, err = b.eng.UpdateSink(b.ctx, p, sink.ID, engine.SinkPatch{ConnectionID: &good.ID})
 	fail(err)
 	fail(b.eng.DeleteConnection(b.ctx, p, urls.ID))
-	_, err = b.pool.Exec(b.ctx, `UPDATE connections SET secret = (SELECT secret FROM connections WHERE id = $1) WHERE id = $2`, urls.ID, relay.ID)
+	_, err = b.pool.Exec(b.ctx, `UPDATE switchboard.connections SET secret = (SELECT secret FROM switchboard.connections WHERE id = $1) WHERE id = $2`, urls.ID, relay.ID)
 	require.NoError(t, err)
 	_, err = b.eng.OpenConnectionForTest(b.ctx, relay.ID, owner, engine.KindApprise)
 	fail(err)
@@ -153,7 +153,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 
 	// Every stored row of every table, the sealed column aside.
-	rows, err := b.pool.Query(b.ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`)
+	rows, err := b.pool.Query(b.ctx, storetest.TablesQuery)
 	require.NoError(t, err)
 	var tables []string
 	for rows.Next() {
@@ -166,11 +166,11 @@ func TestSecretsNeverLeak(t *testing.T) {
 	for _, table := range tables {
 		var dump string
 		require.NoError(t, b.pool.QueryRow(b.ctx,
-			`SELECT coalesce(string_agg((to_jsonb(t) - 'secret')::text, E'\n'), '') FROM `+table+` t`).Scan(&dump))
+			`SELECT coalesce(string_agg((to_jsonb(t) - 'secret')::text, E'\n'), '') FROM `+storetest.Table(table)+` t`).Scan(&dump))
 		require.NotContains(t, strings.ToLower(dump), canary, "table %s stores a secret in the clear", table)
 	}
 	var sealed [][]byte
-	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT array_agg(secret) FROM connections WHERE secret IS NOT NULL`).Scan(&sealed))
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT array_agg(secret) FROM switchboard.connections WHERE secret IS NOT NULL`).Scan(&sealed))
 	require.Len(t, sealed, 3)
 	for _, s := range sealed {
 		require.False(t, bytes.Contains(bytes.ToLower(s), []byte(canary)))

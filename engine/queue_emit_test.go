@@ -46,7 +46,7 @@ func eventRows(t *testing.T, b *emitBundle) []string {
 		SELECT concat_ws('|', owner, event_type, match_types::text, severity, severity_rank, queue_id, endpoint_id,
 		                 webhook_id, coalesce(dedup_key, '-'), windowed, payload::text, coalesce(body, '-'),
 		                 due_at, sink_ids::text, excerpt_sink_ids::text)
-		FROM outbox_events ORDER BY id`)
+		FROM switchboard.outbox_events ORDER BY id`)
 	require.NoError(t, err)
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
@@ -78,7 +78,7 @@ func TestQueueEmitCommitWritesWhatEmitWrites(t *testing.T) {
 	b.emit(t, deadLetter(alice, q, 7, 1))
 	want := eventRows(t, b)
 	require.Len(t, want, 1)
-	_, err := b.pool.Exec(context.Background(), `TRUNCATE outbox_events`)
+	_, err := b.pool.Exec(context.Background(), `TRUNCATE switchboard.outbox_events`)
 	require.NoError(t, err)
 
 	b.queueEmitTx(t, true, deadLetter(alice, q, 7, 1))
@@ -144,7 +144,7 @@ func TestQueueEmitUsesTheDatabasesClock(t *testing.T) {
 		engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: alice, WebhookID: hook, Content: sinks.Content{Place: "github"}})
 	require.NoError(t, pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&after))
 
-	rows, err := pool.Query(ctx, `SELECT event_type, due_at FROM outbox_events ORDER BY id`)
+	rows, err := pool.Query(ctx, `SELECT event_type, due_at FROM switchboard.outbox_events ORDER BY id`)
 	require.NoError(t, err)
 	due := map[string]time.Time{}
 	for rows.Next() {
@@ -168,7 +168,7 @@ func TestQueueEmitWakesTheClaimersAtCommit(t *testing.T) {
 	pool := storetest.New(t)
 	f := storetest.NewFactory(t, pool)
 	clock := clockwork.NewFakeClockAt(time.Now().UTC())
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clock, DatabaseClock: clock, NotifyDebounce: -1})
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clock, NotifyDebounce: -1}, clock))
 	require.NoError(t, err)
 	b := &emitBundle{pool: pool, f: f, eng: eng}
 	alice := notifytype.Human(f.Human(""))
@@ -197,7 +197,7 @@ func TestQueueEmitDatabaseErrorComesBackFromTheBatch(t *testing.T) {
 	t.Parallel()
 	b := setupEmit(t)
 	// Every emit notifies, so both emits run the one same statement.
-	eng, err := engine.New(engine.Config{Pool: b.pool, Directory: emitDirectory{}, DatabaseClock: clockwork.NewFakeClockAt(b.now), NotifyDebounce: -1})
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: b.pool, Directory: emitDirectory{}, NotifyDebounce: -1}, clockwork.NewFakeClockAt(b.now)))
 	require.NoError(t, err)
 	b.eng = eng
 	alice := notifytype.Human(b.f.Human(""))
@@ -220,7 +220,7 @@ func TestQueueEmitDatabaseErrorComesBackFromTheBatch(t *testing.T) {
 
 	locker, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
-	_, err = locker.Exec(ctx, `LOCK TABLE outbox_events IN ACCESS EXCLUSIVE MODE`)
+	_, err = locker.Exec(ctx, `LOCK TABLE switchboard.outbox_events IN ACCESS EXCLUSIVE MODE`)
 	require.NoError(t, err)
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '100ms'`); err != nil {
@@ -266,7 +266,7 @@ func TestQueueEmitDeliversEndToEnd(t *testing.T) {
 		got = append(got, a.SinkID)
 	}
 	require.ElementsMatch(t, mine, got)
-	require.Zero(t, w.F.Count(`SELECT count(*) FROM outbox WHERE sink_id = $1`, theirs), "another scope's sink gets nothing")
+	require.Zero(t, w.F.Count(`SELECT count(*) FROM switchboard.outbox WHERE sink_id = $1`, theirs), "another scope's sink gets nothing")
 	require.Len(t, g.received(), 2)
 }
 
@@ -280,7 +280,7 @@ func TestQueueEmitEquivalentToEmit(t *testing.T) {
 	f := storetest.NewFactory(t, pool)
 	ctx := context.Background()
 	clock := clockwork.NewFakeClockAt(time.Now().UTC().Truncate(time.Second))
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clock, DatabaseClock: clock})
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clock}, clock))
 	require.NoError(t, err)
 	b := &emitBundle{pool: pool, f: f, eng: eng, now: clock.Now()}
 	scopes := []notifytype.OwnerScope{notifytype.Human(f.Human("")), notifytype.Human(f.Human("")), notifytype.Team(f.Team(""))}
@@ -289,12 +289,12 @@ func TestQueueEmitEquivalentToEmit(t *testing.T) {
 	obj := func(rt *rapid.T, label string) int64 { return int64(rapid.IntRange(1, 3).Draw(rt, label)) }
 
 	outboxRows := func(rt *rapid.T) []string {
-		_, err := eng.FanOut(ctx)
+		_, err := enginetest.FanOut(ctx, eng)
 		require.NoError(rt, err)
 		rows, err := pool.Query(ctx, `
 			SELECT concat_ws('|', sink_id, owner, event_type, severity, coalesce(dedup_key, '-'), windowed, count,
 			                 payload::text, include_excerpt, due_at, state)
-			FROM outbox ORDER BY id`)
+			FROM switchboard.outbox ORDER BY id`)
 		require.NoError(rt, err)
 		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		require.NoError(rt, err)
@@ -306,7 +306,7 @@ func TestQueueEmitEquivalentToEmit(t *testing.T) {
 			tables = append(tables, "subscriptions", "sinks", "connections")
 		}
 		for _, table := range tables { // DELETE: TRUNCATE costs far more on tables this small
-			_, err := pool.Exec(ctx, `DELETE FROM `+table)
+			_, err := pool.Exec(ctx, `DELETE FROM `+storetest.Table(table))
 			require.NoError(rt, err)
 		}
 	}

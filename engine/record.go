@@ -147,6 +147,9 @@ func (r *recorder) write(stop <-chan struct{}, until time.Time, group []finished
 		}
 	}
 	for _, fa := range group {
+		if !fa.reportOnly && fa.attempt.State == rowUndeliverable {
+			r.e.warnUndeliverable(fa.attempt.SinkID, fa.attempt.Rows, fa.attempt.Class)
+		}
 		r.e.observe(fa.attempt)
 	}
 }

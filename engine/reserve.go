@@ -309,7 +309,7 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 			u.adapter, u.owner, u.refusal = e.adapterFor(s.SinkForDelivery)
 			uses[s.ID] = u
 		}
-		budget := Budget{PerHour: s.PerHour, Burst: s.Burst}
+		budget := tokenBucket{PerHour: s.PerHour, Burst: s.Burst}
 		o.outcome.Budget = actors.Budget(budget)
 		switch {
 		case row.Attempts >= MaxAttempts:
@@ -396,7 +396,7 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 		u := uses[r.SinkID]
 		out[i].res = reservation{
 			sink: u.sink.SinkForDelivery, owner: u.owner, adapter: u.adapter, rows: []store.OutboxRow{r.OutboxRow},
-			recordID: r.RecordID, budget: Budget{PerHour: u.sink.PerHour, Burst: u.sink.Burst}, tat: out[i].outcome.TAT,
+			recordID: r.RecordID, budget: tokenBucket{PerHour: u.sink.PerHour, Burst: u.sink.Burst}, tat: out[i].outcome.TAT,
 		}
 	}
 	return out, nil

@@ -49,7 +49,7 @@ func TestAHoldThatMeetsARepeatsRowTriesAgain(t *testing.T) {
 	emitToSink(t, w, eng, sink, ruleNotify(scope, 1, "forge#2"))
 	y := claim()[0]
 	key := func(id int64) (k string) {
-		require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT dedup_key FROM outbox WHERE id = $1`, id).Scan(&k))
+		require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT dedup_key FROM switchboard.outbox WHERE id = $1`, id).Scan(&k))
 		return k
 	}
 	require.Equal(t, key(x.ID), key(y.ID))
@@ -58,7 +58,7 @@ func TestAHoldThatMeetsARepeatsRowTriesAgain(t *testing.T) {
 	tx, err := w.Pool.Begin(w.Ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(context.Background()) }()
-	_, err = tx.Exec(w.Ctx, `UPDATE outbox SET state = 'pending', claimed_by = NULL, claim_token = NULL,
+	_, err = tx.Exec(w.Ctx, `UPDATE switchboard.outbox SET state = 'pending', claimed_by = NULL, claim_token = NULL,
 		claim_expires_at = NULL, attempts = attempts + 1 WHERE id = $1`, y.ID)
 	require.NoError(t, err)
 
@@ -82,10 +82,10 @@ func TestAHoldThatMeetsARepeatsRowTriesAgain(t *testing.T) {
 	r := <-done
 	require.NoError(t, r.err, "the reservation tries its group again")
 	require.True(t, r.held, "the row is held for the sink's next token")
-	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM outbox WHERE state = 'claimed'`),
+	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM switchboard.outbox WHERE state = 'claimed'`),
 		"only the row whose attempt began is still claimed: %s", w.TableJSON("outbox", "payload"))
 	var open, events int
-	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT count(*), coalesce(sum(count), 0) FROM outbox
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT count(*), coalesce(sum(count), 0) FROM switchboard.outbox
 		WHERE dedup_key = $1 AND state IN ('pending', 'held')`, key(x.ID)).Scan(&open, &events))
 	require.Equal(t, 1, open, "the held row took the pending one in")
 	require.Equal(t, 2, events, "both events of the key wait in it")

@@ -90,7 +90,7 @@ func (b *svcBundle) gotifySink(t *testing.T, p engine.Principal, owner notifytyp
 
 func (b *svcBundle) count(t *testing.T, table string) int {
 	t.Helper()
-	return b.f.Count(`SELECT count(*) FROM ` + table)
+	return b.f.Count(`SELECT count(*) FROM ` + storetest.Table(table))
 }
 
 // requireRefusal asserts err is a coded refusal with code and field, that

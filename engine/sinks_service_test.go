@@ -435,14 +435,14 @@ func TestDeleteSinkKeepsDeliveryRecords(t *testing.T) {
 		{EventTypes: []notifytype.EventType{notifytype.EventDigest}},
 	})
 	require.NoError(t, err)
-	_, err = b.pool.Exec(b.ctx, `INSERT INTO delivery_records (sink_id, owner, event_type, status, class, sent_at)
+	_, err = b.pool.Exec(b.ctx, `INSERT INTO switchboard.delivery_records (sink_id, owner, event_type, status, class, sent_at)
 		VALUES ($1, $2, 'todo.dead_lettered', 'delivered', NULL, now())`, s.ID, owner.String())
 	require.NoError(t, err)
 
 	require.NoError(t, b.eng.DeleteSink(b.ctx, p, s.ID))
 	require.Zero(t, b.count(t, "sinks"))
 	require.Zero(t, b.count(t, "subscriptions"))
-	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM delivery_records WHERE sink_id = $1`, s.ID))
+	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.delivery_records WHERE sink_id = $1`, s.ID))
 
 	_, err = b.eng.GetSink(b.ctx, p, s.ID)
 	requireRefusal(t, err, notifytype.CodeNotFound, "")
@@ -466,13 +466,13 @@ func TestEndpointPrincipal(t *testing.T) {
 	require.ErrorIs(t, err, notifytype.ErrForbidden)
 	_, err = b.eng.CreateSink(b.ctx, ungranted, engine.SinkInput{Owner: owner, Name: "phone", Kind: engine.KindGotify, ConnectionID: conn})
 	require.ErrorIs(t, err, notifytype.ErrForbidden)
-	require.Zero(t, b.f.Count(`SELECT count(*) FROM sinks`))
+	require.Zero(t, b.f.Count(`SELECT count(*) FROM switchboard.sinks`))
 
 	s, err := b.eng.CreateSink(b.ctx, p, engine.SinkInput{Owner: owner, Name: "phone", Kind: engine.KindGotify, ConnectionID: conn})
 	require.NoError(t, err)
 	require.Equal(t, h, s.UpdatedByHumanID)
 	require.Equal(t, endpoint, s.UpdatedByEndpointID)
-	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM sinks WHERE id = $1 AND updated_by_human_id = $2 AND updated_by_endpoint_id = $3`, s.ID, h, endpoint))
+	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.sinks WHERE id = $1 AND updated_by_human_id = $2 AND updated_by_endpoint_id = $3`, s.ID, h, endpoint))
 
 	subs, err := b.eng.SetSubscriptions(b.ctx, p, s.ID, []engine.SubscriptionInput{{
 		EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}, Queues: []int64{queue},
@@ -481,7 +481,7 @@ func TestEndpointPrincipal(t *testing.T) {
 	require.Len(t, subs, 1)
 	require.Equal(t, h, subs[0].CreatedByHumanID)
 	require.Equal(t, endpoint, subs[0].CreatedByEndpointID)
-	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM subscriptions WHERE id = $1 AND created_by_human_id = $2 AND created_by_endpoint_id = $3`, subs[0].ID, h, endpoint))
+	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.subscriptions WHERE id = $1 AND created_by_human_id = $2 AND created_by_endpoint_id = $3`, subs[0].ID, h, endpoint))
 
 	// A human's later write clears the endpoint from the record.
 	u, err := b.eng.SetSinkEnabled(b.ctx, human, s.ID, false)

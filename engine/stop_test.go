@@ -37,7 +37,7 @@ func TestGracefulStopRecordsEverySendInFlight(t *testing.T) {
 	eng, err := engine.New(w.Config(pool, func(c *engine.Config) { c.Instance = instance }))
 	require.NoError(t, err)
 	entered, release := make(chan struct{}, 8), make(chan struct{})
-	eng.WrapAdaptersForTest(func(_ int64, a sinks.Adapter) sinks.Adapter {
+	enginetest.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
 		return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
 			entered <- struct{}{}
 			<-release
@@ -73,7 +73,7 @@ func TestGracefulStopRecordsEverySendInFlight(t *testing.T) {
 	case <-time.After(10500 * time.Millisecond):
 	}
 	var beating int
-	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT count(*) FROM outbox_instances WHERE name = $1`, instance).Scan(&beating))
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT count(*) FROM switchboard.outbox_instances WHERE name = $1`, instance).Scan(&beating))
 	require.Equal(t, 1, beating, "the heartbeat is kept while sends are in flight")
 	close(release)
 
@@ -93,15 +93,15 @@ func TestGracefulStopRecordsEverySendInFlight(t *testing.T) {
 		require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT
 			count(*) FILTER (WHERE state = 'delivered'), count(*) FILTER (WHERE state = 'pending'),
 			count(*) FILTER (WHERE state = 'claimed' OR claimed_by IS NOT NULL),
-			(SELECT count(*) FROM delivery_records WHERE sink_id = $1 AND status = 'sending')
-			FROM outbox WHERE sink_id = $1`, sink).Scan(&delivered, &pending, &claimed, &sending))
+			(SELECT count(*) FROM switchboard.delivery_records WHERE sink_id = $1 AND status = 'sending')
+			FROM switchboard.outbox WHERE sink_id = $1`, sink).Scan(&delivered, &pending, &claimed, &sending))
 		require.Equal(t, 1, delivered, "sink %d: the send in flight is recorded delivered", sink)
 		require.Zero(t, sending, "sink %d: no attempt left unrecorded", sink)
 		require.Zero(t, claimed, "sink %d: no row left claimed", sink)
 		require.Equal(t, 3, pending, "sink %d: the rows not begun are released", sink)
 	}
 	require.Len(t, g.received(), 2, "only the two sends in flight went out")
-	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT count(*) FROM outbox_instances WHERE name = $1`, instance).Scan(&beating))
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT count(*) FROM switchboard.outbox_instances WHERE name = $1`, instance).Scan(&beating))
 	require.Zero(t, beating, "the heartbeat is removed once all is recorded")
 }
 

@@ -115,7 +115,7 @@ func TestSubscriptionBadInput(t *testing.T) {
 			// nothing and keeps the set it would have replaced.
 			_, err = b.eng.SetSubscriptions(b.ctx, p, s.ID, []engine.SubscriptionInput{{EventTypes: dead}, tc.in})
 			requireRefusal(t, err, notifytype.CodeInvalidArgument, tc.field)
-			require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM subscriptions WHERE event_types = '{digest}'`))
+			require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.subscriptions WHERE event_types = '{digest}'`))
 			require.Equal(t, 1, b.count(t, "subscriptions"))
 		})
 	}

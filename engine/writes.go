@@ -11,29 +11,29 @@ import (
 // one, with its author, in the write's own transaction (REQ-5: every write
 // records the acting endpoint and its accountable human).
 const (
-	WriteConnectionCreate   = "connection.create"
-	WriteConnectionDelete   = "connection.delete"
-	WriteSinkCreate         = "sink.create"
-	WriteSinkUpdate         = "sink.update"
-	WriteSinkDelete         = "sink.delete"
-	WriteSinkTest           = "sink.test"
-	WriteSubscriptionsSet   = "subscriptions.replace"
-	WriteSubscriptionAdd    = "subscription.create"
-	WriteSubscriptionDelete = "subscription.delete"
-	WriteAgentPage          = "agent.notify"
-	WriteDigestCreate       = "digest.create"
-	WriteDigestUpdate       = "digest.update"
-	WriteDigestDelete       = "digest.delete"
-	WriteDigestSend         = "digest.send"
+	writeConnectionCreate   = "connection.create"
+	writeConnectionDelete   = "connection.delete"
+	writeSinkCreate         = "sink.create"
+	writeSinkUpdate         = "sink.update"
+	writeSinkDelete         = "sink.delete"
+	writeSinkTest           = "sink.test"
+	writeSubscriptionsSet   = "subscriptions.replace"
+	writeSubscriptionAdd    = "subscription.create"
+	writeSubscriptionDelete = "subscription.delete"
+	writeAgentPage          = "agent.notify"
+	writeDigestCreate       = "digest.create"
+	writeDigestUpdate       = "digest.update"
+	writeDigestDelete       = "digest.delete"
+	writeDigestSend         = "digest.send"
 )
 
 // Object kinds of the write log.
 const (
-	ObjectConnection   = "connection"
-	ObjectSink         = "sink"
-	ObjectSubscription = "subscription"
-	ObjectEndpoint     = "endpoint"
-	ObjectDigest       = "digest"
+	objectConnection   = "connection"
+	objectSink         = "sink"
+	objectSubscription = "subscription"
+	objectEndpoint     = "endpoint"
+	objectDigest       = "digest"
 )
 
 // RecordWrite records in the write log that p wrote (action) the object

@@ -50,22 +50,22 @@ func TestEveryWriteRecordsItsAuthor(t *testing.T) {
 		Secret: notifytype.NewSecret("gtfya.token"),
 	})
 	require.NoError(t, err)
-	requireAuthor(engine.ObjectConnection, conn.ID, engine.WriteConnectionCreate, human)
+	requireAuthor("connection", conn.ID, "connection.create", human)
 
 	sink, err := b.eng.CreateSink(b.ctx, ep, engine.SinkInput{Owner: owner, Name: "phone", Kind: engine.KindGotify, ConnectionID: conn.ID})
 	require.NoError(t, err)
-	requireAuthor(engine.ObjectSink, sink.ID, engine.WriteSinkCreate, ep)
+	requireAuthor("sink", sink.ID, "sink.create", ep)
 
 	_, err = b.eng.SetSinkEnabled(b.ctx, ep, sink.ID, false)
 	require.NoError(t, err)
-	requireAuthor(engine.ObjectSink, sink.ID, engine.WriteSinkUpdate, ep)
+	requireAuthor("sink", sink.ID, "sink.update", ep)
 
 	subs, err := b.eng.SetSubscriptions(b.ctx, ep, sink.ID, []engine.SubscriptionInput{
 		{EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}},
 	})
 	require.NoError(t, err)
-	requireAuthor(engine.ObjectSink, sink.ID, engine.WriteSubscriptionsSet, ep)
-	requireAuthor(engine.ObjectSubscription, subs[0].ID, engine.WriteSubscriptionAdd, ep)
+	requireAuthor("sink", sink.ID, "subscriptions.replace", ep)
+	requireAuthor("subscription", subs[0].ID, "subscription.create", ep)
 
 	// Replacing them again records the replacement, though the deleted
 	// subscriptions are gone.
@@ -74,8 +74,8 @@ func TestEveryWriteRecordsItsAuthor(t *testing.T) {
 	})
 	require.NoError(t, err)
 	replaced := 0
-	for _, w := range writes(engine.ObjectSink, sink.ID) {
-		if w.Action == engine.WriteSubscriptionsSet {
+	for _, w := range writes("sink", sink.ID) {
+		if w.Action == "subscriptions.replace" {
 			replaced++
 		}
 	}
@@ -84,20 +84,20 @@ func TestEveryWriteRecordsItsAuthor(t *testing.T) {
 	sub, err := b.eng.AddSubscription(b.ctx, ep, sink.ID, engine.SubscriptionInput{EventTypes: []notifytype.EventType{notifytype.EventDigest}})
 	require.NoError(t, err)
 	require.NoError(t, b.eng.DeleteSubscription(b.ctx, ep, sink.ID, sub.ID))
-	requireAuthor(engine.ObjectSubscription, sub.ID, engine.WriteSubscriptionDelete, ep)
+	requireAuthor("subscription", sub.ID, "subscription.delete", ep)
 
 	_, err = b.eng.SendTest(b.ctx, ep, sink.ID)
 	require.NoError(t, err)
-	requireAuthor(engine.ObjectSink, sink.ID, engine.WriteSinkTest, ep)
+	requireAuthor("sink", sink.ID, "sink.test", ep)
 
 	require.NoError(t, b.eng.NotifyOwner(b.ctx, ep, engine.NotifyOwnerInput{Title: "device QA needed"}))
-	requireAuthor(engine.ObjectEndpoint, epID, engine.WriteAgentPage, ep)
+	requireAuthor("endpoint", epID, "agent.notify", ep)
 
 	require.NoError(t, b.eng.DeleteSink(b.ctx, ep, sink.ID))
-	requireAuthor(engine.ObjectSink, sink.ID, engine.WriteSinkDelete, ep)
+	requireAuthor("sink", sink.ID, "sink.delete", ep)
 
 	require.NoError(t, b.eng.DeleteConnection(b.ctx, human, conn.ID))
-	requireAuthor(engine.ObjectConnection, conn.ID, engine.WriteConnectionDelete, human)
+	requireAuthor("connection", conn.ID, "connection.delete", human)
 
 	// A refused write records nothing.
 	before := b.count(t, "write_log")

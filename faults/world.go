@@ -77,13 +77,13 @@ func SeedSinks(ctx context.Context, pool *pgxpool.Pool, key []byte, baseURL, tok
 func InsertRows(ctx context.Context, db *pgxpool.Pool, sinks []int64, n int) error {
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `
-			INSERT INTO outbox (sink_id, owner, event_type, severity, payload, due_at)
+			INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, payload, due_at)
 			SELECT s.id, s.owner, 'agent.notify', 'normal', '{}', now()
 			FROM generate_series(0, $2 - 1) g
-			JOIN sinks s ON s.id = ($1::bigint[])[1 + g % cardinality($1::bigint[])]`, sinks, n); err != nil {
+			JOIN switchboard.sinks s ON s.id = ($1::bigint[])[1 + g % cardinality($1::bigint[])]`, sinks, n); err != nil {
 			return fmt.Errorf("error inserting outbox rows: %w", err)
 		}
-		_, err := tx.Exec(ctx, `UPDATE outbox SET payload = jsonb_build_object('title', $1 || id, 'summary', 'reliability suite')
+		_, err := tx.Exec(ctx, `UPDATE switchboard.outbox SET payload = jsonb_build_object('title', $1 || id, 'summary', 'reliability suite')
 			WHERE payload = '{}'`, RowMarker)
 		if err != nil {
 			return fmt.Errorf("error titling outbox rows: %w", err)
@@ -106,7 +106,7 @@ func CountRows(ctx context.Context, db *pgxpool.Pool) (Tally, error) {
 	err := db.QueryRow(ctx, `SELECT count(*),
 		count(*) FILTER (WHERE state = 'delivered'), count(*) FILTER (WHERE state = 'undeliverable'),
 		count(*) FILTER (WHERE state = 'partial'), count(*) FILTER (WHERE state IN ('pending', 'held', 'claimed'))
-		FROM outbox`).Scan(&t.Total, &t.Delivered, &t.Undeliverable, &t.Partial, &t.Open)
+		FROM switchboard.outbox`).Scan(&t.Total, &t.Delivered, &t.Undeliverable, &t.Partial, &t.Open)
 	if err != nil {
 		return t, fmt.Errorf("error counting outbox rows: %w", err)
 	}
@@ -117,7 +117,7 @@ func CountRows(ctx context.Context, db *pgxpool.Pool) (Tally, error) {
 // neither finished nor, when delivered, seen by the receiver. Rows of
 // other events (a digest, a rule notify) are the scenario's to count.
 func Lost(ctx context.Context, db *pgxpool.Pool, seen map[int64]int) (int, error) {
-	rows, err := db.Query(ctx, `SELECT id, state FROM outbox WHERE payload->>'title' = $1 || id`, RowMarker)
+	rows, err := db.Query(ctx, `SELECT id, state FROM switchboard.outbox WHERE payload->>'title' = $1 || id`, RowMarker)
 	if err != nil {
 		return 0, fmt.Errorf("error reading outbox rows: %w", err)
 	}
@@ -152,7 +152,7 @@ func DescribeOpen(ctx context.Context, db *pgxpool.Pool) string {
 		SELECT format('%s x %s (attempts %s, last class %s, due in %s s, claim left %s s)', count(*), state, attempts,
 			coalesce(last_class, '-'), round(extract(epoch FROM min(due_at) - now())),
 			coalesce(round(extract(epoch FROM max(claim_expires_at) - now()))::text, '-')) AS line
-		FROM outbox WHERE state IN ('pending', 'held', 'claimed')
+		FROM switchboard.outbox WHERE state IN ('pending', 'held', 'claimed')
 		GROUP BY state, attempts, last_class ORDER BY count(*) DESC LIMIT 10) t`).Scan(&out)
 	if err != nil {
 		return "unreadable: " + err.Error()
@@ -163,8 +163,8 @@ func DescribeOpen(ctx context.Context, db *pgxpool.Pool) string {
 // DumpTables returns every row of every table of the database as JSON
 // text, one row a line: what a secret search reads.
 func DumpTables(ctx context.Context, db *pgxpool.Pool) (string, error) {
-	rows, err := db.Query(ctx, `SELECT table_name FROM information_schema.tables
-		WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`)
+	rows, err := db.Query(ctx, `SELECT table_schema || '.' || table_name FROM information_schema.tables
+		WHERE table_schema IN (current_schema(), 'switchboard') AND table_type = 'BASE TABLE' ORDER BY 1`)
 	if err != nil {
 		return "", fmt.Errorf("error listing tables: %w", err)
 	}
@@ -176,7 +176,7 @@ func DumpTables(ctx context.Context, db *pgxpool.Pool) (string, error) {
 	for _, table := range tables {
 		var dump string
 		if err := db.QueryRow(ctx, `SELECT coalesce(string_agg(to_jsonb(t)::text, E'\n'), '') FROM `+
-			pgx.Identifier{table}.Sanitize()+` t`).Scan(&dump); err != nil {
+			table+` t`).Scan(&dump); err != nil {
 			return "", fmt.Errorf("error dumping %s: %w", table, err)
 		}
 		b.WriteString(dump)

@@ -39,6 +39,12 @@ func (d *Directory) TeamRole(ctx context.Context, humanID, teamID int64) (engine
 	return engine.Role(role), nil
 }
 
+// KnownActor reports whether humanID is a human and, when endpointID is
+// not 0, whether endpointID is an endpoint accountable to that human.
+func (d *Directory) KnownActor(ctx context.Context, humanID, endpointID int64) (bool, error) {
+	return store.KnownActor(ctx, d.db, humanID, endpointID)
+}
+
 // MemberTeams returns the ids of the teams the human is a member of, in
 // any role: the engine's TeamLister, which scopes the ops view by the
 // human's sinks (read by index) rather than every actor.

@@ -1,10 +1,12 @@
 // Package host is the reference host: just enough of the system around
 // Switchboard Notify to drive every event source for real, over its own
-// tables in the foundation schema. It stands in for specs that live
-// elsewhere (DECISIONS.md D15-D18) and is what our server embeds the engine
-// in; an embedder with its own schema replaces it.
+// tables (humans, teams, endpoints, queues, todos, webhooks, ...), which
+// Migrate creates after the engine's. It stands in for the systems a
+// real embedder has (accounts, queues and todos, webhooks) and is what our
+// server embeds the engine in; an embedder with its own schema replaces it.
 //
-// Directory implements engine.Directory: team roles from team_members, and
+// Directory implements engine.Directory: which humans and endpoints exist
+// (the engine keeps them as opaque ids), team roles from team_members, and
 // ownership of queues, endpoints, webhooks and todos by their owner column.
 //
 // Todos is the queues-and-todos stand-in (SPEC-0003, D15) with its attempt

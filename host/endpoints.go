@@ -28,6 +28,9 @@ const SessionTTL = 12 * time.Hour
 const (
 	WriteEndpointVend   = "endpoint.vend"
 	WriteEndpointRevoke = "endpoint.revoke"
+	// ObjectEndpoint is the object kind of an endpoint in the write log;
+	// the engine records an endpoint's agent pages under it too.
+	ObjectEndpoint = "endpoint"
 )
 
 // Endpoints vends, lists, revokes and authenticates endpoints: agents'
@@ -134,7 +137,7 @@ func (s *Endpoints) Vend(ctx context.Context, humanID int64, scope notifytype.Ow
 		if err != nil {
 			return err
 		}
-		return engine.RecordWrite(ctx, tx, engine.HumanPrincipal(humanID), scope, WriteEndpointVend, engine.ObjectEndpoint, e.ID)
+		return engine.RecordWrite(ctx, tx, engine.HumanPrincipal(humanID), scope, WriteEndpointVend, ObjectEndpoint, e.ID)
 	})
 	if errors.Is(err, store.ErrEndpointNameTaken) {
 		return Endpoint{}, notifytype.Secret{}, notifytype.InvalidArgument("name", "an endpoint of this name exists in this owner scope")
@@ -187,7 +190,7 @@ func (s *Endpoints) Revoke(ctx context.Context, humanID, endpointID int64) error
 		return err
 	}
 	return s.todos.revokeEndpoint(ctx, endpointID, func(tx pgx.Tx) error {
-		return engine.RecordWrite(ctx, tx, engine.HumanPrincipal(humanID), scope, WriteEndpointRevoke, engine.ObjectEndpoint, endpointID)
+		return engine.RecordWrite(ctx, tx, engine.HumanPrincipal(humanID), scope, WriteEndpointRevoke, ObjectEndpoint, endpointID)
 	})
 }
 

@@ -30,7 +30,7 @@ func TestEndpointWritesRecordTheirAuthor(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, endpoints.Revoke(ctx, h, ep.ID))
 
-	writes, err := store.ListWrites(ctx, pool, engine.ObjectEndpoint, ep.ID)
+	writes, err := store.ListWrites(ctx, pool, host.ObjectEndpoint, ep.ID)
 	require.NoError(t, err)
 	require.Len(t, writes, 2)
 	for i, action := range []string{host.WriteEndpointVend, host.WriteEndpointRevoke} {
@@ -43,7 +43,7 @@ func TestEndpointWritesRecordTheirAuthor(t *testing.T) {
 	// A refused vend records nothing.
 	_, _, err = endpoints.Vend(ctx, h, notifytype.Human(h), "bad\x00name", nil)
 	require.ErrorIs(t, err, notifytype.ErrInvalidArgument)
-	require.Equal(t, 2, f.Count(`SELECT count(*) FROM write_log`))
+	require.Equal(t, 2, f.Count(`SELECT count(*) FROM switchboard.write_log`))
 }
 
 // TestTeamEndpointOutlivesNoMembership: a team endpoint acts with its
@@ -68,7 +68,7 @@ func TestTeamEndpointOutlivesNoMembership(t *testing.T) {
 	_, credential, err := endpoints.Vend(ctx, h, scope, "pager", []notifytype.Grant{notifytype.GrantNotifyOwner})
 	require.NoError(t, err)
 	events := func() int {
-		return f.Count(`SELECT count(*) FROM outbox_events`) + f.Count(`SELECT count(*) FROM outbox`)
+		return f.Count(`SELECT count(*) FROM switchboard.outbox_events`) + f.Count(`SELECT count(*) FROM switchboard.outbox`)
 	}
 
 	p, _, err := endpoints.Authenticate(ctx, credential.Reveal())

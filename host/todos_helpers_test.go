@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
@@ -68,7 +69,7 @@ func newTodoWorld(t *testing.T) (*todoWorld, context.Context) {
 
 func newTodoWorldOn(t *testing.T, pool *pgxpool.Pool, clock *fakeClock) *todoWorld {
 	t.Helper()
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Clock: clock, DatabaseClock: clock})
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Clock: clock}, clock))
 	require.NoError(t, err)
 	rec := &recorder{inner: eng}
 	return &todoWorld{
@@ -150,10 +151,10 @@ type outboxRow struct {
 func (w *todoWorld) outbox(t *testing.T) []outboxRow {
 	t.Helper()
 	// Events become outbox rows when a claimer fans them out: do it now.
-	_, err := w.engine.FanOut(context.Background())
+	_, err := enginetest.FanOut(context.Background(), w.engine)
 	require.NoError(t, err)
 	rows, err := w.pool.Query(context.Background(),
-		`SELECT sink_id, owner, event_type, coalesce(dedup_key, '') FROM outbox ORDER BY id`)
+		`SELECT sink_id, owner, event_type, coalesce(dedup_key, '') FROM switchboard.outbox ORDER BY id`)
 	require.NoError(t, err)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[outboxRow])
 	require.NoError(t, err)

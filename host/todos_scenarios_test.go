@@ -133,7 +133,7 @@ func (e *failAfterEmit) Emit(ctx context.Context, tx pgx.Tx, ev engine.Event) er
 	if err := e.inner.Emit(ctx, tx, ev); err != nil {
 		return err
 	}
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM outbox_events`).Scan(&e.rowsInTx); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM switchboard.outbox_events`).Scan(&e.rowsInTx); err != nil {
 		return err
 	}
 	return errAfterEmit

@@ -34,7 +34,7 @@ func TestReplayedDeliveryChangesNothing(t *testing.T) {
 		require.NoError(t, err)
 		require.NotEqual(t, host.OutcomeDuplicate, first.Outcome)
 		deliveries, todos, events := w.f.Count(`SELECT count(*) FROM webhook_deliveries`),
-			w.f.Count(`SELECT count(*) FROM todos`), w.f.Count(`SELECT count(*) FROM outbox_events`)
+			w.f.Count(`SELECT count(*) FROM todos`), w.f.Count(`SELECT count(*) FROM switchboard.outbox_events`)
 
 		w.clock.Advance(4 * time.Minute)
 		replayed, err := w.hooks.Receive(ctx, hook.ID, body, captured)
@@ -46,7 +46,7 @@ func TestReplayedDeliveryChangesNothing(t *testing.T) {
 
 		require.Equal(t, deliveries, w.f.Count(`SELECT count(*) FROM webhook_deliveries`), sender)
 		require.Equal(t, todos, w.f.Count(`SELECT count(*) FROM todos`), sender)
-		require.Equal(t, events, w.f.Count(`SELECT count(*) FROM outbox_events`), sender)
+		require.Equal(t, events, w.f.Count(`SELECT count(*) FROM switchboard.outbox_events`), sender)
 
 		// Past the tolerance the capture is stale.
 		w.clock.Advance(host.SignatureTolerance)
@@ -95,7 +95,7 @@ func TestConcurrentRepeatsStoreOneDelivery(t *testing.T) {
 	}
 	require.Equal(t, 1, stored)
 	require.Equal(t, 1, w.f.Count(`SELECT count(*) FROM webhook_deliveries`))
-	require.Equal(t, 1, w.f.Count(`SELECT count(*) FROM outbox_events`))
+	require.Equal(t, 1, w.f.Count(`SELECT count(*) FROM switchboard.outbox_events`))
 }
 
 // The envelope is checked before any webhook is read: a malformed id or
@@ -207,11 +207,11 @@ func TestMessageIDsArePruned(t *testing.T) {
 
 	// Kept while a copy could still pass the timestamp check on an
 	// instance whose clock is minutes off.
-	p, err := store.PruneSpent(ctx, w.pool, signedAt.Add(2*host.SignatureTolerance-time.Second), signedAt)
+	p, err := store.PruneHostSpent(ctx, w.pool, signedAt.Add(2*host.SignatureTolerance-time.Second))
 	require.NoError(t, err)
 	require.Zero(t, p.WebhookMessageIDs)
 	require.Equal(t, 1, count())
-	p, err = store.PruneSpent(ctx, w.pool, signedAt.Add(2*host.SignatureTolerance), signedAt)
+	p, err = store.PruneHostSpent(ctx, w.pool, signedAt.Add(2*host.SignatureTolerance))
 	require.NoError(t, err)
 	require.EqualValues(t, 1, p.WebhookMessageIDs)
 	require.Zero(t, count())

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
@@ -38,7 +39,7 @@ func newHookWorld(t *testing.T) (*hookWorld, context.Context) {
 func newHookWorldOn(t testing.TB, pool *pgxpool.Pool, timeout time.Duration) *hookWorld {
 	t.Helper()
 	clock := newFakeClock()
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Clock: clock, DatabaseClock: clock})
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Clock: clock}, clock))
 	require.NoError(t, err)
 	rec := &recorder{inner: eng}
 	w := &todoWorld{
@@ -150,7 +151,7 @@ func TestRuleNotifyOncePerSinkPerDelivery(t *testing.T) {
 	rows := w.outbox(t)
 	require.Len(t, rows, 2, "one rule.notify per sink, whichever rules matched")
 	require.ElementsMatch(t, []int64{phone, pager}, []int64{rows[0].SinkID, rows[1].SinkID})
-	require.Equal(t, "high", row(t, w.pool, `SELECT severity FROM outbox WHERE sink_id = $1`, pager)["severity"])
+	require.Equal(t, "high", row(t, w.pool, `SELECT severity FROM switchboard.outbox WHERE sink_id = $1`, pager)["severity"])
 }
 
 func matched(rs []host.RuleResult) []bool {
@@ -235,10 +236,10 @@ func TestDryRunSendsNothing(t *testing.T) {
 	second := w.post(t, ctx, hook, secret, issue("dependabot", 2, "Bump"))
 	third := w.post(t, ctx, hook, secret, issue("mallory", 3, "spam"))
 	require.Equal(t, host.OutcomeQuarantined, third.Outcome)
-	_, err := w.engine.FanOut(ctx)
+	_, err := enginetest.FanOut(ctx, w.engine)
 	require.NoError(t, err)
-	outboxBefore := w.f.Count(`SELECT count(*) FROM outbox`)
-	eventsBefore := w.f.Count(`SELECT count(*) FROM outbox_events`)
+	outboxBefore := w.f.Count(`SELECT count(*) FROM switchboard.outbox`)
+	eventsBefore := w.f.Count(`SELECT count(*) FROM switchboard.outbox_events`)
 
 	report, err := w.hooks.TestRules(ctx, p, hook.ID, []host.RuleInput{{
 		Name: "bots", Expr: `.sender.login == "dependabot"`, Action: host.RuleAction{Drop: true, Notify: "phone"},
@@ -257,10 +258,10 @@ func TestDryRunSendsNothing(t *testing.T) {
 	require.Empty(t, byID[first.DeliveryID].WouldNotify)
 	require.Equal(t, host.OutcomeQuarantined, byID[third.DeliveryID].Outcome)
 
-	require.Equal(t, outboxBefore, w.f.Count(`SELECT count(*) FROM outbox`), "no outbox row is written")
-	require.Equal(t, eventsBefore, w.f.Count(`SELECT count(*) FROM outbox_events`))
+	require.Equal(t, outboxBefore, w.f.Count(`SELECT count(*) FROM switchboard.outbox`), "no outbox row is written")
+	require.Equal(t, eventsBefore, w.f.Count(`SELECT count(*) FROM switchboard.outbox_events`))
 	require.Zero(t, w.f.Count(`SELECT count(*) FROM webhook_rules`), "candidates are not saved")
-	require.Zero(t, w.f.Count(`SELECT count(*) FROM delivery_records`), "no message is sent")
+	require.Zero(t, w.f.Count(`SELECT count(*) FROM switchboard.delivery_records`), "no message is sent")
 }
 
 func TestNotifiedSinkDeletedOrDisabledIsATraceFault(t *testing.T) {
@@ -275,9 +276,9 @@ func TestNotifiedSinkDeletedOrDisabledIsATraceFault(t *testing.T) {
 		{Name: "also", Expr: `true`, Action: host.RuleAction{Notify: "off"}},
 	})
 	require.NoError(t, err)
-	_, err = w.pool.Exec(ctx, `DELETE FROM sinks WHERE id = $1`, gone)
+	_, err = w.pool.Exec(ctx, `DELETE FROM switchboard.sinks WHERE id = $1`, gone)
 	require.NoError(t, err)
-	_, err = w.pool.Exec(ctx, `UPDATE sinks SET enabled = false WHERE id = $1`, off)
+	_, err = w.pool.Exec(ctx, `UPDATE switchboard.sinks SET enabled = false WHERE id = $1`, off)
 	require.NoError(t, err)
 
 	got := w.post(t, ctx, hook, secret, issue("octocat", 5, "a bug"))
@@ -337,7 +338,7 @@ func TestReceiveRefusesAndChangesNothing(t *testing.T) {
 	require.Equal(t, host.RefusalBadSignature, refusal.Reason)
 
 	require.Zero(t, w.f.Count(`SELECT count(*) FROM webhook_deliveries`))
-	require.Zero(t, w.f.Count(`SELECT count(*) FROM outbox_events`))
+	require.Zero(t, w.f.Count(`SELECT count(*) FROM switchboard.outbox_events`))
 	require.Zero(t, w.f.Count(`SELECT count(*) FROM todos`))
 }
 

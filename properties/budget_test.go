@@ -34,7 +34,7 @@ func settle(rt *rapid.T, w *enginetest.World) []engine.Attempt {
 func openRows(rt *rapid.T, w *enginetest.World) int {
 	rt.Helper()
 	var n int
-	require.NoError(rt, w.Pool.QueryRow(w.Ctx, `SELECT count(*) FROM outbox WHERE state IN ('pending', 'held', 'claimed')`).Scan(&n))
+	require.NoError(rt, w.Pool.QueryRow(w.Ctx, `SELECT count(*) FROM switchboard.outbox WHERE state IN ('pending', 'held', 'claimed')`).Scan(&n))
 	return n
 }
 
@@ -45,7 +45,7 @@ func drainDelivered(rt *rapid.T, w *enginetest.World, sink int64, seen []engine.
 	rt.Helper()
 	var want int
 	require.NoError(rt, w.Pool.QueryRow(w.Ctx,
-		`SELECT count(*) FROM delivery_records WHERE sink_id = $1 AND status = 'delivered'`, sink).Scan(&want))
+		`SELECT count(*) FROM switchboard.delivery_records WHERE sink_id = $1 AND status = 'delivered'`, sink).Scan(&want))
 	for {
 		got := 0
 		for _, a := range seen {
@@ -79,7 +79,7 @@ func requireEachRowDeliveredOnce(rt *rapid.T, w *enginetest.World, sink int64, a
 			in[r]++
 		}
 	}
-	rows, err := w.Pool.Query(w.Ctx, `SELECT id, state FROM outbox WHERE sink_id = $1 ORDER BY id`, sink)
+	rows, err := w.Pool.Query(w.Ctx, `SELECT id, state FROM switchboard.outbox WHERE sink_id = $1 ORDER BY id`, sink)
 	require.NoError(rt, err)
 	var ids []int64
 	for rows.Next() {
@@ -170,7 +170,7 @@ func TestBudgetAcrossInstances(t *testing.T) {
 
 		// The bucket, from the counted delivery records.
 		rows, err := w.Pool.Query(w.Ctx, `
-			SELECT sent_at FROM delivery_records WHERE sink_id = $1 AND counts_budget ORDER BY sent_at`, sink)
+			SELECT sent_at FROM switchboard.delivery_records WHERE sink_id = $1 AND counts_budget ORDER BY sent_at`, sink)
 		require.NoError(rt, err)
 		var sent []time.Time
 		for rows.Next() {

@@ -54,7 +54,7 @@ func TestInstanceClocksDisagree(t *testing.T) {
 		engines[i], _ = w.Start(func(c *engine.Config) {
 			quietJanitor(c)
 			c.Clock = skewedClock{clockwork.NewRealClock(), skew}
-			c.DatabaseClock = nil // production: the database's clock
+			enginetest.SetDatabaseClock(c, nil) // production: the database's clock
 		})
 	}
 
@@ -91,7 +91,7 @@ func TestInstanceClocksDisagree(t *testing.T) {
 		for {
 			var busy int
 			require.NoError(rt, w.Pool.QueryRow(w.Ctx, `
-				SELECT (SELECT count(*) FROM outbox_events) + (SELECT count(*) FROM outbox
+				SELECT (SELECT count(*) FROM switchboard.outbox_events) + (SELECT count(*) FROM switchboard.outbox
 				WHERE state = 'claimed' OR (state = 'pending' AND event_type <> 'delivery.quarantined'))`).Scan(&busy))
 			if busy == 0 {
 				break
@@ -106,9 +106,9 @@ func TestInstanceClocksDisagree(t *testing.T) {
 		var counted, rowsSent, twice int
 		require.NoError(rt, w.Pool.QueryRow(w.Ctx, `
 			SELECT count(*), count(DISTINCT outbox_id),
-			       (SELECT count(*) FROM (SELECT outbox_id FROM delivery_records WHERE sink_id = $1 AND status = 'delivered'
+			       (SELECT count(*) FROM (SELECT outbox_id FROM switchboard.delivery_records WHERE sink_id = $1 AND status = 'delivered'
 			                              GROUP BY outbox_id HAVING count(*) > 1) x)
-			FROM delivery_records WHERE sink_id = $1 AND counts_budget`, sink).Scan(&counted, &rowsSent, &twice))
+			FROM switchboard.delivery_records WHERE sink_id = $1 AND counts_budget`, sink).Scan(&counted, &rowsSent, &twice))
 		require.Equal(rt, min(deadLetters, burst), counted)
 		require.Equal(rt, counted, rowsSent)
 		require.Zero(rt, twice, "a row sent twice")
@@ -117,7 +117,7 @@ func TestInstanceClocksDisagree(t *testing.T) {
 			var due time.Time
 			var state string
 			require.NoError(rt, w.Pool.QueryRow(w.Ctx,
-				`SELECT due_at, state FROM outbox WHERE sink_id = $1 AND event_type = 'delivery.quarantined'`, sink).Scan(&due, &state))
+				`SELECT due_at, state FROM switchboard.outbox WHERE sink_id = $1 AND event_type = 'delivery.quarantined'`, sink).Scan(&due, &state))
 			require.Equal(rt, "pending", state)
 			require.WithinDuration(rt, emitted.Add(engine.QuarantineWindowDefault), due, time.Minute,
 				"the window is the database's 10 minutes")

@@ -75,7 +75,7 @@ func readRows(rt *rapid.T, w *enginetest.World, sink int64, states ...string) ma
 	rt.Helper()
 	rows, err := w.Pool.Query(w.Ctx, `
 		SELECT o.id, o.event_type, o.count, o.delivered_count
-		FROM outbox o WHERE o.sink_id = $1 AND o.state = ANY ($2)`, sink, states)
+		FROM switchboard.outbox o WHERE o.sink_id = $1 AND o.state = ANY ($2)`, sink, states)
 	require.NoError(rt, err)
 	out := map[int64]outboxRow{}
 	for rows.Next() {
@@ -157,7 +157,7 @@ func TestHeldRowsCoalesce(t *testing.T) {
 		held := readRows(rt, w, sink, "held")
 		require.NotEmpty(rt, held, "%d rows fell due on a burst of %d", deadLetters+len(storms), burst)
 		var due time.Time
-		require.NoError(rt, w.Pool.QueryRow(w.Ctx, `SELECT min(due_at) FROM outbox WHERE sink_id = $1 AND state = 'held'`, sink).Scan(&due))
+		require.NoError(rt, w.Pool.QueryRow(w.Ctx, `SELECT min(due_at) FROM switchboard.outbox WHERE sink_id = $1 AND state = 'held'`, sink).Scan(&due))
 		require.True(rt, due.After(w.Clock.Now()), "held rows due before the clock moved")
 		w.Clock.Advance(due.Sub(w.Clock.Now()) + time.Second)
 		attempts = append(attempts, settle(rt, w)...)
@@ -186,7 +186,7 @@ func TestHeldRowsCoalesce(t *testing.T) {
 				break
 			}
 			var next time.Time
-			require.NoError(rt, w.Pool.QueryRow(w.Ctx, `SELECT min(due_at) FROM outbox WHERE sink_id = $1 AND state IN ('pending', 'held')`, sink).Scan(&next))
+			require.NoError(rt, w.Pool.QueryRow(w.Ctx, `SELECT min(due_at) FROM switchboard.outbox WHERE sink_id = $1 AND state IN ('pending', 'held')`, sink).Scan(&next))
 			w.Clock.Advance(max(next.Sub(w.Clock.Now()), 0) + time.Second)
 			attempts = append(attempts, settle(rt, w)...)
 		}
@@ -250,7 +250,7 @@ func TestRepeatDuringClaimIsCounted(t *testing.T) {
 	require.NoError(t, eng.Emit(w.Ctx, tx, quarantined(scope, 1)))
 
 	w.Clock.Advance(engine.QuarantineWindowDefault)
-	_, err = eng.FanOut(w.Ctx)
+	_, err = enginetest.FanOut(w.Ctx, eng)
 	require.NoError(t, err)
 	claimed, err := store.ClaimDue(w.Ctx, w.Pool, store.ClaimParams{
 		Instance: "probe", Now: w.Clock.Now(), TTL: time.Minute, Limit: 8, PerSink: 8,
@@ -259,11 +259,11 @@ func TestRepeatDuringClaimIsCounted(t *testing.T) {
 	require.Len(t, claimed, 1)
 	require.Equal(t, 1, claimed[0].Count, "the claim reads the one event committed before it")
 	require.NoError(t, tx.Commit(w.Ctx))
-	_, err = eng.FanOut(w.Ctx)
+	_, err = enginetest.FanOut(w.Ctx, eng)
 	require.NoError(t, err)
 
 	var rows, events int
-	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT count(*), sum(count) FROM outbox WHERE sink_id = $1`, sink).Scan(&rows, &events))
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT count(*), sum(count) FROM switchboard.outbox WHERE sink_id = $1`, sink).Scan(&rows, &events))
 	require.Equal(t, 2, rows, "the late repeat opened a row of its own")
 	require.Equal(t, 2, events, "every event is counted in exactly one row")
 }

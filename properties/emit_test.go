@@ -14,6 +14,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store/storetest"
@@ -28,6 +29,8 @@ func (nopDirectory) TeamRole(context.Context, int64, int64) (engine.Role, error)
 func (nopDirectory) Owned(context.Context, notifytype.OwnerScope, engine.Resource, []int64) ([]int64, error) {
 	return nil, nil
 }
+
+func (nopDirectory) KnownActor(context.Context, int64, int64) (bool, error) { return true, nil }
 
 // The world each check draws: three owner scopes, each with queues and
 // webhooks of its own, and sinks with random subscriptions.
@@ -138,11 +141,11 @@ func TestEmitProperties(t *testing.T) {
 	f := storetest.NewFactory(t, pool)
 	ctx := context.Background()
 	clock := clockwork.NewFakeClockAt(time.Now().UTC().Truncate(time.Second))
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: nopDirectory{}, Clock: clock, DatabaseClock: clock})
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: nopDirectory{}, Clock: clock}, clock))
 	require.NoError(t, err)
 
 	rapid.Check(t, func(rt *rapid.T) {
-		_, err := pool.Exec(ctx, `TRUNCATE outbox, outbox_events, subscriptions, sinks, connections CASCADE`)
+		_, err := pool.Exec(ctx, `TRUNCATE switchboard.outbox, switchboard.outbox_events, switchboard.subscriptions, switchboard.sinks, switchboard.connections CASCADE`)
 		require.NoError(rt, err)
 
 		// Sinks and subscriptions.
@@ -211,7 +214,7 @@ func TestEmitProperties(t *testing.T) {
 		for i := range fanErrs {
 			fanners.Go(func() {
 				for {
-					if _, err := eng.FanOut(ctx); err != nil {
+					if _, err := enginetest.FanOut(ctx, eng); err != nil {
 						fanErrs[i] = err
 						return
 					}
@@ -229,7 +232,7 @@ func TestEmitProperties(t *testing.T) {
 		for _, err := range append(errs, fanErrs...) {
 			require.NoError(rt, err)
 		}
-		_, err = eng.FanOut(ctx)
+		_, err = enginetest.FanOut(ctx, eng)
 		require.NoError(rt, err)
 
 		// The model: per sink, per key, the committed emits that match.
@@ -268,7 +271,7 @@ func TestEmitProperties(t *testing.T) {
 		rows, err := pool.Query(ctx, `
 			SELECT o.id, o.sink_id, o.dedup_key, o.event_type, o.owner, k.owner,
 			       o.count
-			FROM outbox o JOIN sinks k ON k.id = o.sink_id ORDER BY o.id`)
+			FROM switchboard.outbox o JOIN switchboard.sinks k ON k.id = o.sink_id ORDER BY o.id`)
 		require.NoError(rt, err)
 		got := map[string]bool{}
 		gotUnkeyed := map[string]int{}

@@ -310,7 +310,7 @@ func TestRetrySchedule(t *testing.T) {
 				continue
 			}
 			var due time.Time
-			require.NoError(rt, w.Pool.QueryRow(w.Ctx, `SELECT due_at FROM outbox WHERE id = $1`, row).Scan(&due))
+			require.NoError(rt, w.Pool.QueryRow(w.Ctx, `SELECT due_at FROM switchboard.outbox WHERE id = $1`, row).Scan(&due))
 			require.True(rt, want[k+1].due.Equal(due), "after attempt %d (%v) the row is due %v after the first; want %v",
 				k+1, answers[k], due.Sub(first), want[k+1].due.Sub(first))
 			if wait := due.Sub(w.Clock.Now()); wait > 0 {
@@ -324,13 +324,13 @@ func TestRetrySchedule(t *testing.T) {
 			class   *string
 			records int
 		)
-		require.NoError(rt, w.Pool.QueryRow(w.Ctx, `SELECT state, last_class FROM outbox WHERE id = $1`, row).Scan(&state, &class))
+		require.NoError(rt, w.Pool.QueryRow(w.Ctx, `SELECT state, last_class FROM switchboard.outbox WHERE id = $1`, row).Scan(&state, &class))
 		require.Equal(rt, last.state, state)
 		if last.class != notifytype.ClassNone {
 			require.NotNil(rt, class)
 			require.Equal(rt, string(last.class), *class)
 		}
-		require.NoError(rt, w.Pool.QueryRow(w.Ctx, `SELECT count(*) FROM delivery_records WHERE outbox_id = $1`, row).Scan(&records))
+		require.NoError(rt, w.Pool.QueryRow(w.Ctx, `SELECT count(*) FROM switchboard.delivery_records WHERE outbox_id = $1`, row).Scan(&records))
 		require.Equal(rt, len(want), records, "one delivery record per attempt")
 
 		// Nothing more is due, an hour later or ever.

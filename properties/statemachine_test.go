@@ -215,15 +215,15 @@ func (rc *smReceiver) checkOrder(ctx context.Context, serial int) int64 {
 	)
 	err := rc.w.Pool.QueryRow(ctx, `
 		WITH r AS (
-		    SELECT id, due_at, state, claimed_by, claim_expires_at FROM outbox
+		    SELECT id, due_at, state, claimed_by, claim_expires_at FROM switchboard.outbox
 		    WHERE sink_id = $1 AND payload->>'link_path' = $2
 		)
 		SELECT r.id, ARRAY(
-		    SELECT o.id FROM outbox o
+		    SELECT o.id FROM switchboard.outbox o
 		    WHERE r.state = 'claimed' AND r.claimed_by = ANY ($3) AND r.claim_expires_at > $4
 		      AND o.sink_id = $1 AND o.state = 'pending' AND (o.due_at, o.id) < (r.due_at, r.id)
-		      AND NOT EXISTS (SELECT 1 FROM delivery_records d WHERE d.outbox_id = o.id)
-		      AND NOT EXISTS (SELECT 1 FROM outbox c WHERE c.sink_id = $1 AND c.state = 'claimed'
+		      AND NOT EXISTS (SELECT 1 FROM switchboard.delivery_records d WHERE d.outbox_id = o.id)
+		      AND NOT EXISTS (SELECT 1 FROM switchboard.outbox c WHERE c.sink_id = $1 AND c.state = 'claimed'
 		                      AND c.claimed_by <> r.claimed_by))
 		FROM r`, sink, smLink(serial), live, rc.w.Clock.Now()).Scan(&row, &earlier)
 	switch {
@@ -242,7 +242,7 @@ func smDescribe(ctx context.Context, w *enginetest.World, sink int64) string {
 	err := w.Pool.QueryRow(ctx, `
 		SELECT string_agg(format(E'\n  row %s %s attempts %s due %s claimed by %s until %s token %s key %s count %s',
 		       id, state, attempts, due_at - $2, claimed_by, claim_expires_at - $2, claim_token, dedup_key, count), '' ORDER BY id)
-		FROM outbox WHERE sink_id = $1`, sink, enginetest.Start).Scan(&out)
+		FROM switchboard.outbox WHERE sink_id = $1`, sink, enginetest.Start).Scan(&out)
 	if err != nil {
 		return err.Error()
 	}
@@ -396,7 +396,7 @@ func TestDeliveryStateMachine(t *testing.T) {
 
 	rapid.Check(t, func(rt *rapid.T) {
 		require.NoError(rt, w.Reset())
-		_, err := w.Pool.Exec(w.Ctx, `DELETE FROM outbox_instances`)
+		_, err := w.Pool.Exec(w.Ctx, `DELETE FROM switchboard.outbox_instances`)
 		require.NoError(rt, err)
 		m := &smMachine{w: w, mgr: mgr, rcs: rcs, emitted: map[int64]int{}, allowance: map[int64]int{},
 			expiredOf: map[[2]int64]bool{}, logFrom: len(w.Logs.String())}
@@ -507,7 +507,7 @@ func (m *smMachine) waitForBeats(rt *rapid.T) {
 	for {
 		var fresh int
 		require.NoError(rt, m.w.Pool.QueryRow(m.w.Ctx, `
-			SELECT count(*) FROM outbox_instances WHERE name = ANY ($1) AND alive_until > $2`,
+			SELECT count(*) FROM switchboard.outbox_instances WHERE name = ANY ($1) AND alive_until > $2`,
 			live, m.w.Clock.Now().Add(smMaxStep)).Scan(&fresh))
 		if fresh == len(live) {
 			return
@@ -524,7 +524,7 @@ func (m *smMachine) waitForBeats(rt *rapid.T) {
 func (m *smMachine) countExpired(rt *rapid.T) {
 	rt.Helper()
 	rows, err := m.w.Pool.Query(m.w.Ctx, `
-		SELECT id, claim_token FROM outbox WHERE state = 'claimed' AND claim_expires_at <= $1`, m.w.Clock.Now())
+		SELECT id, claim_token FROM switchboard.outbox WHERE state = 'claimed' AND claim_expires_at <= $1`, m.w.Clock.Now())
 	require.NoError(rt, err)
 	pairs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]int64, error) {
 		var p [2]int64
@@ -572,7 +572,7 @@ func (m *smMachine) crash(rt *rapid.T) {
 		}
 		m.w.NextAttempt(5 * time.Millisecond)
 	}
-	rows, err := m.w.Pool.Query(m.w.Ctx, `SELECT id FROM outbox WHERE claimed_by = $1`, e.name)
+	rows, err := m.w.Pool.Query(m.w.Ctx, `SELECT id FROM switchboard.outbox WHERE claimed_by = $1`, e.name)
 	require.NoError(rt, err)
 	held, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	require.NoError(rt, err)
@@ -626,13 +626,13 @@ func (m *smMachine) settle(rt *rapid.T) {
 	for {
 		var busy int
 		require.NoError(rt, m.w.Pool.QueryRow(m.w.Ctx, `
-			WITH dead AS (SELECT name FROM outbox_instances WHERE alive_until <= $1),
+			WITH dead AS (SELECT name FROM switchboard.outbox_instances WHERE alive_until <= $1),
 			blocked AS (
-			    SELECT DISTINCT sink_id FROM outbox
+			    SELECT DISTINCT sink_id FROM switchboard.outbox
 			    WHERE state = 'claimed' AND claimed_by <> ALL ($2) AND claim_expires_at > $1
 			      AND claimed_by NOT IN (SELECT name FROM dead)
 			)
-			SELECT count(*) FROM outbox o
+			SELECT count(*) FROM switchboard.outbox o
 			WHERE (o.state = 'claimed' AND (o.claimed_by = ANY ($2) OR o.claim_expires_at <= $1
 			                                OR o.claimed_by IN (SELECT name FROM dead)))
 			   OR (o.state IN ('pending', 'held') AND o.due_at <= $1
@@ -662,10 +662,10 @@ func (m *smMachine) check(rt *rapid.T) {
 	)
 	require.NoError(rt, w.Pool.QueryRow(w.Ctx, `
 		SELECT
-		  (SELECT count(*) FROM outbox WHERE attempts > $1),
-		  (SELECT count(*) FROM (SELECT 1 FROM outbox WHERE state IN ('pending', 'held') AND dedup_key IS NOT NULL
+		  (SELECT count(*) FROM switchboard.outbox WHERE attempts > $1),
+		  (SELECT count(*) FROM (SELECT 1 FROM switchboard.outbox WHERE state IN ('pending', 'held') AND dedup_key IS NOT NULL
 		                         GROUP BY sink_id, dedup_key HAVING count(*) > 1) x),
-		  (SELECT count(*) FROM delivery_records WHERE attempt > $1)`,
+		  (SELECT count(*) FROM switchboard.delivery_records WHERE attempt > $1)`,
 		engine.MaxAttempts).Scan(&overCap, &openTwice, &records7))
 	require.Zero(rt, overCap, "rows past %d attempts", engine.MaxAttempts)
 	require.Zero(rt, records7, "delivery records of an attempt past %d", engine.MaxAttempts)
@@ -675,7 +675,7 @@ func (m *smMachine) check(rt *rapid.T) {
 		// Every event emitted is in a row's count: its own row, or the
 		// row that took it in as a repeat.
 		var events int
-		require.NoError(rt, w.Pool.QueryRow(w.Ctx, `SELECT coalesce(sum(count), 0) FROM outbox WHERE sink_id = $1`,
+		require.NoError(rt, w.Pool.QueryRow(w.Ctx, `SELECT coalesce(sum(count), 0) FROM switchboard.outbox WHERE sink_id = $1`,
 			sink).Scan(&events))
 		require.Equal(rt, m.emitted[sink], events, "events of sink %d against those emitted", sink)
 		m.checkBudget(rt, sink, m.perHour[i], m.burst[i])
@@ -729,7 +729,7 @@ func (m *smMachine) allEngines() []*smEngine {
 func (m *smMachine) checkBudget(rt *rapid.T, sink int64, perHour, burst int) {
 	rt.Helper()
 	rows, err := m.w.Pool.Query(m.w.Ctx, `
-		SELECT sent_at FROM delivery_records WHERE sink_id = $1 AND counts_budget ORDER BY sent_at`, sink)
+		SELECT sent_at FROM switchboard.delivery_records WHERE sink_id = $1 AND counts_budget ORDER BY sent_at`, sink)
 	require.NoError(rt, err)
 	sent, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
 	require.NoError(rt, err)
@@ -788,9 +788,9 @@ func (m *smMachine) settleAll(rt *rapid.T) {
 		require.NoError(rt, m.w.Pool.QueryRow(m.w.Ctx, `
 			SELECT coalesce(sum(delivered_count) FILTER (WHERE state = 'delivered'), 0),
 			       coalesce(sum(count) FILTER (WHERE state <> 'delivered'), 0),
-			       ARRAY(SELECT DISTINCT d.outbox_id FROM delivery_records d
+			       ARRAY(SELECT DISTINCT d.outbox_id FROM switchboard.delivery_records d
 			             WHERE d.sink_id = $1 AND d.status = 'delivered' AND d.outbox_id IS NOT NULL)
-			FROM outbox WHERE sink_id = $1`, sink).Scan(&deliveredEvents, &otherEvents, &alone))
+			FROM switchboard.outbox WHERE sink_id = $1`, sink).Scan(&deliveredEvents, &otherEvents, &alone))
 		require.Equal(rt, m.emitted[sink], deliveredEvents+otherEvents, "events of sink %d", sink)
 		receipts, _ := m.rcs[i].snapshot()
 		got, okRows := 0, map[int64]bool{}

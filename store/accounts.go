@@ -132,6 +132,20 @@ func TeamRole(ctx context.Context, db DBTX, teamID, humanID int64) (string, erro
 	return role, nil
 }
 
+// KnownActor reports whether humanID is a human and, when endpointID is
+// not 0, whether endpointID is an endpoint accountable to that human.
+func KnownActor(ctx context.Context, db DBTX, humanID, endpointID int64) (bool, error) {
+	var ok bool
+	err := db.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM humans WHERE id = $1)
+		   AND ($2::bigint = 0 OR EXISTS (SELECT 1 FROM endpoints WHERE id = $2 AND accountable_human_id = $1))`,
+		humanID, endpointID).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("error looking up human %d: %w", humanID, err)
+	}
+	return ok, nil
+}
+
 // InsertAPIToken stores the SHA-256 hash of an operator API token for the
 // human and returns the token's row id. The token itself is never stored.
 func InsertAPIToken(ctx context.Context, db DBTX, humanID int64, tokenHash []byte) (int64, error) {

@@ -37,7 +37,7 @@ func RecentNotifications(ctx context.Context, db DBTX, owners []string, linkPath
 			o.count, o.attempts, coalesce(o.last_class, ''),
 			coalesce(o.payload->>'title', ''), coalesce(o.payload->>'place', ''), coalesce(o.payload->>'summary', ''),
 			coalesce(o.payload->>'link_path', ''), o.created_at, o.due_at
-		FROM outbox o LEFT JOIN sinks s ON s.id = o.sink_id
+		FROM switchboard.outbox o LEFT JOIN switchboard.sinks s ON s.id = o.sink_id
 		WHERE o.owner = ANY($1) AND ($2 = '' OR o.payload->>'link_path' = $2)
 		ORDER BY o.id DESC LIMIT $3`, owners, linkPath, limit)
 	if err != nil {
@@ -70,7 +70,7 @@ func LastDeliveryRecords(ctx context.Context, db DBTX, sinkIDs []int64) ([]Deliv
 	if len(sinkIDs) == 0 {
 		return nil, nil
 	}
-	return queryDeliveryRecords(ctx, db, `WHERE id IN (SELECT (SELECT d.id FROM delivery_records d WHERE d.sink_id = s
+	return queryDeliveryRecords(ctx, db, `WHERE id IN (SELECT (SELECT d.id FROM switchboard.delivery_records d WHERE d.sink_id = s
 		ORDER BY d.id DESC LIMIT 1) FROM unnest($1::bigint[]) s) ORDER BY sink_id`, sinkIDs)
 }
 
@@ -78,7 +78,7 @@ func queryDeliveryRecords(ctx context.Context, db DBTX, where string, args ...an
 	rows, err := db.Query(ctx, `
 		SELECT id, sink_id, owner, coalesce(outbox_id, 0), event_type, attempt, is_test, counts_budget,
 		       coalesced_rows, status, coalesce(class, ''), coalesce(http_status, 0), sent_at, finished_at
-		FROM delivery_records `+where, args...)
+		FROM switchboard.delivery_records `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("error listing delivery records: %w", err)
 	}

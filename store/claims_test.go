@@ -17,7 +17,7 @@ func claimedRow(t *testing.T, pool *pgxpool.Pool, sink int64, instance string, t
 	t.Helper()
 	var id int64
 	require.NoError(t, pool.QueryRow(context.Background(), `
-		INSERT INTO outbox (sink_id, owner, event_type, severity, payload, due_at, state, claimed_by, claim_expires_at,
+		INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, payload, due_at, state, claimed_by, claim_expires_at,
 		                    claim_token, dedup_key, windowed, attempts, first_attempt_at)
 		VALUES ($1, 'human:1', 'todo.dead_lettered', 'normal', '{"title": "t"}', now(), 'claimed', $2,
 		        now() + interval '1 minute', $3, nullif($4, ''), $5, 1, now())
@@ -30,7 +30,7 @@ func openRow(t *testing.T, pool *pgxpool.Pool, sink int64, key string, count int
 	t.Helper()
 	var id int64
 	require.NoError(t, pool.QueryRow(context.Background(), `
-		INSERT INTO outbox (sink_id, owner, event_type, severity, payload, due_at, dedup_key, count, windowed)
+		INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, payload, due_at, dedup_key, count, windowed)
 		VALUES ($1, 'human:1', $4, CASE WHEN $4 = 'relay.exhausted' THEN 'high' ELSE 'normal' END,
 		        jsonb_build_object('title', $4::text), now(), nullif($2, ''), $3, $5)
 		RETURNING id`, sink, key, count, eventType, windowed).Scan(&id))
@@ -91,7 +91,7 @@ func TestARowGoingBackTakesInTheRepeatOfItsKey(t *testing.T) {
 				var eventType, severity, title string
 				require.NoError(t, pool.QueryRow(ctx, `
 					SELECT array_agg(id), max(count), max(event_type), max(severity), max(payload->>'title')
-					FROM outbox WHERE dedup_key = $1`, key).Scan(&ids, &count, &eventType, &severity, &title))
+					FROM switchboard.outbox WHERE dedup_key = $1`, key).Scan(&ids, &count, &eventType, &severity, &title))
 				require.Equal(t, []int64{row.ID}, ids, "%s: the repeat's row %d is taken in", tc.name, repeat)
 				require.Equal(t, tc.wantCount, count, tc.name)
 				require.Equal(t, tc.wantType, eventType, tc.name)
@@ -154,16 +154,16 @@ func TestAnOldClaimsStatementsChangeNothing(t *testing.T) {
 			row := claimedRow(t, pool, sink, "instance-a", 1002, "", false) // claimed again
 			_, err := pool.Exec(ctx, `
 				WITH rec AS (
-				    INSERT INTO delivery_records (sink_id, owner, outbox_id, event_type, status, sent_at)
+				    INSERT INTO switchboard.delivery_records (sink_id, owner, outbox_id, event_type, status, sent_at)
 				    VALUES ($2, 'human:1', $1, 'todo.dead_lettered', 'sending', now()) RETURNING id
 				)
-				UPDATE outbox SET attempt_record_id = (SELECT id FROM rec) WHERE id = $1`, row.ID, sink)
+				UPDATE switchboard.outbox SET attempt_record_id = (SELECT id FROM rec) WHERE id = $1`, row.ID, sink)
 			require.NoError(t, err)
 			before := rowJSON(t, pool, row.ID)
 			old.ID = row.ID
 			require.NoError(t, run(old))
 			require.Equal(t, before, rowJSON(t, pool, row.ID), "the old claim changed the row")
-			require.Equal(t, 1, count(t, pool, `SELECT count(*) FROM delivery_records WHERE outbox_id = $1 AND status = 'sending'`, row.ID),
+			require.Equal(t, 1, count(t, pool, `SELECT count(*) FROM switchboard.delivery_records WHERE outbox_id = $1 AND status = 'sending'`, row.ID),
 				"the new claim's attempt is not closed as abandoned")
 			require.NoError(t, run(row), "the new claim's statement runs")
 		})
@@ -177,7 +177,7 @@ func TestAnAttemptPastTheCapDoesNotStart(t *testing.T) {
 	pool, sink := newHeldRowsDB(t)
 	ctx := context.Background()
 	row := claimedRow(t, pool, sink, "instance-a", 1001, "", false)
-	_, err := pool.Exec(ctx, `UPDATE outbox SET attempts = 7 WHERE id = $1`, row.ID)
+	_, err := pool.Exec(ctx, `UPDATE switchboard.outbox SET attempts = 7 WHERE id = $1`, row.ID)
 	require.NoError(t, err)
 	var started []store.StartedRow
 	b := &pgx.Batch{}
@@ -186,8 +186,8 @@ func TestAnAttemptPastTheCapDoesNotStart(t *testing.T) {
 	require.Empty(t, started)
 	_, _, err = store.StartAttempt(ctx, pool, row, "instance-a", time.Now(), time.Minute, 7)
 	require.ErrorIs(t, err, store.ErrClaimLost)
-	require.Equal(t, 7, count(t, pool, `SELECT attempts FROM outbox WHERE id = $1`, row.ID))
-	require.Zero(t, count(t, pool, `SELECT count(*) FROM delivery_records`))
+	require.Equal(t, 7, count(t, pool, `SELECT attempts FROM switchboard.outbox WHERE id = $1`, row.ID))
+	require.Zero(t, count(t, pool, `SELECT count(*) FROM switchboard.delivery_records`))
 }
 
 // Claims run one at a time across instances, each reading the rows the
@@ -228,7 +228,7 @@ func TestClaimsKeepOneInstancePerSink(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond, "instance b's claim waits for a's")
 	require.NoError(t, a.Commit(ctx))
 	require.Empty(t, <-got, "instance b leaves the sink to instance a")
-	require.Equal(t, 2, count(t, pool, `SELECT count(*) FROM outbox WHERE state = 'claimed' AND claimed_by = 'instance-a'`))
+	require.Equal(t, 2, count(t, pool, `SELECT count(*) FROM switchboard.outbox WHERE state = 'claimed' AND claimed_by = 'instance-a'`))
 }
 
 // An instance that stopped beating (it died) holds its rows no longer: a
@@ -259,13 +259,13 @@ func TestADeadInstancesRowsAreClaimedAtOnce(t *testing.T) {
 	require.Equal(t, alive.ID, rows[0].ID)
 
 	require.NoError(t, store.Unbeat(ctx, pool, "instance-alive"))
-	require.Zero(t, count(t, pool, `SELECT count(*) FROM outbox_instances WHERE name = 'instance-alive'`))
+	require.Zero(t, count(t, pool, `SELECT count(*) FROM switchboard.outbox_instances WHERE name = 'instance-alive'`))
 }
 
 func rowJSON(t *testing.T, pool *pgxpool.Pool, id int64) string {
 	t.Helper()
 	var s string
-	require.NoError(t, pool.QueryRow(context.Background(), `SELECT to_jsonb(o)::text FROM outbox o WHERE id = $1`, id).Scan(&s))
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT to_jsonb(o)::text FROM switchboard.outbox o WHERE id = $1`, id).Scan(&s))
 	return s
 }
 

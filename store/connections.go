@@ -55,7 +55,7 @@ func scanConnection(row pgx.Row) (Connection, error) {
 // sealed with the row id, so it is set after, by SetConnectionSecret in the
 // same transaction). It fills c.ID and c.CreatedAt.
 func InsertConnection(ctx context.Context, db DBTX, c Connection) (Connection, error) {
-	row := db.QueryRow(ctx, `INSERT INTO connections (owner, kind, name, account_key, created_by_human_id)
+	row := db.QueryRow(ctx, `INSERT INTO switchboard.connections (owner, kind, name, account_key, created_by_human_id)
 		VALUES ($1, $2, $3, $4, NULLIF($5::bigint, 0)) RETURNING `+connectionColumns,
 		c.Owner.String(), c.Kind, c.Name, c.AccountKey, c.CreatedByHumanID)
 	out, err := scanConnection(row)
@@ -70,7 +70,7 @@ func InsertConnection(ctx context.Context, db DBTX, c Connection) (Connection, e
 
 // SetConnectionSecret stores a sealed secret on a connection row.
 func SetConnectionSecret(ctx context.Context, db DBTX, id int64, sealed []byte) error {
-	tag, err := db.Exec(ctx, `UPDATE connections SET secret = $2 WHERE id = $1`, id, sealed)
+	tag, err := db.Exec(ctx, `UPDATE switchboard.connections SET secret = $2 WHERE id = $1`, id, sealed)
 	if err != nil {
 		return fmt.Errorf("error storing connection secret: %w", err)
 	}
@@ -83,7 +83,7 @@ func SetConnectionSecret(ctx context.Context, db DBTX, id int64, sealed []byte) 
 // GetConnection reads one connection by id, whatever its scope; the caller
 // checks the scope. A missing row is pgx.ErrNoRows.
 func GetConnection(ctx context.Context, db DBTX, id int64) (Connection, error) {
-	c, err := scanConnection(db.QueryRow(ctx, `SELECT `+connectionColumns+` FROM connections WHERE id = $1`, id))
+	c, err := scanConnection(db.QueryRow(ctx, `SELECT `+connectionColumns+` FROM switchboard.connections WHERE id = $1`, id))
 	if err != nil {
 		return Connection{}, fmt.Errorf("error reading connection: %w", err)
 	}
@@ -92,7 +92,7 @@ func GetConnection(ctx context.Context, db DBTX, id int64) (Connection, error) {
 
 // ListConnections reads the connections of one owner scope, by name.
 func ListConnections(ctx context.Context, db DBTX, owner notifytype.OwnerScope) ([]Connection, error) {
-	rows, err := db.Query(ctx, `SELECT `+connectionColumns+` FROM connections WHERE owner = $1 ORDER BY name, id`, owner.String())
+	rows, err := db.Query(ctx, `SELECT `+connectionColumns+` FROM switchboard.connections WHERE owner = $1 ORDER BY name, id`, owner.String())
 	if err != nil {
 		return nil, fmt.Errorf("error listing connections: %w", err)
 	}
@@ -107,8 +107,8 @@ func ListConnections(ctx context.Context, db DBTX, owner notifytype.OwnerScope) 
 // connection.
 func ConnectionInUse(ctx context.Context, db DBTX, id int64) (bool, error) {
 	var used bool
-	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sinks WHERE connection_id = $1)
-		OR EXISTS (SELECT 1 FROM digests WHERE cairn_connection_id = $1)`, id).Scan(&used)
+	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM switchboard.sinks WHERE connection_id = $1)
+		OR EXISTS (SELECT 1 FROM switchboard.digests WHERE cairn_connection_id = $1)`, id).Scan(&used)
 	if err != nil {
 		return false, fmt.Errorf("error checking connection use: %w", err)
 	}
@@ -118,7 +118,7 @@ func ConnectionInUse(ctx context.Context, db DBTX, id int64) (bool, error) {
 // DeleteConnection deletes a connection. A connection still referenced is
 // ErrConnectionInUse; a missing one is pgx.ErrNoRows.
 func DeleteConnection(ctx context.Context, db DBTX, id int64) error {
-	tag, err := db.Exec(ctx, `DELETE FROM connections WHERE id = $1`, id)
+	tag, err := db.Exec(ctx, `DELETE FROM switchboard.connections WHERE id = $1`, id)
 	if isForeignKeyViolation(err) {
 		return ErrConnectionInUse
 	}

@@ -180,23 +180,23 @@ func queueClaimDue(b *pgx.Batch, p ClaimParams, rows *[]OutboxRow) {
 // claimDueSQL is ClaimDue's statement; its arguments are ClaimParams.args.
 const claimDueSQL = `
 		WITH dead AS MATERIALIZED (
-		    SELECT name FROM outbox_instances WHERE alive_until <= $2 AND name <> $1
+		    SELECT name FROM switchboard.outbox_instances WHERE alive_until <= $2 AND name <> $1
 		), elsewhere AS MATERIALIZED (
-		    SELECT sink_id FROM outbox
+		    SELECT sink_id FROM switchboard.outbox
 		    WHERE state = 'claimed' AND claimed_by < $1 AND claim_expires_at > $2
 		      AND claimed_by NOT IN (SELECT name FROM dead)
 		    UNION
-		    SELECT sink_id FROM outbox
+		    SELECT sink_id FROM switchboard.outbox
 		    WHERE state = 'claimed' AND claimed_by > $1 AND claim_expires_at > $2
 		      AND claimed_by NOT IN (SELECT name FROM dead)
 		), due AS (
-		    SELECT id, sink_id, due_at FROM outbox
+		    SELECT id, sink_id, due_at FROM switchboard.outbox
 		    WHERE state = 'pending' AND due_at <= $2 AND sink_id <> ALL ($6::bigint[])
 		      AND sink_id NOT IN (SELECT sink_id FROM elsewhere)
 		    ORDER BY due_at, id
 		    LIMIT $4 * 4
 		), expired AS (
-		    SELECT id, sink_id, due_at FROM outbox
+		    SELECT id, sink_id, due_at FROM switchboard.outbox
 		    WHERE $7 AND state = 'claimed' AND sink_id <> ALL ($6::bigint[])
 		      AND (claim_expires_at <= $2 OR claimed_by IN (SELECT name FROM dead))
 		      AND NOT (claimed_by = $1 AND id = ANY ($8::bigint[]))
@@ -210,13 +210,13 @@ const claimDueSQL = `
 		), picked AS (
 		    SELECT id FROM ranked WHERE n <= $5 ORDER BY due_at, id LIMIT $4
 		), chosen AS (
-		    SELECT o.id FROM picked JOIN outbox o ON o.id = picked.id
+		    SELECT o.id FROM picked JOIN switchboard.outbox o ON o.id = picked.id
 		    WHERE (o.state = 'pending' AND o.due_at <= $2)
 		       OR (o.state = 'claimed' AND (o.claim_expires_at <= $2 OR o.claimed_by IN (SELECT name FROM dead)))
 		    FOR UPDATE OF o SKIP LOCKED
 		)
-		UPDATE outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval,
-		       claim_token = (SELECT nextval('outbox_claim_token'))
+		UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval,
+		       claim_token = (SELECT nextval('switchboard.outbox_claim_token'))
 		WHERE o.id = ANY (ARRAY(SELECT id FROM chosen))
 		RETURNING ` + claimedRowColumns
 
@@ -247,7 +247,7 @@ func AnalyzeOutbox(ctx context.Context, db BatchSender) error {
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(`SET LOCAL default_statistics_target = 10`)
-	b.Queue(`ANALYZE outbox (id, sink_id, state, due_at, claimed_by, claim_expires_at)`)
+	b.Queue(`ANALYZE switchboard.outbox (id, sink_id, state, due_at, claimed_by, claim_expires_at)`)
 	b.Queue(`COMMIT`)
 	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("error analyzing the outbox: %w", err)
@@ -278,7 +278,7 @@ func FanOutAndClaim(ctx context.Context, db BatchSender, fanOutLimit int, p Clai
 // HeldDueSinks lists sinks with held rows whose token has returned.
 func HeldDueSinks(ctx context.Context, db DBTX, now time.Time, limit int) ([]int64, error) {
 	ids, err := collectIDs(db.Query(ctx, `
-		SELECT DISTINCT sink_id FROM outbox WHERE state = 'held' AND due_at <= $1 LIMIT $2`, now, limit))
+		SELECT DISTINCT sink_id FROM switchboard.outbox WHERE state = 'held' AND due_at <= $1 LIMIT $2`, now, limit))
 	if err != nil {
 		return nil, fmt.Errorf("error listing sinks with held rows: %w", err)
 	}
@@ -291,9 +291,9 @@ func NextWake(ctx context.Context, db DBTX) (t time.Time, ok bool, err error) {
 	var next *time.Time
 	err = db.QueryRow(ctx, `
 		SELECT least(
-		    (SELECT min(due_at) FROM outbox WHERE state = 'pending'),
-		    (SELECT min(due_at) FROM outbox WHERE state = 'held'),
-		    (SELECT min(claim_expires_at) FROM outbox WHERE state = 'claimed'))`).Scan(&next)
+		    (SELECT min(due_at) FROM switchboard.outbox WHERE state = 'pending'),
+		    (SELECT min(due_at) FROM switchboard.outbox WHERE state = 'held'),
+		    (SELECT min(claim_expires_at) FROM switchboard.outbox WHERE state = 'claimed'))`).Scan(&next)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("error reading next due time: %w", err)
 	}
@@ -327,7 +327,7 @@ func LockSinkForDelivery(ctx context.Context, tx DBTX, sinkID int64) (SinkForDel
 	err := tx.QueryRow(ctx, `
 		SELECT k.id, k.owner, k.kind, k.enabled, k.options, k.budget_per_hour, k.budget_burst,
 		       c.id, c.owner, c.kind, c.account_key, c.secret
-		FROM sinks k JOIN connections c ON c.id = k.connection_id
+		FROM switchboard.sinks k JOIN switchboard.connections c ON c.id = k.connection_id
 		WHERE k.id = $1
 		FOR UPDATE OF k`, sinkID).Scan(&s.ID, &s.Owner, &s.Kind, &s.Enabled, &s.Options, &s.PerHour, &s.Burst,
 		&s.ConnectionID, &s.ConnectionOwner, &s.ConnectionKind, &s.BaseURL, &s.SealedSecret)
@@ -344,7 +344,7 @@ func GetSinkForDelivery(ctx context.Context, db DBTX, sinkID int64) (SinkForDeli
 	err := db.QueryRow(ctx, `
 		SELECT k.id, k.owner, k.kind, k.enabled, k.options, k.budget_per_hour, k.budget_burst,
 		       c.id, c.owner, c.kind, c.account_key, c.secret
-		FROM sinks k JOIN connections c ON c.id = k.connection_id
+		FROM switchboard.sinks k JOIN switchboard.connections c ON c.id = k.connection_id
 		WHERE k.id = $1`, sinkID).Scan(&s.ID, &s.Owner, &s.Kind, &s.Enabled, &s.Options, &s.PerHour, &s.Burst,
 		&s.ConnectionID, &s.ConnectionOwner, &s.ConnectionKind, &s.BaseURL, &s.SealedSecret)
 	if err != nil {
@@ -358,7 +358,7 @@ func GetSinkForDelivery(ctx context.Context, db DBTX, sinkID int64) (SinkForDeli
 func BudgetTAT(ctx context.Context, db DBTX, sinkID int64) (time.Time, error) {
 	var tat *time.Time
 	err := db.QueryRow(ctx, `
-		SELECT max(budget_tat) FROM delivery_records WHERE sink_id = $1 AND counts_budget`, sinkID).Scan(&tat)
+		SELECT max(budget_tat) FROM switchboard.delivery_records WHERE sink_id = $1 AND counts_budget`, sinkID).Scan(&tat)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("error reading sink %d budget: %w", sinkID, err)
 	}
@@ -409,7 +409,7 @@ const heldRowsPlan = `SET LOCAL enable_seqscan = off`
 // its claim expires (TestHeldRowStatementsFollowARowChangedMeanwhile).
 func heldRowsByTID(list string) string {
 	return `u AS MATERIALIZED (
-		    SELECT u.*, (SELECT ctid FROM outbox WHERE id = u.id) AS tid FROM ` + list + `
+		    SELECT u.*, (SELECT ctid FROM switchboard.outbox WHERE id = u.id) AS tid FROM ` + list + `
 		)`
 }
 
@@ -441,15 +441,15 @@ func QueueCloseAbandoned(b *pgx.Batch, rows []Claimed, instance string, now time
 var closeAbandonedSQL = `
 		WITH ` + heldRowsByTID(`unnest($1::bigint[], $4::bigint[]) AS u(id, token)`) + `,
 		mine AS (
-		    SELECT o.id, o.attempt_record_id FROM u JOIN outbox o ON o.ctid = u.tid
+		    SELECT o.id, o.attempt_record_id FROM u JOIN switchboard.outbox o ON o.ctid = u.tid
 		    WHERE o.claimed_by = $3 AND o.claim_token = u.token
 		), targets AS (
 		    SELECT id AS row_id, attempt_record_id AS rec FROM mine WHERE attempt_record_id IS NOT NULL
 		    UNION
-		    SELECT d.outbox_id, d.id FROM delivery_records d JOIN mine ON d.outbox_id = mine.id
+		    SELECT d.outbox_id, d.id FROM switchboard.delivery_records d JOIN mine ON d.outbox_id = mine.id
 		    WHERE d.status = 'sending'
 		), closed AS (
-		    UPDATE delivery_records SET status = 'failed', class = 'abandoned', finished_at = $2
+		    UPDATE switchboard.delivery_records SET status = 'failed', class = 'abandoned', finished_at = $2
 		    WHERE status = 'sending' AND id IN (SELECT rec FROM targets)
 		    RETURNING id
 		)
@@ -474,7 +474,7 @@ func StartAttempt(ctx context.Context, tx DBTX, row Claimed, instance string, no
 		return OutboxRow{}, 0, err
 	}
 	rows, err := collectOutboxRows(tx.Query(ctx, `
-		UPDATE outbox o SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, $3),
+		UPDATE switchboard.outbox o SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, $3),
 		       claim_expires_at = $3 + $4::interval
 		WHERE id = $1 AND claimed_by = $2 AND claim_token = $5 AND attempts < $6
 		RETURNING `+outboxRowColumns, row.ID, instance, now, ttl, row.Token, maxAttempts))
@@ -503,10 +503,10 @@ func ReleaseRows(ctx context.Context, db DBTX, rows []Claimed, instance string) 
 var releaseRowsSQL = `
 		WITH ` + heldRowsByTID(`unnest($1::bigint[], $2::bigint[]) AS u(id, token)`) + `,
 		mine AS (
-		    SELECT o.id, o.sink_id, o.dedup_key, 'pending' AS state FROM u JOIN outbox o ON o.ctid = u.tid
+		    SELECT o.id, o.sink_id, o.dedup_key, 'pending' AS state FROM u JOIN switchboard.outbox o ON o.ctid = u.tid
 		    WHERE o.claimed_by = $3 AND o.claim_token = u.token
 		), ` + absorbRepeats("mine") + `
-		UPDATE outbox SET state = 'pending', claimed_by = NULL, claim_expires_at = NULL, claim_token = NULL,
+		UPDATE switchboard.outbox SET state = 'pending', claimed_by = NULL, claim_expires_at = NULL, claim_token = NULL,
 		       ` + absorbedSet + `, payload = ` + absorbedPayload + `
 		FROM u LEFT JOIN extra ON extra.keep = u.id
 		WHERE outbox.ctid = u.tid AND outbox.claimed_by = $3 AND outbox.claim_token = u.token`
@@ -532,7 +532,7 @@ var releaseRowsSQL = `
 // own, and the second try takes the new row in.
 func absorbRepeats(mine string) string {
 	return `absorbed AS (
-		    DELETE FROM outbox x USING ` + mine + ` r
+		    DELETE FROM switchboard.outbox x USING ` + mine + ` r
 		    WHERE r.state IN ('pending', 'held') AND r.dedup_key IS NOT NULL
 		      AND x.sink_id = r.sink_id AND x.dedup_key = r.dedup_key AND x.state IN ('pending', 'held')
 		      AND x.id <> r.id
@@ -558,12 +558,12 @@ const (
 
 // FinishHeldAtCap ends a sink's held rows that have had their last attempt
 // (cap) as undeliverable, so a coalesced message never attempts a row
-// again past the cap; it returns their ids.
-func FinishHeldAtCap(ctx context.Context, tx DBTX, sinkID int64, limit int, now time.Time) ([]int64, error) {
-	ids, err := collectIDs(tx.Query(ctx, `
-		UPDATE outbox SET state = 'undeliverable', payload = `+finishedPayload+`, finished_at = $3
+// again past the cap; it returns them with their last error class.
+func FinishHeldAtCap(ctx context.Context, tx DBTX, sinkID int64, limit int, now time.Time) ([]FinishedRow, error) {
+	ids, err := collectFinishedRows(tx.Query(ctx, `
+		UPDATE switchboard.outbox SET state = 'undeliverable', payload = `+finishedPayload+`, finished_at = $3
 		WHERE sink_id = $1 AND state = 'held' AND attempts >= $2
-		RETURNING id`, sinkID, limit, now))
+		RETURNING id, coalesce(last_class, '')`, sinkID, limit, now))
 	if err != nil {
 		return nil, fmt.Errorf("error finishing held rows at the cap of sink %d: %w", sinkID, err)
 	}
@@ -574,10 +574,10 @@ func FinishHeldAtCap(ctx context.Context, tx DBTX, sinkID int64, limit int, now 
 func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now time.Time, ttl time.Duration) ([]OutboxRow, error) {
 	rows, err := collectOutboxRows(tx.Query(ctx, `
 		WITH held AS (
-		    SELECT id FROM outbox WHERE sink_id = $1 AND state = 'held' ORDER BY id FOR UPDATE SKIP LOCKED
+		    SELECT id FROM switchboard.outbox WHERE sink_id = $1 AND state = 'held' ORDER BY id FOR UPDATE SKIP LOCKED
 		)
-		UPDATE outbox o SET state = 'claimed', claimed_by = $2, claim_expires_at = $3::timestamptz + $4::interval,
-		       claim_token = (SELECT nextval('outbox_claim_token')),
+		UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $2, claim_expires_at = $3::timestamptz + $4::interval,
+		       claim_token = (SELECT nextval('switchboard.outbox_claim_token')),
 		       attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, $3::timestamptz)
 		FROM held WHERE o.id = held.id
 		RETURNING `+outboxRowColumns, sinkID, instance, now, ttl))
@@ -616,12 +616,12 @@ func InsertDeliveryRecord(ctx context.Context, db DBTX, r DeliveryRecord) (int64
 	var id int64
 	err := db.QueryRow(ctx, `
 		WITH rec AS (
-		    INSERT INTO delivery_records (sink_id, owner, outbox_id, event_type, attempt, is_test, counts_budget,
+		    INSERT INTO switchboard.delivery_records (sink_id, owner, outbox_id, event_type, attempt, is_test, counts_budget,
 		                                  coalesced_rows, status, sent_at, budget_tat)
 		    VALUES ($1, $2, nullif($3, 0), $4, $5, $6, $7, $8, 'sending', $9, $10)
 		    RETURNING id
 		), link AS (
-		    UPDATE outbox SET attempt_record_id = (SELECT id FROM rec) WHERE id = ANY ($11::bigint[])
+		    UPDATE switchboard.outbox SET attempt_record_id = (SELECT id FROM rec) WHERE id = ANY ($11::bigint[])
 		)
 		SELECT id FROM rec`,
 		r.SinkID, r.Owner, r.OutboxID, r.EventType, max(r.Attempt, 1), r.IsTest, r.CountsBudget,
@@ -635,7 +635,7 @@ func InsertDeliveryRecord(ctx context.Context, db DBTX, r DeliveryRecord) (int64
 // FinishDeliveryRecord records how an attempt ended.
 func FinishDeliveryRecord(ctx context.Context, db DBTX, id int64, status, class string, httpStatus int, now time.Time) error {
 	_, err := db.Exec(ctx, `
-		UPDATE delivery_records SET status = $2, class = nullif($3, ''), http_status = nullif($4, 0), finished_at = $5
+		UPDATE switchboard.delivery_records SET status = $2, class = nullif($3, ''), http_status = nullif($4, 0), finished_at = $5
 		WHERE id = $1`, id, status, class, httpStatus, now)
 	if err != nil {
 		return fmt.Errorf("error finishing delivery record %d: %w", id, err)
@@ -701,10 +701,10 @@ func QueueFinishRows(b *pgx.Batch, rows []Claimed, instance string, o RowOutcome
 var finishRowsSQL = `
 		WITH ` + heldRowsByTID(`unnest($1::bigint[], $7::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) AS u(id, token, state, class, due, finished)`) + `,
 		mine AS (
-		    SELECT o.id, o.sink_id, o.dedup_key, u.state FROM u JOIN outbox o ON o.ctid = u.tid
+		    SELECT o.id, o.sink_id, o.dedup_key, u.state FROM u JOIN switchboard.outbox o ON o.ctid = u.tid
 		    WHERE u.state IN ('pending', 'held') AND o.claimed_by = $6 AND o.claim_token = u.token
 		), ` + absorbRepeats("mine") + `
-		UPDATE outbox SET state = u.state, last_class = coalesce(nullif(u.class, ''), last_class),
+		UPDATE switchboard.outbox SET state = u.state, last_class = coalesce(nullif(u.class, ''), last_class),
 		       due_at = coalesce(u.due, due_at),
 		       delivered_count = CASE WHEN u.state = 'delivered' THEN count ELSE delivered_count END,
 		       had_partial = had_partial OR u.class = 'partial',
@@ -782,7 +782,7 @@ func nullTime(t time.Time) *time.Time {
 // RescheduleHeld moves the due time of a sink's held rows to when its next
 // token returns.
 func RescheduleHeld(ctx context.Context, db DBTX, sinkID int64, due time.Time) (int, error) {
-	tag, err := db.Exec(ctx, `UPDATE outbox SET due_at = $2 WHERE sink_id = $1 AND state = 'held'`, sinkID, due)
+	tag, err := db.Exec(ctx, `UPDATE switchboard.outbox SET due_at = $2 WHERE sink_id = $1 AND state = 'held'`, sinkID, due)
 	if err != nil {
 		return 0, fmt.Errorf("error rescheduling held rows of sink %d: %w", sinkID, err)
 	}
@@ -791,14 +791,31 @@ func RescheduleHeld(ctx context.Context, db DBTX, sinkID int64, due time.Time) (
 
 // FinishHeld ends every held row of a sink with one outcome (its sink can
 // no longer be used), clearing their payloads.
-func FinishHeld(ctx context.Context, db DBTX, sinkID int64, o RowOutcome, now time.Time) error {
-	_, err := db.Exec(ctx, `
-		UPDATE outbox SET state = $2, last_class = nullif($3, ''), payload = `+finishedPayload+`, finished_at = $4
-		WHERE sink_id = $1 AND state = 'held'`, sinkID, o.State, o.Class, now)
+func FinishHeld(ctx context.Context, db DBTX, sinkID int64, o RowOutcome, now time.Time) ([]FinishedRow, error) {
+	rows, err := collectFinishedRows(db.Query(ctx, `
+		UPDATE switchboard.outbox SET state = $2, last_class = nullif($3, ''), payload = `+finishedPayload+`, finished_at = $4
+		WHERE sink_id = $1 AND state = 'held'
+		RETURNING id, coalesce(last_class, '')`, sinkID, o.State, o.Class, now))
 	if err != nil {
-		return fmt.Errorf("error finishing held rows of sink %d: %w", sinkID, err)
+		return nil, fmt.Errorf("error finishing held rows of sink %d: %w", sinkID, err)
 	}
-	return nil
+	return rows, nil
+}
+
+// FinishedRow is a row a statement finished, with its last error class.
+type FinishedRow struct {
+	ID    int64
+	Class string
+}
+
+func collectFinishedRows(rows pgx.Rows, err error) ([]FinishedRow, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (FinishedRow, error) {
+		var f FinishedRow
+		return f, r.Scan(&f.ID, &f.Class)
+	})
 }
 
 // RestoreClaim gives a row this instance claimed again (its claim had
@@ -806,7 +823,7 @@ func FinishHeld(ctx context.Context, db DBTX, sinkID int64, o RowOutcome, now ti
 // claim that copy carries, so that the copy's statements find it; the new
 // claim's later expiry stays. It reports whether the row was changed.
 func RestoreClaim(ctx context.Context, db DBTX, row Claimed, token int64, instance string) (bool, error) {
-	tag, err := db.Exec(ctx, `UPDATE outbox SET claim_token = $3 WHERE id = $1 AND claimed_by = $4 AND claim_token = $2`,
+	tag, err := db.Exec(ctx, `UPDATE switchboard.outbox SET claim_token = $3 WHERE id = $1 AND claimed_by = $4 AND claim_token = $2`,
 		row.ID, row.Token, token, instance)
 	if err != nil {
 		return false, fmt.Errorf("error restoring the claim of row %d: %w", row.ID, err)

@@ -65,7 +65,7 @@ func ids(v []int64) []int64 {
 // CountDigests counts the digests of one owner scope.
 func CountDigests(ctx context.Context, db DBTX, owner notifytype.OwnerScope) (int, error) {
 	var n int
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM digests WHERE owner = $1`, owner.String()).Scan(&n); err != nil {
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM switchboard.digests WHERE owner = $1`, owner.String()).Scan(&n); err != nil {
 		return 0, fmt.Errorf("error counting digests: %w", err)
 	}
 	return n, nil
@@ -74,7 +74,7 @@ func CountDigests(ctx context.Context, db DBTX, owner notifytype.OwnerScope) (in
 // InsertDigest stores a digest.
 func InsertDigest(ctx context.Context, db DBTX, d Digest) (Digest, error) {
 	out, err := scanDigest(db.QueryRow(ctx, `
-		INSERT INTO digests (owner, name, schedule, queue_ids, sink_ids, cairn_connection_id, skip_when_quiet,
+		INSERT INTO switchboard.digests (owner, name, schedule, queue_ids, sink_ids, cairn_connection_id, skip_when_quiet,
 		                     quiet_threshold_secs, updated_by_human_id, updated_by_endpoint_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING `+digestColumns,
 		d.Owner.String(), d.Name, d.Schedule, ids(d.QueueIDs), ids(d.SinkIDs), nullID(d.CairnConnectionID), d.SkipWhenQuiet,
@@ -90,7 +90,7 @@ func InsertDigest(ctx context.Context, db DBTX, d Digest) (Digest, error) {
 
 // GetDigest reads one digest.
 func GetDigest(ctx context.Context, db DBTX, id int64) (Digest, error) {
-	d, err := scanDigest(db.QueryRow(ctx, `SELECT `+digestColumns+` FROM digests WHERE id = $1`, id))
+	d, err := scanDigest(db.QueryRow(ctx, `SELECT `+digestColumns+` FROM switchboard.digests WHERE id = $1`, id))
 	if err != nil {
 		return Digest{}, fmt.Errorf("error reading digest %d: %w", id, err)
 	}
@@ -99,7 +99,7 @@ func GetDigest(ctx context.Context, db DBTX, id int64) (Digest, error) {
 
 // GetDigestForUpdate reads one digest and locks its row until tx ends.
 func GetDigestForUpdate(ctx context.Context, tx DBTX, id int64) (Digest, error) {
-	d, err := scanDigest(tx.QueryRow(ctx, `SELECT `+digestColumns+` FROM digests WHERE id = $1 FOR UPDATE`, id))
+	d, err := scanDigest(tx.QueryRow(ctx, `SELECT `+digestColumns+` FROM switchboard.digests WHERE id = $1 FOR UPDATE`, id))
 	if err != nil {
 		return Digest{}, fmt.Errorf("error reading digest %d: %w", id, err)
 	}
@@ -108,7 +108,7 @@ func GetDigestForUpdate(ctx context.Context, tx DBTX, id int64) (Digest, error) 
 
 // ListDigests lists an owner scope's digests, by name.
 func ListDigests(ctx context.Context, db DBTX, owner notifytype.OwnerScope) ([]Digest, error) {
-	rows, err := db.Query(ctx, `SELECT `+digestColumns+` FROM digests WHERE owner = $1 ORDER BY name, id`, owner.String())
+	rows, err := db.Query(ctx, `SELECT `+digestColumns+` FROM switchboard.digests WHERE owner = $1 ORDER BY name, id`, owner.String())
 	if err != nil {
 		return nil, fmt.Errorf("error listing digests: %w", err)
 	}
@@ -122,7 +122,7 @@ func ListDigests(ctx context.Context, db DBTX, owner notifytype.OwnerScope) ([]D
 // UpdateDigest writes a digest's editable fields.
 func UpdateDigest(ctx context.Context, db DBTX, d Digest) (Digest, error) {
 	out, err := scanDigest(db.QueryRow(ctx, `
-		UPDATE digests SET name = $2, schedule = $3, queue_ids = $4, sink_ids = $5, cairn_connection_id = $6,
+		UPDATE switchboard.digests SET name = $2, schedule = $3, queue_ids = $4, sink_ids = $5, cairn_connection_id = $6,
 		       skip_when_quiet = $7, quiet_threshold_secs = $8, updated_at = now(),
 		       updated_by_human_id = $9, updated_by_endpoint_id = $10
 		WHERE id = $1 RETURNING `+digestColumns,
@@ -139,7 +139,7 @@ func UpdateDigest(ctx context.Context, db DBTX, d Digest) (Digest, error) {
 
 // DeleteDigest deletes a digest and its runs; pgx.ErrNoRows when none.
 func DeleteDigest(ctx context.Context, db DBTX, id int64) error {
-	tag, err := db.Exec(ctx, `DELETE FROM digests WHERE id = $1`, id)
+	tag, err := db.Exec(ctx, `DELETE FROM switchboard.digests WHERE id = $1`, id)
 	if err != nil {
 		return fmt.Errorf("error deleting digest %d: %w", id, err)
 	}
@@ -161,7 +161,7 @@ type ScheduledDigest struct {
 
 // ScheduledDigests lists every digest with the database's clock.
 func ScheduledDigests(ctx context.Context, db DBTX) ([]ScheduledDigest, error) {
-	rows, err := db.Query(ctx, `SELECT id, schedule, last_slot_at, created_at, now() FROM digests ORDER BY id`)
+	rows, err := db.Query(ctx, `SELECT id, schedule, last_slot_at, created_at, now() FROM switchboard.digests ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("error listing scheduled digests: %w", err)
 	}
@@ -197,8 +197,8 @@ type SlotClaim struct {
 // lock; the one after the first finds last_slot_at moved and claims
 // nothing.
 const claimSlotSQL = `
-WITH prev AS (SELECT id, last_sent_at FROM digests WHERE id = $1 FOR UPDATE)
-UPDATE digests d SET last_slot_at = $2,
+WITH prev AS (SELECT id, last_sent_at FROM switchboard.digests WHERE id = $1 FOR UPDATE)
+UPDATE switchboard.digests d SET last_slot_at = $2,
        last_sent_at = CASE WHEN now() - $2 < $3::interval THEN now() ELSE d.last_sent_at END
 FROM prev
 WHERE d.id = prev.id AND (d.last_slot_at IS NULL OR d.last_slot_at < $2) AND $2 <= now() AND d.created_at < $2
@@ -245,7 +245,7 @@ type DigestRun struct {
 // InsertDigestRun records what became of a digest built (or skipped).
 func InsertDigestRun(ctx context.Context, db DBTX, r DigestRun) error {
 	_, err := db.Exec(ctx, `
-		INSERT INTO digest_runs (digest_id, owner, kind, outcome, slot_at, headline, sinks_queued, artifact_url, cairn_error)
+		INSERT INTO switchboard.digest_runs (digest_id, owner, kind, outcome, slot_at, headline, sinks_queued, artifact_url, cairn_error)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, nullif($8, ''), nullif($9, ''))`,
 		r.DigestID, r.Owner.String(), r.Kind, r.Outcome, r.SlotAt, r.Headline, r.SinksQueued, r.ArtifactURL, r.CairnError)
 	if err != nil {
@@ -259,7 +259,7 @@ func ListDigestRuns(ctx context.Context, db DBTX, digestID int64, limit int) ([]
 	rows, err := db.Query(ctx, `
 		SELECT id, digest_id, owner, kind, outcome, slot_at, ran_at, headline, sinks_queued,
 		       coalesce(artifact_url, ''), coalesce(cairn_error, '')
-		FROM digest_runs WHERE digest_id = $1 ORDER BY id DESC LIMIT $2`, digestID, limit)
+		FROM switchboard.digest_runs WHERE digest_id = $1 ORDER BY id DESC LIMIT $2`, digestID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("error listing digest runs: %w", err)
 	}
@@ -286,7 +286,7 @@ func ListDigestRuns(ctx context.Context, db DBTX, digestID int64, limit int) ([]
 // undeliverable since since.
 func CountUndeliverable(ctx context.Context, db DBTX, owner notifytype.OwnerScope, since time.Time) (int, error) {
 	var n int
-	err := db.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE owner = $1 AND state = 'undeliverable' AND finished_at >= $2`,
+	err := db.QueryRow(ctx, `SELECT count(*) FROM switchboard.outbox WHERE owner = $1 AND state = 'undeliverable' AND finished_at >= $2`,
 		owner.String(), since).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("error counting undeliverable notifications: %w", err)
@@ -304,8 +304,8 @@ func CountUndeliverable(ctx context.Context, db DBTX, owner notifytype.OwnerScop
 func EnqueueDigestTx(ctx context.Context, tx DBTX, owner notifytype.OwnerScope, sinkIDs []int64, payload []byte, due time.Time) ([]int64, error) {
 	rows, err := tx.Query(ctx, `
 		WITH ins AS (
-			INSERT INTO outbox (sink_id, owner, event_type, severity, payload, due_at)
-			SELECT k.id, k.owner, 'digest', 'low', $3, coalesce($4::timestamptz, now()) FROM sinks k
+			INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, payload, due_at)
+			SELECT k.id, k.owner, 'digest', 'low', $3, coalesce($4::timestamptz, now()) FROM switchboard.sinks k
 			WHERE k.id = ANY ($1) AND k.owner = $2 AND k.enabled
 			ORDER BY k.id
 			RETURNING sink_id)

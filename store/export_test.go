@@ -1,16 +1,27 @@
 package store
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
+
+// MigrateLegacyForTest applies the legacy set (store/migrations) up to and
+// including upTo (every file when empty), as store.Migrate did before the
+// split: a database as an older build left it.
+func MigrateLegacyForTest(ctx context.Context, db Beginner, upTo string) error {
+	return migrateLegacy(ctx, db, upTo)
+}
 
 // ExpirySelectsForTest returns, for each kind of row PruneExpired prunes,
 // the SELECT that finds one batch of old rows ($1 the cut-off, $2 the
 // batch), so a test can check that an index serves each.
 func ExpirySelectsForTest() map[string]string {
 	out := map[string]string{}
-	for _, e := range expiries {
+	for _, e := range append(expiries[:len(expiries):len(expiries)], hostExpiries...) {
 		_, sel, _ := strings.Cut(e.sql, "IN (")
 		out[e.what] = strings.TrimSuffix(sel, ")")
 	}
@@ -43,3 +54,35 @@ func HeldRowStatementsForTest(rows []Claimed, instance, state string) map[string
 // ClaimDueForTest returns ClaimDue's statement and its arguments for p, so
 // a test can check how the planner reads it.
 func ClaimDueForTest(p ClaimParams) (string, []any) { return claimDueSQL, p.args() }
+
+// migrateLegacy applies the legacy set the way store.Migrate did before
+// the split, for the conversion test: a database as an older build left it.
+func migrateLegacy(ctx context.Context, db Beginner, upTo string) error {
+	for _, m := range legacySet.list() {
+		if upTo != "" && strings.Compare(m.Name, upTo) > 0 {
+			break
+		}
+		err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+			if _, err := applied(ctx, tx, legacySet, m.Name); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return err
+			}
+			return record(ctx, tx, legacySet, m.Name)
+		})
+		if err != nil {
+			return fmt.Errorf("error applying legacy migration %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// LegacyNamesForTest lists the files of the legacy set.
+func LegacyNamesForTest() []string {
+	var out []string
+	for _, m := range legacySet.list() {
+		out = append(out, m.Name)
+	}
+	return out
+}

@@ -26,19 +26,19 @@ func TestHeldRowStatementsFindTheirRowsByID(t *testing.T) {
 	pool, sink := newHeldRowsDB(t)
 	ctx := context.Background()
 	_, err := pool.Exec(ctx, `
-		INSERT INTO outbox (sink_id, owner, event_type, severity, payload, due_at)
+		INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, payload, due_at)
 		SELECT $1, 'human:1', 'dead_letter', 'normal', '{"title": "t"}', now() FROM generate_series(1, 3000)`, sink)
 	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `ANALYZE outbox`)
+	_, err = pool.Exec(ctx, `ANALYZE switchboard.outbox`)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `
-		UPDATE outbox SET state = 'claimed', claimed_by = 'instance-a', claim_expires_at = now() + interval '1 minute',
+		UPDATE switchboard.outbox SET state = 'claimed', claimed_by = 'instance-a', claim_expires_at = now() + interval '1 minute',
 		       claim_token = 1
-		WHERE id IN (SELECT id FROM outbox ORDER BY id LIMIT 2500)`)
+		WHERE id IN (SELECT id FROM switchboard.outbox ORDER BY id LIMIT 2500)`)
 	require.NoError(t, err)
 	for _, n := range []int{5, 300} { // a lone row, and a group of many
 		var ids []int64
-		require.NoError(t, pool.QueryRow(ctx, `SELECT array_agg(id) FROM (SELECT id FROM outbox ORDER BY id LIMIT $1) x`, n).Scan(&ids))
+		require.NoError(t, pool.QueryRow(ctx, `SELECT array_agg(id) FROM (SELECT id FROM switchboard.outbox ORDER BY id LIMIT $1) x`, n).Scan(&ids))
 		rows := make([]store.Claimed, len(ids))
 		for i, id := range ids {
 			rows[i] = store.Claimed{ID: id, Token: 1}
@@ -57,9 +57,9 @@ func TestHeldRowStatementsFindTheirRowsByID(t *testing.T) {
 
 	// The constraint that lets them leave state out: a claimed row names
 	// its instance, and a row naming an instance is claimed.
-	_, err = pool.Exec(ctx, `UPDATE outbox SET claimed_by = NULL WHERE id = (SELECT min(id) FROM outbox)`)
+	_, err = pool.Exec(ctx, `UPDATE switchboard.outbox SET claimed_by = NULL WHERE id = (SELECT min(id) FROM switchboard.outbox)`)
 	require.ErrorContains(t, err, "outbox_claimed_by_claimed")
-	_, err = pool.Exec(ctx, `UPDATE outbox SET claimed_by = 'instance-b' WHERE state = 'pending'`)
+	_, err = pool.Exec(ctx, `UPDATE switchboard.outbox SET claimed_by = 'instance-b' WHERE state = 'pending'`)
 	require.ErrorContains(t, err, "outbox_claimed_by_claimed")
 }
 
@@ -163,13 +163,13 @@ func TestHeldRowStatementsFollowARowChangedMeanwhile(t *testing.T) {
 			// want is the row's state and holder once both have committed.
 			wantState, wantBy string
 		}{
-			{"kept", `UPDATE outbox SET claim_expires_at = claim_expires_at + interval '1 minute' WHERE id = $1`, "delivered", ""},
-			{"taken", `UPDATE outbox SET claimed_by = 'instance-b' WHERE id = $1`, "claimed", "instance-b"},
+			{"kept", `UPDATE switchboard.outbox SET claim_expires_at = claim_expires_at + interval '1 minute' WHERE id = $1`, "delivered", ""},
+			{"taken", `UPDATE switchboard.outbox SET claimed_by = 'instance-b' WHERE id = $1`, "claimed", "instance-b"},
 		} {
 			t.Run(writer+"/"+tc.name, func(t *testing.T) {
 				var id int64
 				require.NoError(t, pool.QueryRow(ctx, `
-				INSERT INTO outbox (sink_id, owner, event_type, severity, payload, due_at, state, claimed_by, claim_expires_at, claim_token)
+				INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, payload, due_at, state, claimed_by, claim_expires_at, claim_token)
 				VALUES ($1, 'human:1', 'dead_letter', 'normal', '{"title": "t"}', now(), 'claimed', 'instance-a', now() + interval '1 minute', 1)
 				RETURNING id`, sink).Scan(&id))
 
@@ -196,7 +196,7 @@ func TestHeldRowStatementsFollowARowChangedMeanwhile(t *testing.T) {
 
 				var state string
 				var by *string
-				require.NoError(t, pool.QueryRow(ctx, `SELECT state, claimed_by FROM outbox WHERE id = $1`, id).Scan(&state, &by))
+				require.NoError(t, pool.QueryRow(ctx, `SELECT state, claimed_by FROM switchboard.outbox WHERE id = $1`, id).Scan(&state, &by))
 				require.Equal(t, tc.wantState, state)
 				if tc.wantBy == "" {
 					require.Nil(t, by)

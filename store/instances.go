@@ -19,9 +19,9 @@ const instanceForgetAfter = 24 * time.Hour
 func Beat(ctx context.Context, db BatchSender, instance string, now time.Time, ttl time.Duration) error {
 	b := &pgx.Batch{}
 	b.Queue(`
-		INSERT INTO outbox_instances (name, started_at, alive_until) VALUES ($1, $2, $2::timestamptz + $3::interval)
+		INSERT INTO switchboard.outbox_instances (name, started_at, alive_until) VALUES ($1, $2, $2::timestamptz + $3::interval)
 		ON CONFLICT (name) DO UPDATE SET alive_until = excluded.alive_until`, instance, now, ttl)
-	b.Queue(`DELETE FROM outbox_instances WHERE alive_until < $1`, now.Add(-instanceForgetAfter))
+	b.Queue(`DELETE FROM switchboard.outbox_instances WHERE alive_until < $1`, now.Add(-instanceForgetAfter))
 	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("error recording the heartbeat of %s: %w", instance, err)
 	}
@@ -32,7 +32,7 @@ func Beat(ctx context.Context, db BatchSender, instance string, now time.Time, t
 // wait for their claims to expire, as those of an instance that never
 // beat.
 func Unbeat(ctx context.Context, db DBTX, instance string) error {
-	if _, err := db.Exec(ctx, `DELETE FROM outbox_instances WHERE name = $1`, instance); err != nil {
+	if _, err := db.Exec(ctx, `DELETE FROM switchboard.outbox_instances WHERE name = $1`, instance); err != nil {
 		return fmt.Errorf("error removing the heartbeat of %s: %w", instance, err)
 	}
 	return nil

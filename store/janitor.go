@@ -9,6 +9,20 @@ import (
 // Pruned counts what PruneSpent removed.
 type Pruned struct {
 	AgentPages int64
+}
+
+// PruneSpent removes the engine's agent pages paged before pagesBefore
+// (past the window they are counted in).
+func PruneSpent(ctx context.Context, db DBTX, pagesBefore time.Time) (Pruned, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM switchboard.agent_pages WHERE paged_at < $1`, pagesBefore)
+	if err != nil {
+		return Pruned{}, fmt.Errorf("error deleting agent pages: %w", err)
+	}
+	return Pruned{AgentPages: tag.RowsAffected()}, nil
+}
+
+// HostPruned counts what PruneHostSpent removed.
+type HostPruned struct {
 	Sessions   int64
 	LoginLinks int64
 	// WebhookMessageIDs: webhook message ids past their expiry (their
@@ -16,25 +30,22 @@ type Pruned struct {
 	WebhookMessageIDs int64
 }
 
-// PruneSpent removes what is of no more use: agent pages paged before
-// pagesBefore (past the window they are counted in), sessions expired at
-// now, login links used or expired at now, and webhook message ids
-// expired at now.
-func PruneSpent(ctx context.Context, db DBTX, now, pagesBefore time.Time) (Pruned, error) {
-	var p Pruned
+// PruneHostSpent removes what of the reference host's is of no more use:
+// sessions expired at now, login links used or expired at now, and
+// webhook message ids expired at now.
+func PruneHostSpent(ctx context.Context, db DBTX, now time.Time) (HostPruned, error) {
+	var p HostPruned
 	for _, s := range []struct {
 		n    *int64
 		what string
 		sql  string
-		arg  time.Time
 	}{
-		{&p.AgentPages, "agent pages", `DELETE FROM agent_pages WHERE paged_at < $1`, pagesBefore},
-		{&p.Sessions, "expired sessions", `DELETE FROM sessions WHERE expires_at <= $1`, now},
-		{&p.LoginLinks, "spent login links", `DELETE FROM login_links WHERE used_at IS NOT NULL OR expires_at <= $1`, now},
+		{&p.Sessions, "expired sessions", `DELETE FROM sessions WHERE expires_at <= $1`},
+		{&p.LoginLinks, "spent login links", `DELETE FROM login_links WHERE used_at IS NOT NULL OR expires_at <= $1`},
 		// webhook_message_ids_expiry
-		{&p.WebhookMessageIDs, "expired webhook message ids", `DELETE FROM webhook_message_ids WHERE expires_at <= $1`, now},
+		{&p.WebhookMessageIDs, "expired webhook message ids", `DELETE FROM webhook_message_ids WHERE expires_at <= $1`},
 	} {
-		tag, err := db.Exec(ctx, s.sql, s.arg)
+		tag, err := db.Exec(ctx, s.sql, now)
 		if err != nil {
 			return p, fmt.Errorf("error deleting %s: %w", s.what, err)
 		}
@@ -54,7 +65,8 @@ type Expired struct {
 	// DigestRuns: digest runs before the cut-off.
 	DigestRuns int64
 	// WebhookDeliveries: received webhook deliveries (payloads, routing
-	// traces, the quarantine) received before the cut-off.
+	// traces, the quarantine) received before the cut-off; the reference
+	// host's, pruned by PruneHostExpired.
 	WebhookDeliveries int64
 }
 
@@ -74,31 +86,44 @@ type expiry struct {
 var expiries = []expiry{
 	{"delivery records", func(x *Expired) *int64 { return &x.DeliveryRecords },
 		// delivery_records_age
-		`DELETE FROM delivery_records WHERE id IN (SELECT id FROM delivery_records WHERE sent_at < $1 LIMIT $2)`},
+		`DELETE FROM switchboard.delivery_records WHERE id IN (SELECT id FROM switchboard.delivery_records WHERE sent_at < $1 LIMIT $2)`},
 	{"finished outbox rows", func(x *Expired) *int64 { return &x.OutboxRows },
 		// outbox_finished (finished_at < $1 implies finished_at IS NOT NULL)
-		`DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE finished_at < $1 LIMIT $2)`},
+		`DELETE FROM switchboard.outbox WHERE id IN (SELECT id FROM switchboard.outbox WHERE finished_at < $1 LIMIT $2)`},
 	{"write log rows", func(x *Expired) *int64 { return &x.Writes },
 		// write_log_age
-		`DELETE FROM write_log WHERE id IN (SELECT id FROM write_log WHERE at < $1 LIMIT $2)`},
+		`DELETE FROM switchboard.write_log WHERE id IN (SELECT id FROM switchboard.write_log WHERE at < $1 LIMIT $2)`},
 	{"digest runs", func(x *Expired) *int64 { return &x.DigestRuns },
 		// digest_runs_age
-		`DELETE FROM digest_runs WHERE id IN (SELECT id FROM digest_runs WHERE ran_at < $1 LIMIT $2)`},
+		`DELETE FROM switchboard.digest_runs WHERE id IN (SELECT id FROM switchboard.digest_runs WHERE ran_at < $1 LIMIT $2)`},
+}
+
+var hostExpiries = []expiry{
 	{"webhook deliveries", func(x *Expired) *int64 { return &x.WebhookDeliveries },
 		// webhook_deliveries_age
 		`DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE received_at < $1 LIMIT $2)`},
 }
 
-// PruneExpired removes what is older than before, table by table, in
-// deletes of at most batch rows each: delivery records and finished outbox
-// rows (REQ-10), the write log, digest runs and received webhook
-// deliveries. Give it a pool or a connection outside a transaction, so
+// PruneExpired removes what of the engine's is older than before, table by
+// table, in deletes of at most batch rows each: delivery records and
+// finished outbox rows (REQ-10), the write log and digest runs. Give it a pool or a connection outside a transaction, so
 // each batch commits on its own and no delete holds many locks or a long
 // transaction; it stops at the first error, with the counts so far, and
 // between batches when ctx is done.
 func PruneExpired(ctx context.Context, db DBTX, before time.Time, batch int) (Expired, error) {
+	return prune(ctx, db, expiries, before, batch)
+}
+
+// PruneHostExpired is PruneExpired for the reference host's history:
+// received webhook deliveries with their routing traces and the
+// quarantine.
+func PruneHostExpired(ctx context.Context, db DBTX, before time.Time, batch int) (Expired, error) {
+	return prune(ctx, db, hostExpiries, before, batch)
+}
+
+func prune(ctx context.Context, db DBTX, expiries []expiry, before time.Time, batch int) (Expired, error) {
 	if batch <= 0 {
-		panic("store: PruneExpired needs a positive batch")
+		panic("store: pruning needs a positive batch")
 	}
 	var x Expired
 	for _, e := range expiries {

@@ -54,7 +54,7 @@ func TestPruneExpiredDeletesInBatches(t *testing.T) {
 	f := storetest.NewFactory(t, pool)
 	now := time.Now().UTC()
 	old, fresh := now.Add(-31*24*time.Hour), now.Add(-29*24*time.Hour)
-	_, err := pool.Exec(ctx, `INSERT INTO write_log (at, owner, action, object_kind, object_id)
+	_, err := pool.Exec(ctx, `INSERT INTO switchboard.write_log (at, owner, action, object_kind, object_id)
 		SELECT CASE WHEN g <= 7 THEN $1::timestamptz ELSE $2::timestamptz END, 'human:1', 'sink.create', 'sink', g
 		FROM generate_series(1, 10) g`, old, fresh)
 	require.NoError(t, err)
@@ -62,16 +62,16 @@ func TestPruneExpiredDeletesInBatches(t *testing.T) {
 	x, err := store.PruneExpired(ctx, pool, now.Add(-30*24*time.Hour), 3)
 	require.NoError(t, err)
 	require.Equal(t, store.Expired{Writes: 7}, x, "7 old rows in batches of 3, 3 and 1")
-	require.Equal(t, 3, f.Count(`SELECT count(*) FROM write_log`))
-	require.Zero(t, f.Count(`SELECT count(*) FROM write_log WHERE at < $1`, now.Add(-30*24*time.Hour)))
+	require.Equal(t, 3, f.Count(`SELECT count(*) FROM switchboard.write_log`))
+	require.Zero(t, f.Count(`SELECT count(*) FROM switchboard.write_log WHERE at < $1`, now.Add(-30*24*time.Hour)))
 	require.Equal(t, int64(7), x.Total())
 
 	// A batch size that divides the backlog exactly ends with an empty batch.
-	_, err = pool.Exec(ctx, `INSERT INTO write_log (at, owner, action, object_kind, object_id)
+	_, err = pool.Exec(ctx, `INSERT INTO switchboard.write_log (at, owner, action, object_kind, object_id)
 		SELECT $1, 'human:1', 'sink.create', 'sink', g FROM generate_series(1, 6) g`, old)
 	require.NoError(t, err)
 	x, err = store.PruneExpired(ctx, pool, now.Add(-30*24*time.Hour), 3)
 	require.NoError(t, err)
 	require.Equal(t, int64(6), x.Writes)
-	require.Equal(t, 3, f.Count(`SELECT count(*) FROM write_log`))
+	require.Equal(t, 3, f.Count(`SELECT count(*) FROM switchboard.write_log`))
 }

@@ -5,66 +5,138 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 
 	"github.com/jackc/pgx/v5"
 )
 
-//go:embed migrations/*.sql
-var migrationFS embed.FS
+// EngineSchema is the PostgreSQL schema that holds every table of the
+// engine. Every statement of the engine names its tables in it
+// (switchboard.outbox), so Emit works inside an embedder's transaction
+// whatever the connection's search_path.
+const EngineSchema = "switchboard"
 
-// migrateLockKey is the advisory lock taken while migrating (an arbitrary
-// constant: "sbnotify" in ASCII).
+// The two migration sets, and the frozen legacy set they replaced.
+var (
+	//go:embed schema/engine/*.sql
+	engineFS embed.FS
+	//go:embed schema/host/*.sql
+	hostFS embed.FS
+	// legacyFS is the set that store.Migrate applied before the split: one
+	// history (schema_migrations) for the engine's and the host's tables,
+	// all in the connection's current schema. It is kept, never edited
+	// and never extended, to bring a database it migrated up to the point
+	// from which convertLegacy moves it to the two sets.
+	//go:embed migrations/*.sql
+	legacyFS embed.FS
+)
+
+// migrateLockKey is the advisory lock taken while migrating either set (an
+// arbitrary constant: "sbnotify" in ASCII). Both sets take the same one,
+// so a conversion of a legacy database happens once.
 const migrateLockKey int64 = 0x73626e6f74696679
 
-// Migration is one embedded SQL file.
+// Migration is one SQL file of a set.
 type Migration struct {
 	Name string
 	SQL  string
 }
 
-// Migrations returns the embedded migrations in the order they apply.
-func Migrations() []Migration {
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+// set is a migration set: its files, and the table that records which of
+// them a database has applied.
+type set struct {
+	name    string
+	files   fs.FS
+	history string // schema-qualified for the engine; current schema for the host
+	prelude string // run before the history table is created
+}
+
+var (
+	engineSet = set{
+		name:    "engine",
+		files:   mustSub(engineFS, "schema/engine"),
+		history: EngineSchema + ".migrations",
+		prelude: `CREATE SCHEMA IF NOT EXISTS ` + EngineSchema,
+	}
+	hostSet = set{
+		name:    "host",
+		files:   mustSub(hostFS, "schema/host"),
+		history: "host_migrations",
+	}
+	legacySet = set{
+		name:    "legacy",
+		files:   mustSub(legacyFS, "migrations"),
+		history: "schema_migrations",
+	}
+)
+
+func mustSub(f fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(f, dir)
+	if err != nil {
+		panic(err) // the directory is embedded at build time
+	}
+	return sub
+}
+
+// EngineMigrations is the engine's migration set as plain SQL files, one
+// per version, named as golang-migrate expects (NNNN_title.up.sql) and
+// marked "-- +goose Up" for goose. Every statement is schema-qualified
+// (schema switchboard), and no file references a table outside it. A
+// host that runs its migrations with one of those tools may run these
+// instead of MigrateEngine; it must then keep that tool's history of them
+// apart from its own (golang-migrate: x-migrations-table), and not call
+// MigrateEngine on the same database, whose history (switchboard.migrations)
+// would be empty.
+func EngineMigrations() fs.FS { return engineSet.files }
+
+// HostMigrations is the reference host's migration set (humans, teams,
+// endpoints, queues, todos, webhooks, ...), in the connection's current
+// schema. It runs after the engine's.
+func HostMigrations() fs.FS { return hostSet.files }
+
+// list returns the set's files in the order they apply.
+func (s set) list() []Migration {
+	names, err := fs.Glob(s.files, "*.sql")
 	if err != nil {
 		panic(err) // the pattern is a constant
 	}
 	sort.Strings(names)
 	out := make([]Migration, 0, len(names))
 	for _, n := range names {
-		b, err := migrationFS.ReadFile(n)
+		b, err := fs.ReadFile(s.files, n)
 		if err != nil {
 			panic(err) // embedded at build time
 		}
-		out = append(out, Migration{Name: n[len("migrations/"):], SQL: string(b)})
+		out = append(out, Migration{Name: n, SQL: string(b)})
 	}
 	return out
 }
 
-// MigrationsHash identifies the embedded migrations as a whole; test helpers
-// key template databases on it.
+// EngineMigrationList and HostMigrationList list each set's files in the
+// order they apply.
+func EngineMigrationList() []Migration { return engineSet.list() }
+
+// HostMigrationList lists the host set's files in the order they apply.
+func HostMigrationList() []Migration { return hostSet.list() }
+
+// MigrationsHash identifies the engine's and the host's sets together; test
+// helpers key template databases on it.
 func MigrationsHash() string {
 	h := sha256.New()
-	for _, m := range Migrations() {
-		h.Write([]byte(m.Name))
-		h.Write([]byte{0})
-		h.Write([]byte(m.SQL))
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-// Migrate applies every embedded migration not yet applied. Each runs in its
-// own transaction holding the migration advisory lock, so concurrent
-// callers apply each file exactly once.
-func Migrate(ctx context.Context, db Beginner) error {
-	for _, m := range Migrations() {
-		if err := applyOne(ctx, db, m); err != nil {
-			return fmt.Errorf("error applying migration %s: %w", m.Name, err)
+	for _, s := range []set{engineSet, hostSet} {
+		for _, m := range s.list() {
+			h.Write([]byte(s.name))
+			h.Write([]byte{0})
+			h.Write([]byte(m.Name))
+			h.Write([]byte{0})
+			h.Write([]byte(m.SQL))
 		}
 	}
-	return nil
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // Beginner starts a transaction: a *pgx.Conn, a *pgxpool.Pool or a pgx.Tx.
@@ -72,26 +144,219 @@ type Beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
-func applyOne(ctx context.Context, db Beginner, m Migration) error {
+// MigrateEngine applies every file of the engine's set not yet applied,
+// recording them in switchboard.migrations. It creates only the schema
+// switchboard and what lies in it: a database's own tables
+// (schema_migrations, queues, ...) are left alone. Each file runs in its
+// own transaction holding the migration advisory lock, so concurrent
+// callers apply each file exactly once. A database migrated by the
+// legacy store.Migrate is first converted in place (convertLegacy).
+func MigrateEngine(ctx context.Context, db Beginner) error { return migrate(ctx, db, engineSet) }
+
+// MigrateHost applies the reference host's set, recording it in
+// host_migrations of the connection's current schema. The engine's set
+// must have been applied first: the host's tables use its owner_scope
+// domain.
+func MigrateHost(ctx context.Context, db Beginner) error { return migrate(ctx, db, hostSet) }
+
+func migrate(ctx context.Context, db Beginner, s set) error {
+	for _, m := range s.list() {
+		if err := applyOne(ctx, db, s, m); err != nil {
+			return fmt.Errorf("error applying %s migration %s: %w", s.name, m.Name, err)
+		}
+	}
+	return nil
+}
+
+func applyOne(ctx context.Context, db Beginner, s set, m Migration) error {
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLockKey); err != nil {
 			return fmt.Errorf("error taking migration lock: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-			name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-			return fmt.Errorf("error creating schema_migrations: %w", err)
+		if err := convertLegacy(ctx, tx); err != nil {
+			return err
 		}
-		var done bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE name = $1)`, m.Name).Scan(&done); err != nil {
-			return fmt.Errorf("error reading schema_migrations: %w", err)
+		if s.name == hostSet.name {
+			var ok bool
+			if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, engineSet.history).Scan(&ok); err != nil {
+				return fmt.Errorf("error reading %s: %w", engineSet.history, err)
+			}
+			if !ok {
+				return errors.New("the engine's migrations must be applied before the host's")
+			}
 		}
-		if done {
-			return nil
+		done, err := applied(ctx, tx, s, m.Name)
+		if err != nil || done {
+			return err
 		}
 		if _, err := tx.Exec(ctx, m.SQL); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (name) VALUES ($1)`, m.Name)
-		return err
+		return record(ctx, tx, s, m.Name)
 	})
+}
+
+// applied creates the set's history table if missing and reports whether
+// the file name is recorded in it.
+func applied(ctx context.Context, tx pgx.Tx, s set, name string) (bool, error) {
+	if s.prelude != "" {
+		if _, err := tx.Exec(ctx, s.prelude); err != nil {
+			return false, fmt.Errorf("error preparing %s: %w", s.history, err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.history+` (
+		name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return false, fmt.Errorf("error creating %s: %w", s.history, err)
+	}
+	var done bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.history+` WHERE name = $1)`, name).Scan(&done); err != nil {
+		return false, fmt.Errorf("error reading %s: %w", s.history, err)
+	}
+	return done, nil
+}
+
+func record(ctx context.Context, tx pgx.Tx, s set, name string) error {
+	_, err := tx.Exec(ctx, `INSERT INTO `+s.history+` (name) VALUES ($1)`, name)
+	return err
+}
+
+// engineTables are the tables (and the one free-standing sequence) the
+// legacy set made that belong to the engine: what the engine package and
+// the store functions it calls read and write. Every other table of the
+// legacy set is the host's.
+var engineTables = []string{
+	"connections", "sinks", "subscriptions", "outbox_events", "outbox", "outbox_instances",
+	"delivery_records", "digests", "digest_runs", "write_log", "agent_pages",
+}
+
+// legacyFirst is the first file of the legacy set: a schema_migrations
+// table that records it is the legacy set's history, not some other
+// tool's of the same name (golang-migrate's and dbmate's have a version
+// column, no name).
+const legacyFirst = "0001_foundation.sql"
+
+// convertLegacy moves a database migrated by the legacy set (one history,
+// schema_migrations, every table in the current schema) to the two sets,
+// inside tx: it applies the legacy files the database lacks, moves the
+// engine's tables, their sequences and the owner_scope domain into the
+// schema switchboard, drops the foreign keys from the engine's tables into
+// the host's (humans, endpoints: owners and actors are opaque ids now),
+// records the baseline of each set as applied, and drops the legacy
+// history. Nothing of the data changes. A database without the legacy
+// history is left alone.
+func convertLegacy(ctx context.Context, tx pgx.Tx) error {
+	var legacy bool
+	if err := tx.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM pg_attribute
+		               WHERE attrelid = to_regclass('schema_migrations') AND attname = 'name' AND NOT attisdropped)`,
+	).Scan(&legacy); err != nil {
+		return fmt.Errorf("error looking for the legacy migration history: %w", err)
+	}
+	if !legacy {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT name FROM schema_migrations ORDER BY name`)
+	if err != nil {
+		return fmt.Errorf("error reading the legacy migration history: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("error reading the legacy migration history: %w", err)
+	}
+	if !slices.Contains(names, legacyFirst) {
+		return nil // another tool's schema_migrations
+	}
+	var converted bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, engineSet.history).Scan(&converted); err != nil {
+		return fmt.Errorf("error reading %s: %w", engineSet.history, err)
+	}
+	if converted {
+		return fmt.Errorf("the database has both the legacy migration history (schema_migrations) and %s: resolve by hand", engineSet.history)
+	}
+	known := map[string]Migration{}
+	for _, m := range legacySet.list() {
+		known[m.Name] = m
+	}
+	for _, n := range names {
+		if _, ok := known[n]; !ok {
+			return fmt.Errorf("the legacy migration history names %s, which this version does not know: upgrade from a build that has it", n)
+		}
+	}
+	for _, m := range legacySet.list() {
+		if slices.Contains(names, m.Name) {
+			continue
+		}
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return fmt.Errorf("error applying legacy migration %s before converting: %w", m.Name, err)
+		}
+	}
+
+	stmts := []string{
+		`CREATE SCHEMA IF NOT EXISTS ` + EngineSchema,
+		`ALTER DOMAIN owner_scope SET SCHEMA ` + EngineSchema,
+		`ALTER SEQUENCE outbox_claim_token SET SCHEMA ` + EngineSchema,
+	}
+	for _, t := range engineTables {
+		// Identity sequences, indexes and constraints move with the table.
+		stmts = append(stmts, `ALTER TABLE `+t+` SET SCHEMA `+EngineSchema)
+	}
+	for _, s := range stmts {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return fmt.Errorf("error converting the legacy schema (%s): %w", s, err)
+		}
+	}
+	rows, err = tx.Query(ctx, `
+		SELECT format('ALTER TABLE %s DROP CONSTRAINT %I', c.conrelid::regclass, c.conname)
+		FROM pg_constraint c
+		JOIN pg_class t ON t.oid = c.conrelid
+		JOIN pg_class r ON r.oid = c.confrelid
+		WHERE c.contype = 'f' AND t.relnamespace = $1::regnamespace AND r.relnamespace <> $1::regnamespace
+		ORDER BY 1`, EngineSchema)
+	if err != nil {
+		return fmt.Errorf("error listing the engine's foreign keys into host tables: %w", err)
+	}
+	drops, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("error listing the engine's foreign keys into host tables: %w", err)
+	}
+	for _, s := range drops {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return fmt.Errorf("error converting the legacy schema (%s): %w", s, err)
+		}
+	}
+	for _, s := range []set{engineSet, hostSet} {
+		base := s.list()[0].Name
+		if _, err := applied(ctx, tx, s, base); err != nil {
+			return err
+		}
+		if err := record(ctx, tx, s, base); err != nil {
+			return fmt.Errorf("error recording %s: %w", s.history, err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `DROP TABLE schema_migrations`); err != nil {
+		return fmt.Errorf("error dropping the legacy migration history: %w", err)
+	}
+	return nil
+}
+
+// CheckEngineSchema reports, as an error that says what to do, a database
+// whose engine tables are missing or behind this build's migrations.
+func CheckEngineSchema(ctx context.Context, db DBTX) error {
+	ms := engineSet.list()
+	want := ms[len(ms)-1].Name
+	var exists bool
+	if err := db.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, engineSet.history).Scan(&exists); err != nil {
+		return fmt.Errorf("error reading %s: %w", engineSet.history, err)
+	}
+	if !exists {
+		return fmt.Errorf("the engine's tables are missing (no %s): run enginemigrate.Up first", engineSet.history)
+	}
+	var have *string
+	if err := db.QueryRow(ctx, `SELECT max(name) FROM `+engineSet.history).Scan(&have); err != nil {
+		return fmt.Errorf("error reading %s: %w", engineSet.history, err)
+	}
+	if have == nil || *have < want {
+		return fmt.Errorf("the engine's tables are behind this build (want migration %s): run enginemigrate.Up first", want)
+	}
+	return nil
 }

@@ -43,7 +43,7 @@ type EmitParams struct {
 // must be of the event's scope (REQ-7).
 const emitMatchSQL = `
 m AS (
-    SELECT s.sink_id, s.include_excerpt FROM subscriptions s JOIN sinks k ON k.id = s.sink_id
+    SELECT s.sink_id, s.include_excerpt FROM switchboard.subscriptions s JOIN switchboard.sinks k ON k.id = s.sink_id
     WHERE s.owner = $1 AND k.owner = $1 AND k.enabled
       AND s.event_types && $3::text[]
       AND s.min_severity_rank <= $5
@@ -60,7 +60,7 @@ m AS (
 // when it matched any, and nothing otherwise. The excerpt is kept only
 // when some matching subscription opted in to it (REQ-9).
 const emitInsertSQL = `
-INSERT INTO outbox_events (owner, event_type, match_types, severity, severity_rank, queue_id, endpoint_id,
+INSERT INTO switchboard.outbox_events (owner, event_type, match_types, severity, severity_rank, queue_id, endpoint_id,
                            webhook_id, dedup_key, windowed, payload, body, due_at, sink_ids, excerpt_sink_ids)
 SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
        CASE WHEN cardinality(sets.excerpt_ids) > 0 THEN $12::text END,
@@ -131,18 +131,18 @@ func QueueEmit(b *pgx.Batch, p EmitParams) {
 // (REQ-9).
 const fanOutSQL = `
 WITH ev AS (
-    DELETE FROM outbox_events WHERE id IN (
-        SELECT id FROM outbox_events ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+    DELETE FROM switchboard.outbox_events WHERE id IN (
+        SELECT id FROM switchboard.outbox_events ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
     RETURNING *
 ), m AS (
     SELECT ev.id AS event_id, k.id AS sink_id, k.id = ANY (ev.excerpt_sink_ids) AS excerpt
     FROM ev CROSS JOIN LATERAL unnest(ev.sink_ids) AS sid
-    JOIN sinks k ON k.id = sid AND k.owner = ev.owner
+    JOIN switchboard.sinks k ON k.id = sid AND k.owner = ev.owner
     UNION ALL
     SELECT ev.id, s.sink_id, bool_or(s.include_excerpt)
     FROM ev
-    JOIN subscriptions s ON s.owner = ev.owner
-    JOIN sinks k ON k.id = s.sink_id AND k.owner = ev.owner AND k.enabled
+    JOIN switchboard.subscriptions s ON s.owner = ev.owner
+    JOIN switchboard.sinks k ON k.id = s.sink_id AND k.owner = ev.owner AND k.enabled
     WHERE cardinality(ev.sink_ids) = 0
       AND s.event_types && ev.match_types
       AND s.min_severity_rank <= ev.severity_rank
@@ -151,10 +151,10 @@ WITH ev AS (
       AND (cardinality(s.webhook_ids) = 0 OR ev.webhook_id = ANY (s.webhook_ids))
     GROUP BY ev.id, s.sink_id
 ), gone AS (
-    INSERT INTO delivery_records (sink_id, owner, event_type, attempt, counts_budget, status, class, sent_at, finished_at)
+    INSERT INTO switchboard.delivery_records (sink_id, owner, event_type, attempt, counts_budget, status, class, sent_at, finished_at)
     SELECT sid, ev.owner, ev.event_type, 1, false, 'undeliverable', 'config', $2, $2
     FROM ev CROSS JOIN LATERAL unnest(ev.sink_ids) AS sid
-    WHERE NOT EXISTS (SELECT 1 FROM sinks k WHERE k.id = sid AND k.owner = ev.owner)
+    WHERE NOT EXISTS (SELECT 1 FROM switchboard.sinks k WHERE k.id = sid AND k.owner = ev.owner)
     RETURNING 1
 ), g AS (
     SELECT m.sink_id,
@@ -166,7 +166,7 @@ WITH ev AS (
     FROM m JOIN ev ON ev.id = m.event_id
     GROUP BY m.sink_id, grp
 ), ins AS (
-INSERT INTO outbox (sink_id, owner, event_type, severity, dedup_key, windowed, count, payload, include_excerpt, due_at)
+INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, dedup_key, windowed, count, payload, include_excerpt, due_at)
 SELECT g.sink_id, ev.owner, ev.event_type, ev.severity, ev.dedup_key, ev.windowed,
        CASE WHEN ev.windowed THEN g.n ELSE 1 END,
        CASE WHEN g.excerpt AND ev.body IS NOT NULL THEN ev.payload || jsonb_build_object('body', ev.body)

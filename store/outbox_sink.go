@@ -12,9 +12,9 @@ import (
 // row's count (D7). It reports whether a row was written or counted on.
 const enqueueForSinkSQL = `
 WITH ins AS (
-INSERT INTO outbox (sink_id, owner, event_type, severity, dedup_key, windowed, count, payload, include_excerpt, due_at)
+INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, dedup_key, windowed, count, payload, include_excerpt, due_at)
 SELECT k.id, $2::text, $3::text, $4::text, $5::text, $6::boolean, 1, $7::jsonb, false, $8::timestamptz
-FROM sinks k WHERE k.id = $1 AND k.owner = $2::text AND k.enabled
+FROM switchboard.sinks k WHERE k.id = $1 AND k.owner = $2::text AND k.enabled
 ON CONFLICT (sink_id, dedup_key) WHERE state IN ('pending', 'held') DO UPDATE SET
     count = outbox.count + CASE WHEN outbox.windowed THEN 1 ELSE 0 END
 RETURNING 1

@@ -11,7 +11,7 @@ import (
 func CountTestsSince(ctx context.Context, db DBTX, sinkID int64, since time.Time) (int, time.Time, error) {
 	var n int
 	var first *time.Time
-	err := db.QueryRow(ctx, `SELECT count(*), min(sent_at) FROM delivery_records WHERE sink_id = $1 AND is_test AND sent_at >= $2`,
+	err := db.QueryRow(ctx, `SELECT count(*), min(sent_at) FROM switchboard.delivery_records WHERE sink_id = $1 AND is_test AND sent_at >= $2`,
 		sinkID, since).Scan(&n, &first)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("error counting test messages: %w", err)
@@ -33,7 +33,7 @@ func RecordAgentPage(ctx context.Context, tx DBTX, endpointID int64, now, since 
 	}
 	var n int
 	var first *time.Time
-	if err := tx.QueryRow(ctx, `SELECT count(*), min(paged_at) FROM agent_pages WHERE endpoint_id = $1 AND paged_at >= $2`,
+	if err := tx.QueryRow(ctx, `SELECT count(*), min(paged_at) FROM switchboard.agent_pages WHERE endpoint_id = $1 AND paged_at >= $2`,
 		endpointID, since).Scan(&n, &first); err != nil {
 		return false, time.Time{}, fmt.Errorf("error counting agent pages: %w", err)
 	}
@@ -44,7 +44,7 @@ func RecordAgentPage(ctx context.Context, tx DBTX, endpointID int64, now, since 
 		}
 		return false, at, nil
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO agent_pages (endpoint_id, paged_at) VALUES ($1, $2)`, endpointID, now); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO switchboard.agent_pages (endpoint_id, paged_at) VALUES ($1, $2)`, endpointID, now); err != nil {
 		return false, time.Time{}, fmt.Errorf("error recording agent page: %w", err)
 	}
 	return true, time.Time{}, nil
@@ -56,7 +56,7 @@ func ListDeliveryRecords(ctx context.Context, db DBTX, sinkID int64, limit int) 
 	rows, err := db.Query(ctx, `
 		SELECT id, sink_id, owner, coalesce(outbox_id, 0), event_type, attempt, is_test, counts_budget,
 		       coalesced_rows, status, coalesce(class, ''), coalesce(http_status, 0), sent_at, finished_at
-		FROM delivery_records WHERE sink_id = $1 ORDER BY id DESC LIMIT $2`, sinkID, limit)
+		FROM switchboard.delivery_records WHERE sink_id = $1 ORDER BY id DESC LIMIT $2`, sinkID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("error listing delivery records: %w", err)
 	}

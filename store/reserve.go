@@ -62,7 +62,7 @@ func QueueLockForDelivery(b *pgx.Batch, sinkIDs []int64, l *Locked) {
 	b.Queue(`
 		SELECT k.id, k.owner, k.kind, k.enabled, k.options, k.budget_per_hour, k.budget_burst,
 		       c.id, c.owner, c.kind, c.account_key, c.secret
-		FROM sinks k JOIN connections c ON c.id = k.connection_id
+		FROM switchboard.sinks k JOIN switchboard.connections c ON c.id = k.connection_id
 		WHERE k.id = ANY ($1)
 		ORDER BY k.id
 		FOR NO KEY UPDATE OF k SKIP LOCKED`, nonNilIDs(sinkIDs)).Query(func(rows pgx.Rows) error {
@@ -78,8 +78,8 @@ func QueueLockForDelivery(b *pgx.Batch, sinkIDs []int64, l *Locked) {
 		return nil
 	})
 	b.Queue(`
-		SELECT s, EXISTS (SELECT 1 FROM sinks WHERE id = s),
-		       (SELECT max(d.budget_tat) FROM delivery_records d WHERE d.sink_id = s AND d.counts_budget)
+		SELECT s, EXISTS (SELECT 1 FROM switchboard.sinks WHERE id = s),
+		       (SELECT max(d.budget_tat) FROM switchboard.delivery_records d WHERE d.sink_id = s AND d.counts_budget)
 		FROM unnest($1::bigint[]) AS s`, nonNilIDs(sinkIDs)).Query(func(rows pgx.Rows) error {
 		var (
 			id     int64
@@ -129,7 +129,7 @@ func QueueHoldRows(b *pgx.Batch, holds []Hold, instance string, held map[int64]i
 		    FROM unnest($1::bigint[], $2::timestamptz[]) AS u(sink_id, until)
 		    ORDER BY sink_id, until DESC
 		)
-		UPDATE outbox o SET due_at = s.until FROM s
+		UPDATE switchboard.outbox o SET due_at = s.until FROM s
 		WHERE o.sink_id = s.sink_id AND o.state = 'held'
 		RETURNING o.sink_id`, sinkIDs, until).Query(func(rows pgx.Rows) error {
 		var id int64
@@ -146,10 +146,10 @@ func QueueHoldRows(b *pgx.Batch, holds []Hold, instance string, held map[int64]i
 var holdRowsSQL = `
 		WITH ` + heldRowsByTID(`unnest($1::bigint[], $4::bigint[], $2::timestamptz[]) AS u(id, token, until)`) + `,
 		mine AS (
-		    SELECT o.id, o.sink_id, o.dedup_key, 'held' AS state FROM u JOIN outbox o ON o.ctid = u.tid
+		    SELECT o.id, o.sink_id, o.dedup_key, 'held' AS state FROM u JOIN switchboard.outbox o ON o.ctid = u.tid
 		    WHERE o.claimed_by = $3 AND o.claim_token = u.token
 		), ` + absorbRepeats("mine") + `
-		UPDATE outbox SET state = 'held', due_at = u.until, claimed_by = NULL, claim_expires_at = NULL,
+		UPDATE switchboard.outbox SET state = 'held', due_at = u.until, claimed_by = NULL, claim_expires_at = NULL,
 		       claim_token = NULL, ` + absorbedSet + `, payload = ` + absorbedPayload + `
 		FROM u LEFT JOIN extra ON extra.keep = u.id
 		WHERE outbox.ctid = u.tid AND outbox.claimed_by = $3 AND outbox.claim_token = u.token`
@@ -201,15 +201,15 @@ func QueueStartAttempts(b *pgx.Batch, starts []Start, instance string, now time.
 // startAttemptsSQL is QueueStartAttempts' statement.
 var startAttemptsSQL = `
 		WITH ` + heldRowsByTID(`unnest($1::bigint[], $6::bigint[], $2::timestamptz[]) AS u(id, token, tat)`) + `, started AS (
-		    UPDATE outbox o SET attempts = o.attempts + 1, first_attempt_at = coalesce(o.first_attempt_at, $4),
+		    UPDATE switchboard.outbox o SET attempts = o.attempts + 1, first_attempt_at = coalesce(o.first_attempt_at, $4),
 		           claim_expires_at = $4::timestamptz + $5::interval,
-		           attempt_record_id = nextval('delivery_records_id_seq')
+		           attempt_record_id = nextval('switchboard.delivery_records_id_seq')
 		    FROM u WHERE o.ctid = u.tid AND o.claimed_by = $3 AND o.claim_token = u.token AND o.attempts < $7
 		    RETURNING o.id, o.sink_id, o.owner, o.event_type, o.severity, o.payload, o.include_excerpt,
 		              o.attempts, o.first_attempt_at, coalesce(o.last_class, '') AS last_class, o.due_at, o.count,
 		              o.had_partial, o.claim_token, o.attempt_record_id, u.tat
 		), rec AS (
-		    INSERT INTO delivery_records (id, sink_id, owner, outbox_id, event_type, attempt, counts_budget,
+		    INSERT INTO switchboard.delivery_records (id, sink_id, owner, outbox_id, event_type, attempt, counts_budget,
 		                                  coalesced_rows, status, sent_at, budget_tat)
 		    OVERRIDING SYSTEM VALUE
 		    SELECT attempt_record_id, sink_id, owner, id, event_type, attempts, true, 1, 'sending', $4, tat
@@ -261,7 +261,7 @@ func RecordFinished(ctx context.Context, db interface {
 	b := &pgx.Batch{}
 	QueueBeginOnHeldRows(b)
 	b.Queue(`
-		UPDATE delivery_records d SET status = u.status, class = nullif(u.class, ''),
+		UPDATE switchboard.delivery_records d SET status = u.status, class = nullif(u.class, ''),
 		       http_status = nullif(u.http, 0), finished_at = u.at
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::timestamptz[]) AS u(id, status, class, http, at)
 		WHERE d.id = u.id`, recIDs, statuses, classes, https, ats)

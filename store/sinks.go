@@ -55,7 +55,7 @@ func scanSink(row pgx.Row) (Sink, error) {
 // CountSinks counts the sinks of one owner scope.
 func CountSinks(ctx context.Context, db DBTX, owner notifytype.OwnerScope) (int, error) {
 	var n int
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM sinks WHERE owner = $1`, owner.String()).Scan(&n); err != nil {
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM switchboard.sinks WHERE owner = $1`, owner.String()).Scan(&n); err != nil {
 		return 0, fmt.Errorf("error counting sinks: %w", err)
 	}
 	return n, nil
@@ -64,7 +64,7 @@ func CountSinks(ctx context.Context, db DBTX, owner notifytype.OwnerScope) (int,
 // InsertSink inserts a sink; ID and the timestamps are ignored and filled
 // in. A duplicate name in the scope is ErrSinkNameTaken.
 func InsertSink(ctx context.Context, db DBTX, s Sink) (Sink, error) {
-	out, err := scanSink(db.QueryRow(ctx, `INSERT INTO sinks (owner, name, kind, connection_id, enabled, options,
+	out, err := scanSink(db.QueryRow(ctx, `INSERT INTO switchboard.sinks (owner, name, kind, connection_id, enabled, options,
 			budget_per_hour, budget_burst, updated_by_human_id, updated_by_endpoint_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9::bigint, 0), NULLIF($10::bigint, 0)) RETURNING `+sinkColumns,
 		s.Owner.String(), s.Name, s.Kind, s.ConnectionID, s.Enabled, s.Options,
@@ -81,7 +81,7 @@ func InsertSink(ctx context.Context, db DBTX, s Sink) (Sink, error) {
 // GetSink reads one sink by id, whatever its scope; the caller checks the
 // scope. A missing row is pgx.ErrNoRows.
 func GetSink(ctx context.Context, db DBTX, id int64) (Sink, error) {
-	s, err := scanSink(db.QueryRow(ctx, `SELECT `+sinkColumns+` FROM sinks WHERE id = $1`, id))
+	s, err := scanSink(db.QueryRow(ctx, `SELECT `+sinkColumns+` FROM switchboard.sinks WHERE id = $1`, id))
 	if err != nil {
 		return Sink{}, fmt.Errorf("error reading sink: %w", err)
 	}
@@ -90,7 +90,7 @@ func GetSink(ctx context.Context, db DBTX, id int64) (Sink, error) {
 
 // GetSinkForUpdate reads one sink and locks its row until tx ends.
 func GetSinkForUpdate(ctx context.Context, tx DBTX, id int64) (Sink, error) {
-	s, err := scanSink(tx.QueryRow(ctx, `SELECT `+sinkColumns+` FROM sinks WHERE id = $1 FOR UPDATE`, id))
+	s, err := scanSink(tx.QueryRow(ctx, `SELECT `+sinkColumns+` FROM switchboard.sinks WHERE id = $1 FOR UPDATE`, id))
 	if err != nil {
 		return Sink{}, fmt.Errorf("error reading sink: %w", err)
 	}
@@ -99,7 +99,7 @@ func GetSinkForUpdate(ctx context.Context, tx DBTX, id int64) (Sink, error) {
 
 // ListSinks reads the sinks of one owner scope, by name.
 func ListSinks(ctx context.Context, db DBTX, owner notifytype.OwnerScope) ([]Sink, error) {
-	rows, err := db.Query(ctx, `SELECT `+sinkColumns+` FROM sinks WHERE owner = $1 ORDER BY name, id`, owner.String())
+	rows, err := db.Query(ctx, `SELECT `+sinkColumns+` FROM switchboard.sinks WHERE owner = $1 ORDER BY name, id`, owner.String())
 	if err != nil {
 		return nil, fmt.Errorf("error listing sinks: %w", err)
 	}
@@ -114,7 +114,7 @@ func ListSinks(ctx context.Context, db DBTX, owner notifytype.OwnerScope) ([]Sin
 // options, budget, writer) and sets updated_at. Owner and kind never
 // change. A duplicate name is ErrSinkNameTaken; a missing row pgx.ErrNoRows.
 func UpdateSink(ctx context.Context, db DBTX, s Sink) (Sink, error) {
-	out, err := scanSink(db.QueryRow(ctx, `UPDATE sinks SET name = $2, connection_id = $3, enabled = $4, options = $5,
+	out, err := scanSink(db.QueryRow(ctx, `UPDATE switchboard.sinks SET name = $2, connection_id = $3, enabled = $4, options = $5,
 			budget_per_hour = $6, budget_burst = $7, updated_by_human_id = NULLIF($8::bigint, 0), updated_by_endpoint_id = NULLIF($9::bigint, 0),
 			updated_at = now()
 		WHERE id = $1 RETURNING `+sinkColumns,
@@ -133,7 +133,7 @@ func UpdateSink(ctx context.Context, db DBTX, s Sink) (Sink, error) {
 // (foreign key cascade), its delivery records stay (REQ-5). A missing row is
 // pgx.ErrNoRows.
 func DeleteSink(ctx context.Context, db DBTX, id int64) error {
-	tag, err := db.Exec(ctx, `DELETE FROM sinks WHERE id = $1`, id)
+	tag, err := db.Exec(ctx, `DELETE FROM switchboard.sinks WHERE id = $1`, id)
 	if err != nil {
 		return fmt.Errorf("error deleting sink: %w", err)
 	}
@@ -147,7 +147,7 @@ func DeleteSink(ctx context.Context, db DBTX, id int64) error {
 // ascending order. It reads the (owner, name) index: the cost is that of
 // the scopes' sinks, not of every sink.
 func SinkIDsOf(ctx context.Context, db DBTX, scopes []string) ([]int64, error) {
-	rows, err := db.Query(ctx, `SELECT id FROM sinks WHERE owner = ANY($1::text[]) ORDER BY id`, scopes)
+	rows, err := db.Query(ctx, `SELECT id FROM switchboard.sinks WHERE owner = ANY($1::text[]) ORDER BY id`, scopes)
 	if err != nil {
 		return nil, fmt.Errorf("error listing sinks of scopes: %w", err)
 	}
@@ -161,7 +161,7 @@ func SinkIDsOf(ctx context.Context, db DBTX, scopes []string) ([]int64, error) {
 // SinkOwners returns the owner scope of each of ids that names a sink; an
 // id of no sink is left out.
 func SinkOwners(ctx context.Context, db DBTX, ids []int64) (map[int64]notifytype.OwnerScope, error) {
-	rows, err := db.Query(ctx, `SELECT id, owner FROM sinks WHERE id = ANY($1)`, ids)
+	rows, err := db.Query(ctx, `SELECT id, owner FROM switchboard.sinks WHERE id = ANY($1)`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("error reading sink owners: %w", err)
 	}

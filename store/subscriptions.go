@@ -50,7 +50,7 @@ func scanSubscription(row pgx.Row) (Subscription, error) {
 // A sink deleted meanwhile is a foreign key violation, reported as
 // pgx.ErrNoRows.
 func InsertSubscription(ctx context.Context, db DBTX, s Subscription) (Subscription, error) {
-	out, err := scanSubscription(db.QueryRow(ctx, `INSERT INTO subscriptions (sink_id, owner, event_types,
+	out, err := scanSubscription(db.QueryRow(ctx, `INSERT INTO switchboard.subscriptions (sink_id, owner, event_types,
 			queue_ids, endpoint_ids, webhook_ids, min_severity_rank, include_excerpt,
 			created_by_human_id, created_by_endpoint_id)
 		VALUES ($1, $2, $3, coalesce($4::bigint[], '{}'), coalesce($5::bigint[], '{}'), coalesce($6::bigint[], '{}'),
@@ -69,7 +69,7 @@ func InsertSubscription(ctx context.Context, db DBTX, s Subscription) (Subscript
 
 // ListSubscriptions reads the subscriptions of one sink, oldest first.
 func ListSubscriptions(ctx context.Context, db DBTX, sinkID int64) ([]Subscription, error) {
-	rows, err := db.Query(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions WHERE sink_id = $1 ORDER BY id`, sinkID)
+	rows, err := db.Query(ctx, `SELECT `+subscriptionColumns+` FROM switchboard.subscriptions WHERE sink_id = $1 ORDER BY id`, sinkID)
 	if err != nil {
 		return nil, fmt.Errorf("error listing subscriptions: %w", err)
 	}
@@ -82,7 +82,7 @@ func ListSubscriptions(ctx context.Context, db DBTX, sinkID int64) ([]Subscripti
 
 // DeleteSinkSubscriptions deletes every subscription of one sink.
 func DeleteSinkSubscriptions(ctx context.Context, db DBTX, sinkID int64) error {
-	if _, err := db.Exec(ctx, `DELETE FROM subscriptions WHERE sink_id = $1`, sinkID); err != nil {
+	if _, err := db.Exec(ctx, `DELETE FROM switchboard.subscriptions WHERE sink_id = $1`, sinkID); err != nil {
 		return fmt.Errorf("error deleting subscriptions: %w", err)
 	}
 	return nil
@@ -91,7 +91,7 @@ func DeleteSinkSubscriptions(ctx context.Context, db DBTX, sinkID int64) error {
 // DeleteSubscription deletes one subscription of one sink. A subscription
 // missing, or of another sink, is pgx.ErrNoRows.
 func DeleteSubscription(ctx context.Context, db DBTX, sinkID, id int64) error {
-	tag, err := db.Exec(ctx, `DELETE FROM subscriptions WHERE id = $1 AND sink_id = $2`, id, sinkID)
+	tag, err := db.Exec(ctx, `DELETE FROM switchboard.subscriptions WHERE id = $1 AND sink_id = $2`, id, sinkID)
 	if err != nil {
 		return fmt.Errorf("error deleting subscription: %w", err)
 	}

@@ -256,7 +256,7 @@ func SinksByName(ctx context.Context, db DBTX, owner string, names []string, loc
 	if len(names) == 0 {
 		return out, nil
 	}
-	sql := `SELECT id, name, enabled FROM sinks WHERE owner = $1 AND name = ANY($2) ORDER BY id`
+	sql := `SELECT id, name, enabled FROM switchboard.sinks WHERE owner = $1 AND name = ANY($2) ORDER BY id`
 	if lock {
 		sql += ` FOR SHARE`
 	}

@@ -25,7 +25,7 @@ type Write struct {
 // InsertWrite records a write; call it in the write's own transaction.
 func InsertWrite(ctx context.Context, db DBTX, w Write) error {
 	_, err := db.Exec(ctx, `
-		INSERT INTO write_log (owner, action, object_kind, object_id, acting_human_id, acting_endpoint_id)
+		INSERT INTO switchboard.write_log (owner, action, object_kind, object_id, acting_human_id, acting_endpoint_id)
 		VALUES ($1, $2, $3, $4, nullif($5, 0), nullif($6, 0))`,
 		w.Owner, w.Action, w.ObjectKind, w.ObjectID, w.HumanID, w.EndpointID)
 	if err != nil {
@@ -38,7 +38,7 @@ func InsertWrite(ctx context.Context, db DBTX, w Write) error {
 func ListWrites(ctx context.Context, db DBTX, objectKind string, objectID int64) ([]Write, error) {
 	rows, err := db.Query(ctx, `
 		SELECT id, at, owner, action, object_kind, object_id, coalesce(acting_human_id, 0), coalesce(acting_endpoint_id, 0)
-		FROM write_log WHERE object_kind = $1 AND object_id = $2 ORDER BY id`, objectKind, objectID)
+		FROM switchboard.write_log WHERE object_kind = $1 AND object_id = $2 ORDER BY id`, objectKind, objectID)
 	if err != nil {
 		return nil, fmt.Errorf("error listing writes: %w", err)
 	}

@@ -167,7 +167,7 @@ func TestFriendshipFanOutThroughAWebhook(t *testing.T) {
 	require.Equal(t, sinkB, att.SinkID, "B's sink is notified")
 	require.Len(t, gB.Requests(), 1)
 	b.w.FanOut(b.eng)
-	require.Zero(t, b.w.F.Count(`SELECT count(*) FROM outbox WHERE sink_id = $1`, sinkA), "A's is not")
+	require.Zero(t, b.w.F.Count(`SELECT count(*) FROM switchboard.outbox WHERE sink_id = $1`, sinkA), "A's is not")
 	require.Empty(t, gA.Requests())
 	_ = a
 }

@@ -216,7 +216,7 @@ func TestTypeScriptClientDefaultGrant(t *testing.T) {
 	require.Nil(t, got.Error, "the client shows the refusal")
 	require.True(t, got.Result.IsError)
 	require.Equal(t, notifytype.CodeForbidden, got.Result.Meta[mcpserver.MetaKeyError].Code)
-	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM sinks`), "nothing changed")
+	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM switchboard.sinks`), "nothing changed")
 }
 
 func TestOnlyToolsAreDeclaredAndServed(t *testing.T) {

@@ -59,5 +59,5 @@ func TestGrantedEndpointManagesDigestsInItsScope(t *testing.T) {
 
 	out := succeeds[mcpserver.DeleteDigestOut](t, cs, mcpserver.ToolDeleteDigest, map[string]any{"id": d.ID})
 	require.True(t, out.Deleted)
-	require.Zero(t, w.count(t, `SELECT count(*) FROM digests`))
+	require.Zero(t, w.count(t, `SELECT count(*) FROM switchboard.digests`))
 }

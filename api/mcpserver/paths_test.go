@@ -32,7 +32,7 @@ func TestNestedArgumentErrorsNameTheirPath(t *testing.T) {
 	rule := func(action map[string]any) map[string]any {
 		return map[string]any{"name": "r", "expr": "true", "action": action}
 	}
-	subs := w.count(t, `SELECT count(*) FROM subscriptions`)
+	subs := w.count(t, `SELECT count(*) FROM switchboard.subscriptions`)
 	rules := w.TableJSON("webhook_rules")
 
 	for _, tc := range []struct {
@@ -68,7 +68,7 @@ func TestNestedArgumentErrorsNameTheirPath(t *testing.T) {
 		require.Equal(t, notifytype.CodeInvalidArgument, e.Code, "%s %v", tc.tool, tc.args)
 		require.Equal(t, tc.field, e.Field, "%s %v: %s", tc.tool, tc.args, e.Message)
 	}
-	require.Equal(t, subs, w.count(t, `SELECT count(*) FROM subscriptions`), "nothing changed")
+	require.Equal(t, subs, w.count(t, `SELECT count(*) FROM switchboard.subscriptions`), "nothing changed")
 	require.Equal(t, rules, w.TableJSON("webhook_rules"), "nothing changed")
 }
 

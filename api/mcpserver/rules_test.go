@@ -63,7 +63,7 @@ func TestRuleVerbsWithTheDefaultGrant(t *testing.T) {
 	body := `{"sender":{"login":"dependabot"},"issue":{"number":3,"title":"bump"}}`
 	_, err = w.deps.Webhooks.Receive(w.Ctx, hook.ID, []byte(body), host.Sign(secret, host.NewMessageID(), w.Clock.Now(), []byte(body)))
 	require.NoError(t, err)
-	outbox := w.count(t, `SELECT count(*) FROM outbox`)
+	outbox := w.count(t, `SELECT count(*) FROM switchboard.outbox`)
 
 	// Scenario: Dry run sends nothing
 	report := succeeds[host.TestReport](t, cs, mcpserver.ToolTestWebhookRules, map[string]any{
@@ -72,8 +72,8 @@ func TestRuleVerbsWithTheDefaultGrant(t *testing.T) {
 	})
 	require.Equal(t, 1, report.Scored)
 	require.Equal(t, []host.NotifyRequest{{Sink: "phone", Rule: "all", Severity: notifytype.SeverityNormal}}, report.Deliveries[0].WouldNotify)
-	require.Equal(t, outbox, w.count(t, `SELECT count(*) FROM outbox`), "no outbox row is written")
-	require.Zero(t, w.count(t, `SELECT count(*) FROM delivery_records`), "nothing is sent")
+	require.Equal(t, outbox, w.count(t, `SELECT count(*) FROM switchboard.outbox`), "no outbox row is written")
+	require.Zero(t, w.count(t, `SELECT count(*) FROM switchboard.delivery_records`), "nothing is sent")
 }
 
 func TestRuleVerbsRefuseAnotherOwnersSink(t *testing.T) {

@@ -43,8 +43,8 @@ func TestSinkVerbsOffUntilGranted(t *testing.T) {
 	} {
 		require.Equal(t, notifytype.CodeForbidden, refused(t, cs, name, args).Code, name)
 	}
-	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM sinks`))
-	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM subscriptions`))
+	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM switchboard.sinks`))
+	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM switchboard.subscriptions`))
 }
 
 func TestGrantedEndpointAddsSubscription(t *testing.T) {
@@ -77,7 +77,7 @@ func TestGrantedEndpointAddsSubscription(t *testing.T) {
 	)
 	require.NoError(t, w.Pool.QueryRow(w.Ctx, `
 		SELECT event_types, queue_ids, created_by_human_id, created_by_endpoint_id
-		FROM subscriptions WHERE sink_id = $1`, sink).Scan(&types, &queues, &byHuman, &byEndpt))
+		FROM switchboard.subscriptions WHERE sink_id = $1`, sink).Scan(&types, &queues, &byHuman, &byEndpt))
 	require.Equal(t, []string{"todo.dead_lettered"}, types)
 	require.Equal(t, []int64{forge}, queues)
 	require.Equal(t, human, byHuman)
@@ -123,7 +123,7 @@ func TestAgentPagingOffByDefault(t *testing.T) {
 		require.Equal(t, notifytype.CodeForbidden, e.Code)
 		require.Contains(t, e.Message, "notify_owner")
 	}
-	require.Zero(t, w.count(t, `SELECT count(*) FROM outbox`))
+	require.Zero(t, w.count(t, `SELECT count(*) FROM switchboard.outbox`))
 }
 
 func TestGrantedAgentPagesOwner(t *testing.T) {
@@ -253,7 +253,7 @@ func TestSetSinkRefusalsMatchTheHumanSurfaces(t *testing.T) {
 	require.Equal(t, notifytype.CodeInvalidArgument, e.Code)
 	require.Equal(t, "nmae", e.Field)
 
-	require.Zero(t, w.count(t, `SELECT count(*) FROM sinks`), "nothing stored")
+	require.Zero(t, w.count(t, `SELECT count(*) FROM switchboard.sinks`), "nothing stored")
 
 	// A good sink saves in the team's scope, recording the endpoint; a bad
 	// change to it stores nothing.
@@ -277,7 +277,7 @@ func TestSetSinkRefusalsMatchTheHumanSurfaces(t *testing.T) {
 	require.False(t, changed.Enabled)
 	deleted := succeeds[mcpserver.DeleteSinkOut](t, cs, mcpserver.ToolDeleteSink, map[string]any{"id": created.ID})
 	require.True(t, deleted.Deleted)
-	require.Zero(t, w.count(t, `SELECT count(*) FROM sinks`))
+	require.Zero(t, w.count(t, `SELECT count(*) FROM switchboard.sinks`))
 	require.NotContains(t, w.Logs.String(), gotifyToken)
 }
 
@@ -320,14 +320,14 @@ func TestNotifyOwnerSixthCallRateLimited(t *testing.T) {
 
 	for i := range engine.AgentPagesPerHour {
 		succeeds[mcpserver.NotifyOwnerOut](t, cs, mcpserver.ToolNotifyOwner, map[string]any{"title": "page", "severity": "high"})
-		require.Equal(t, i+1, w.count(t, `SELECT count(*) FROM outbox WHERE event_type = 'agent.notify'`))
+		require.Equal(t, i+1, w.count(t, `SELECT count(*) FROM switchboard.outbox WHERE event_type = 'agent.notify'`))
 		if i == 0 {
 			w.Clock.Advance(10 * time.Minute)
 		}
 	}
 	e := refused(t, cs, mcpserver.ToolNotifyOwner, map[string]any{"title": "one too many"})
 	require.Equal(t, notifytype.CodeRateLimited, e.Code)
-	require.Equal(t, 5, w.count(t, `SELECT count(*) FROM outbox`), "no extra outbox row")
+	require.Equal(t, 5, w.count(t, `SELECT count(*) FROM switchboard.outbox`), "no extra outbox row")
 	// Issue 19 item 14: the refusal says when to retry: when the first
 	// page, 10 minutes ago, leaves the hour.
 	require.Equal(t, 50*60+1, e.RetryAfterSeconds)
@@ -343,7 +343,7 @@ func TestNotifyOwnerSixthCallRateLimited(t *testing.T) {
 
 	// An hour on, the endpoint may page again.
 	succeeds[mcpserver.NotifyOwnerOut](t, cs, mcpserver.ToolNotifyOwner, map[string]any{"title": "page"})
-	require.Equal(t, 6, w.count(t, `SELECT count(*) FROM outbox`))
+	require.Equal(t, 6, w.count(t, `SELECT count(*) FROM switchboard.outbox`))
 }
 
 func TestTodosVerbsDeadLetterEndToEnd(t *testing.T) {
@@ -380,7 +380,7 @@ func TestTodosVerbsDeadLetterEndToEnd(t *testing.T) {
 	a := w.Wait()
 	require.Equal(t, sink, a.SinkID)
 	require.Equal(t, "delivered", a.State)
-	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM outbox WHERE sink_id = $1 AND event_type = 'todo.dead_lettered'`, sink))
+	require.Equal(t, 1, w.count(t, `SELECT count(*) FROM switchboard.outbox WHERE sink_id = $1 AND event_type = 'todo.dead_lettered'`, sink))
 	require.Len(t, gotify.Requests(), 1)
 	require.Contains(t, string(gotify.Requests()[0].Body), "fix the flaky test")
 

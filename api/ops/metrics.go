@@ -92,7 +92,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	rows, err := m.pool.Query(ctx, `SELECT state, count(*) FROM outbox GROUP BY state`)
+	rows, err := m.pool.Query(ctx, `SELECT state, count(*) FROM switchboard.outbox GROUP BY state`)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(depthDesc, err)
 		return

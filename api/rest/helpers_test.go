@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/store/storetest"
 )
 
 // bundle is what a test of the API acts on: a world (database, factory,
@@ -180,7 +181,7 @@ func (b *bundle) allBodies() string {
 // count counts a table's rows.
 func (b *bundle) count(t *testing.T, table string) int {
 	t.Helper()
-	return b.w.F.Count(`SELECT count(*) FROM ` + table)
+	return b.w.F.Count(`SELECT count(*) FROM ` + storetest.Table(table))
 }
 
 // counts counts the rows of what the management routes write.

@@ -149,7 +149,7 @@ func TestDeleteWebhook(t *testing.T) {
 	require.Zero(t, b.count(t, "webhook_rules"), "its rules go with it")
 	require.Equal(t, 1, b.count(t, "webhook_deliveries"), "what it received stays until retention")
 	require.Equal(t, 1, b.w.F.Count(`SELECT count(*) FROM todos WHERE id = $1 AND webhook_id IS NULL`, routed), "the todo it routed stays")
-	require.Equal(t, 1, b.w.F.Count(`SELECT count(*) FROM subscriptions WHERE sink_id = $1 AND webhook_ids = ARRAY[$2::bigint]`, sink, hook),
+	require.Equal(t, 1, b.w.F.Count(`SELECT count(*) FROM switchboard.subscriptions WHERE sink_id = $1 AND webhook_ids = ARRAY[$2::bigint]`, sink, hook),
 		"the subscription keeps its filter: it is never widened to every webhook")
 
 	// The delivery's board link still opens for its owner, and only for it.

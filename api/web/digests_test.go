@@ -63,8 +63,8 @@ func TestDigestPagesCreatePreviewSendNow(t *testing.T) {
 		require.Equal(t, http.StatusOK, page.status, page.body)
 		require.Contains(t, page.body, "Sent now to 1 sink(s); the scheduled send is unchanged.")
 	}
-	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM outbox WHERE event_type = 'digest'`))
-	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM digests WHERE last_sent_at IS NULL AND last_slot_at IS NULL`),
+	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.outbox WHERE event_type = 'digest'`))
+	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.digests WHERE last_sent_at IS NULL AND last_slot_at IS NULL`),
 		"sending now spends no scheduled time")
 
 	saved := c.post(loc, url.Values{"name": {"mornings"}, "schedule": {"TZ=Europe/Berlin Mon-Fri 09:30"},
@@ -80,7 +80,7 @@ func TestDigestPagesCreatePreviewSendNow(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, other.get(loc).status)
 	require.Equal(t, http.StatusNotFound, other.post(loc+"/send", nil).status)
 	require.Equal(t, http.StatusNotFound, other.post(loc+"/delete", nil).status)
-	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM outbox WHERE event_type = 'digest'`))
+	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.outbox WHERE event_type = 'digest'`))
 
 	del := c.post(loc+"/delete", nil)
 	require.Equal(t, http.StatusSeeOther, del.status)

@@ -105,7 +105,7 @@ func TestQueuePages(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
 	require.Equal(t, qpath+"?notice=todo_dead_lettered", res.header.Get("Location"))
 	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM todos WHERE state = 'dead' AND dead_reason = 'interrupted'`))
-	require.Equal(t, 1, b.count(t, "outbox_events")+b.f.Count(`SELECT 1 - count(*)::int FROM subscriptions`), "no subscription: nothing to announce")
+	require.Equal(t, 1, b.count(t, "outbox_events")+b.f.Count(`SELECT 1 - count(*)::int FROM switchboard.subscriptions`), "no subscription: nothing to announce")
 
 	// Twice: the todo is dead, said in words on its page.
 	res = c.post(td+"/dead-letter", nil)

@@ -221,7 +221,7 @@ func (b *bundle) gotifySink(t *testing.T, humanID int64, owner notifytype.OwnerS
 
 func (b *bundle) count(t *testing.T, table string) int {
 	t.Helper()
-	return b.f.Count(`SELECT count(*) FROM ` + table)
+	return b.f.Count(`SELECT count(*) FROM ` + storetest.Table(table))
 }
 
 // httptestRequest and serve run a handler without a server.
@@ -247,7 +247,7 @@ func storetestSub(sinkID int64) storetest.SubscriptionOpts {
 
 func sinkEnabled(t *testing.T, b *bundle, sinkID int64) bool {
 	t.Helper()
-	return b.f.Count(`SELECT count(*) FROM sinks WHERE id = $1 AND enabled`, sinkID) == 1
+	return b.f.Count(`SELECT count(*) FROM switchboard.sinks WHERE id = $1 AND enabled`, sinkID) == 1
 }
 
 // between returns the text of s after the first from and before the next

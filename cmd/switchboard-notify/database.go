@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/store"
 )
 
@@ -75,7 +76,7 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.P
 		pool.Close()
 		return nil, fmt.Errorf("error reaching database %s: %w", redactedDatabase(cfg.DatabaseURL), err)
 	}
-	if err := store.Migrate(ctx, pool); err != nil {
+	if err := host.Migrate(ctx, pool); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("error migrating database %s: %w", redactedDatabase(cfg.DatabaseURL), err)
 	}
@@ -89,13 +90,13 @@ func runMigrate(ctx context.Context, cfg config, log *slog.Logger, stdout io.Wri
 		return err
 	}
 	defer pool.Close()
-	fmt.Fprintf(stdout, "database %s is at migration %s (%d files)\n",
-		redactedDatabase(cfg.DatabaseURL), lastMigration(), len(store.Migrations()))
+	fmt.Fprintf(stdout, "database %s: engine at migration %s (schema %s), host at migration %s\n",
+		redactedDatabase(cfg.DatabaseURL), lastMigration(store.EngineMigrationList()), store.EngineSchema,
+		lastMigration(store.HostMigrationList()))
 	return nil
 }
 
-func lastMigration() string {
-	ms := store.Migrations()
+func lastMigration(ms []store.Migration) string {
 	if len(ms) == 0 {
 		return "none"
 	}

@@ -45,7 +45,7 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 		return err
 	}
 	defer pool.Close()
-	log.Info("database ready", "database", redactedDatabase(cfg.DatabaseURL), "migration", lastMigration())
+	log.Info("database ready", "database", redactedDatabase(cfg.DatabaseURL), "engine_migration", lastMigration(store.EngineMigrationList()), "host_migration", lastMigration(store.HostMigrationList()))
 
 	var receivers *demo.Receivers
 	allowHTTP, privateHosts := cfg.PushAllowHTTP, cfg.PrivateHosts
@@ -78,6 +78,7 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 		Logger:                log,
 		OnAttempt:             func(a engine.Attempt) { metrics.OnAttempt(a) },
 		OnClaim:               func(sink int64, lag time.Duration) { metrics.OnClaim(sink, lag) },
+		HostCleanUp:           host.CleanUp(pool, log.With("component", "host")),
 	})
 	if err != nil {
 		return err

@@ -234,7 +234,7 @@ func TestMigrateCreatesDatabase(t *testing.T) {
 
 	var stdout strings.Builder
 	require.NoError(t, run(ctx, []string{"migrate"}, env("DATABASE_URL", fresh.String(), "SWITCHBOARD_LOG_FORMAT", "json"), &stdout, io.Discard))
-	require.Contains(t, stdout.String(), "is at migration")
+	require.Contains(t, stdout.String(), "engine at migration")
 
 	// Twice is fine.
 	require.NoError(t, run(ctx, []string{"migrate"}, env("DATABASE_URL", fresh.String(), "SWITCHBOARD_LOG_FORMAT", "json"), io.Discard, io.Discard))

@@ -27,6 +27,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/enginetest/testhooks"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
@@ -100,12 +101,13 @@ func (w *World) Config(pool *pgxpool.Pool, configure ...func(*engine.Config)) en
 		PushAllowHTTP:  true,
 		PrivateHosts:   []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 		Clock:          w.Clock,
-		DatabaseClock:  w.Clock,
 		PollInterval:   20 * time.Millisecond,
 		NotifyDebounce: -1,
 		Logger:         slog.New(slog.NewJSONHandler(w.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OnAttempt:      func(a engine.Attempt) { w.Attempts <- a },
 	}
+	cfg.HostCleanUp = host.CleanUp(pool, cfg.Logger)
+	SetDatabaseClock(&cfg, w.Clock)
 	for _, c := range configure {
 		c(&cfg)
 	}
@@ -128,7 +130,7 @@ func (w *World) Serve(configure ...func(*engine.Config)) *engine.Engine {
 }
 
 // ServeWith is Serve, calling prepare (when not nil) on the engine before
-// it serves: the place for test hooks such as WrapAdaptersForTest, which
+// it serves: the place for test hooks such as WrapAdapters, which
 // must be set before Serve.
 func (w *World) ServeWith(prepare func(*engine.Engine), configure ...func(*engine.Config)) *engine.Engine {
 	w.tb.Helper()
@@ -256,10 +258,10 @@ func (w *World) FanOut(eng *engine.Engine) {
 	w.tb.Helper()
 	deadline := time.Now().Add(WaitTimeout)
 	for {
-		_, err := eng.FanOut(w.Ctx)
+		_, err := FanOut(w.Ctx, eng)
 		require.NoError(w.tb, err)
 		var left int
-		require.NoError(w.tb, w.Pool.QueryRow(w.Ctx, `SELECT count(*) FROM outbox_events`).Scan(&left))
+		require.NoError(w.tb, w.Pool.QueryRow(w.Ctx, `SELECT count(*) FROM switchboard.outbox_events`).Scan(&left))
 		if left == 0 {
 			return
 		}
@@ -272,7 +274,7 @@ func (w *World) FanOut(eng *engine.Engine) {
 // RowStates counts outbox rows by state.
 func (w *World) RowStates() map[string]int {
 	w.tb.Helper()
-	rows, err := w.Pool.Query(w.Ctx, `SELECT state, count(*) FROM outbox GROUP BY state`)
+	rows, err := w.Pool.Query(w.Ctx, `SELECT state, count(*) FROM switchboard.outbox GROUP BY state`)
 	require.NoError(w.tb, err)
 	out := map[string]int{}
 	for rows.Next() {
@@ -330,10 +332,10 @@ func (w *World) Reset() error {
 		// TRUNCATE … CASCADE. An engine still at work (a check that failed
 		// half way) may deadlock with either; PostgreSQL aborts one of the
 		// two, and we go again.
-		_, err = w.Pool.Exec(w.Ctx, `DELETE FROM outbox; DELETE FROM outbox_events; DELETE FROM delivery_records;
-			DELETE FROM subscriptions; DELETE FROM sinks; DELETE FROM connections`)
+		_, err = w.Pool.Exec(w.Ctx, `DELETE FROM switchboard.outbox; DELETE FROM switchboard.outbox_events; DELETE FROM switchboard.delivery_records;
+			DELETE FROM switchboard.subscriptions; DELETE FROM switchboard.sinks; DELETE FROM switchboard.connections`)
 		if err != nil {
-			_, err = w.Pool.Exec(w.Ctx, `TRUNCATE outbox, outbox_events, delivery_records, subscriptions, sinks, connections CASCADE`)
+			_, err = w.Pool.Exec(w.Ctx, `TRUNCATE switchboard.outbox, switchboard.outbox_events, switchboard.delivery_records, switchboard.subscriptions, switchboard.sinks, switchboard.connections CASCADE`)
 		}
 		if err == nil {
 			break
@@ -381,7 +383,7 @@ func (w *World) SettleWithin(timeout time.Duration) ([]engine.Attempt, error) {
 	for {
 		var busy int
 		err := w.Pool.QueryRow(w.Ctx, `
-			SELECT (SELECT count(*) FROM outbox_events) + (SELECT count(*) FROM outbox
+			SELECT (SELECT count(*) FROM switchboard.outbox_events) + (SELECT count(*) FROM switchboard.outbox
 			WHERE state = 'claimed' OR (state IN ('pending', 'held') AND due_at <= $1))`, w.Clock.Now()).Scan(&busy)
 		if err != nil {
 			return seen, fmt.Errorf("error reading outbox: %w", err)
@@ -410,16 +412,14 @@ func (w *World) TableJSON(table string, omit ...string) string {
 	var dump string
 	require.NoError(w.tb, w.Pool.QueryRow(w.Ctx,
 		`SELECT coalesce(string_agg((to_jsonb(t) - $1::text[])::text, E'\n'), '') FROM `+
-			pgx.Identifier{table}.Sanitize()+` t`, omit).Scan(&dump))
+			storetest.Table(table)+` t`, omit).Scan(&dump))
 	return dump
 }
 
 // Tables lists the database's tables.
 func (w *World) Tables() []string {
 	w.tb.Helper()
-	rows, err := w.Pool.Query(w.Ctx, `
-		SELECT table_name FROM information_schema.tables
-		WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`)
+	rows, err := w.Pool.Query(w.Ctx, storetest.TablesQuery)
 	require.NoError(w.tb, err)
 	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(w.tb, err)
@@ -431,7 +431,7 @@ func (w *World) Tables() []string {
 func (w *World) describeOutbox() string {
 	rows, err := w.Pool.Query(w.Ctx, `
 		SELECT id, sink_id, state, attempts, due_at, coalesce(claimed_by, ''), claim_expires_at
-		FROM outbox WHERE state IN ('pending', 'held', 'claimed') ORDER BY id`)
+		FROM switchboard.outbox WHERE state IN ('pending', 'held', 'claimed') ORDER BY id`)
 	if err != nil {
 		return err.Error()
 	}
@@ -455,3 +455,11 @@ func (w *World) describeOutbox() string {
 	}
 	return b.String()
 }
+
+// The test hooks (see package testhooks, which benchmarks use).
+var (
+	WrapAdapters      = testhooks.WrapAdapters
+	FanOut            = testhooks.FanOut
+	SetDatabaseClock  = testhooks.SetDatabaseClock
+	WithDatabaseClock = testhooks.WithDatabaseClock
+)

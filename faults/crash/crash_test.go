@@ -172,7 +172,7 @@ func TestProcessCrashMidDrain(t *testing.T) {
 		most := 0
 		for _, p := range procs {
 			var held int
-			if err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE state = 'claimed' AND claimed_by LIKE $1`, claimsOf(p)).Scan(&held); err != nil {
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM switchboard.outbox WHERE state = 'claimed' AND claimed_by LIKE $1`, claimsOf(p)).Scan(&held); err != nil {
 				return false, err
 			}
 			if held > most {
@@ -188,7 +188,7 @@ func TestProcessCrashMidDrain(t *testing.T) {
 	// What the killed process held: the most it may have sent twice.
 	claimed := map[int64]bool{}
 	var ttlLeft time.Duration
-	rs, err := pool.Query(ctx, `SELECT id, extract(epoch FROM claim_expires_at - now()) FROM outbox
+	rs, err := pool.Query(ctx, `SELECT id, extract(epoch FROM claim_expires_at - now()) FROM switchboard.outbox
 		WHERE state = 'claimed' AND claimed_by LIKE $1`, victimClaims)
 	require.NoError(t, err)
 	for rs.Next() {
@@ -208,13 +208,13 @@ func TestProcessCrashMidDrain(t *testing.T) {
 	if !honoured && !faults.Full() {
 		// The short run cannot wait out the 2 min default: expire the
 		// dead process's claims by the database clock, as time would.
-		_, err := pool.Exec(ctx, `UPDATE outbox SET claim_expires_at = now() WHERE state = 'claimed' AND claimed_by LIKE $1`, victimClaims)
+		_, err := pool.Exec(ctx, `UPDATE switchboard.outbox SET claim_expires_at = now() WHERE state = 'claimed' AND claimed_by LIKE $1`, victimClaims)
 		require.NoError(t, err)
 		row.Figures = append(row.Figures, "short run: the killed process's claims were expired by hand (the 2 min default TTL is longer than CI allows)")
 	}
 	require.NoError(t, faults.WaitUntil(4*time.Minute, 50*time.Millisecond, func() (bool, error) {
 		var left int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE state = 'claimed' AND claimed_by LIKE $1`, victimClaims).Scan(&left)
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM switchboard.outbox WHERE state = 'claimed' AND claimed_by LIKE $1`, victimClaims).Scan(&left)
 		return left == 0, err
 	}), "the killed process's claims were never taken over")
 	recovered := time.Since(killedAt)
@@ -246,19 +246,19 @@ func TestProcessCrashMidDrain(t *testing.T) {
 
 	// D25: every row sent twice has an attempt recorded abandoned.
 	var abandoned, unmatched int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM delivery_records WHERE class = 'abandoned'`).Scan(&abandoned))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM switchboard.delivery_records WHERE class = 'abandoned'`).Scan(&abandoned))
 	for id, n := range seen {
 		if n < 2 {
 			continue
 		}
 		var has bool
-		require.NoError(t, pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_records WHERE outbox_id = $1 AND class = 'abandoned')`, id).Scan(&has))
+		require.NoError(t, pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM switchboard.delivery_records WHERE outbox_id = $1 AND class = 'abandoned')`, id).Scan(&has))
 		if !has {
 			unmatched++
 		}
 	}
 	var sentTwiceRecords int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT outbox_id FROM delivery_records
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT outbox_id FROM switchboard.delivery_records
 		WHERE outbox_id = ANY($1) GROUP BY outbox_id HAVING count(*) > 1) x`, keys(claimed)).Scan(&sentTwiceRecords))
 	pending.Expect(t, "crash/abandoned-records", unmatched == 0 && (dups == 0 || abandoned > 0),
 		"%d of %d duplicated rows have no abandoned record; %d abandoned records, %d claimed rows attempted twice", unmatched, dups, abandoned, sentTwiceRecords)

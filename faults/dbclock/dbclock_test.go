@@ -114,7 +114,7 @@ func TestFullPool(t *testing.T) {
 	local := clockwork.NewFakeClockAt(time.Now())
 	eng, err := engine.New(w.Config(pool, func(c *engine.Config) {
 		c.Clock = local
-		c.DatabaseClock = nil // the database's own clock, read through the pool
+		enginetest.SetDatabaseClock(c, nil) // the database's own clock, read through the pool
 	}))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -169,7 +169,7 @@ func TestFullPool(t *testing.T) {
 		err := within(t, fmt.Sprintf("caller %d with a 200 ms deadline", i), func() error {
 			cctx, ccancel := context.WithTimeout(w.Ctx, 200*time.Millisecond)
 			defer ccancel()
-			_, err := eng.FanOut(cctx)
+			_, err := enginetest.FanOut(cctx, eng)
 			return err
 		})
 		require.True(t, errors.Is(err, context.DeadlineExceeded), "caller %d: %v", i, err)
@@ -228,14 +228,14 @@ func TestDigestDueAtTheDatabasesTime(t *testing.T) {
 			ids, err := faults.SeedSinks(w.Ctx, w.Pool, w.Key, recv.URL, token, 1)
 			require.NoError(t, err)
 			var owner string
-			require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT owner FROM sinks WHERE id = $1`, ids[0]).Scan(&owner))
+			require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT owner FROM switchboard.sinks WHERE id = $1`, ids[0]).Scan(&owner))
 			scope, err := notifytype.ParseOwnerScope(owner)
 			require.NoError(t, err)
 			require.Equal(t, notifytype.ScopeHuman, scope.Kind)
 			p := engine.HumanPrincipal(scope.ID)
 			eng := w.Engine(func(c *engine.Config) {
 				c.Clock = skewed{Clock: clockwork.NewRealClock(), by: by}
-				c.DatabaseClock = nil
+				enginetest.SetDatabaseClock(c, nil)
 			})
 			dg, err := eng.CreateDigest(w.Ctx, p, engine.DigestInput{Owner: scope, Name: "skewed", Schedule: "TZ=UTC * 09:00", SinkIDs: ids})
 			require.NoError(t, err)
@@ -244,7 +244,7 @@ func TestDigestDueAtTheDatabasesTime(t *testing.T) {
 			_, err = eng.SendDigestNow(w.Ctx, p, dg.ID)
 			require.NoError(t, err)
 			require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT clock_timestamp()`).Scan(&after))
-			require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT due_at FROM outbox WHERE event_type = 'digest'`).Scan(&due))
+			require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT due_at FROM switchboard.outbox WHERE event_type = 'digest'`).Scan(&due))
 			ok := !due.Before(before) && !due.After(after)
 			require.True(t, ok, "an instance %v off queued a digest due at %v; the database's time was %v", by, due, before)
 			figure("digest from an instance %s off: due at the database's time (%s)", strings.TrimSuffix(by.String(), "0m0s"), "within the send's statement")

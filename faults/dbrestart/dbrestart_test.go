@@ -19,7 +19,6 @@ import (
 	"github.com/switchboard/notify/faults/pgcluster"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 )
 
 // Scenario 2: the database restarts, then loses every connection, under a
@@ -46,7 +45,7 @@ func TestDatabaseRestartMidDrain(t *testing.T) {
 	pool, err := pgxpool.New(ctx, cluster.URL(db))
 	require.NoError(t, err)
 	defer pool.Close()
-	require.NoError(t, store.Migrate(ctx, pool))
+	require.NoError(t, host.Migrate(ctx, pool))
 
 	secrets := faults.PlantedSecrets()
 	recv := faults.NewReceiver(t, secrets.GotifyToken)
@@ -127,12 +126,12 @@ func TestDatabaseRestartMidDrain(t *testing.T) {
 	digestFigure := digestAcrossOutage(t, ctx, cluster, pool, eng, recv, sinks[0], &pending)
 
 	// The janitor resumes: history past retention goes.
-	_, err = pool.Exec(ctx, `INSERT INTO delivery_records (sink_id, owner, event_type, status, sent_at, finished_at)
-		SELECT id, owner, 'agent.notify', 'delivered', now() - interval '2 hours', now() - interval '2 hours' FROM sinks LIMIT 1`)
+	_, err = pool.Exec(ctx, `INSERT INTO switchboard.delivery_records (sink_id, owner, event_type, status, sent_at, finished_at)
+		SELECT id, owner, 'agent.notify', 'delivered', now() - interval '2 hours', now() - interval '2 hours' FROM switchboard.sinks LIMIT 1`)
 	require.NoError(t, err)
 	require.NoError(t, faults.WaitUntil(30*time.Second, 100*time.Millisecond, func() (bool, error) {
 		var n int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM delivery_records WHERE sent_at < now() - interval '1 hour'`).Scan(&n)
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM switchboard.delivery_records WHERE sent_at < now() - interval '1 hour'`).Scan(&n)
 		return n == 0, err
 	}), "the janitor did not remove history past retention after the faults")
 
@@ -163,7 +162,7 @@ func digestAcrossOutage(t *testing.T, ctx context.Context, cluster *pgcluster.Cl
 	t.Helper()
 	const before, after = 5 * time.Second, 2 * time.Second
 	var ownerText string
-	require.NoError(t, pool.QueryRow(ctx, `SELECT owner FROM sinks WHERE id = $1`, sink).Scan(&ownerText))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT owner FROM switchboard.sinks WHERE id = $1`, sink).Scan(&ownerText))
 	owner, err := notifytype.ParseOwnerScope(ownerText)
 	require.NoError(t, err)
 	p := engine.HumanPrincipal(owner.ID)
@@ -189,7 +188,7 @@ func digestAcrossOutage(t *testing.T, ctx context.Context, cluster *pgcluster.Cl
 	wallUntil(slot.Add(-offset).Add(-before))
 	runs := func() (int, error) {
 		var n int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM digest_runs WHERE digest_id = $1`, d.ID).Scan(&n)
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM switchboard.digest_runs WHERE digest_id = $1`, d.ID).Scan(&n)
 		return n, err
 	}
 	n, err := runs()
@@ -208,7 +207,7 @@ func digestAcrossOutage(t *testing.T, ctx context.Context, cluster *pgcluster.Cl
 	// Sent once the engine is back: one run, one row delivered.
 	require.NoError(t, faults.WaitUntil(time.Minute, 50*time.Millisecond, func() (bool, error) {
 		var delivered int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE event_type = 'digest' AND state = 'delivered'`).Scan(&delivered)
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM switchboard.outbox WHERE event_type = 'digest' AND state = 'delivered'`).Scan(&delivered)
 		if err != nil {
 			return false, nil // a connection of our own pool the outage cut: ask again
 		}
@@ -223,10 +222,10 @@ func digestAcrossOutage(t *testing.T, ctx context.Context, cluster *pgcluster.Cl
 		slotAt, ranAt time.Time
 		digestRows    int
 	)
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM digest_runs WHERE digest_id = $1`, d.ID).Scan(&n))
-	require.NoError(t, pool.QueryRow(ctx, `SELECT kind, outcome, slot_at, ran_at FROM digest_runs WHERE digest_id = $1`, d.ID).
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM switchboard.digest_runs WHERE digest_id = $1`, d.ID).Scan(&n))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT kind, outcome, slot_at, ran_at FROM switchboard.digest_runs WHERE digest_id = $1`, d.ID).
 		Scan(&kind, &outcome, &slotAt, &ranAt))
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE event_type = 'digest'`).Scan(&digestRows))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM switchboard.outbox WHERE event_type = 'digest'`).Scan(&digestRows))
 	messages := 0
 	for title, c := range recv.OtherTitles() {
 		if strings.HasPrefix(title, "[digest]") {

@@ -165,7 +165,7 @@ func TestRepeatsDuringClaims(t *testing.T) {
 		require.NoError(t, err)
 		var open int
 		var due *time.Time
-		require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT count(*), min(due_at) FROM outbox
+		require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT count(*), min(due_at) FROM switchboard.outbox
 			WHERE state IN ('pending', 'held', 'claimed')`).Scan(&open, &due))
 		if open == 0 {
 			break
@@ -177,14 +177,14 @@ func TestRepeatsDuringClaims(t *testing.T) {
 
 	var rows, delivered, events, maxAttempts int
 	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT count(*), count(*) FILTER (WHERE state = 'delivered'),
-		coalesce(sum(delivered_count) FILTER (WHERE state = 'delivered'), 0), coalesce(max(attempts), 0) FROM outbox`).
+		coalesce(sum(delivered_count) FILTER (WHERE state = 'delivered'), 0), coalesce(max(attempts), 0) FROM switchboard.outbox`).
 		Scan(&rows, &delivered, &events, &maxAttempts))
 	var attempts int
-	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT count(*) FROM delivery_records`).Scan(&attempts))
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT count(*) FROM switchboard.delivery_records`).Scan(&attempts))
 	// A sink sees a row twice when it answers 200 for more rows of a key
 	// than the outbox holds delivered.
 	perKey := map[int]int{}
-	crows, err := w.Pool.Query(w.Ctx, `SELECT dedup_key, count(*) FROM outbox WHERE state = 'delivered' GROUP BY 1`)
+	crows, err := w.Pool.Query(w.Ctx, `SELECT dedup_key, count(*) FROM switchboard.outbox WHERE state = 'delivered' GROUP BY 1`)
 	require.NoError(t, err)
 	for crows.Next() {
 		var dedup string

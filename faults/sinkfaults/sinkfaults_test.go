@@ -69,7 +69,7 @@ type fault struct {
 	// the D10 schedule).
 	retryAfter time.Duration
 	// panics is how many of the first attempts the sink's adapter panics
-	// in (planted with WrapAdaptersForTest), its panic value quoting the
+	// in (planted with enginetest.WrapAdapters), its panic value quoting the
 	// planted secret; those attempts never reach the server.
 	panics int
 }
@@ -236,7 +236,7 @@ func runFault(t *testing.T, fc fault) {
 		// adapter panics with a value that quotes the secret (D25: the
 		// value is never logged).
 		eng = w.ServeWith(func(e *engine.Engine) {
-			e.WrapAdaptersForTest(func(_ int64, a sinks.Adapter) sinks.Adapter {
+			enginetest.WrapAdapters(e, func(_ int64, a sinks.Adapter) sinks.Adapter {
 				return panicking{inner: a, left: &panicked, panics: int32(fc.panics), secret: secret}
 			})
 		})
@@ -262,7 +262,7 @@ func runFault(t *testing.T, fc fault) {
 			due   time.Time
 			fa    *time.Time
 		)
-		require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT state, due_at, first_attempt_at FROM outbox WHERE sink_id = $1`, sink).Scan(&state, &due, &fa))
+		require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT state, due_at, first_attempt_at FROM switchboard.outbox WHERE sink_id = $1`, sink).Scan(&state, &due, &fa))
 		if k == 0 {
 			require.NotNil(t, fa)
 			first = *fa
@@ -319,7 +319,7 @@ func runFault(t *testing.T, fc fault) {
 		classes              []string
 	)
 	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT count(*), coalesce(max(attempt), 0), array_agg(coalesce(class, '') ORDER BY attempt)
-		FROM delivery_records WHERE sink_id = $1`, sink).Scan(&records, &lastAttempt, &classes))
+		FROM switchboard.delivery_records WHERE sink_id = $1`, sink).Scan(&records, &lastAttempt, &classes))
 	require.LessOrEqual(t, lastAttempt, engine.MaxAttempts)
 	require.Equal(t, len(fc.classes), records)
 	wantClasses := make([]string, len(fc.classes))
@@ -356,7 +356,7 @@ func checkPanics(t *testing.T, w *enginetest.World, eng *engine.Engine, fc fault
 			count(*) FILTER (WHERE class = 'abandoned' AND status IN ('failed', 'undeliverable')),
 			count(*) FILTER (WHERE class = 'abandoned' AND counts_budget),
 			count(*) FILTER (WHERE attempt > $2)
-		FROM delivery_records WHERE sink_id = $1`, sink, engine.MaxAttempts).Scan(&abandoned, &counted, &pastCap))
+		FROM switchboard.delivery_records WHERE sink_id = $1`, sink, engine.MaxAttempts).Scan(&abandoned, &counted, &pastCap))
 	wantAbandoned := min(fc.panics, len(fc.classes))
 	table.pending.Expect(t, "sinkfaults/panic-abandoned", abandoned == wantAbandoned && counted == wantAbandoned && pastCap == 0,
 		"%d panicked attempts: %d recorded failed with class abandoned, %d counted against the budget, %d past attempt %d (classes %v)",
@@ -403,7 +403,7 @@ func d24Due(first, at time.Time, k int, retryAfter time.Duration) time.Time {
 // attemptOffsets lists when a sink's attempts were made, after the first.
 func attemptOffsets(t *testing.T, w *enginetest.World, sink int64, first time.Time) string {
 	t.Helper()
-	rows, err := w.Pool.Query(w.Ctx, `SELECT sent_at FROM delivery_records WHERE sink_id = $1 ORDER BY attempt`, sink)
+	rows, err := w.Pool.Query(w.Ctx, `SELECT sent_at FROM switchboard.delivery_records WHERE sink_id = $1 ORDER BY attempt`, sink)
 	require.NoError(t, err)
 	var out []string
 	for rows.Next() {

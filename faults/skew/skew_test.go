@@ -32,7 +32,7 @@ func clockOff(by time.Duration) func(*engine.Config) {
 		c.Clock = skewed{Clock: clockwork.NewRealClock(), by: by}
 		// The database's own clock, as in production: the world's fake
 		// stand-in for it would hide the very skew under test.
-		c.DatabaseClock = nil
+		enginetest.SetDatabaseClock(c, nil)
 	}
 }
 
@@ -89,7 +89,7 @@ func setup(t *testing.T, w *enginetest.World, perHour int) (*faults.Receiver, in
 	ids, err := faults.SeedSinks(context.Background(), w.Pool, w.Key, recv.URL, token, 1)
 	require.NoError(t, err)
 	if perHour > 0 {
-		_, err = w.Pool.Exec(context.Background(), `UPDATE sinks SET budget_per_hour = $1, budget_burst = 1 WHERE id = $2`, perHour, ids[0])
+		_, err = w.Pool.Exec(context.Background(), `UPDATE switchboard.sinks SET budget_per_hour = $1, budget_burst = 1 WHERE id = $2`, perHour, ids[0])
 		require.NoError(t, err)
 	}
 	return recv, ids[0]
@@ -107,7 +107,7 @@ func TestSkewDueTimes(t *testing.T) {
 			w := enginetest.New(t)
 			recv, sink := setup(t, w, 0)
 			require.NoError(t, faults.InsertRows(w.Ctx, w.Pool, []int64{sink}, 1))
-			_, err := w.Pool.Exec(w.Ctx, `UPDATE outbox SET due_at = now() + $1::interval`, sk.by/2)
+			_, err := w.Pool.Exec(w.Ctx, `UPDATE switchboard.outbox SET due_at = now() + $1::interval`, sk.by/2)
 			require.NoError(t, err)
 			eng := w.Engine(clockOff(sk.by))
 			early, err := eng.ClaimOnceForTest(w.Ctx) // the row is not due for sk.by/2
@@ -115,7 +115,7 @@ func TestSkewDueTimes(t *testing.T) {
 			check(t, len(early.Rows) == 0 && recv.DistinctRows() == 0, "an instance %s ahead claimed a row due in %v", sk.name, sk.by/2)
 
 			// The database's clock reaches the due time: the same pass claims it.
-			_, err = w.Pool.Exec(w.Ctx, `UPDATE outbox SET due_at = now()`)
+			_, err = w.Pool.Exec(w.Ctx, `UPDATE switchboard.outbox SET due_at = now()`)
 			require.NoError(t, err)
 			due, err := eng.ClaimOnceForTest(w.Ctx)
 			require.NoError(t, err)

@@ -184,8 +184,8 @@ func FuzzRESTBody(f *testing.F) {
 	state := func(t *testing.T) string {
 		var out string
 		if err := s.w.Pool.QueryRow(context.Background(), `SELECT concat_ws('|',
-			(SELECT count(*) FROM connections), (SELECT count(*) FROM sinks), (SELECT count(*) FROM subscriptions),
-			(SELECT count(*) FROM endpoints), (SELECT max(updated_at)::text FROM sinks))`).Scan(&out); err != nil {
+			(SELECT count(*) FROM switchboard.connections), (SELECT count(*) FROM switchboard.sinks), (SELECT count(*) FROM switchboard.subscriptions),
+			(SELECT count(*) FROM endpoints), (SELECT max(updated_at)::text FROM switchboard.sinks))`).Scan(&out); err != nil {
 			t.Fatal(err)
 		}
 		return out

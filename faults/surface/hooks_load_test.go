@@ -202,7 +202,7 @@ func (h *hookLoad) check(t *testing.T, recv *faults.Receiver) hookResult {
 	// Each trusted delivery's rule notify: one row, delivered, seen once.
 	var rows, delivered int
 	require.NoError(t, h.s.w.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE state = 'delivered')
-		FROM outbox WHERE event_type = 'rule.notify'`).Scan(&rows, &delivered))
+		FROM switchboard.outbox WHERE event_type = 'rule.notify'`).Scan(&rows, &delivered))
 	seen := map[int64]int{}
 	for title, n := range recv.OtherTitles() {
 		if m := hookMarkerRE.FindStringSubmatch(title); m != nil {
@@ -226,7 +226,7 @@ func (h *hookLoad) check(t *testing.T, recv *faults.Receiver) hookResult {
 	var stormRows, stormCount int
 	var dueIn float64
 	require.NoError(t, h.s.w.Pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(count), 0),
-		coalesce(extract(epoch FROM max(due_at) - now()), 0)::float8 FROM outbox WHERE event_type = 'delivery.quarantined'`).
+		coalesce(extract(epoch FROM max(due_at) - now()), 0)::float8 FROM switchboard.outbox WHERE event_type = 'delivery.quarantined'`).
 		Scan(&stormRows, &stormCount, &dueIn))
 	require.Equal(t, 1, stormRows, "a quarantine storm is one message")
 	require.Equal(t, quarantined, stormCount, "the storm's message counts every quarantined delivery")

@@ -49,9 +49,9 @@ func (h *hostileWorld) snapshot(t *testing.T) string {
 	t.Helper()
 	var out string
 	require.NoError(t, h.w.Pool.QueryRow(context.Background(), `SELECT concat_ws('|',
-		(SELECT count(*) FROM connections), (SELECT count(*) FROM sinks), (SELECT count(*) FROM subscriptions),
-		(SELECT count(*) FROM endpoints WHERE revoked_at IS NULL), (SELECT count(*) FROM outbox),
-		(SELECT to_jsonb(s)::text FROM sinks s WHERE id = $1))`, h.sink).Scan(&out))
+		(SELECT count(*) FROM switchboard.connections), (SELECT count(*) FROM switchboard.sinks), (SELECT count(*) FROM switchboard.subscriptions),
+		(SELECT count(*) FROM endpoints WHERE revoked_at IS NULL), (SELECT count(*) FROM switchboard.outbox),
+		(SELECT to_jsonb(s)::text FROM switchboard.sinks s WHERE id = $1))`, h.sink).Scan(&out))
 	return out
 }
 
@@ -143,7 +143,7 @@ func TestHostileRequestsStoreNothing(t *testing.T) {
 	}
 	// What the pending cases stored is taken out; nothing else may have
 	// changed.
-	_, err := h.w.Pool.Exec(context.Background(), `DELETE FROM sinks WHERE name IN ('sneaky-plain', 'sneaky-twice')`)
+	_, err := h.w.Pool.Exec(context.Background(), `DELETE FROM switchboard.sinks WHERE name IN ('sneaky-plain', 'sneaky-twice')`)
 	require.NoError(t, err)
 	require.Equal(t, before, h.snapshot(t), "a refused request changed something")
 

@@ -51,7 +51,7 @@ func TestLoadLimiterHoldsAndServerStaysResponsive(t *testing.T) {
 	hookSinks, err := faults.SeedSinks(ctx, s.w.Pool, s.w.Key, recv.URL, secrets.GotifyToken, 4)
 	require.NoError(t, err)
 	var hookOwner person
-	require.NoError(t, s.w.Pool.QueryRow(ctx, `SELECT h.id FROM sinks k JOIN humans h ON k.owner = 'human:' || h.id WHERE k.id = $1`,
+	require.NoError(t, s.w.Pool.QueryRow(ctx, `SELECT h.id FROM switchboard.sinks k JOIN humans h ON k.owner = 'human:' || h.id WHERE k.id = $1`,
 		hookSinks[0]).Scan(&hookOwner.id))
 	hookOwner.scope = notifytype.Human(hookOwner.id)
 	tok, err := s.deps.Accounts.MintAPIToken(ctx, hookOwner.id)
@@ -143,7 +143,7 @@ func TestLoadLimiterHoldsAndServerStaysResponsive(t *testing.T) {
 	// storm's message, which waits out its 10-minute window).
 	require.NoError(t, faults.WaitUntil(3*time.Minute, 50*time.Millisecond, func() (bool, error) {
 		var open int
-		err := s.w.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM outbox_events) + (SELECT count(*) FROM outbox
+		err := s.w.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM switchboard.outbox_events) + (SELECT count(*) FROM switchboard.outbox
 			WHERE state IN ('pending', 'held', 'claimed') AND event_type <> 'delivery.quarantined')`).Scan(&open)
 		return open == 0, err
 	}), "the outbox did not drain after the load")

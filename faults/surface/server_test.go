@@ -53,7 +53,7 @@ type serverOpts struct {
 	// limiter defaults to one that never limits.
 	limiter *httpx.Limiter
 	// wrapAdapters, when set, wraps every adapter the engine builds
-	// (engine.WrapAdaptersForTest).
+	// (enginetest.WrapAdapters).
 	wrapAdapters func(sinkID int64, a sinks.Adapter) sinks.Adapter
 }
 
@@ -64,13 +64,13 @@ func newServer(t testing.TB, o serverOpts) *server {
 	var metrics *ops.Metrics
 	var prepare func(*engine.Engine)
 	if o.wrapAdapters != nil {
-		prepare = func(e *engine.Engine) { e.WrapAdaptersForTest(o.wrapAdapters) }
+		prepare = func(e *engine.Engine) { enginetest.WrapAdapters(e, o.wrapAdapters) }
 	}
 	eng := w.ServeWith(prepare, func(c *engine.Config) {
 		c.MaxSinksPerScope = 20
 		if o.realClock {
 			c.Clock = clockwork.NewRealClock()
-			c.DatabaseClock = nil // the database's own clock, as in production
+			enginetest.SetDatabaseClock(c, nil) // the database's own clock, as in production
 			clock = engine.SystemClock{}
 		}
 		inner := c.OnAttempt

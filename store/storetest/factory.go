@@ -110,7 +110,7 @@ type ConnectionOpts struct {
 // Connection inserts a connection without a secret.
 func (f *Factory) Connection(o ConnectionOpts) int64 {
 	o.Kind = cmp.Or(o.Kind, "gotify")
-	return f.id(`INSERT INTO connections (owner, kind, name, account_key) VALUES ($1, $2, $3, $4) RETURNING id`,
+	return f.id(`INSERT INTO switchboard.connections (owner, kind, name, account_key) VALUES ($1, $2, $3, $4) RETURNING id`,
 		o.Owner.String(), o.Kind, cmp.Or(o.Name, fmt.Sprintf("conn-%d", next())),
 		cmp.Or(o.AccountKey, "https://push.example.test"))
 }
@@ -134,7 +134,7 @@ func (f *Factory) Sink(o SinkOpts) int64 {
 	if o.Connection == 0 {
 		o.Connection = f.Connection(ConnectionOpts{Owner: o.Owner, Kind: o.Kind})
 	}
-	return f.id(`INSERT INTO sinks (owner, name, kind, connection_id, enabled, options, budget_per_hour, budget_burst)
+	return f.id(`INSERT INTO switchboard.sinks (owner, name, kind, connection_id, enabled, options, budget_per_hour, budget_burst)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
 		o.Owner.String(), cmp.Or(o.Name, fmt.Sprintf("sink-%d", next())), o.Kind, o.Connection, !o.Disabled,
 		cmp.Or(o.Options, "{}"), cmp.Or(o.PerHour, 30), cmp.Or(o.Burst, 10))
@@ -157,8 +157,8 @@ func (f *Factory) Subscription(o SubscriptionOpts) int64 {
 	for i, t := range o.EventTypes {
 		types[i] = string(t)
 	}
-	return f.id(`INSERT INTO subscriptions (sink_id, owner, event_types, queue_ids, endpoint_ids, webhook_ids, min_severity_rank, include_excerpt)
-		SELECT $1, owner, $2, $3, $4, $5, $6, $7 FROM sinks WHERE id = $1 RETURNING id`,
+	return f.id(`INSERT INTO switchboard.subscriptions (sink_id, owner, event_types, queue_ids, endpoint_ids, webhook_ids, min_severity_rank, include_excerpt)
+		SELECT $1, owner, $2, $3, $4, $5, $6, $7 FROM switchboard.sinks WHERE id = $1 RETURNING id`,
 		o.Sink, types, nonNil(o.Queues), nonNil(o.Endpoints), nonNil(o.Webhooks),
 		max(cmp.Or(o.MinSeverity, notifytype.SeverityLow).Rank(), 0), o.IncludeExcerpt)
 }

@@ -11,10 +11,13 @@ package storetest
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"os"
+	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver pgtestdb uses
 	"github.com/peterldowns/pgtestdb"
@@ -33,7 +36,10 @@ func (migrator) Migrate(ctx context.Context, _ *sql.DB, conf pgtestdb.Config) er
 		return err
 	}
 	defer pool.Close()
-	return store.Migrate(ctx, pool)
+	if err := store.MigrateEngine(ctx, pool); err != nil {
+		return err
+	}
+	return store.MigrateHost(ctx, pool)
 }
 
 func config() pgtestdb.Config {
@@ -75,4 +81,55 @@ func ServerURL(db string) string {
 	c.Database = db
 	c.User = cmp.Or(os.Getenv("SWITCHBOARD_TEST_PGUSER"), "postgres")
 	return c.URL()
+}
+
+// engineTables are the tables of the engine's schema (store.EngineSchema).
+var engineTables = map[string]bool{
+	"connections": true, "sinks": true, "subscriptions": true, "outbox_events": true, "outbox": true,
+	"outbox_instances": true, "delivery_records": true, "digests": true, "digest_runs": true,
+	"write_log": true, "agent_pages": true, "migrations": true,
+}
+
+// Table qualifies a table name for a statement a test builds: the
+// engine's tables live in the schema switchboard, the host's in the
+// current schema. A name already qualified is returned as it is.
+func Table(name string) string {
+	if engineTables[name] {
+		return store.EngineSchema + "." + name
+	}
+	return name
+}
+
+// TablesQuery lists every table of the engine's schema and of the
+// current schema, unqualified (no name is in both), one a row.
+const TablesQuery = `SELECT table_name FROM information_schema.tables
+	WHERE table_schema IN (current_schema(), 'switchboard') AND table_type = 'BASE TABLE' ORDER BY 1`
+
+// EmptyURL creates an empty database (no migration applied) for tb and
+// returns its connection string; it is dropped at cleanup when tb passed
+// and kept, its name logged, when it failed. For tests of the migrations
+// themselves.
+func EmptyURL(tb testing.TB) string {
+	tb.Helper()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, ServerURL("postgres"))
+	if err != nil {
+		tb.Fatalf("error reaching the test server: %v", err)
+	}
+	name := "sbempty_" + strings.ToLower(rand.Text()[:12])
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		_ = admin.Close(ctx)
+		tb.Fatalf("error creating database %s: %v", name, err)
+	}
+	tb.Cleanup(func() {
+		defer admin.Close(ctx)
+		if tb.Failed() {
+			tb.Logf("database %s kept for inspection", name)
+			return
+		}
+		if _, err := admin.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			tb.Errorf("error dropping database %s: %v", name, err)
+		}
+	})
+	return ServerURL(name)
 }

@@ -25,7 +25,7 @@
 //
 // It creates a fresh database sbbench_<random> on the server of
 // DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable),
-// migrates it with store.Migrate, and drops it at the end (unless -keep).
+// migrates it with host.Migrate, and drops it at the end (unless -keep).
 package main
 
 import (

@@ -28,7 +28,7 @@ var stepNames = []string{"emit tx", "fan-out", "claim", "reserve tx", "send", "f
 // them adds only channel hand-offs, rendering and the vault's decryption.
 // The reservation's statements are timed one by one too.
 func (w *world) steps(ctx context.Context, count int) ([]float64, error) {
-	if _, err := w.host.Exec(ctx, `VACUUM (ANALYZE) outbox, outbox_events, delivery_records`); err != nil {
+	if _, err := w.host.Exec(ctx, `VACUUM (ANALYZE) switchboard.outbox, switchboard.outbox_events, switchboard.delivery_records`); err != nil {
 		return nil, err
 	}
 	eng, err := engine.New(w.config(w.host, -1, nil))

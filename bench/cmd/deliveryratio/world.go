@@ -74,7 +74,7 @@ func newWorld(ctx context.Context, url string, sinkCounts []int, conns int) (*wo
 		conns: int32(conns), notes: make(chan time.Time, 1024),
 	}
 	_, _ = rand.Read(w.key)
-	if err := store.Migrate(ctx, hp); err != nil {
+	if err := host.Migrate(ctx, hp); err != nil {
 		return nil, err
 	}
 	// A management engine, never served: the fixtures go in through the
@@ -220,7 +220,7 @@ func (r *running) onClaim(int64, time.Duration) {
 // row three times, none of them HOT, and a test server may run with
 // autovacuum off, so that dead rows would pile up from run to run.
 func (w *world) start(debounce time.Duration) (*running, error) {
-	if _, err := w.host.Exec(context.Background(), `VACUUM (ANALYZE) outbox, outbox_events, delivery_records`); err != nil {
+	if _, err := w.host.Exec(context.Background(), `VACUUM (ANALYZE) switchboard.outbox, switchboard.outbox_events, switchboard.delivery_records`); err != nil {
 		return nil, fmt.Errorf("error vacuuming: %w", err)
 	}
 	pc, err := pgxpool.ParseConfig(w.url)

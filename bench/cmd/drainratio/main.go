@@ -327,8 +327,8 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 		d, failed := delivered()
 		if d >= int64(n) {
 			var left int
-			if err := w.r.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM outbox WHERE state <> 'delivered')
-				+ (SELECT count(*) FROM outbox_events)`).Scan(&left); err != nil {
+			if err := w.r.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM switchboard.outbox WHERE state <> 'delivered')
+				+ (SELECT count(*) FROM switchboard.outbox_events)`).Scan(&left); err != nil {
 				return outcome{}, err
 			}
 			if left == 0 {
@@ -362,11 +362,11 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 	}
 	o := outcome{rate: float64(n) / took.Seconds(), cpuPer: perDelivery(cpu, n), n: n}
 	o.distinct, o.duplicated = w.r.GS.Counts()
-	if err := w.r.Pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT outbox_id FROM delivery_records
+	if err := w.r.Pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT outbox_id FROM switchboard.delivery_records
 		WHERE status = 'delivered' GROUP BY outbox_id HAVING count(*) > 1) d`).Scan(&o.dbDouble); err != nil {
 		return o, err
 	}
-	if err := w.r.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE state <> 'delivered'`).Scan(&o.unfinished); err != nil {
+	if err := w.r.Pool.QueryRow(ctx, `SELECT count(*) FROM switchboard.outbox WHERE state <> 'delivered'`).Scan(&o.unfinished); err != nil {
 		return o, err
 	}
 	if profile {

@@ -8,7 +8,7 @@
 //
 // It creates a fresh database sbbench_<random> on the server of
 // DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable),
-// migrates it with store.Migrate and rivermigrate, and drops it at the end
+// migrates it with host.Migrate and rivermigrate, and drops it at the end
 // (unless -keep).
 package main
 
@@ -25,7 +25,7 @@ import (
 
 	"github.com/switchboard/notify/bench/internal/benchdb"
 	"github.com/switchboard/notify/bench/internal/workload"
-	"github.com/switchboard/notify/store"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/store/storetest"
 )
 
@@ -82,7 +82,7 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	defer pool.Close()
-	if err := store.Migrate(ctx, pool); err != nil {
+	if err := host.Migrate(ctx, pool); err != nil {
 		return err
 	}
 	if err := workload.MigrateRiver(ctx, pool); err != nil {

@@ -41,9 +41,9 @@ import (
 	"github.com/switchboard/notify/bench/internal/benchdb"
 	"github.com/switchboard/notify/bench/internal/workload"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/enginetest/testhooks"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
 )
 
@@ -101,7 +101,7 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 	defer pool.Close()
-	if err := store.Migrate(ctx, pool); err != nil {
+	if err := host.Migrate(ctx, pool); err != nil {
 		return err
 	}
 	if err := workload.MigrateRiver(ctx, pool); err != nil {
@@ -221,12 +221,12 @@ func run(ctx context.Context) (err error) {
 
 	// The check: every delivery was quarantined, and the storm's events
 	// fan out into one open row for the sink.
-	if _, err := eng.FanOut(ctx); err != nil {
+	if _, err := testhooks.FanOut(ctx, eng); err != nil {
 		return err
 	}
 	var deliveries, rows, count int
 	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_deliveries WHERE outcome = 'quarantined'),
-		(SELECT count(*) FROM outbox WHERE sink_id = $1), (SELECT coalesce(sum(count), 0) FROM outbox WHERE sink_id = $1)`, sink).
+		(SELECT count(*) FROM switchboard.outbox WHERE sink_id = $1), (SELECT coalesce(sum(count), 0) FROM switchboard.outbox WHERE sink_id = $1)`, sink).
 		Scan(&deliveries, &rows, &count); err != nil {
 		return err
 	}

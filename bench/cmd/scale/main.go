@@ -364,7 +364,7 @@ func timeStatus(ctx context.Context, pool *pgxpool.Pool, eng *engine.Engine, sco
 		st = append(st, rig.Ms(time.Since(t)))
 
 		t = time.Now()
-		rows, err := pool.Query(ctx, `SELECT id FROM sinks WHERE owner = $1`, scope)
+		rows, err := pool.Query(ctx, `SELECT id FROM switchboard.sinks WHERE owner = $1`, scope)
 		if err != nil {
 			return err
 		}

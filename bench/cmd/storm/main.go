@@ -264,12 +264,12 @@ func (w *world) storm(ctx context.Context, serve bool) (result, error) {
 	if err := w.r.Pool.QueryRow(ctx, `SELECT
 			count(*) FILTER (WHERE coalesced_rows > 1), coalesce(sum(coalesced_rows) FILTER (WHERE coalesced_rows > 1), 0),
 			count(*) FILTER (WHERE coalesced_rows = 1)
-		FROM delivery_records WHERE status = 'delivered'`).Scan(&x.coalesced, &x.inCoalesced, &x.alone); err != nil {
+		FROM switchboard.delivery_records WHERE status = 'delivered'`).Scan(&x.coalesced, &x.inCoalesced, &x.alone); err != nil {
 		return x, err
 	}
 	if err := w.r.Pool.QueryRow(ctx, `SELECT
-			(SELECT count(*) FROM outbox WHERE state IN ('pending', 'held', 'claimed')) +
-			(SELECT count(*) FROM outbox_events)`).Scan(&x.held); err != nil {
+			(SELECT count(*) FROM switchboard.outbox WHERE state IN ('pending', 'held', 'claimed')) +
+			(SELECT count(*) FROM switchboard.outbox_events)`).Scan(&x.held); err != nil {
 		return x, err
 	}
 	return x, nil

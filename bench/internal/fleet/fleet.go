@@ -68,7 +68,7 @@ func Build(ctx context.Context, pool *pgxpool.Pool, key []byte, o Options) (*Fle
 			return nil, fmt.Errorf("error inserting humans: %w", err)
 		}
 		// Connections: SinksPerScope per human.
-		rows, err = pool.Query(ctx, `INSERT INTO connections (owner, kind, name, account_key)
+		rows, err = pool.Query(ctx, `INSERT INTO switchboard.connections (owner, kind, name, account_key)
 			SELECT 'human:' || h, 'gotify', 'gotify-' || g, $2 FROM unnest($1::bigint[]) h, generate_series(1, $3::int) g
 			RETURNING id, owner`, humans, o.BaseURL, o.SinksPerScope)
 		if err != nil {
@@ -97,15 +97,15 @@ func Build(ctx context.Context, pool *pgxpool.Pool, key []byte, o Options) (*Fle
 				return nil, fmt.Errorf("error sealing: %w", err)
 			}
 		}
-		if _, err := pool.Exec(ctx, `UPDATE connections c SET secret = v.s
+		if _, err := pool.Exec(ctx, `UPDATE switchboard.connections c SET secret = v.s
 			FROM unnest($1::bigint[], $2::bytea[]) v(id, s) WHERE c.id = v.id`, ids, sealed); err != nil {
 			return nil, fmt.Errorf("error sealing connections: %w", err)
 		}
 		rows, err = pool.Query(ctx, `WITH s AS (
-				INSERT INTO sinks (owner, name, kind, connection_id, budget_per_hour, budget_burst)
-				SELECT owner, 'sink-' || substr(name, 8), 'gotify', id, $2, $3 FROM connections WHERE id = ANY($1)
+				INSERT INTO switchboard.sinks (owner, name, kind, connection_id, budget_per_hour, budget_burst)
+				SELECT owner, 'sink-' || substr(name, 8), 'gotify', id, $2, $3 FROM switchboard.connections WHERE id = ANY($1)
 				RETURNING id, owner),
-			sub AS (INSERT INTO subscriptions (sink_id, owner, event_types) SELECT id, owner, ARRAY[$4::text] FROM s)
+			sub AS (INSERT INTO switchboard.subscriptions (sink_id, owner, event_types) SELECT id, owner, ARRAY[$4::text] FROM s)
 			SELECT id, owner FROM s ORDER BY owner, id`, ids, o.PerHour, o.Burst, string(o.EventType))
 		if err != nil {
 			return nil, fmt.Errorf("error inserting sinks: %w", err)

@@ -54,7 +54,7 @@ type Rig struct {
 }
 
 // Open creates sbbench_<random> on DATABASE_URL's server, migrates it
-// (store.Migrate; River's too when river is set, by the caller) and starts
+// (host.Migrate; River's too when river is set, by the caller) and starts
 // the stand-in.
 func Open(ctx context.Context, poolConns int32) (*Rig, error) {
 	admin := cmp.Or(os.Getenv("DATABASE_URL"), benchdb.DefaultAdminURL)
@@ -233,7 +233,7 @@ func (in *Instance) Stop() error {
 // Truncate empties the delivery tables (outbox, events, records) and
 // vacuums them, so that every measurement starts from the same state.
 func (r *Rig) Truncate(ctx context.Context, extra ...string) error {
-	tables := append([]string{"outbox", "outbox_events", "delivery_records"}, extra...)
+	tables := append([]string{"switchboard.outbox", "switchboard.outbox_events", "switchboard.delivery_records"}, extra...)
 	if _, err := r.Pool.Exec(ctx, `TRUNCATE `+strings.Join(tables, ", ")); err != nil {
 		return fmt.Errorf("error truncating: %w", err)
 	}
@@ -358,7 +358,7 @@ func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // SinkKeys reads every sink's Gotify key, by sink id (fleet.Build's
 // convention: the connection id in the secret).
 func (r *Rig) SinkKeys(ctx context.Context) (map[int64]string, error) {
-	rows, err := r.Pool.Query(ctx, `SELECT id, connection_id FROM sinks`)
+	rows, err := r.Pool.Query(ctx, `SELECT id, connection_id FROM switchboard.sinks`)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/enginetest/testhooks"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -126,7 +127,7 @@ func MigrateRiver(ctx context.Context, pool *pgxpool.Pool) error {
 }
 
 // Setup builds the world in a database already migrated with
-// store.Migrate and MigrateRiver. Fixtures go in through f, straight in SQL
+// host.Migrate and MigrateRiver. Fixtures go in through f, straight in SQL
 // (the 10-sink owner is at the management service's default ceiling).
 func Setup(ctx context.Context, pool *pgxpool.Pool, f *storetest.Factory) (*World, error) {
 	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool)})
@@ -293,20 +294,20 @@ type Counts struct {
 // path) and reads the counts.
 func (w *World) Count(ctx context.Context) (Counts, error) {
 	c := Counts{Outbox: map[Variant]int{}, Txs: map[Variant]int{}}
-	if _, err := w.Engine.FanOut(ctx); err != nil {
+	if _, err := testhooks.FanOut(ctx, w.Engine); err != nil {
 		return c, err
 	}
 	for _, v := range w.HostVariants() {
 		h := w.hosts[v]
 		var o, t int
-		if err := w.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM outbox WHERE owner = $1),
+		if err := w.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM switchboard.outbox WHERE owner = $1),
 			(SELECT coalesce(sum(dead_letter_count), 0) FROM todos WHERE queue_id = $2)`,
 			h.owner.String(), h.queue).Scan(&o, &t); err != nil {
 			return c, err
 		}
 		c.Outbox[v], c.Txs[v] = o, t
 	}
-	err := w.Pool.QueryRow(ctx, `SELECT coalesce(sum(count), 0), count(*) FROM outbox
+	err := w.Pool.QueryRow(ctx, `SELECT coalesce(sum(count), 0), count(*) FROM switchboard.outbox
 		WHERE owner = $1 AND state IN ('pending', 'held')`,
 		w.stormOwner.String()).Scan(&c.Events, &c.Open)
 	return c, err

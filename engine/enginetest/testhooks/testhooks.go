@@ -1,0 +1,42 @@
+// Package testhooks reaches what the engine keeps out of its API, for this
+// repository's tests, faults suite and benchmarks only (package enginetest
+// offers the same to tests): production code never calls it, and an
+// embedder has no use for it. It imports no test framework, so a benchmark
+// binary may use it.
+package testhooks
+
+import (
+	"context"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/internal/enginehooks"
+	"github.com/switchboard/notify/sinks"
+)
+
+// WrapAdapters makes every adapter eng builds pass through wrap, so a test
+// or the faults suite can make one panic, stall or count its sends. Call
+// it before the engine starts.
+func WrapAdapters(eng *engine.Engine, wrap func(sinkID int64, a sinks.Adapter) sinks.Adapter) {
+	enginehooks.WrapAdapters(eng, wrap)
+}
+
+// FanOut runs eng's fan-out once, now: the outbox rows of the events
+// committed so far exist when it returns. It reports how many events it
+// took.
+func FanOut(ctx context.Context, eng *engine.Engine) (int, error) {
+	return enginehooks.FanOut(ctx, eng)
+}
+
+// SetDatabaseClock makes cfg's engine read every instant that instances
+// compare (claims, due times, budgets, windows, retention) from c instead
+// of the database's clock, so a test can move time with a fake clock; nil
+// gives it the database's own clock back, as in production.
+func SetDatabaseClock(cfg *engine.Config, c clockwork.Clock) { enginehooks.SetDatabaseClock(cfg, c) }
+
+// WithDatabaseClock is cfg with SetDatabaseClock(c) applied.
+func WithDatabaseClock(cfg engine.Config, c clockwork.Clock) engine.Config {
+	SetDatabaseClock(&cfg, c)
+	return cfg
+}

@@ -1,0 +1,19 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/switchboard/notify/internal/enginehooks"
+	"github.com/switchboard/notify/sinks"
+)
+
+// The test hooks, out of the API: engine/enginetest reaches them.
+func init() {
+	enginehooks.WrapAdapters = func(eng any, wrap func(sinkID int64, a sinks.Adapter) sinks.Adapter) {
+		eng.(*Engine).wrapAdapter = wrap
+	}
+	enginehooks.FanOut = func(ctx context.Context, eng any) (int, error) { return eng.(*Engine).fanOut(ctx) }
+	enginehooks.SetDatabaseClock = func(cfg any, c clockwork.Clock) { cfg.(*Config).databaseClock = c }
+}
