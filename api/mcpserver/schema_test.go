@@ -135,7 +135,9 @@ func TestNullForARequiredListIsRefused(t *testing.T) {
 	succeeds[mcpserver.RulesOut](t, cs, mcpserver.ToolSetWebhookRules, map[string]any{
 		"webhook_id": hook.ID, "rules": []any{map[string]any{"name": "all", "expr": "true", "action": map[string]any{"drop": true}}},
 	})
-	subs := func() int { return w.count(t, `SELECT count(*) FROM switchboard.subscriptions WHERE sink_id = $1`, sink) }
+	subs := func() int {
+		return w.count(t, `SELECT count(*) FROM switchboard.subscriptions WHERE sink_id = $1`, sink)
+	}
 	rules := func() int { return w.count(t, `SELECT count(*) FROM webhook_rules WHERE webhook_id = $1`, hook.ID) }
 	require.Equal(t, 1, subs())
 	require.Equal(t, 1, rules())
