@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jonboulle/clockwork"
 
@@ -155,12 +156,14 @@ type Config struct {
 
 	// HostCleanUp, when set, is the host's own housekeeping, run by the
 	// janitor after the engine's, on one instance at a time (under the
-	// janitor's lock), at start and every JanitorInterval: now is the
-	// database's clock, before is now less Retention, batch is
+	// janitor's lock), at start and every JanitorInterval: conn is the
+	// janitor's own connection (the one holding the lock: use it, not
+	// another of the pool, which a small pool may not have to spare), now
+	// is the database's clock, before is now less Retention, batch is
 	// JanitorBatch. The reference host prunes its received webhook
 	// deliveries, sessions, login links and webhook message ids there
 	// (host.CleanUp). Defaults to nothing.
-	HostCleanUp func(ctx context.Context, now, before time.Time, batch int) error
+	HostCleanUp func(ctx context.Context, conn *pgx.Conn, now, before time.Time, batch int) error
 
 	// OnAttempt, when set, is called after every delivery attempt (and
 	// every row held), on the sink actor's goroutine: keep it quick. For

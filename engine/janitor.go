@@ -95,7 +95,7 @@ func (e *Engine) CleanUp(ctx context.Context) error {
 		e.log.Info("removed spent agent pages", "agent_pages", p.AgentPages)
 	}
 	if e.cfg.HostCleanUp != nil {
-		if err := e.cfg.HostCleanUp(ctx, now, before, e.cfg.JanitorBatch); err != nil {
+		if err := e.cfg.HostCleanUp(ctx, conn.Conn(), now, before, e.cfg.JanitorBatch); err != nil {
 			return fmt.Errorf("error cleaning up the host's tables: %w", err)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/switchboard/notify/engine/enginemigrate"
 	"github.com/switchboard/notify/store"
 )
@@ -26,9 +28,10 @@ func Migrate(ctx context.Context, db store.Beginner) error {
 // CleanUp is the reference host's housekeeping, for engine.Config.HostCleanUp:
 // it removes received webhook deliveries (with their routing traces and
 // the quarantine) older than before, in deletes of at most batch rows,
-// and sessions, login links and webhook message ids spent at now.
-func CleanUp(db store.DBTX, log *slog.Logger) func(ctx context.Context, now, before time.Time, batch int) error {
-	return func(ctx context.Context, now, before time.Time, batch int) error {
+// and sessions, login links and webhook message ids spent at now, through
+// the janitor's own connection.
+func CleanUp(log *slog.Logger) func(ctx context.Context, db *pgx.Conn, now, before time.Time, batch int) error {
+	return func(ctx context.Context, db *pgx.Conn, now, before time.Time, batch int) error {
 		x, err := store.PruneHostExpired(ctx, db, before, batch)
 		if x.WebhookDeliveries > 0 {
 			log.Info("removed expired webhook deliveries", "webhook_deliveries", x.WebhookDeliveries,

@@ -78,7 +78,7 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 		Logger:                log,
 		OnAttempt:             func(a engine.Attempt) { metrics.OnAttempt(a) },
 		OnClaim:               func(sink int64, lag time.Duration) { metrics.OnClaim(sink, lag) },
-		HostCleanUp:           host.CleanUp(pool, log.With("component", "host")),
+		HostCleanUp:           host.CleanUp(log.With("component", "host")),
 	})
 	if err != nil {
 		return err

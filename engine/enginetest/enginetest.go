@@ -106,7 +106,7 @@ func (w *World) Config(pool *pgxpool.Pool, configure ...func(*engine.Config)) en
 		Logger:         slog.New(slog.NewJSONHandler(w.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OnAttempt:      func(a engine.Attempt) { w.Attempts <- a },
 	}
-	cfg.HostCleanUp = host.CleanUp(pool, cfg.Logger)
+	cfg.HostCleanUp = host.CleanUp(cfg.Logger)
 	SetDatabaseClock(&cfg, w.Clock)
 	for _, c := range configure {
 		c(&cfg)
