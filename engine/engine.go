@@ -42,6 +42,9 @@ type Engine struct {
 	lastNotify   atomic.Int64 // wall-clock nanoseconds of the last NOTIFY Emit sent
 	serving      atomic.Bool
 
+	// unsavedTests limits the test messages of unsaved settings.
+	unsavedTests testWindow
+
 	// wrapAdapter, set only by tests, wraps every adapter built for a
 	// delivery (to make one panic, say).
 	wrapAdapter func(sinkID int64, a sinks.Adapter) sinks.Adapter

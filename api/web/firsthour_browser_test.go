@@ -3,10 +3,10 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/sinktest"
 )
@@ -100,12 +101,21 @@ func TestBrowserFirstHour(t *testing.T) {
 	reqs := gotify.Requests()
 	require.Len(t, reqs, 1)
 	require.Equal(t, token, reqs[0].Header.Get("X-Gotify-Key"))
-	var msg struct{ Title, Message string }
+	var msg struct {
+		Title, Message string
+		Extras         map[string]map[string]any
+	}
 	require.NoError(t, json.Unmarshal(reqs[0].Body, &msg))
-	require.Contains(t, msg.Title, "Nightly build failed on main")
-	link := regexp.MustCompile(`Link: (\S+)`).FindStringSubmatch(msg.Message)
-	require.NotNil(t, link, "the message carries its board link:\n%s", msg.Message)
-	require.True(t, strings.HasPrefix(link[1], b.srv.URL+"/board/todos/"), link[1])
+	// Written for a person (issue 19 item 10): no log-style event tag, no
+	// "after 0 attempts"; Markdown for Gotify, and a tap opens the board.
+	require.Equal(t, "Dead letter in builds: Nightly build failed on main", msg.Title)
+	require.Contains(t, msg.Message, "Todo “Nightly build failed on main” in queue builds dead-lettered before any attempt: it was interrupted.")
+	require.NotContains(t, msg.Title+msg.Message, "[todo.dead_lettered]")
+	require.Equal(t, map[string]any{"contentType": "text/markdown"}, msg.Extras["client::display"])
+	click, _ := msg.Extras["client::notification"]["click"].(map[string]any)
+	link := []string{"", fmt.Sprint(click["url"])}
+	require.True(t, strings.HasPrefix(link[1], b.srv.URL+"/board/todos/"), "the click URL is the board link: %v", msg.Extras)
+	require.Contains(t, msg.Message, "[Open on the board]("+link[1]+")")
 
 	// Follow it: the todo's board page, with its dead letter and the
 	// delivered notification.
@@ -129,37 +139,96 @@ func TestBrowserFirstHour(t *testing.T) {
 	shots("notifications.png")
 }
 
-// TestBrowserPhoneWidth loads every page at a phone's width: the page
-// never scrolls sideways (wide tables scroll inside their card).
+// TestBrowserPhoneWidth loads every page at a desktop's width (1280 px)
+// and a phone's (375 px), with realistic long content (long names, a
+// webhook with rules, deliveries and a quarantine, a digest with runs):
+// at the phone's width the page never scrolls sideways (wide tables
+// scroll inside their card), and at both axe-core finds no violation of
+// impact serious or critical (issue 19 item 11).
 func TestBrowserPhoneWidth(t *testing.T) {
 	t.Parallel()
 	ctx := startBrowser(t)
-	b := setup(t)
+	b := newBundle(t)
+	hooks := host.NewWebhooks(host.WebhooksConfig{Pool: b.pool, Emitter: b.eng, SecretKey: b.eng.Config().SecretKey})
+	b.deps.Webhooks = hooks
+	b.serve(t)
 	id := b.f.Human("Katherine Johnson with a rather long name for a phone")
 	me := notifytype.Human(id)
+	p := engine.HumanPrincipal(id)
 	gotify := sinktest.NewServer(t, nil)
 	conn := b.gotifyConnection(t, id, me, gotify.URL+"/a/rather/long/path/that/would/not/fit/on/a/phone/screen", "gtfya.phone")
 	sink := b.gotifySink(t, id, me, conn.ID, "a-sink-with-a-long-name-that-goes-on")
-	_, err := b.eng.SendTest(b.ctx, engine.HumanPrincipal(id), sink.ID)
+	_, err := b.eng.SendTest(b.ctx, p, sink.ID)
 	require.NoError(t, err)
-	queue := b.f.Queue(me, "a-queue")
+	queue := b.f.Queue(me, "a-queue-with-a-name-long-enough-to-need-wrapping")
+	todo, err := b.deps.Todos.Enqueue(b.ctx, queue, host.TodoInput{Title: "Nightly build of the release-candidate-branch-with-a-long-name failed"})
+	require.NoError(t, err)
+	_, err = b.deps.Todos.Interrupt(b.ctx, id, todo.ID)
+	require.NoError(t, err)
 
-	step(t, ctx, chromedp.EmulateViewport(375, 740), chromedp.Navigate(b.srv.URL+"/login/"+b.loginLink(t, id)))
-	require.EqualValues(t, http.StatusOK, submit(t, ctx, chromedp.Click(chromedp.ID("sign-in"))))
-	for _, path := range []string{"/sinks", "/sinks/" + itoa(sink.ID), "/connections", "/queues", "/queues/" + itoa(queue),
-		"/endpoints", "/ops", "/board/notifications", "/no/such/page"} {
-		step(t, ctx, chromedp.Navigate(b.srv.URL+path))
-		sctx, cancel := context.WithTimeout(ctx, browserStepTimeout)
-		overflow, err := chromedp.Run(sctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - document.documentElement.clientWidth`))
-		cancel()
+	hook, secret, err := hooks.Create(b.ctx, p, host.WebhookInput{Owner: me, Name: "github-organisation-wide-webhook-for-forge",
+		TrustedSenders: []string{"octocat", "dependabot[bot]", "a-very-long-github-app-name-for-releases[bot]"}})
+	require.NoError(t, err)
+	_, err = hooks.AddRule(b.ctx, p, hook.ID, host.RuleInput{Name: "red builds from the release pipeline go to the queue",
+		Expr:   `.workflow_run.conclusion == "failure" and (.workflow_run.head_branch | startswith("release/"))`,
+		Action: host.RuleAction{Queue: queue, Notify: sink.Name, NotifySeverity: notifytype.SeverityHigh}})
+	require.NoError(t, err)
+	for _, sender := range []string{"octocat", "mallory-with-a-long-login-name"} {
+		body := `{"sender":{"login":"` + sender + `"},"workflow_run":{"conclusion":"failure","head_branch":"release/2026.12-with-a-long-branch-name"},"issue":{"title":"The nightly build of the release candidate failed on arm64 and x86_64"}}`
+		_, err := hooks.Receive(b.ctx, hook.ID, []byte(body), host.Sign(secret, host.NewMessageID(), time.Now(), []byte(body)))
 		require.NoError(t, err)
-		if overflow > 0 {
+	}
+	deliveries, err := hooks.Deliveries(b.ctx, p, hook.ID, "", 1)
+	require.NoError(t, err)
+	require.NotEmpty(t, deliveries)
+
+	dg, err := b.eng.CreateDigest(b.ctx, p, engine.DigestInput{Owner: me, Name: "morning-digest-for-the-whole-release-team",
+		Schedule: "TZ=America/Los_Angeles Mon-Fri 09:00,17:00", SinkIDs: []int64{sink.ID}})
+	require.NoError(t, err)
+	_, err = b.eng.SendDigestNow(b.ctx, p, dg.ID)
+	require.NoError(t, err)
+
+	pages := []string{"/sinks", "/sinks/" + itoa(sink.ID), "/connections", "/queues", "/queues/" + itoa(queue),
+		"/endpoints", "/ops", "/board/notifications", "/board/todos/" + itoa(todo.ID), "/board/queues/a-queue-with-a-name-long-enough-to-need-wrapping",
+		"/webhooks", "/webhooks/" + itoa(hook.ID), "/webhooks/" + itoa(hook.ID) + "/rotate", "/webhooks/" + itoa(hook.ID) + "/delete",
+		fmt.Sprintf("/board/webhooks/%d/deliveries/%d", hook.ID, deliveries[0].ID),
+		"/digests", "/board/digests/" + itoa(dg.ID), "/board/digests/" + itoa(dg.ID) + "/delete", "/no/such/page"}
+
+	step(t, ctx, chromedp.Navigate(b.srv.URL+"/login/"+b.loginLink(t, id)))
+	require.EqualValues(t, http.StatusOK, submit(t, ctx, chromedp.Click(chromedp.ID("sign-in"))))
+	for _, width := range []int64{1280, 375} {
+		step(t, ctx, chromedp.EmulateViewport(width, 740))
+		for _, path := range pages {
+			status := navigate(t, ctx, b.srv.URL+path)
+			if path != "/no/such/page" {
+				require.EqualValues(t, http.StatusOK, status, path)
+			}
+			axeCheck(t, ctx, fmt.Sprintf("%s at %d px", path, width))
+			if width > 640 {
+				continue
+			}
 			sctx, cancel := context.WithTimeout(ctx, browserStepTimeout)
-			wide, _ := chromedp.Run(sctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("body *")].filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth).map(e => e.tagName + "." + e.className + "#" + e.id + " " + Math.round(e.getBoundingClientRect().right))`))
+			overflow, err := chromedp.Run(sctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - document.documentElement.clientWidth`))
 			cancel()
-			t.Logf("wider than the screen on %s: %v", path, wide)
+			require.NoError(t, err)
+			if overflow > 0 {
+				sctx, cancel := context.WithTimeout(ctx, browserStepTimeout)
+				wide, _ := chromedp.Run(sctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("body *")].filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth).map(e => e.tagName + "." + e.className + "#" + e.id + " " + Math.round(e.getBoundingClientRect().right))`))
+				cancel()
+				t.Logf("wider than the screen on %s: %v", path, wide)
+			}
+			require.LessOrEqual(t, overflow, 0, "%s scrolls sideways by %d px at 375 px", path, overflow)
+			// No table cell breaks a word mid-word: a cell's words fit it,
+			// and a table too wide scrolls inside its wrapper instead.
+			sctx, cancel = context.WithTimeout(ctx, browserStepTimeout)
+			broken, err := chromedp.Run(sctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("td, th")].filter(c => {
+				const s = getComputedStyle(c);
+				return s.overflowWrap === "anywhere" || s.wordBreak === "break-all";
+			}).map(c => c.textContent.trim().slice(0, 40))`))
+			cancel()
+			require.NoError(t, err)
+			require.Empty(t, broken, "%s: table cells that may break words mid-word", path)
 		}
-		require.LessOrEqual(t, overflow, 0, "%s scrolls sideways by %d px at 375 px", path, overflow)
 	}
 	step(t, ctx, chromedp.Navigate(b.srv.URL+"/sinks/"+itoa(sink.ID)))
 	shotsAt(t, ctx, "phone.png")
