@@ -452,6 +452,8 @@ func TestSinkGuidedStart(t *testing.T) {
 	require.Contains(t, page.body, `<option value="new" selected>New connection…</option>`, "with no connection yet, a new one is the default")
 	require.Contains(t, page.body, `id="test-sink-button"`)
 	require.Contains(t, page.body, `<fieldset data-kind="gotify">`, "each kind's options say their kind, for the script to hide the others")
+	require.Contains(t, page.body, `<script src="/static/sinkform.js"></script>`)
+	require.Equal(t, http.StatusOK, c.get("/static/sinkform.js").status, "the script is served")
 
 	// Send test, as a plain form post: the page says it arrived; nothing is
 	// stored and the token is not sent back.

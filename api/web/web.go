@@ -27,7 +27,7 @@ import (
 //go:embed templates/*.html
 var templateFS embed.FS
 
-//go:embed static/style.css static/copy.js
+//go:embed static/style.css static/copy.js static/sinkform.js
 var staticFS embed.FS
 
 // server holds what every handler needs.
