@@ -203,7 +203,7 @@ func TestSetSinkRefusalsMatchTheHumanSurfaces(t *testing.T) {
 			name:  "cross-scope connection",
 			args:  map[string]any{"name": "phone", "kind": "gotify", "connection_id": personalConn.ID},
 			human: engine.SinkInput{Owner: team, Name: "phone", Kind: "gotify", ConnectionID: personalConn.ID},
-			code:  notifytype.CodeForbidden,
+			code:  notifytype.CodeForbidden, field: "connection_id",
 		},
 		{
 			name: "bad option",
