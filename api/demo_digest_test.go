@@ -63,7 +63,7 @@ func TestDemoDigestPublishesToCairnAndLinksIt(t *testing.T) {
 		switch {
 		case m.Receiver == "cairn":
 			cairn = strings.Contains(m.Body, run.ArtifactURL) && strings.Contains(m.Body, "switchboard-digest")
-		case m.Title == "[digest] demo-morning":
+		case m.Title == "Queue digest: demo-morning":
 			require.Contains(t, m.Body, "Full digest: "+run.ArtifactURL)
 			gotify = gotify || m.Receiver == "gotify"
 			apprise = apprise || m.Receiver == "apprise"

@@ -78,7 +78,7 @@ func TestSignedWebhookReachesASinkThroughANotifyRule(t *testing.T) {
 	inbox := s.receivers.Inbox()
 	require.Len(t, inbox, 1, "only the named sink hears of it")
 	require.Equal(t, "gotify", inbox[0].Receiver)
-	require.Equal(t, "[rule.notify] forge: The build is red", inbox[0].Title)
+	require.Equal(t, "Rule matched on forge: The build is red", inbox[0].Title)
 	require.NotContains(t, inbox[0].Body, "long log line", "no payload text without an opted-in excerpt")
 
 	status, out = api("GET", fmt.Sprintf("/api/v1/sinks/%d/deliveries", a.SinkID), nil)
@@ -162,6 +162,6 @@ func TestREADMECurlExample(t *testing.T) {
 	require.Equal(t, notifytype.EventRuleNotify, a.EventType)
 	inbox := s.receivers.Inbox()
 	require.Len(t, inbox, 1, "one message, the repeat did nothing")
-	require.Equal(t, "[rule.notify] forge: The build is red", inbox[0].Title)
+	require.Equal(t, "Rule matched on forge: The build is red", inbox[0].Title)
 	require.Equal(t, 1, s.w.F.Count(`SELECT count(*) FROM webhook_deliveries`))
 }

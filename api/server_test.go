@@ -141,7 +141,7 @@ func TestDemoDeadLetterReachesBothReceivers(t *testing.T) {
 	receivers := []string{inbox[0].Receiver, inbox[1].Receiver}
 	require.ElementsMatch(t, []string{"gotify", "apprise"}, receivers)
 	for _, m := range inbox {
-		require.Equal(t, "[todo.dead_lettered] forge: Nightly build failed on main", m.Title)
+		require.Equal(t, "Dead letter in forge: Nightly build failed on main", m.Title)
 		require.NotContains(t, m.Body, "issue body", "no excerpt without the opt-in")
 	}
 

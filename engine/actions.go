@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -224,4 +226,107 @@ func (e *Engine) ListDeliveries(ctx context.Context, p Principal, sinkID int64, 
 		}
 	}
 	return out, nil
+}
+
+// TestSettingsInput is a sink not saved yet, for SendTestSettings: its
+// owner scope and kind, its options, and either a saved connection of the
+// scope and kind (ConnectionID) or a connection not saved yet (BaseURL and
+// Secret, as ConnectionInput's AccountKey and Secret).
+type TestSettingsInput struct {
+	Owner        notifytype.OwnerScope
+	Kind         string
+	ConnectionID int64
+	BaseURL      string
+	Secret       notifytype.Secret
+	Options      json.RawMessage
+}
+
+// SendTestSettings delivers the test message through a sink that is not
+// saved yet (the web UI's guided start: try the destination before saving
+// it), storing nothing: no connection, sink or delivery record. It passes
+// every check a save would (owner scope and role, kind, the connection's
+// scope and kind or a new connection's base URL and secret, the options,
+// the Apprise scheme allowlist) and the same guarded client as every
+// delivery (SSRF guard, HTTPS unless opted out, no redirects, 10 s). Only a
+// human may use it, at most SendTestsPerMinute a minute each. The secret
+// is never returned or logged.
+func (e *Engine) SendTestSettings(ctx context.Context, p Principal, in TestSettingsInput) (TestResult, error) {
+	r, err := e.sendTestSettings(ctx, p, in)
+	return r, wrapErr(err, "sending a test message")
+}
+
+func (e *Engine) sendTestSettings(ctx context.Context, p Principal, in TestSettingsInput) (TestResult, error) {
+	if err := rejectEndpoint(p, "test unsaved settings"); err != nil {
+		return TestResult{}, err
+	}
+	if err := e.authorizeTarget(ctx, p, in.Owner); err != nil {
+		return TestResult{}, err
+	}
+	if in.Kind != KindGotify && in.Kind != KindApprise {
+		return TestResult{}, notifytype.InvalidArgument("kind", "must be gotify or apprise")
+	}
+	base, secret := in.BaseURL, in.Secret
+	connID := in.ConnectionID
+	if connID > 0 {
+		c, s, err := e.openConnection(ctx, e.cfg.Pool, connID, in.Owner, in.Kind)
+		if err != nil {
+			return TestResult{}, err
+		}
+		base, secret = c.AccountKey, s
+	} else {
+		if err := e.checkAccountKey(base); err != nil {
+			return TestResult{}, err
+		}
+		plaintext, err := e.connectionSecret(in.Kind, secret)
+		if err != nil {
+			return TestResult{}, err
+		}
+		secret = notifytype.NewSecret(plaintext)
+	}
+	opts, err := e.checkOptions(in.Kind, in.Options, secret, connID)
+	if err != nil {
+		return TestResult{}, err
+	}
+	if !e.unsavedTests.allow(p.HumanID, e.cfg.Clock.Now()) {
+		return TestResult{}, notifytype.RateLimited(fmt.Sprintf("at most %d test messages a minute", SendTestsPerMinute))
+	}
+	adapter, refusal := e.newAdapter(in.Kind, base, secret, opts)
+	if refusal != "" {
+		return TestResult{}, notifytype.Forbidden(refusal)
+	}
+	result := e.send(ctx, adapter, sinks.RenderTest())
+	if !result.OK() {
+		e.log.Warn("test message of unsaved settings failed", "owner_scope", in.Owner.String(), "kind", in.Kind,
+			"class", result.Class, "http_status", result.Status)
+	}
+	return TestResult{Delivered: result.OK(), Class: result.Class, Status: result.Status}, nil
+}
+
+// testWindow counts a human's test messages of unsaved settings in the
+// last minute, in this instance (nothing is stored to count them by).
+type testWindow struct {
+	mu   sync.Mutex
+	sent map[int64][]time.Time
+}
+
+// allow records a test at now for human and reports whether it is within
+// SendTestsPerMinute of the last minute.
+func (w *testWindow) allow(human int64, now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.sent == nil {
+		w.sent = map[int64][]time.Time{}
+	}
+	recent := w.sent[human][:0]
+	for _, t := range w.sent[human] {
+		if now.Sub(t) < time.Minute {
+			recent = append(recent, t)
+		}
+	}
+	if len(recent) >= SendTestsPerMinute {
+		w.sent[human] = recent
+		return false
+	}
+	w.sent[human] = append(recent, now)
+	return true
 }

@@ -277,7 +277,9 @@ func connectionFor(ctx context.Context, db store.DBTX, id int64, scope notifytyp
 		return store.Connection{}, err
 	}
 	if err != nil || c.Owner != scope || c.Kind != kind {
-		return store.Connection{}, &connectionRefusal{notifytype.Forbidden(fmt.Sprintf("the connection must be of kind %s and of the same owner scope", kind))}
+		// Field names the input, so a form can say it under Connection.
+		return store.Connection{}, &connectionRefusal{&notifytype.Error{Code: notifytype.CodeForbidden, Field: "connection_id",
+			Message: fmt.Sprintf("the connection must be of kind %s and of the same owner scope", kind)}}
 	}
 	return c, nil
 }

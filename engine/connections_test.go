@@ -55,11 +55,11 @@ func TestCreateConnectionSealsTheSecretToItsRow(t *testing.T) {
 
 	// Every use re-checks scope and kind.
 	_, err = b.eng.OpenConnectionForTest(b.ctx, c.ID, notifytype.Human(h+1000), engine.KindGotify)
-	requireRefusal(t, err, notifytype.CodeForbidden, "")
+	requireRefusal(t, err, notifytype.CodeForbidden, "connection_id")
 	_, err = b.eng.OpenConnectionForTest(b.ctx, c.ID, owner, engine.KindApprise)
-	requireRefusal(t, err, notifytype.CodeForbidden, "")
+	requireRefusal(t, err, notifytype.CodeForbidden, "connection_id")
 	_, err = b.eng.OpenConnectionForTest(b.ctx, 1<<40, owner, engine.KindGotify)
-	requireRefusal(t, err, notifytype.CodeForbidden, "")
+	requireRefusal(t, err, notifytype.CodeForbidden, "connection_id")
 }
 
 func TestCreateConnectionWithoutKeyStoresNothing(t *testing.T) {

@@ -353,32 +353,41 @@ func (e *Engine) buildAdapter(s store.SinkForDelivery) (sinks.Adapter, notifytyp
 			return nil, owner, "the connection's secret does not open"
 		}
 	}
-	switch s.Kind {
+	a, refusal := e.newAdapter(s.Kind, s.BaseURL, secret, s.Options)
+	return a, owner, refusal
+}
+
+// newAdapter builds the adapter of a sink of kind on a connection with
+// baseURL and secret, with the sink's options, or says why it may not be
+// used: options or secret invalid, an Apprise URL's scheme not allowed,
+// the kind unknown. Every adapter sends through the guarded client.
+func (e *Engine) newAdapter(kind, baseURL string, secret notifytype.Secret, options []byte) (sinks.Adapter, string) {
+	switch kind {
 	case KindGotify:
-		opts, err := gotify.ParseOptions(s.Options)
+		opts, err := gotify.ParseOptions(options)
 		if err != nil {
-			return nil, owner, "the sink's options are invalid"
+			return nil, "the sink's options are invalid"
 		}
-		return gotify.New(gotify.Config{BaseURL: s.BaseURL, Token: secret, Options: opts}, e.client), owner, ""
+		return gotify.New(gotify.Config{BaseURL: baseURL, Token: secret, Options: opts}, e.client), ""
 	case KindApprise:
-		opts, err := apprise.ParseOptions(s.Options)
+		opts, err := apprise.ParseOptions(options)
 		if err != nil {
-			return nil, owner, "the sink's options are invalid"
+			return nil, "the sink's options are invalid"
 		}
 		var sec apprise.Secret
 		if !secret.IsZero() {
 			if sec, err = apprise.ParseSecret(secret.Reveal()); err != nil {
-				return nil, owner, "the connection's secret is invalid"
+				return nil, "the connection's secret is invalid"
 			}
 		}
 		// Checked on every use too: URLs stored before the allowlist (or
 		// under a wider one) never reach the Apprise server.
 		if !opts.Stateful() && apprise.CheckSchemes(sec.URLs, e.cfg.AppriseSchemesAllowed) != nil {
-			return nil, owner, "an Apprise URL's scheme is not allowed on this instance"
+			return nil, "an Apprise URL's scheme is not allowed on this instance"
 		}
-		return apprise.New(apprise.Config{BaseURL: s.BaseURL, Secret: sec, Options: opts, PrivateHosts: e.cfg.PrivateHosts}, e.client), owner, ""
+		return apprise.New(apprise.Config{BaseURL: baseURL, Secret: sec, Options: opts, PrivateHosts: e.cfg.PrivateHosts}, e.client), ""
 	}
-	return nil, owner, "the sink's kind is unknown"
+	return nil, "the sink's kind is unknown"
 }
 
 // send runs the adapter. A send that has begun is not cut short by the

@@ -178,7 +178,7 @@ func TestDeliveryStatefulAppriseSink(t *testing.T) {
 		require.ElementsMatch(t, []string{"body", "title", "type", "format"}, keys(body), "a stateful request carries no urls")
 		require.Equal(t, "text", body["format"])
 		require.Equal(t, apprise.TypeHighDefault, body["type"], "a dead letter is high: failure")
-		require.Equal(t, "[todo.dead_lettered] forge: nightly build", body["title"])
+		require.Equal(t, "Dead letter in forge: nightly build", body["title"])
 		require.Contains(t, body["body"], "Link: https://switchboard.example.net/board/todos/1")
 		if srv == withAuth {
 			require.Equal(t, auth, r.Header.Get("Authorization"))
@@ -350,8 +350,8 @@ func TestDeliveryQuarantineStorm(t *testing.T) {
 
 	msgs := g.received()
 	require.Len(t, msgs, 1)
-	require.Equal(t, "[delivery.quarantined] github-forge: push from mallory #0 (and 199 more)", msgs[0].Title)
-	require.Contains(t, strings.Split(msgs[0].Message, "\n"), "and 199 more")
+	require.Equal(t, "Quarantined delivery on github-forge: push from mallory #0 (and 199 more)", msgs[0].Title)
+	require.Contains(t, strings.Split(msgs[0].Message, "\n\n"), "This one and 199 more like it.")
 	require.Equal(t, 5, msgs[0].Priority, "quarantine is normal: 5 by default")
 	require.Equal(t, map[string]int{"delivered": 1}, w.RowStates())
 	require.Equal(t, storm, w.F.Count(`SELECT delivered_count FROM switchboard.outbox`))
@@ -406,10 +406,11 @@ func TestDeliveryBudgetExhausted(t *testing.T) {
 	require.Len(t, msgs, len(individual)+1)
 	last := msgs[len(msgs)-1]
 	require.Equal(t, fmt.Sprintf("Switchboard: %d notifications held while this sink's budget was spent", todos-engine.BudgetBurstDefault), last.Title)
-	lines := strings.Split(last.Message, "\n")
+	lines := strings.Split(last.Message, "\n\n")
 	require.Equal(t, []string{
-		fmt.Sprintf("todo.dead_lettered: %d", todos-engine.BudgetBurstDefault),
-		"Link: https://switchboard.example.net/board/notifications",
+		fmt.Sprintf("This sink's budget was spent, so %d notifications waited; here is how many of each.", todos-engine.BudgetBurstDefault),
+		fmt.Sprintf("Dead letters: %d", todos-engine.BudgetBurstDefault),
+		"[Open on the board](https://switchboard.example.net/board/notifications)",
 	}, lines)
 	require.Equal(t, map[string]int{"delivered": todos}, w.RowStates(), "every row ends delivered")
 	require.Equal(t, []deliveryRecord{{Attempt: 1, Status: "delivered", HTTPStatus: 200}},
@@ -424,7 +425,7 @@ func TestDeliveryBudgetExhausted(t *testing.T) {
 	require.Len(t, a.Rows, 1)
 	msgs = g.received()
 	require.Len(t, msgs, len(individual)+2)
-	require.Equal(t, "[todo.dead_lettered] forge: after the storm", msgs[len(msgs)-1].Title)
+	require.Equal(t, "Dead letter in forge: after the storm", msgs[len(msgs)-1].Title)
 }
 
 func TestDeliveryNoPayload(t *testing.T) {
@@ -445,9 +446,9 @@ func TestDeliveryNoPayload(t *testing.T) {
 	require.Len(t, msgs, 1)
 	m := msgs[0]
 	truncated := title[:sinks.TitleMaxRunes-1] + "…"
-	require.Equal(t, "[todo.dead_lettered] forge: "+truncated, m.Title)
-	require.Contains(t, strings.Split(m.Message, "\n"), sinks.TitleLabel+truncated)
-	require.Contains(t, m.Message, "Link: https://switchboard.example.net/board/todos/7")
+	require.Equal(t, "Dead letter in forge: "+truncated, m.Title)
+	require.Contains(t, m.Message, "Todo “"+truncated+"” in queue forge dead-lettered")
+	require.Contains(t, m.Message, "[Open on the board](https://switchboard.example.net/board/todos/7)")
 	for _, word := range []string{"ISSUE-BODY-TEXT", "stack trace", "reporter", sinks.ExcerptLabel} {
 		require.NotContains(t, m.Title+"\n"+m.Message, word, "no text from the issue body")
 	}
@@ -476,9 +477,9 @@ func TestDeliveryExcerptByOptIn(t *testing.T) {
 	m := msgs[0]
 	cleaned := "Steps to reproduce: " + filler
 	excerpt := cleaned[:sinks.ExcerptMaxRunes-1] + "…"
-	lines := strings.Split(m.Message, "\n")
+	lines := strings.Split(m.Message, "\n\n")
 	require.Contains(t, lines, "Sender wrote: "+excerpt, "the first 280 characters, control-stripped and labelled")
-	require.Len(t, []rune(strings.TrimPrefix(lines[len(lines)-1], "Sender wrote: ")), sinks.ExcerptMaxRunes)
+	require.Len(t, []rune(strings.TrimPrefix(lines[len(lines)-2], "Sender wrote: ")), sinks.ExcerptMaxRunes)
 	require.NotContains(t, m.Message, "TAIL-OF-BODY")
 	for _, r := range m.Title + m.Message {
 		require.False(t, r != '\n' && unicode.IsControl(r), "control character %U in the message", r)
@@ -504,7 +505,7 @@ func TestDeliveryNULInSenderText(t *testing.T) {
 	require.Equal(t, "delivered", w.Wait().State)
 	msgs := g.received()
 	require.Len(t, msgs, 1)
-	require.Equal(t, "[todo.dead_lettered] forge: build fails", msgs[0].Title)
+	require.Equal(t, "Dead letter in forge: build fails", msgs[0].Title)
 	require.Contains(t, strings.Split(msgs[0].Message, "\n"), sinks.ExcerptLabel+"core dumped")
 }
 

@@ -85,7 +85,7 @@ func TestDeliveryGotifyDelivers(t *testing.T) {
 
 	msgs := g.received()
 	require.Len(t, msgs, 1)
-	require.Equal(t, "[todo.dead_lettered] forge: nightly build", msgs[0].Title)
+	require.Equal(t, "Dead letter in forge: nightly build", msgs[0].Title)
 	require.Equal(t, 8, msgs[0].Priority, "high maps to 8 by default")
 	require.Equal(t, "gtfya.token-1", msgs[0].Token)
 	require.Contains(t, msgs[0].Message, "https://switchboard.example.net/board/todos/1")

@@ -190,7 +190,7 @@ func (e *Engine) sendReport(ctx context.Context, d store.Digest, r digest.Report
 	run.DigestID, run.Owner, run.Outcome, run.Headline = d.ID, d.Owner, "sent", r.HeadlineText()
 	log := e.log.With("digest_id", d.ID, "owner", d.Owner.String())
 
-	// The digest's name is the message's place ("[digest] morning"); the
+	// The digest's name is the message's place ("Queue digest: morning"); the
 	// full text carries its own headline.
 	content := sinks.Content{
 		Place: d.Name, LinkPath: "/board/digests/" + strconv.FormatInt(d.ID, 10),

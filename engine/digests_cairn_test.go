@@ -86,7 +86,7 @@ func TestDigestCairnLinked(t *testing.T) {
 	require.Contains(t, content, "Title: nightly build")
 
 	msg := deliverDigest(t, d)
-	require.Equal(t, "[digest] morning", msg.Title)
+	require.Equal(t, "Queue digest: morning", msg.Title)
 	require.Contains(t, msg.Message, srv.URL+"/a/art-7", "the artifact's link")
 	require.Contains(t, msg.Message, "2 dead letters", "the headline counts")
 	require.NotContains(t, msg.Message, "Queue forge", "a short message, not the full digest")

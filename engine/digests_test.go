@@ -137,7 +137,7 @@ func TestDigestOneSendAcrossInstances(t *testing.T) {
 	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM switchboard.outbox WHERE event_type = 'digest'`))
 	var digests int
 	for _, m := range g.received() {
-		if strings.HasPrefix(m.Title, "[digest]") {
+		if strings.HasPrefix(m.Title, "Queue digest: ") {
 			digests++
 		}
 	}
@@ -560,11 +560,11 @@ func TestDigestSinkDownAppearsInTheNextDigest(t *testing.T) {
 	require.Equal(t, "delivered", a.State)
 	var msg gotifyMessage
 	for _, m := range g.received() {
-		if strings.HasPrefix(m.Title, "[digest]") {
+		if strings.HasPrefix(m.Title, "Queue digest: ") {
 			msg = m
 		}
 	}
-	require.Equal(t, "[digest] next", msg.Title)
+	require.Equal(t, "Queue digest: next", msg.Title)
 	require.Contains(t, msg.Message, "Could not deliver:\n- Notifications recorded undeliverable: 1")
 	require.Contains(t, msg.Message, "1 could not deliver")
 }

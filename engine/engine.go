@@ -53,6 +53,9 @@ type Engine struct {
 	runDone chan struct{}
 	runErr  error
 
+	// unsavedTests limits the test messages of unsaved settings.
+	unsavedTests testWindow
+
 	// wrapAdapter, set only by tests, wraps every adapter built for a
 	// delivery (to make one panic, say).
 	wrapAdapter func(sinkID int64, a sinks.Adapter) sinks.Adapter

@@ -108,7 +108,7 @@ func Example() {
 		panic(err)
 	}
 	fmt.Println(<-received)
-	// Output: [todo.dead_lettered] forge: nightly build
+	// Output: Dead letter in forge: nightly build
 }
 
 // exampleDatabase creates a fresh empty database on the test server

@@ -296,6 +296,14 @@ func (e *Engine) checkDelivery(ctx context.Context, db store.DBTX, owner notifyt
 	if err != nil {
 		return nil, err
 	}
+	return e.checkOptions(kind, raw, secret, connID)
+}
+
+// checkOptions checks a sink's options against its connection's secret
+// (for Apprise: exactly one of config_key and URLs, and every URL's
+// scheme allowed) and returns them normalised. connID names the
+// connection in an error; 0 for one not stored yet.
+func (e *Engine) checkOptions(kind string, raw json.RawMessage, secret notifytype.Secret, connID int64) ([]byte, error) {
 	var opts any
 	switch kind {
 	case KindGotify:

@@ -116,7 +116,7 @@ func TestCrossScopeConnection(t *testing.T) {
 	_, err := b.eng.CreateSink(b.ctx, p, engine.SinkInput{
 		Owner: notifytype.Team(team), Name: "team-phone", Kind: engine.KindGotify, ConnectionID: personal,
 	})
-	requireRefusal(t, err, notifytype.CodeForbidden, "")
+	requireRefusal(t, err, notifytype.CodeForbidden, "connection_id")
 	require.ErrorIs(t, err, notifytype.ErrForbidden)
 	require.Zero(t, b.count(t, "sinks"))
 
@@ -127,14 +127,14 @@ func TestCrossScopeConnection(t *testing.T) {
 		_, err := b.eng.CreateSink(b.ctx, p, engine.SinkInput{
 			Owner: notifytype.Team(team), Name: "team-phone", Kind: engine.KindGotify, ConnectionID: conn,
 		})
-		requireRefusal(t, err, notifytype.CodeForbidden, "")
+		requireRefusal(t, err, notifytype.CodeForbidden, "connection_id")
 	}
 
 	// Moving a team sink onto the personal connection is refused too.
 	teamConn := b.gotifyConnection(t, p, notifytype.Team(team))
 	s := b.gotifySink(t, p, notifytype.Team(team), teamConn, "team-phone")
 	_, err = b.eng.UpdateSink(b.ctx, p, s.ID, engine.SinkPatch{ConnectionID: &personal})
-	requireRefusal(t, err, notifytype.CodeForbidden, "")
+	requireRefusal(t, err, notifytype.CodeForbidden, "connection_id")
 	got, err := b.eng.GetSink(b.ctx, p, s.ID)
 	require.NoError(t, err)
 	require.Equal(t, teamConn, got.ConnectionID)

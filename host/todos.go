@@ -606,7 +606,7 @@ func deadLetterEvent(todo Todo, claimant int64, cause Cause, dc store.DeadLetter
 	c := sinks.Content{
 		Title:           todo.Title,
 		Place:           dc.QueueName,
-		Summary:         fmt.Sprintf("%s after %s", what, plural(todo.Attempts, "attempt")),
+		Summary:         what + afterAttempts(todo.Attempts),
 		Cause:           string(cause),
 		LinkPath:        "/board/todos/" + strconv.FormatInt(todo.ID, 10),
 		OriginDisplay:   todo.OriginDisplay,
@@ -744,6 +744,16 @@ func payloadBody(payload json.RawMessage) string {
 		return ""
 	}
 	return body
+}
+
+// afterAttempts ends a dead letter's summary: " after 3 attempts", or
+// " before any attempt" when none was made (a todo interrupted while
+// pending).
+func afterAttempts(n int) string {
+	if n <= 0 {
+		return " before any attempt"
+	}
+	return " after " + plural(n, "attempt")
 }
 
 func plural(n int, noun string) string {

@@ -541,7 +541,7 @@ func TestTodosDeadLetterContent(t *testing.T) {
 		require.Empty(t, ev.Content.Body)
 		require.Zero(t, ev.Content.Attempts)
 		require.Empty(t, ev.Content.AttemptSummary, "no attempt closed this dead letter")
-		require.Equal(t, "Todo dead-lettered after 0 attempts", ev.Content.Summary)
+		require.Equal(t, "Todo dead-lettered before any attempt", ev.Content.Summary)
 	})
 
 	t.Run("AfterRequeueOnlyTheNewRoundsAttempt", func(t *testing.T) {

@@ -648,6 +648,36 @@ func (s *Webhooks) UpdateRule(ctx context.Context, p engine.Principal, id, ruleI
 	return out, nil
 }
 
+// RoutableQueue is a queue a webhook's rules may route to.
+type RoutableQueue struct {
+	ID    int64
+	Name  string
+	Owner notifytype.OwnerScope
+}
+
+// RoutableQueues lists the queues the rules of webhook id may route to:
+// its owner scope's queues, then those other owners befriended it with
+// (the same set a rule's queue is checked against on save).
+func (s *Webhooks) RoutableQueues(ctx context.Context, p engine.Principal, id int64) ([]RoutableQueue, error) {
+	w, err := s.read(ctx, s.pool, p, id, false, false)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := store.RoutableQueues(ctx, s.pool, w.Owner)
+	if err != nil {
+		return nil, wrap(err, "listing routable queues")
+	}
+	out := make([]RoutableQueue, 0, len(rows))
+	for _, r := range rows {
+		owner, err := notifytype.ParseOwnerScope(r.Owner)
+		if err != nil {
+			return nil, wrap(err, "listing routable queues")
+		}
+		out = append(out, RoutableQueue{ID: r.ID, Name: r.Name, Owner: owner})
+	}
+	return out, nil
+}
+
 // BefriendQueue lets the webhooks of friend route deliveries into a queue
 // the human may manage (SPEC-0033 stand-in): their own, or a team's they
 // own or administer.

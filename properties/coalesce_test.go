@@ -27,10 +27,28 @@ func quarantined(owner notifytype.OwnerScope, webhook int64) engine.Event {
 }
 
 var (
-	singleTitle    = regexp.MustCompile(`^\[([a-z._]+)\] .*?(?: \(and (\d+) more\))?$`)
+	singleTitle    = regexp.MustCompile(`^(` + strings.Join(titlePrefixes(), "|") + `)(?:[: ].*?)?(?: \(and (\d+) more\))?$`)
 	coalescedTitle = regexp.MustCompile(`^Switchboard: (\d+) notifications? held while this sink's budget was spent$`)
-	coalescedLine  = regexp.MustCompile(`^([a-z._]+): (\d+)$`)
+	coalescedLine  = regexp.MustCompile(`^([A-Za-z ._]+): (\d+)$`)
+	// byPrefix and byLabel read an event type back from a message's title
+	// prefix and a coalesced message's label.
+	byPrefix, byLabel = map[string]string{}, map[string]string{}
 )
+
+func init() {
+	for _, t := range notifytype.EventTypes {
+		byPrefix[sinks.TitlePrefix(t)] = string(t)
+		byLabel[sinks.CoalescedLabel(t)] = string(t)
+	}
+}
+
+func titlePrefixes() []string {
+	var out []string
+	for _, t := range notifytype.EventTypes {
+		out = append(out, regexp.QuoteMeta(sinks.TitlePrefix(t)))
+	}
+	return out
+}
 
 // eventCounts reads how many events of each type a received message stands
 // for: one row's type and count ("and N more"), or a coalesced message's
@@ -43,7 +61,7 @@ func eventCounts(rt *rapid.T, r request) map[string]int {
 			more, _ := strconv.Atoi(m[2])
 			n += more
 		}
-		return map[string]int{m[1]: n}
+		return map[string]int{byPrefix[m[1]]: n}
 	}
 	m := coalescedTitle.FindStringSubmatch(r.title)
 	if m == nil {
@@ -54,12 +72,12 @@ func eventCounts(rt *rapid.T, r request) map[string]int {
 	for _, line := range strings.Split(r.body, "\n") {
 		if l := coalescedLine.FindStringSubmatch(line); l != nil {
 			n, _ := strconv.Atoi(l[2])
-			counts[l[1]] += n
+			counts[byLabel[l[1]]] += n
 			sum += n
 		}
 	}
 	require.Equal(rt, total, sum, "coalesced message %q:\n%s", r.title, r.body)
-	require.Contains(rt, r.body, "Link: https://switchboard.example.net"+sinks.CoalescedLinkPath)
+	require.Contains(rt, r.body, "https://switchboard.example.net"+sinks.CoalescedLinkPath)
 	return counts
 }
 

@@ -30,91 +30,309 @@ const (
 
 // Labels that introduce sender- and agent-written text in a body.
 const (
-	TitleLabel          = "Title: "
-	AttemptSummaryLabel = "Closing attempt summary: "
+	AttemptSummaryLabel = "Last attempt's summary (agent-written): "
 	ExcerptLabel        = "Sender wrote: "
 	TestTitle           = "Switchboard test message"
 	AgentPagePrefix     = "Agent page: "
 	CoalescedLinkPath   = "/board/notifications"
+	// LinkLabel introduces the board link in a plain-text body; a Markdown
+	// body links the words BoardLinkText instead.
+	LinkLabel     = "Link: "
+	BoardLinkText = "Open on the board"
 )
 
-// Render builds the message for one outbox row (REQ-9, D13, D14).
+// TitlePrefix is how a message's title names its event type, for a person:
+// "Dead letter" for todo.dead_lettered. An event type this package does
+// not know is named as itself, in brackets.
+func TitlePrefix(t notifytype.EventType) string {
+	switch t {
+	case notifytype.EventTodoDeadLettered:
+		return "Dead letter"
+	case notifytype.EventRelayExhausted:
+		return "Relay out of attempts"
+	case notifytype.EventDeliveryQuarantined:
+		return "Quarantined delivery"
+	case notifytype.EventRuleNotify:
+		return "Rule matched"
+	case notifytype.EventAgentNotify:
+		return strings.TrimSuffix(AgentPagePrefix, ": ")
+	case notifytype.EventDigest:
+		return "Queue digest"
+	}
+	return "[" + Clean(string(t), 64) + "]"
+}
+
+// CoalescedLabel names the events of type t counted in a coalesced
+// message, for a person: "Dead letters".
+func CoalescedLabel(t notifytype.EventType) string {
+	switch t {
+	case notifytype.EventTodoDeadLettered:
+		return "Dead letters"
+	case notifytype.EventRelayExhausted:
+		return "Relays out of attempts"
+	case notifytype.EventDeliveryQuarantined:
+		return "Quarantined deliveries"
+	case notifytype.EventRuleNotify:
+		return "Rule matches"
+	case notifytype.EventAgentNotify:
+		return "Agent pages"
+	case notifytype.EventDigest:
+		return "Queue digests"
+	}
+	return Clean(string(t), 64)
+}
+
+// causeWords says why a todo dead-lettered, for a person; a cause this
+// package does not know is shown as given (cleaned).
+var causeWords = map[string]string{
+	"fail at the cap":          "its last attempt failed and no attempts were left",
+	"lease expired at the cap": "the lease on its last attempt expired and no attempts were left",
+	"endpoint revoked":         "the endpoint working on it was revoked",
+	"interrupted":              "it was interrupted",
+}
+
+// line is one line of a body, as plain text and as Markdown.
+type line struct{ plain, md string }
+
+// Render builds the message for one outbox row (REQ-9, D13, D14), written
+// for a person.
 //
-// The title is "[<event type>] <place>: <item title>" ("Agent page:
-// <title>" for agent.notify), with " (and N more)" when the row stands for
-// several events. The body has one line each, when present, for: the
-// summary, the item's title, the cause, the board link, the origin, the
-// attempt count, the closing attempt's summary, the artifact handle and,
-// only when the subscription opted in, the excerpt.
+// The title names the event and its place, then the item: "Dead letter in
+// forge: Nightly build failed" ("Agent page: <title>" for agent.notify),
+// with " (and N more)" when the row stands for several events. The body
+// opens with one sentence saying what happened ("Todo “Nightly build
+// failed” in queue forge dead-lettered after 3 attempts: its last attempt
+// failed and no attempts were left.", or the source's summary for other
+// events), then, when present: the digest's lines, "and N more", the
+// origin, the closing attempt's summary, the artifact handle, only when the
+// subscription opted in the excerpt, and last the board link.
 //
 // Sender- and agent-written text (Title, AttemptSummary) is stripped of
-// control characters and cut to 120 characters, and appears only in the
-// title's item position or on its own labelled line, never inside a
-// sentence of ours. The excerpt is cut to 280 characters and labelled
-// "Sender wrote:". Every value is on one line: the only newlines in the
-// body are those between its lines.
+// control characters and cut to 120 characters, and appears only as the
+// item's title: in the title's item position, quoted as the todo's name,
+// or on its own labelled line. The excerpt is cut to 280 characters and
+// labelled "Sender wrote:". Every value is on one line: the only newlines
+// in the body are those between its lines.
+//
+// Body is plain text (Apprise sends format text, REQ-4); Markdown is the
+// same message for a sink that renders Markdown (Gotify), with every value
+// escaped so that sender-written text is shown as written and never read
+// as markup; Link is the absolute board link, for a sink that opens it on
+// a click.
 func Render(c Content, m Meta) Message {
 	sev := m.Severity
 	if !sev.Valid() {
 		sev = m.EventType.DefaultSeverity()
 	}
 	title := Clean(c.Title, TitleMaxRunes)
+	place := Clean(c.Place, fieldMaxRunes)
 
-	var head string
-	switch {
-	case m.EventType == notifytype.EventAgentNotify:
+	head := TitlePrefix(m.EventType)
+	switch m.EventType {
+	case notifytype.EventAgentNotify:
 		head = AgentPagePrefix + title
+	case notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted:
+		head += join(" in ", place) + join(": ", title)
+	case notifytype.EventDeliveryQuarantined, notifytype.EventRuleNotify:
+		head += join(" on ", place) + join(": ", title)
 	default:
-		head = "[" + Clean(string(m.EventType), 64) + "]"
-		place := Clean(c.Place, fieldMaxRunes)
-		switch {
-		case place != "" && title != "":
-			head += " " + place + ": " + title
-		case place != "":
-			head += " " + place
-		case title != "":
-			head += " " + title
+		head += join(": ", place)
+		if place != "" {
+			head += join(" · ", title)
+		} else {
+			head += join(": ", title)
 		}
 	}
 	if m.Count > 1 {
 		head += " (and " + strconv.Itoa(m.Count-1) + " more)"
 	}
 
-	var lines []string
+	var lines []line
 	add := func(label, v string) {
 		if v != "" {
-			lines = append(lines, label+v)
+			lines = append(lines, line{label + v, mdEscape(label + v)})
 		}
 	}
-	add("", Clean(c.Summary, fieldMaxRunes))
-	for _, l := range c.Lines[:min(len(c.Lines), DigestMaxLines)] {
-		lines = append(lines, Clean(l, DigestLineMaxRunes))
+	switch m.EventType {
+	case notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted:
+		lines = append(lines, deadLetterSentence(m.EventType, title, place, c.Attempts, Clean(c.Cause, fieldMaxRunes)))
+	default:
+		add("", sentence(Clean(c.Summary, fieldMaxRunes)))
+	}
+	if md := digestMarkdown(c.Lines); md != "" {
+		var plain []string
+		for _, l := range c.Lines[:min(len(c.Lines), DigestMaxLines)] {
+			if l = Clean(l, DigestLineMaxRunes); l != "" {
+				plain = append(plain, l)
+			}
+		}
+		lines = append(lines, line{strings.Join(plain, "\n"), md})
 	}
 	if m.Count > 1 {
-		add("", "and "+strconv.Itoa(m.Count-1)+" more")
-	}
-	add(TitleLabel, title)
-	add("Cause: ", Clean(c.Cause, fieldMaxRunes))
-	if c.LinkPath != "" {
-		add("Link: ", Clean(joinLink(m.BaseURL, c.LinkPath), 2*fieldMaxRunes))
+		add("", "This one and "+strconv.Itoa(m.Count-1)+" more like it.")
 	}
 	add("Origin: ", Clean(cmp.Or(c.OriginDisplay, c.OriginPermalink), fieldMaxRunes))
-	if c.Attempts > 0 {
-		add("Attempts: ", strconv.Itoa(c.Attempts))
-	}
 	add(AttemptSummaryLabel, Clean(c.AttemptSummary, TitleMaxRunes))
 	add("Artifact: ", Clean(c.ArtifactHandle, fieldMaxRunes))
 	if m.IncludeExcerpt {
 		add(ExcerptLabel, Clean(c.Body, ExcerptMaxRunes))
 	}
-	return Message{Title: head, Body: strings.Join(lines, "\n"), Severity: sev}
+	var link string
+	if c.LinkPath != "" {
+		link = Clean(joinLink(m.BaseURL, c.LinkPath), 2*fieldMaxRunes)
+		if link != "" {
+			lines = append(lines, line{LinkLabel + link, mdLink(BoardLinkText, link)})
+		}
+	}
+	return message(head, lines, link, sev)
+}
+
+// deadLetterSentence is the first line of a dead letter's message: what
+// happened to which todo, where, after how many attempts and why. The
+// todo's title is quoted as its name (it is sender-written).
+func deadLetterSentence(t notifytype.EventType, title, place string, attempts int, cause string) line {
+	var p strings.Builder
+	ours := func(s string) { p.WriteString(s) }
+	what, did := "Todo", " dead-lettered"
+	if t == notifytype.EventRelayExhausted {
+		what, did = "Relay todo", " ran out of attempts"
+	}
+	if title != "" {
+		ours(what + " “")
+		ours(title)
+		ours("”")
+	} else {
+		ours("A " + strings.ToLower(what[:1]) + what[1:])
+	}
+	if place != "" {
+		ours(" in queue ")
+		ours(place)
+	}
+	ours(did)
+	if attempts > 0 {
+		ours(" after " + strconv.Itoa(attempts) + " attempt")
+		if attempts != 1 {
+			ours("s")
+		}
+	} else if t == notifytype.EventTodoDeadLettered {
+		ours(" before any attempt")
+	}
+	if w, ok := causeWords[cause]; ok {
+		cause = w
+	}
+	if cause != "" {
+		ours(": ")
+		ours(cause)
+	}
+	ours(".")
+	return line{p.String(), mdEscape(p.String())}
+}
+
+// message joins a rendered title and body lines into a Message: plain
+// lines one a line, Markdown lines one a paragraph.
+func message(title string, lines []line, link string, sev notifytype.Severity) Message {
+	plain := make([]string, len(lines))
+	md := make([]string, len(lines))
+	for i, l := range lines {
+		plain[i], md[i] = l.plain, l.md
+	}
+	return Message{
+		Title: title, Body: strings.Join(plain, "\n"), Markdown: strings.Join(md, "\n\n"),
+		Link: link, Severity: sev,
+	}
+}
+
+// digestMarkdown is a digest's lines as one Markdown block: a line "- x"
+// is a list item (its text escaped), any other line a paragraph of its
+// own, so a list ends before the next heading line.
+func digestMarkdown(ls []string) string {
+	var b strings.Builder
+	for _, l := range ls[:min(len(ls), DigestMaxLines)] {
+		l = Clean(l, DigestLineMaxRunes)
+		if l == "" {
+			continue
+		}
+		item, isItem := strings.CutPrefix(l, "- ")
+		switch {
+		case b.Len() == 0:
+		case isItem:
+			b.WriteString("\n")
+		default:
+			b.WriteString("\n\n")
+		}
+		if isItem {
+			b.WriteString("- " + mdEscape(item))
+		} else {
+			b.WriteString(mdEscape(l))
+		}
+	}
+	return b.String()
+}
+
+// join is sep+v, or "" when v is empty.
+func join(sep, v string) string {
+	if v == "" {
+		return ""
+	}
+	return sep + v
+}
+
+// sentence starts s with a capital letter and ends it with a full stop.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	r, size := utf8.DecodeRuneInString(s)
+	s = string(unicode.ToUpper(r)) + s[size:]
+	if !strings.HasSuffix(s, ".") && !strings.HasSuffix(s, "!") && !strings.HasSuffix(s, "?") {
+		s += "."
+	}
+	return s
+}
+
+// mdSpecial are the characters that start Markdown markup anywhere in a
+// line (CommonMark with GitHub's strikethrough and tables): escapes, code,
+// emphasis, links and images, autolinks and raw HTML, entities.
+const mdSpecial = "\\`*_[]<>&~|"
+
+// mdEscape makes text show as written in Markdown: each of mdSpecial is
+// backslash-escaped, and so is what would make the line a heading, a
+// list, a quote or a thematic break (a leading #, -, +, =, > or "1." /
+// "1)"), so no sender-written text becomes a link, an image, emphasis,
+// code, a heading or raw HTML. The text is already on one line with no
+// leading space (Clean), and each line is its own paragraph.
+func mdEscape(s string) string {
+	var b strings.Builder
+	digits := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case strings.IndexByte(mdSpecial, c) >= 0,
+			i == 0 && strings.IndexByte("#-+=>", c) >= 0,
+			i == digits && i > 0 && (c == '.' || c == ')'):
+			b.WriteByte('\\')
+		}
+		if i == digits && c >= '0' && c <= '9' {
+			digits++
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// mdLink is a Markdown link to url (one of ours, built from the base URL)
+// reading text; characters that would end the destination are
+// percent-encoded.
+func mdLink(text, url string) string {
+	r := strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29", "<", "%3C", ">", "%3E", "\\", "%5C", "`", "%60")
+	return "[" + mdEscape(text) + "](" + r.Replace(url) + ")"
 }
 
 // RenderCoalesced builds the one message that stands for a sink's held
-// rows when budget returns (REQ-11, D9): counts by event type, in the
-// spec's order of event types (any other, by name, after them), and a link
-// to the board's notifications page. Its severity is the highest default
-// severity among the types present.
+// rows when budget returns (REQ-11, D9): counts by event type, in words
+// ("Dead letters: 12") in the spec's order of event types (any other, by
+// name, after them), and a link to the board's notifications page. Its
+// severity is the highest default severity among the types present.
 func RenderCoalesced(counts map[notifytype.EventType]int, baseURL string) Message {
 	order := func(t notifytype.EventType) int {
 		if i := slices.Index(notifytype.EventTypes, t); i >= 0 {
@@ -126,7 +344,7 @@ func RenderCoalesced(counts map[notifytype.EventType]int, baseURL string) Messag
 		return cmp.Or(cmp.Compare(order(a), order(b)), strings.Compare(string(a), string(b)))
 	})
 	total, sev := 0, notifytype.SeverityLow
-	var lines []string
+	var lines []line
 	for _, t := range types {
 		n := counts[t]
 		if n <= 0 {
@@ -136,27 +354,24 @@ func RenderCoalesced(counts map[notifytype.EventType]int, baseURL string) Messag
 		if d := t.DefaultSeverity(); d.Rank() > sev.Rank() {
 			sev = d
 		}
-		lines = append(lines, Clean(string(t), 64)+": "+strconv.Itoa(n))
+		l := CoalescedLabel(t) + ": " + strconv.Itoa(n)
+		lines = append(lines, line{l, mdEscape(l)})
 	}
-	lines = append(lines, "Link: "+Clean(joinLink(baseURL, CoalescedLinkPath), 2*fieldMaxRunes))
 	noun := "notifications"
 	if total == 1 {
 		noun = "notification"
 	}
-	return Message{
-		Title:    fmt.Sprintf("Switchboard: %d %s held while this sink's budget was spent", total, noun),
-		Body:     strings.Join(lines, "\n"),
-		Severity: sev,
-	}
+	lead := fmt.Sprintf("This sink's budget was spent, so %d %s waited; here is how many of each.", total, noun)
+	lines = append([]line{{lead, mdEscape(lead)}}, lines...)
+	link := Clean(joinLink(baseURL, CoalescedLinkPath), 2*fieldMaxRunes)
+	lines = append(lines, line{LinkLabel + link, mdLink(BoardLinkText, link)})
+	return message(fmt.Sprintf("Switchboard: %d %s held while this sink's budget was spent", total, noun), lines, link, sev)
 }
 
 // RenderTest builds the message a sink's send test delivers (REQ-5, D14).
 func RenderTest() Message {
-	return Message{
-		Title:    TestTitle,
-		Body:     "This is a test message from Switchboard. If you can read it, this sink works.",
-		Severity: notifytype.SeverityNormal,
-	}
+	const body = "This is a test message from Switchboard. If you can read it, this sink works."
+	return Message{Title: TestTitle, Body: body, Markdown: mdEscape(body), Severity: notifytype.SeverityNormal}
 }
 
 func joinLink(base, path string) string {

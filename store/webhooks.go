@@ -274,6 +274,30 @@ func SinksByName(ctx context.Context, db DBTX, owner string, names []string, loc
 	return out, nil
 }
 
+// RoutableQueue is a queue the webhooks of a scope may route into.
+type RoutableQueue struct {
+	ID    int64
+	Name  string
+	Owner string
+}
+
+// RoutableQueues lists the queues the webhooks of scope may route into:
+// the scope's own and those whose owner befriended the scope (as
+// QueueRoutable decides), the scope's own first, by name.
+func RoutableQueues(ctx context.Context, db DBTX, scope string) ([]RoutableQueue, error) {
+	rows, err := db.Query(ctx, `SELECT q.id, q.name, q.owner FROM queues q
+		WHERE q.owner = $1 OR EXISTS (SELECT 1 FROM queue_friends f WHERE f.queue_id = q.id AND f.friend = $1)
+		ORDER BY q.owner <> $1, q.name, q.id`, scope)
+	if err != nil {
+		return nil, fmt.Errorf("error listing routable queues: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[RoutableQueue])
+	if err != nil {
+		return nil, fmt.Errorf("error listing routable queues: %w", err)
+	}
+	return out, nil
+}
+
 // QueueRoutable reports whether the webhooks of scope may route into the
 // queue: it is the scope's own, or its owner befriended the scope.
 func QueueRoutable(ctx context.Context, db DBTX, queueID int64, scope string) (bool, error) {

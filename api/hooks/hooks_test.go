@@ -121,8 +121,8 @@ func TestQuarantineStormThroughHooks(t *testing.T) {
 
 	msgs := messages(t, g)
 	require.Len(t, msgs, 1, "exactly one message")
-	require.Equal(t, "[delivery.quarantined] github-forge: issue 0 (and 199 more)", msgs[0].Title)
-	require.Contains(t, strings.Split(msgs[0].Message, "\n"), "and 199 more")
+	require.Equal(t, "Quarantined delivery on github-forge: issue 0 (and 199 more)", msgs[0].Title)
+	require.Contains(t, strings.Split(msgs[0].Message, "\n\n"), "This one and 199 more like it.")
 	require.Contains(t, msgs[0].Message, fmt.Sprintf("/board/webhooks/%d/deliveries/", hook.ID))
 }
 

@@ -206,7 +206,7 @@ func TestSetSinkRefusalsMatchTheHumanSurfaces(t *testing.T) {
 			name:  "cross-scope connection",
 			args:  map[string]any{"name": "phone", "kind": "gotify", "connection_id": personalConn.ID},
 			human: engine.SinkInput{Owner: team, Name: "phone", Kind: "gotify", ConnectionID: personalConn.ID},
-			code:  notifytype.CodeForbidden,
+			code:  notifytype.CodeForbidden, field: "connection_id",
 			// REQ-2's scenario answers a human forbidden; an agent named
 			// the id, so its argument is wrong (issue 19 item 14).
 			agentField: "connection_id",

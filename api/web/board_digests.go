@@ -23,6 +23,11 @@ type digestPageData struct {
 	// PreviewWhy is why no preview could be built.
 	PreviewWhy string
 	Runs       []engine.DigestRun
+	// Report is the preview as a readable report.
+	Report *reportView
+	// NextSend and LastSent are in words, in the schedule's zone;
+	// LastSentHow says how the last send came (by schedule or by hand).
+	NextSend, LastSent, LastSentHow string
 }
 
 type digestPageState struct {
@@ -69,6 +74,20 @@ func (s *server) renderDigest(w http.ResponseWriter, r *http.Request, a *actor, 
 	if data.Runs, err = s.d.Engine.DigestRuns(ctx, a.P, id, 10); err != nil {
 		s.fail(w, r, a, err)
 		return
+	}
+	loc := schedulePlace(d)
+	data.NextSend = inZone(d.NextSendAt, loc)
+	if run, ok := lastSent(data.Runs); ok {
+		data.LastSent = inZone(run.RanAt, loc)
+		data.LastSentHow = map[string]string{"manual": "sent by hand (Send now)", "scheduled": "on schedule"}[run.Kind]
+	} else if d.LastSentAt != nil {
+		data.LastSent = inZone(*d.LastSentAt, loc)
+	} else {
+		data.LastSent = "never"
+	}
+	if data.Preview != nil {
+		rv := reportOf(data.Preview.Report, loc)
+		data.Report = &rv
 	}
 	if r.Method == http.MethodGet && r.URL.Query().Get("notice") == "digest_sent" {
 		st.notice = sentNotice(data.Runs)

@@ -8,8 +8,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -203,4 +205,48 @@ func TestBrowserSendTest(t *testing.T) {
 	// The session still works for our own pages.
 	step(t, ctx, chromedp.Navigate(sinkURL))
 	require.Equal(t, "phone", strings.Fields(text(t, ctx, "main section h2"))[0])
+}
+
+// axeSource is axe-core (testdata/axe, vendored with its licence), read
+// once.
+var axeSource = sync.OnceValues(func() (string, error) {
+	b, err := os.ReadFile(filepath.Join("testdata", "axe", "axe.min.js"))
+	return string(b), err
+})
+
+// axeViolation is one rule axe-core found broken on a page.
+type axeViolation struct {
+	ID     string   `json:"id"`
+	Impact string   `json:"impact"`
+	Help   string   `json:"help"`
+	Nodes  []string `json:"nodes"`
+}
+
+// axeCheck runs axe-core on the page loaded in ctx and fails t on any
+// violation of impact serious or critical, listing each with the elements
+// it is about. where names the page and width in the failure.
+func axeCheck(t *testing.T, ctx context.Context, where string) {
+	t.Helper()
+	src, err := axeSource()
+	require.NoError(t, err, "axe-core is vendored in testdata/axe")
+	sctx, cancel := context.WithTimeout(ctx, browserStepTimeout)
+	defer cancel()
+	_, err = chromedp.Run(sctx, chromedp.Evaluate[chromedp.Void](src+";undefined"))
+	require.NoError(t, err)
+	found, err := chromedp.Run(sctx, chromedp.Evaluate[[]axeViolation](`axe.run(document, {resultTypes: ["violations"]}).then(r =>
+		r.violations.filter(v => v.impact === "serious" || v.impact === "critical").map(v => ({
+			id: v.id, impact: v.impact, help: v.help,
+			nodes: v.nodes.map(n => n.target.join(" ") + ": " + (n.failureSummary || "").replace(/\s+/g, " ")),
+		})))`, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	if len(found) > 0 {
+		var b strings.Builder
+		for _, v := range found {
+			fmt.Fprintf(&b, "\n- %s (%s): %s", v.ID, v.Impact, v.Help)
+			for _, n := range v.Nodes {
+				fmt.Fprintf(&b, "\n    %s", n)
+			}
+		}
+		t.Errorf("axe-core: %d serious or critical violations on %s:%s", len(found), where, b.String())
+	}
 }

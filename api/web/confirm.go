@@ -29,6 +29,7 @@ func (s *server) routeConfirmations(mux *http.ServeMux) {
 	mux.Handle("GET /connections/{id}/delete", s.confirmation(s.confirmDeleteConnection))
 	mux.Handle("GET /endpoints/{id}/revoke", s.confirmation(s.confirmRevoke))
 	mux.Handle("GET /webhooks/{id}/delete", s.confirmation(s.confirmDeleteWebhook))
+	mux.Handle("GET /webhooks/{id}/rotate", s.confirmation(s.confirmRotateSecret))
 	mux.Handle("GET /board/digests/{id}/delete", s.confirmation(s.confirmDeleteDigest))
 }
 
@@ -141,6 +142,31 @@ func (s *server) confirmRevoke(r *http.Request, a *actor) (string, confirmData, 
 		Detail:   "Every todo it holds claimed dead-letters now, and its subscribers are told. This cannot be undone.",
 		Action:   "/endpoints/" + itoa(id) + "/revoke", Owner: scope.String(),
 		Button: "Revoke endpoint", Cancel: scopePath("/endpoints", scope),
+	}, nil
+}
+
+// confirmRotateSecret asks before a webhook's secret is rotated: the old
+// one stops working at once, so every sender must be given the new one.
+func (s *server) confirmRotateSecret(r *http.Request, a *actor) (string, confirmData, error) {
+	id, err := pathID(r, "id", "webhook")
+	if err != nil {
+		return "", confirmData{}, err
+	}
+	hook, err := s.d.Webhooks.Get(r.Context(), a.P, id)
+	if err != nil {
+		return "", confirmData{}, err
+	}
+	if canWrite, _, err := s.access(r.Context(), a, hook.Owner); err != nil {
+		return "", confirmData{}, err
+	} else if !canWrite {
+		return "", confirmData{}, notifytype.Forbidden("only the team's owners and admins may rotate its webhooks' secrets")
+	}
+	path := "/webhooks/" + itoa(id)
+	return "Rotate the secret of " + hook.Name + "?", confirmData{
+		Question: "Rotate the secret of the webhook “" + hook.Name + "”?",
+		Detail: "The current secret stops working at once: deliveries signed with it are refused until every sender " +
+			"has the new one, which is shown once on the next page.",
+		Action: path + "/secret", Button: "Rotate secret", Cancel: path,
 	}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -119,4 +120,56 @@ func TestDigestDeleteAsksFirst(t *testing.T) {
 	require.Contains(t, c.get(del.header.Get("Location")).body, "Digest deleted.")
 	require.Zero(t, b.count(t, "digests"))
 	require.Equal(t, http.StatusNotFound, c.get(loc+"/delete").status)
+}
+
+// The digest page reads for a person (issue 19 item 9): its owner by name,
+// the next send in the schedule's own zone, "Last sent" that a send (even
+// Send now, which spends no scheduled slot) updates, and the preview as a
+// report with a heading per queue and its figures in words.
+func TestDigestPageReadsForAPerson(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withDigestSources)
+	id := b.f.Human("Grace Hopper")
+	c := b.login(t, id)
+	scope := notifytype.Human(id)
+	conn := b.gotifyConnection(t, id, scope, "https://push.example.net", "gtfya.web")
+	sink := b.gotifySink(t, id, scope, conn.ID, "phone")
+	queue := b.f.Queue(scope, "forge")
+	todo, err := b.deps.Todos.Enqueue(b.ctx, queue, host.TodoInput{Title: "Nightly build <failed>"})
+	require.NoError(t, err)
+	_, err = b.deps.Todos.Interrupt(b.ctx, id, todo.ID)
+	require.NoError(t, err)
+	dg, err := b.eng.CreateDigest(b.ctx, engine.HumanPrincipal(id), engine.DigestInput{Owner: scope, Name: "morning",
+		Schedule: "TZ=America/Los_Angeles Mon-Fri 09:00", SinkIDs: []int64{sink.ID}})
+	require.NoError(t, err)
+	loc := "/board/digests/" + strconv.FormatInt(dg.ID, 10)
+
+	page := c.get(loc)
+	require.Equal(t, http.StatusOK, page.status, page.body)
+	require.Contains(t, between(t, page.body, `id="digest-owner">`, `</dd>`), "Grace Hopper", "the owner by name")
+	la, err := time.LoadLocation("America/Los_Angeles")
+	require.NoError(t, err)
+	next := between(t, page.body, `id="next-send">`, `</dd>`)
+	require.Contains(t, next, dg.NextSendAt.In(la).Format("Mon 2 Jan 2006 15:04 MST"), "in the schedule's zone")
+	require.Contains(t, next, "09:00")
+	require.Contains(t, next, "(America/Los_Angeles)")
+	require.Equal(t, "never", strings.TrimSpace(between(t, page.body, `id="last-sent">`, `</dd>`)))
+
+	report := between(t, page.body, `id="digest-report"`, `</article>`)
+	require.Contains(t, report, "<h3>Queue forge</h3>")
+	require.Contains(t, report, "No todos wait to be claimed.")
+	require.Contains(t, report, "1 dead letter since then.")
+	require.Contains(t, report, `<a href="/board/todos/`+strconv.FormatInt(todo.ID, 10)+`">Nightly build &lt;failed&gt;</a>`)
+	require.Contains(t, report, "<h3>Unheard doorbells</h3>")
+	require.Contains(t, report, "Unavailable: not measured on this instance.")
+	require.NotContains(t, report, "Pending: 0", "figures in words, not the sink's text")
+
+	// Send now: Last sent says when, and how.
+	sent := c.post(loc+"/send", nil)
+	require.Equal(t, http.StatusSeeOther, sent.status, sent.body)
+	page = c.get(sent.header.Get("Location"))
+	last := between(t, page.body, `id="last-sent">`, `</dd>`)
+	require.NotContains(t, last, "never")
+	require.Contains(t, last, "sent by hand")
+	require.Contains(t, last, time.Now().In(la).Format("Mon 2 Jan 2006"))
 }

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"encoding/json"
 	"html"
 	"net/http"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/sinktest"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -418,4 +420,121 @@ func TestSignInLandsOnTheBoardLink(t *testing.T) {
 	other.http.Jar.SetCookies(u, []*http.Cookie{{Name: "sb_next", Value: "//evil.example/x", Path: "/login"}})
 	res = other.post("/login/"+b.loginLink(t, id), nil)
 	require.Equal(t, "/sinks", res.header.Get("Location"))
+}
+
+// TestSinkGuidedStart: the new-sink form creates its connection inline
+// and tries the destination before anything is saved (issue 19 item 8).
+// Send test goes through the guarded client and stores nothing; the token
+// is never sent back; a refused sink leaves no connection behind.
+func TestSinkGuidedStart(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	human, c := b.human(t)
+	const token = "gtfya.GuidedStartToken9"
+	gotify := sinktest.NewServer(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"id":1}`)) })
+	form := func(extra ...string) url.Values {
+		v := url.Values{"owner": {notifytype.Human(human).String()}, "name": {"phone"}, "kind": {"gotify"}, "enabled": {"1"},
+			"connection_id": {"new"}, "conn_name": {"home gotify"}, "account_key": {gotify.URL}, "secret": {token}}
+		for i := 0; i+1 < len(extra); i += 2 {
+			v.Set(extra[i], extra[i+1])
+		}
+		return v
+	}
+	nothingStored := func(what string) {
+		t.Helper()
+		require.Zero(t, b.count(t, "connections"), what)
+		require.Zero(t, b.count(t, "sinks"), what)
+		require.Zero(t, b.count(t, "delivery_records"), what)
+	}
+
+	// The page offers it: a new connection inside the sink form, Send test.
+	page := c.get("/sinks")
+	require.Contains(t, page.body, `<option value="new" selected>New connection…</option>`, "with no connection yet, a new one is the default")
+	require.Contains(t, page.body, `id="test-sink-button"`)
+	require.Contains(t, page.body, `<fieldset data-kind="gotify">`, "each kind's options say their kind, for the script to hide the others")
+	require.Contains(t, page.body, `<script src="/static/sinkform.js"></script>`)
+	require.Equal(t, http.StatusOK, c.get("/static/sinkform.js").status, "the script is served")
+
+	// Send test, as a plain form post: the page says it arrived; nothing is
+	// stored and the token is not sent back.
+	res := c.post("/sinks/test", form())
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	require.Contains(t, between(t, res.body, `id="test-result"`, `</p>`), "Test message delivered")
+	require.NotContains(t, res.body, token)
+	require.Contains(t, res.body, `value="home gotify"`, "the rest of the form is kept")
+	reqs := gotify.Requests()
+	require.Len(t, reqs, 1)
+	require.Equal(t, token, reqs[0].Header.Get("X-Gotify-Key"))
+	require.Contains(t, string(reqs[0].Body), sinks.TestTitle)
+	nothingStored("a test stores nothing")
+
+	// As the page's script sends it: JSON, so the form keeps the token.
+	res = c.post("/sinks/test", form(), "Accept", "application/json")
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	var answer struct {
+		OK   bool
+		Text string
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.body), &answer))
+	require.True(t, answer.OK, answer.Text)
+	require.NotContains(t, res.body, token)
+
+	// A destination the guard refuses is not tried, and says why.
+	res = c.post("/sinks/test", form("account_key", "http://169.254.169.254/latest"), "Accept", "application/json")
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	require.NoError(t, json.Unmarshal([]byte(res.body), &answer))
+	require.False(t, answer.OK)
+	require.Contains(t, answer.Text, "(blocked)")
+	require.Len(t, gotify.Requests(), 2, "nothing reached the stand-in")
+
+	// A base URL that is not one: refused under its field.
+	res = c.post("/sinks/test", form("account_key", "ftp://push.example.net"))
+	require.Equal(t, http.StatusBadRequest, res.status)
+	require.Contains(t, res.body, `id="error-account_key"`)
+	nothingStored("refused tests store nothing")
+
+	// A sink refused (no name) after its new connection was accepted:
+	// the connection is not kept either.
+	res = c.post("/sinks", form("name", ""))
+	require.Equal(t, http.StatusBadRequest, res.status)
+	require.Contains(t, res.body, `id="error-name"`)
+	require.NotContains(t, res.body, token)
+	nothingStored("a refused sink leaves no connection")
+
+	// A connection name taken: said under Connection name, not Name.
+	b.gotifyConnection(t, human, notifytype.Human(human), gotify.URL, "gtfya.other")
+	conns := b.count(t, "connections")
+	existing, err := b.eng.ListConnections(b.ctx, engine.HumanPrincipal(human), notifytype.Human(human))
+	require.NoError(t, err)
+	res = c.post("/sinks", form("conn_name", existing[0].Name))
+	require.Equal(t, http.StatusBadRequest, res.status)
+	require.Contains(t, res.body, `id="error-conn_name"`)
+	require.Equal(t, conns, b.count(t, "connections"))
+
+	// Created: the connection and the sink in one submit.
+	res = c.post("/sinks", form())
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+	require.Equal(t, conns+1, b.count(t, "connections"))
+	require.Equal(t, 1, b.count(t, "sinks"))
+	require.False(t, strings.Contains(b.logs.String(), token), "the token never reaches a log")
+}
+
+// TestSubscriptionFormInWords: event types are offered in words with what
+// each means, and rule.notify is not offered (a rule names its sink).
+func TestSubscriptionFormInWords(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	human, c := b.human(t)
+	me := notifytype.Human(human)
+	conn := b.gotifyConnection(t, human, me, "https://push.example.net", "gtfya.words")
+	sink := b.gotifySink(t, human, me, conn.ID, "phone")
+	page := c.get("/sinks/" + itoa(sink.ID))
+	form := between(t, page.body, `id="add-subscription"`, `</form>`)
+	for _, typ := range []notifytype.EventType{notifytype.EventTodoDeadLettered, notifytype.EventDeliveryQuarantined, notifytype.EventDigest} {
+		require.Contains(t, form, `value="`+string(typ)+`"`)
+		require.Contains(t, form, "<strong>"+typ.Words()+"</strong>")
+	}
+	require.Contains(t, form, "a todo failed for good")
+	require.NotContains(t, form, `value="rule.notify"`, "rule.notify goes to the sink a rule names")
+	require.Contains(t, form, "Routing rules notify a sink by its name")
 }

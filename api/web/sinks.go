@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -17,9 +18,17 @@ import (
 // deliveriesShown is how many delivery records a sink's page lists.
 const deliveriesShown = 20
 
+// newConnection is the connection_id value that asks to create the
+// connection with the sink (the guided start).
+const newConnection = "new"
+
 // sinkForm is the sink create and edit form as the human typed it.
+// ConnName and ConnURL are a connection created with the sink (when
+// ConnectionID is newConnection); its secret is read from the request and
+// never kept here, so it is never shown again.
 type sinkForm struct {
 	Name, Kind, ConnectionID                  string
+	ConnName, ConnURL                         string
 	Enabled                                   bool
 	PriorityLow, PriorityNormal, PriorityHigh string
 	ConfigKey, Tag                            string
@@ -29,6 +38,7 @@ type sinkForm struct {
 func readSinkForm(r *http.Request) sinkForm {
 	return sinkForm{
 		Name: r.PostFormValue("name"), Kind: r.PostFormValue("kind"), ConnectionID: r.PostFormValue("connection_id"),
+		ConnName: r.PostFormValue("conn_name"), ConnURL: strings.TrimSpace(r.PostFormValue("account_key")),
 		Enabled:     r.PostFormValue("enabled") != "",
 		PriorityLow: r.PostFormValue("priority_low"), PriorityNormal: r.PostFormValue("priority_normal"),
 		PriorityHigh: r.PostFormValue("priority_high"),
@@ -216,6 +226,21 @@ type sinksData struct {
 	Connections []engine.Connection // of the sink kinds
 	Form        sinkForm
 	Kinds       []string
+	// Tested is the result of Send test on the form's settings, when the
+	// page answers one.
+	Tested *testedData
+}
+
+// testedData is a send test's result in words.
+type testedData struct {
+	OK   bool
+	Text string
+}
+
+// renderSinksTested shows the sinks page answering a send test of the
+// form's unsaved settings.
+func (s *server) renderSinksTested(w http.ResponseWriter, r *http.Request, a *actor, scope notifytype.OwnerScope, form sinkForm, res engine.TestResult) {
+	s.renderSinksPage(w, r, a, scope, http.StatusOK, form, nil, &testedData{OK: res.Delivered, Text: testText(res)})
 }
 
 type sinkRow struct {
@@ -237,6 +262,23 @@ type sinkData struct {
 	Severities  []notifytype.Severity
 	// Queues, Endpoints and Webhooks of the sink's scope, for the filters.
 	Queues, Endpoints, Webhooks []host.Named
+}
+
+// subscribable are the event types a subscription offers: every one but
+// rule.notify, which goes only to the sink a routing rule names (REQ-8),
+// so subscribing to it would change nothing.
+var subscribable = slices.DeleteFunc(slices.Clone(notifytype.EventTypes), func(t notifytype.EventType) bool {
+	return t == notifytype.EventRuleNotify
+})
+
+// eventHelp says when each event type fires, for a person (REQ-6's table).
+var eventHelp = map[notifytype.EventType]string{
+	notifytype.EventTodoDeadLettered:    "a todo failed for good: its last attempt failed or its lease ran out, its endpoint was revoked, or it was interrupted",
+	notifytype.EventRelayExhausted:      "a relay todo (a reply sent back to its source) ran out of attempts; it replaces the dead-letter message for that todo",
+	notifytype.EventDeliveryQuarantined: "a webhook received a delivery from a sender it does not trust; a storm of them is one message",
+	notifytype.EventRuleNotify:          "a routing rule that names this sink matched a delivery",
+	notifytype.EventAgentNotify:         "an agent you allowed to page you (notify_owner) asked for your attention",
+	notifytype.EventDigest:              "a queue digest is due (digests also name their sinks on the Digests page)",
 }
 
 // subRow is a subscription with its filters named.
@@ -273,6 +315,10 @@ func (s *server) sinksPage(w http.ResponseWriter, r *http.Request, a *actor) {
 // renderSinks shows scope's sinks and the create form holding form, with
 // err when a save was refused.
 func (s *server) renderSinks(w http.ResponseWriter, r *http.Request, a *actor, scope notifytype.OwnerScope, status int, form sinkForm, refusal error) {
+	s.renderSinksPage(w, r, a, scope, status, form, refusal, nil)
+}
+
+func (s *server) renderSinksPage(w http.ResponseWriter, r *http.Request, a *actor, scope notifytype.OwnerScope, status int, form sinkForm, refusal error, tested *testedData) {
 	ctx := r.Context()
 	canWrite, readOnly, err := s.access(ctx, a, scope)
 	if err != nil {
@@ -289,7 +335,7 @@ func (s *server) renderSinks(w http.ResponseWriter, r *http.Request, a *actor, s
 		s.fail(w, r, a, err)
 		return
 	}
-	data := sinksData{Form: form, Kinds: []string{engine.KindGotify, engine.KindApprise}}
+	data := sinksData{Form: form, Kinds: []string{engine.KindGotify, engine.KindApprise}, Tested: tested}
 	for _, c := range conns {
 		if c.Kind == engine.KindGotify || c.Kind == engine.KindApprise {
 			data.Connections = append(data.Connections, c)
@@ -320,14 +366,107 @@ func (s *server) createSink(w http.ResponseWriter, r *http.Request, a *actor) {
 	}
 	form := readSinkForm(r)
 	in, err := form.input(scope)
+	var created *engine.Connection
+	if err == nil && form.ConnectionID == newConnection {
+		// The guided start: the connection is created with the sink, and
+		// deleted again if the sink is refused, so a refusal stores nothing.
+		var c engine.Connection
+		c, err = s.d.Engine.CreateConnection(r.Context(), a.P, engine.ConnectionInput{
+			Owner: scope, Kind: form.Kind, Name: form.ConnName, AccountKey: form.ConnURL, Secret: connSecret(r, form.Kind),
+		})
+		err = connRefusal(err)
+		if err == nil {
+			created, in.ConnectionID = &c, c.ID
+		}
+	}
 	if err == nil {
 		var sk engine.Sink
 		if sk, err = s.d.Engine.CreateSink(r.Context(), a.P, in); err == nil {
 			seeOther(w, r, withNotice("/sinks/"+strconv.FormatInt(sk.ID, 10), "sink_created", nil))
 			return
 		}
+		if created != nil {
+			if derr := s.d.Engine.DeleteConnection(r.Context(), a.P, created.ID); derr != nil {
+				s.log.Error("could not delete the connection made for a refused sink", "connection_id", created.ID, "error", derr)
+			}
+		}
 	}
+	form.ConnURL = withoutUserInfo(form.ConnURL)
 	s.renderSinks(w, r, a, scope, httpx.StatusOf(err), form, err)
+}
+
+// connRefusal names a refusal of the connection made with a sink by the
+// sink form's inputs: its name is conn_name (name is the sink's).
+func connRefusal(err error) error {
+	var e *notifytype.Error
+	if !errors.As(err, &e) || e.Field != "name" {
+		return err
+	}
+	out := *e
+	out.Field = "conn_name"
+	return &out
+}
+
+// testSinkSettings sends the test message through the sink form's
+// settings without saving anything (the guided start): on the chosen
+// connection, or on the new connection typed in the form. A script's
+// request (Accept: application/json) gets {ok, text}, so the form keeps
+// what was typed, the token included; a plain form post gets the page
+// again with the result, the form refilled but for its secrets.
+func (s *server) testSinkSettings(w http.ResponseWriter, r *http.Request, a *actor) {
+	scope, err := a.scope(r)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	form := readSinkForm(r)
+	in := engine.TestSettingsInput{Owner: scope, Kind: form.Kind, Options: form.options(form.Kind)}
+	if form.ConnectionID == newConnection {
+		in.BaseURL, in.Secret = form.ConnURL, connSecret(r, form.Kind)
+	} else if in.ConnectionID = form.connectionID(); in.ConnectionID <= 0 {
+		err = notifytype.InvalidArgument("connection_id", "pick a connection, or New connection")
+	}
+	var res engine.TestResult
+	if err == nil {
+		res, err = s.d.Engine.SendTestSettings(r.Context(), a.P, in)
+		err = connRefusal(err)
+	}
+	form.ConnURL = withoutUserInfo(form.ConnURL)
+	if strings.Contains(r.Header.Get("Accept"), "application/json") {
+		out := struct {
+			OK    bool   `json:"ok"`
+			Text  string `json:"text"`
+			Field string `json:"field,omitempty"`
+		}{OK: err == nil && res.Delivered, Text: testText(res)}
+		status := http.StatusOK
+		if err != nil {
+			e := s.public(r, err)
+			v := view{Err: e}
+			out.Text, out.Field, status = v.Headline(), v.errField(), httpx.StatusOf(err)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(out)
+		return
+	}
+	if err != nil {
+		s.renderSinks(w, r, a, scope, httpx.StatusOf(err), form, err)
+		return
+	}
+	s.renderSinksTested(w, r, a, scope, form, res)
+}
+
+// testText says a test's result in words: delivered, or what failed and
+// what to do, with the HTTP status when there was one. Nothing was saved.
+func testText(res engine.TestResult) string {
+	if res.Delivered {
+		return "Test message delivered: check that it arrived. Nothing is saved until you create the sink."
+	}
+	t := "The test message was not delivered (" + string(res.Class)
+	if res.Status != 0 {
+		t += ", HTTP " + strconv.Itoa(res.Status)
+	}
+	return t + "). " + classHelp(res.Class) + " Nothing was saved."
 }
 
 func (s *server) sinkPage(w http.ResponseWriter, r *http.Request, a *actor) {
@@ -415,7 +554,7 @@ func (s *server) renderSink(w http.ResponseWriter, r *http.Request, a *actor, st
 	data := sinkData{
 		Sink: sk, Connection: connectionName(conns, sk.ConnectionID), Form: formOf(sk),
 		SubForm: subForm{MinSeverity: string(notifytype.SeverityLow)}, Deliveries: deliveries, Test: st.test,
-		EventTypes: notifytype.EventTypes, Severities: notifytype.Severities,
+		EventTypes: subscribable, Severities: notifytype.Severities,
 	}
 	for kind, dst := range map[engine.Resource]*[]host.Named{
 		engine.ResourceQueue: &data.Queues, engine.ResourceEndpoint: &data.Endpoints, engine.ResourceWebhook: &data.Webhooks,

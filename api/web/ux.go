@@ -62,6 +62,10 @@ var formFields = map[string]string{
 	"secret.urls":               "apprise_urls",
 	"secret.authorization":      "apprise_authorization",
 	"todo_id":                   "todo",
+	"action.queue":              "queue",
+	"action.notify":             "notify",
+	"action.notify_severity":    "notify_severity",
+	"action.drop":               "action",
 }
 
 // fieldLabels are the words a person knows each form input by.
@@ -91,6 +95,11 @@ var fieldLabels = map[string]string{
 	"attempt_cap":           "Attempts before it dead-letters",
 	"grants":                "What it may do",
 	"todo":                  "Todo",
+	"expr":                  "jq expression",
+	"queue":                 "Route to queue",
+	"notify":                "Notify sink",
+	"notify_severity":       "Severity",
+	"action":                "What the rule does",
 }
 
 // errField is the form input the page's refusal is about, "" for none.

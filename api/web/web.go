@@ -27,7 +27,7 @@ import (
 //go:embed templates/*.html
 var templateFS embed.FS
 
-//go:embed static/style.css static/copy.js
+//go:embed static/style.css static/copy.js static/sinkform.js
 var staticFS embed.FS
 
 // server holds what every handler needs.
@@ -76,6 +76,7 @@ func New(d httpx.Deps) http.Handler {
 
 	mux.Handle("GET /sinks", s.authed(s.sinksPage))
 	mux.Handle("POST /sinks", s.authed(s.createSink))
+	mux.Handle("POST /sinks/test", s.authed(s.testSinkSettings))
 	mux.Handle("GET /sinks/{id}", s.authed(s.sinkPage))
 	mux.Handle("POST /sinks/{id}", s.authed(s.editSink))
 	mux.Handle("POST /sinks/{id}/enable", s.authed(s.enableSink(true)))
@@ -438,6 +439,7 @@ var funcs = template.FuncMap{
 	},
 	"scopeLabel":   scopeLabel,
 	"classHelp":    classHelp,
+	"eventHelp":    func(t notifytype.EventType) string { return eventHelp[t] },
 	"itoa":         itoa,
 	"scopeOfHuman": notifytype.Human,
 	// dict builds a map for a partial: dict "Key" value "Key2" value2.

@@ -290,7 +290,7 @@ func TestBadInputsGiveTheAPICodes(t *testing.T) {
 				_, err := b.eng.CreateSink(b.ctx, p, engine.SinkInput{Owner: me, Name: "pager", Kind: "gotify", ConnectionID: foreignConn.ID})
 				return err
 			},
-			code: "forbidden", keeps: `value="pager"`, table: "sinks",
+			code: "forbidden", field: "connection_id", keeps: `value="pager"`, table: "sinks",
 		},
 		{
 			name: "sink on a connection of another kind", path: "/sinks",
@@ -300,7 +300,7 @@ func TestBadInputsGiveTheAPICodes(t *testing.T) {
 					Options: json.RawMessage(`{"config_key":"ops"}`)})
 				return err
 			},
-			code: "forbidden", keeps: `value="ops"`, table: "sinks",
+			code: "forbidden", field: "connection_id", keeps: `value="ops"`, table: "sinks",
 		},
 		{
 			name: "sink name taken", path: "/sinks",
@@ -406,6 +406,12 @@ func TestBadInputsGiveTheAPICodes(t *testing.T) {
 			require.Contains(t, res.body, tc.keeps, "%s: the form keeps what was typed", tc.name)
 		}
 		require.Equal(t, before, b.count(t, tc.table), "%s: nothing stored", tc.name)
+		if want.Field == "connection_id" {
+			// A connection of another kind or scope is refused under the
+			// Connection picker, not only at the top (issue 19 item 7).
+			require.Contains(t, between(t, res.body, `id="sink-connection"`, `</form>`), `id="error-connection_id"`, tc.name)
+			require.Contains(t, res.body, `id="sink-connection" aria-invalid="true"`, tc.name)
+		}
 	}
 
 	// A forbidden scheme is named, and the URL is never echoed.
@@ -710,7 +716,7 @@ func TestSinkPages(t *testing.T) {
 	require.Equal(t, notifytype.SeverityNormal, subs[0].MinSeverity)
 	require.True(t, subs[0].IncludeExcerpt)
 	page := c.get(path)
-	require.Contains(t, page.body, "<code>relay.exhausted</code>")
+	require.Contains(t, between(t, page.body, `id="subscriptions"`, `</table>`), "A todo dead-lettered; A relay ran out of attempts", "event types in words")
 	res = c.post(path+"/subscriptions/"+strconv.FormatInt(subs[0].ID, 10)+"/delete", nil)
 	require.Equal(t, http.StatusSeeOther, res.status)
 	require.Zero(t, b.count(t, "subscriptions"))

@@ -1,11 +1,13 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/switchboard/notify/api/httpx"
+	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 )
@@ -185,17 +187,97 @@ func (s *server) deleteWebhook(w http.ResponseWriter, r *http.Request, a *actor)
 	seeOther(w, r, withNotice("/webhooks", "webhook_deleted", &hook.Owner))
 }
 
-// ruleForm is a rule as the human typed it.
+// ruleForm is a rule as the human typed it. RuleID is the rule an edit
+// form is about (0 for the add form), so a refusal is shown in the form
+// it came from.
 type ruleForm struct {
+	RuleID                              int64
 	Name, Expr, Queue, Notify, Severity string
 	Drop                                bool
 }
+
+// Of reports that the form is the one of rule id (0: the add form).
+func (f ruleForm) Of(id int64) bool { return f.RuleID == id }
+
+// QueueIs reports that the form picks queue id.
+func (f ruleForm) QueueIs(id int64) bool { return f.Queue == itoa(id) }
 
 func ruleFormOf(r *http.Request) ruleForm {
 	return ruleForm{
 		Name: r.PostFormValue("name"), Expr: r.PostFormValue("expr"), Queue: strings.TrimSpace(r.PostFormValue("queue")),
 		Notify: r.PostFormValue("notify"), Severity: r.PostFormValue("notify_severity"), Drop: r.PostFormValue("drop") != "",
 	}
+}
+
+// FormFor is the form to show for rule r: what the human typed when the
+// page answers their edit of it, else the rule as stored.
+func (d webhookData) FormFor(r host.Rule) ruleForm {
+	if d.Form.RuleID == r.ID {
+		return d.Form
+	}
+	f := ruleForm{RuleID: r.ID, Name: r.Name, Expr: r.Expr, Notify: r.Action.Notify,
+		Severity: string(r.Action.NotifySeverity), Drop: r.Action.Drop}
+	if r.Action.Queue != 0 {
+		f.Queue = itoa(r.Action.Queue)
+	}
+	return f
+}
+
+// QueueName names a queue a rule routes to, by its name; a queue no
+// longer routable is named by id.
+func (d webhookData) QueueName(id int64) string {
+	for _, q := range d.Queues {
+		if q.ID == id {
+			return q.Name
+		}
+	}
+	return "queue " + itoa(id)
+}
+
+// ruleWords are the rule form's refusals in the form's words, by field:
+// the service's messages name the API's fields.
+var ruleWords = map[string]map[string]string{
+	"action.notify": {
+		"notify names no sink of this webhook's owner scope": "no sink of this webhook's owner has that name: pick one from the list",
+	},
+	"action.queue": {
+		"is not a queue this webhook may route to": "this webhook may not route to that queue: pick one from the list",
+	},
+	"action": {
+		"routes to a queue or drops, not both":     "pick a queue or Drop, not both",
+		"does nothing: give queue, drop or notify": "it does nothing: pick a queue to route to, tick Drop, or pick a sink to notify",
+	},
+	"action.notify_severity": {
+		"notify_severity needs notify": "a severity needs a sink to notify",
+	},
+}
+
+// ruleRefusal says a rule form's refusal in the form's words, keeping the
+// rule it names ("rule \"x\": …").
+func ruleRefusal(err error) error {
+	var e *notifytype.Error
+	if !errors.As(err, &e) || e.Code != notifytype.CodeInvalidArgument {
+		return err
+	}
+	// A dry run checks its one candidate as "rules[0]": the form has one.
+	if rest, ok := strings.CutPrefix(e.Field, "rules[0]."); ok {
+		out := *e
+		out.Field, e = rest, &out
+	}
+	for api, words := range ruleWords[e.Field] {
+		if i := strings.Index(e.Message, api); i >= 0 {
+			out := *e
+			lead := e.Message[:i]
+			if j := strings.LastIndex(lead, ": "); j >= 0 {
+				lead = lead[:j+2]
+			} else {
+				lead = ""
+			}
+			out.Message = lead + words
+			return &out
+		}
+	}
+	return e
 }
 
 func (f ruleForm) input() (host.RuleInput, error) {
@@ -205,7 +287,7 @@ func (f ruleForm) input() (host.RuleInput, error) {
 	if f.Queue != "" {
 		q, err := strconv.ParseInt(f.Queue, 10, 64)
 		if err != nil || q <= 0 {
-			return in, notifytype.InvalidArgument("action.queue", "queue must be a queue id")
+			return in, notifytype.InvalidArgument("action.queue", "pick a queue from the list")
 		}
 		in.Action.Queue = q
 	}
@@ -213,8 +295,12 @@ func (f ruleForm) input() (host.RuleInput, error) {
 }
 
 type webhookData struct {
-	Webhook    host.Webhook
-	URL        string
+	Webhook host.Webhook
+	URL     string
+	// Queues are the queues its rules may route to; Sinks the sinks of
+	// its owner scope a rule may notify: the form's pickers.
+	Queues     []host.RoutableQueue
+	Sinks      []engine.Sink
 	Rules      []host.Rule
 	Deliveries []host.Delivery
 	Quarantine []host.Delivery
@@ -260,11 +346,21 @@ func (s *server) renderWebhook(w http.ResponseWriter, r *http.Request, a *actor,
 		s.fail(w, r, a, err)
 		return
 	}
+	queues, err := s.d.Webhooks.RoutableQueues(ctx, a.P, id)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	sinks, err := s.d.Engine.ListSinks(ctx, a.P, hook.Owner)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
 	s.render(w, r, status, "webhook", a, view{
 		Title: "Webhook " + hook.Name, Nav: "webhooks", Scope: hook.Owner, CanWrite: canWrite, ReadOnly: readOnly,
 		Notice: notice, Err: s.public(r, refusal),
 		Data: webhookData{
-			Webhook: hook, URL: s.d.BaseURL + hook.Path, Rules: rules, Deliveries: recent, Quarantine: quarantine,
+			Webhook: hook, URL: s.d.BaseURL + hook.Path, Queues: queues, Sinks: sinks, Rules: rules, Deliveries: recent, Quarantine: quarantine,
 			Form: form, Report: report, Severities: notifytype.Severities,
 		},
 	})
@@ -299,7 +395,7 @@ func (s *server) addWebhookRule(w http.ResponseWriter, r *http.Request, a *actor
 		_, err = s.d.Webhooks.AddRule(r.Context(), a.P, id, in)
 	}
 	if err != nil {
-		s.renderWebhook(w, r, a, id, httpx.StatusOf(err), form, nil, err, "")
+		s.renderWebhook(w, r, a, id, httpx.StatusOf(err), form, nil, ruleRefusal(err), "")
 		return
 	}
 	seeOther(w, r, "/webhooks/"+strconv.FormatInt(id, 10))
@@ -317,12 +413,13 @@ func (s *server) updateWebhookRule(w http.ResponseWriter, r *http.Request, a *ac
 		return
 	}
 	form := ruleFormOf(r)
+	form.RuleID = ruleID
 	in, err := form.input()
 	if err == nil {
 		_, err = s.d.Webhooks.UpdateRule(r.Context(), a.P, id, ruleID, in)
 	}
 	if err != nil {
-		s.renderWebhook(w, r, a, id, httpx.StatusOf(err), ruleForm{}, nil, err, "")
+		s.renderWebhook(w, r, a, id, httpx.StatusOf(err), form, nil, ruleRefusal(err), "")
 		return
 	}
 	seeOther(w, r, "/webhooks/"+strconv.FormatInt(id, 10))
@@ -341,14 +438,14 @@ func (s *server) testWebhookRules(w http.ResponseWriter, r *http.Request, a *act
 	if strings.TrimSpace(form.Expr) != "" {
 		in, err := form.input()
 		if err != nil {
-			s.renderWebhook(w, r, a, id, httpx.StatusOf(err), form, nil, err, "")
+			s.renderWebhook(w, r, a, id, httpx.StatusOf(err), form, nil, ruleRefusal(err), "")
 			return
 		}
 		candidates = []host.RuleInput{in}
 	}
 	report, err := s.d.Webhooks.TestRules(r.Context(), a.P, id, candidates, 0)
 	if err != nil {
-		s.renderWebhook(w, r, a, id, httpx.StatusOf(err), form, nil, err, "")
+		s.renderWebhook(w, r, a, id, httpx.StatusOf(err), form, nil, ruleRefusal(err), "")
 		return
 	}
 	s.renderWebhook(w, r, a, id, http.StatusOK, form, &report, nil, "Dry run: nothing was sent or saved.")

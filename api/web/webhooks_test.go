@@ -173,3 +173,82 @@ func TestWebhookDeleteAsksFirst(t *testing.T) {
 	require.Equal(t, host.WriteWebhookDelete, writes[len(writes)-1].Action)
 	require.Equal(t, human, writes[len(writes)-1].HumanID)
 }
+
+// The rule form picks its queue and its sink by name (issue 19 item 7):
+// the queue from those the webhook may route to (its owner's and those
+// befriended to it, never another's), the sink from its owner's; a
+// refusal is shown under the field it is about, in the form's words, and
+// keeps what was typed.
+func TestWebhookRuleFormPicksByName(t *testing.T) {
+	t.Parallel()
+	b := newBundle(t)
+	hooks := host.NewWebhooks(host.WebhooksConfig{Pool: b.pool, Emitter: b.eng, SecretKey: b.eng.Config().SecretKey})
+	b.deps.Webhooks = hooks
+	b.serve(t)
+	human, c := b.human(t)
+	p := engine.HumanPrincipal(human)
+	scope := notifytype.Human(human)
+	friendID, _ := b.human(t)
+	friend := notifytype.Human(friendID)
+	builds := b.f.Queue(scope, "builds")
+	shared := b.f.Queue(friend, "friends-inbox")
+	require.NoError(t, hooks.BefriendQueue(b.ctx, friendID, shared, scope))
+	private := b.f.Queue(friend, "friends-private")
+	b.f.Sink(storetest.SinkOpts{Owner: scope, Name: "phone"})
+	b.f.Sink(storetest.SinkOpts{Owner: friend, Name: "friends-phone"})
+	hook, _, err := hooks.Create(b.ctx, p, host.WebhookInput{Owner: scope, Name: "forge", TrustedSenders: []string{"octocat"}})
+	require.NoError(t, err)
+	path := fmt.Sprintf("/webhooks/%d", hook.ID)
+
+	page := c.get(path)
+	require.Equal(t, http.StatusOK, page.status, page.body)
+	queues := between(t, page.body, `id="rule-queue"`, `</select>`)
+	require.Contains(t, queues, fmt.Sprintf(`<option value="%d">builds</option>`, builds))
+	require.Regexp(t, fmt.Sprintf(`<option value="%d">friends-inbox \(shared by [^<]+\)</option>`, shared), queues)
+	require.NotContains(t, queues, "friends-private", "a queue not befriended is not offered")
+	sinks := between(t, page.body, `id="rule-notify"`, `</select>`)
+	require.Contains(t, sinks, `<option value="phone">phone (gotify)</option>`)
+	require.NotContains(t, sinks, "friends-phone", "another owner's sink is not offered")
+	require.NotContains(t, page.body, "Queue id", "no ids to type")
+
+	// Picked by name: saved, and listed by the queue's name.
+	res := c.post(path+"/rules", url.Values{"name": {"builds"}, "expr": {"true"}, "queue": {itoa(builds)}, "notify": {"phone"}})
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+	page = c.get(path)
+	require.Contains(t, between(t, page.body, `id="rules"`, `</table>`), "route to queue <strong>builds</strong>")
+	rules, err := hooks.Rules(b.ctx, p, hook.ID)
+	require.NoError(t, err)
+	require.Len(t, rules, 1)
+
+	// A queue it may not route to (a forged form): refused under the queue,
+	// in words, the rest kept.
+	res = c.post(path+"/rules", url.Values{"name": {"sneaky"}, "expr": {"true"}, "queue": {itoa(private)}})
+	require.Equal(t, http.StatusBadRequest, res.status)
+	code, field, _ := res.refusal(t)
+	require.Equal(t, "invalid_argument", code)
+	require.Equal(t, "action.queue", field)
+	form := between(t, res.body, `id="add-rule"`, `</form>`)
+	under := between(t, form, `id="error-queue"`, `</p>`)
+	require.Contains(t, under, "this webhook may not route to that queue")
+	require.NotContains(t, under, "action.queue")
+	require.Contains(t, form, `id="rule-queue" aria-invalid="true" aria-describedby="error-queue"`)
+	require.Contains(t, form, `value="sneaky"`, "what was typed is kept")
+	require.Contains(t, between(t, res.body, `id="refusal"`, `</div>`), "check Route to queue below")
+
+	// A rule that does nothing: said under the action's inputs.
+	res = c.post(path+"/rules", url.Values{"name": {"idle"}, "expr": {"true"}})
+	require.Equal(t, http.StatusBadRequest, res.status)
+	require.Contains(t, between(t, res.body, `id="add-rule"`, `</form>`), `id="error-action"`)
+	require.Contains(t, res.body, "pick a queue to route to, tick Drop, or pick a sink to notify")
+
+	// An edit refused: shown in that rule's form, opened, not in the add form.
+	rule := rules[0]
+	res = c.post(fmt.Sprintf("%s/rules/%d", path, rule.ID), url.Values{"name": {"builds"}, "expr": {"true"}, "queue": {itoa(builds)}, "drop": {"1"}})
+	require.Equal(t, http.StatusBadRequest, res.status)
+	edit := between(t, res.body, fmt.Sprintf(`id="edit-rule-%d"`, rule.ID), `</form>`)
+	require.Contains(t, edit, `id="error-action"`)
+	require.Contains(t, edit, "pick a queue or Drop, not both")
+	require.Contains(t, res.body, `<details class="rule-edit" open>`)
+	require.NotContains(t, between(t, res.body, `id="add-rule"`, `</form>`), "field-error")
+	require.Equal(t, 1, b.count(t, "webhook_rules"), "nothing changed")
+}

@@ -228,7 +228,7 @@ func digestAcrossOutage(t *testing.T, ctx context.Context, cluster *pgcluster.Cl
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM switchboard.outbox WHERE event_type = 'digest'`).Scan(&digestRows))
 	messages := 0
 	for title, c := range recv.OtherTitles() {
-		if strings.HasPrefix(title, "[digest]") {
+		if strings.HasPrefix(title, "Queue digest: ") {
 			messages += c
 		}
 	}

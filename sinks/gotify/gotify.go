@@ -46,19 +46,51 @@ func New(cfg Config, client *http.Client) *Gotify {
 }
 
 type payload struct {
-	Title    string `json:"title"`
-	Message  string `json:"message"`
-	Priority int    `json:"priority"`
+	Title    string         `json:"title"`
+	Message  string         `json:"message"`
+	Priority int            `json:"priority"`
+	Extras   map[string]any `json:"extras,omitempty"`
+}
+
+// Extras keys Gotify's clients read (https://gotify.net/docs/msgextras).
+const (
+	// ExtrasDisplay carries {"contentType": "text/markdown"}: the web UI
+	// and the Android app render the message as Markdown.
+	ExtrasDisplay = "client::display"
+	// ExtrasNotification carries {"click": {"url": …}}: the Android app
+	// opens the URL when the notification is tapped.
+	ExtrasNotification = "client::notification"
+)
+
+// payloadOf is the JSON body for msg: its Markdown when it has one (with
+// the Markdown content type), else its plain body; and the board link as
+// the notification's click URL when it has one.
+func payloadOf(msg sinks.Message, priority int) payload {
+	p := payload{Title: msg.Title, Message: msg.Body, Priority: priority}
+	if msg.Markdown != "" {
+		p.Message = msg.Markdown
+		p.Extras = map[string]any{ExtrasDisplay: map[string]string{"contentType": "text/markdown"}}
+	}
+	if msg.Link != "" {
+		if p.Extras == nil {
+			p.Extras = map[string]any{}
+		}
+		p.Extras[ExtrasNotification] = map[string]any{"click": map[string]string{"url": msg.Link}}
+	}
+	return p
 }
 
 // Deliver makes one attempt: POST {base}/message with the token in
-// X-Gotify-Key and {title, message, priority}. Any 2xx is delivered.
+// X-Gotify-Key and {title, message, priority, extras}. The message is the
+// Markdown body when there is one (extras client::display contentType
+// text/markdown); extras client::notification.click.url is the board link.
+// Any 2xx is delivered.
 func (g *Gotify) Deliver(ctx context.Context, msg sinks.Message) sinks.Result {
 	endpoint, err := sinks.Endpoint(g.cfg.BaseURL, "message")
 	if err != nil {
 		return sinks.ErrorResult(kind, err)
 	}
-	body, err := json.Marshal(payload{Title: msg.Title, Message: msg.Body, Priority: g.cfg.Options.Priority(msg.Severity)})
+	body, err := json.Marshal(payloadOf(msg, g.cfg.Options.Priority(msg.Severity)))
 	if err != nil {
 		return sinks.ErrorResult(kind, fmt.Errorf("error encoding message: %w", err))
 	}

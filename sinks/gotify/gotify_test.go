@@ -69,6 +69,40 @@ func TestTokenStaysOutOfTheURL(t *testing.T) {
 	}, body)
 }
 
+// A rendered message goes to Gotify as Markdown, with the content type
+// that makes Gotify's clients render it and the board link as the
+// notification's click URL (issue 19 item 10).
+func TestMarkdownAndClickURL(t *testing.T) {
+	t.Parallel()
+
+	srv := sinktest.NewServer(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"id": 1}`)) })
+	g := gotify.New(gotify.Config{BaseURL: srv.URL, Token: notifytype.NewSecret("gtfya.t")}, sinktest.Client(t, sinktest.Guard()))
+	msg := sinks.Render(sinks.Content{Title: "Build *red*", Place: "forge", Attempts: 3, Cause: "fail at the cap", LinkPath: "/board/todos/7"},
+		sinks.Meta{EventType: notifytype.EventTodoDeadLettered, BaseURL: "https://sb.example"})
+	require.True(t, g.Deliver(t.Context(), msg).OK())
+
+	var body struct {
+		Title   string
+		Message string
+		Extras  map[string]map[string]any
+	}
+	reqs := srv.Requests()
+	require.Len(t, reqs, 1)
+	require.NoError(t, json.Unmarshal(reqs[0].Body, &body))
+	require.Equal(t, "Dead letter in forge: Build *red*", body.Title, "a title is plain text in Gotify")
+	require.Equal(t, msg.Markdown, body.Message)
+	require.Contains(t, body.Message, "Build \\*red\\*", "sender-written text is escaped for Markdown")
+	require.Equal(t, map[string]any{"contentType": "text/markdown"}, body.Extras[gotify.ExtrasDisplay])
+	require.Equal(t, map[string]any{"click": map[string]any{"url": "https://sb.example/board/todos/7"}}, body.Extras[gotify.ExtrasNotification])
+
+	// A message without Markdown or a link sends its plain body, no extras.
+	require.True(t, g.Deliver(t.Context(), sinks.Message{Title: "t", Body: "plain *b*"}).OK())
+	var plain map[string]any
+	require.NoError(t, json.Unmarshal(srv.Requests()[1].Body, &plain))
+	require.Equal(t, "plain *b*", plain["message"])
+	require.NotContains(t, plain, "extras")
+}
+
 func TestPriorityFromOptions(t *testing.T) {
 	t.Parallel()
 
