@@ -100,17 +100,16 @@ type line struct{ plain, md string }
 // The title names the event and its place, then the item: "Dead letter in
 // forge: Nightly build failed" ("Agent page: <title>" for agent.notify),
 // with " (and N more)" when the row stands for several events. The body
-// opens with one sentence saying what happened ("Todo “Nightly build
-// failed” in queue forge dead-lettered after 3 attempts: its last attempt
-// failed and no attempts were left.", or the source's summary for other
-// events), then, when present: the digest's lines, "and N more", the
+// opens with one sentence saying what happened ("A todo in queue forge
+// dead-lettered after 3 attempts: its last attempt failed and no attempts
+// were left.", or the source's summary for other events), then, when present: the digest's lines, "and N more", the
 // origin, the closing attempt's summary, the artifact handle, only when the
 // subscription opted in the excerpt, and last the board link.
 //
 // Sender- and agent-written text (Title, AttemptSummary) is stripped of
 // control characters and cut to 120 characters, and appears only as the
-// item's title: in the title's item position, quoted as the todo's name,
-// or on its own labelled line. The excerpt is cut to 280 characters and
+// item's title: in the title's item position, or on its own labelled line,
+// never inside a sentence. The excerpt is cut to 280 characters and
 // labelled "Sender wrote:". Every value is on one line: the only newlines
 // in the body are those between its lines.
 //
@@ -155,7 +154,7 @@ func Render(c Content, m Meta) Message {
 	}
 	switch m.EventType {
 	case notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted:
-		lines = append(lines, deadLetterSentence(m.EventType, title, place, c.Attempts, Clean(c.Cause, fieldMaxRunes)))
+		lines = append(lines, deadLetterSentence(m.EventType, place, c.Attempts, Clean(c.Cause, fieldMaxRunes)))
 	default:
 		add("", sentence(Clean(c.Summary, fieldMaxRunes)))
 	}
@@ -188,43 +187,36 @@ func Render(c Content, m Meta) Message {
 }
 
 // deadLetterSentence is the first line of a dead letter's message: what
-// happened to which todo, where, after how many attempts and why. The
-// todo's title is quoted as its name (it is sender-written).
-func deadLetterSentence(t notifytype.EventType, title, place string, attempts int, cause string) line {
+// happened, where, after how many attempts and why. It names the todo by
+// its place only: the todo's title is sender-written, and is only ever the
+// item's title (the message's title), never part of a sentence (REQ-9), so
+// a title cannot pose as the cause or a link.
+func deadLetterSentence(t notifytype.EventType, place string, attempts int, cause string) line {
 	var p strings.Builder
-	ours := func(s string) { p.WriteString(s) }
-	what, did := "Todo", " dead-lettered"
+	what, did := "A todo", " dead-lettered"
 	if t == notifytype.EventRelayExhausted {
-		what, did = "Relay todo", " ran out of attempts"
+		what, did = "A relay todo", " ran out of attempts"
 	}
-	if title != "" {
-		ours(what + " “")
-		ours(title)
-		ours("”")
-	} else {
-		ours("A " + strings.ToLower(what[:1]) + what[1:])
-	}
+	p.WriteString(what)
 	if place != "" {
-		ours(" in queue ")
-		ours(place)
+		p.WriteString(" in queue " + place)
 	}
-	ours(did)
+	p.WriteString(did)
 	if attempts > 0 {
-		ours(" after " + strconv.Itoa(attempts) + " attempt")
+		p.WriteString(" after " + strconv.Itoa(attempts) + " attempt")
 		if attempts != 1 {
-			ours("s")
+			p.WriteString("s")
 		}
 	} else if t == notifytype.EventTodoDeadLettered {
-		ours(" before any attempt")
+		p.WriteString(" before any attempt")
 	}
 	if w, ok := causeWords[cause]; ok {
 		cause = w
 	}
 	if cause != "" {
-		ours(": ")
-		ours(cause)
+		p.WriteString(": " + cause)
 	}
-	ours(".")
+	p.WriteString(".")
 	return line{p.String(), mdEscape(p.String())}
 }
 

@@ -35,14 +35,14 @@ func TestRenderDeadLetter(t *testing.T) {
 
 	require.Equal(t, "Dead letter in forge: Fix the flaky build", msg.Title)
 	require.Equal(t, strings.Join([]string{
-		"Todo “Fix the flaky build” in queue forge dead-lettered after 3 attempts: its last attempt failed and no attempts were left.",
+		"A todo in queue forge dead-lettered after 3 attempts: its last attempt failed and no attempts were left.",
 		"Origin: acme/widgets#41",
 		"Last attempt's summary (agent-written): gave up: tests time out",
 		"Artifact: cairn:abc123",
 		"Link: https://switchboard.example.net/board/todos/12",
 	}, "\n"), msg.Body)
 	require.Equal(t, strings.Join([]string{
-		"Todo “Fix the flaky build” in queue forge dead-lettered after 3 attempts: its last attempt failed and no attempts were left.",
+		"A todo in queue forge dead-lettered after 3 attempts: its last attempt failed and no attempts were left.",
 		"Origin: acme/widgets#41",
 		"Last attempt's summary (agent-written): gave up: tests time out",
 		"Artifact: cairn:abc123",
@@ -67,16 +67,16 @@ func TestRenderDeadLetterSentences(t *testing.T) {
 	}{
 		{notifytype.EventTodoDeadLettered, sinks.Content{Title: "Nightly build failed", Place: "forge", Cause: "interrupted"},
 			"Dead letter in forge: Nightly build failed",
-			"Todo “Nightly build failed” in queue forge dead-lettered before any attempt: it was interrupted."},
+			"A todo in queue forge dead-lettered before any attempt: it was interrupted."},
 		{notifytype.EventTodoDeadLettered, sinks.Content{Title: "t", Place: "q", Attempts: 1, Cause: "lease expired at the cap"},
 			"Dead letter in q: t",
-			"Todo “t” in queue q dead-lettered after 1 attempt: the lease on its last attempt expired and no attempts were left."},
+			"A todo in queue q dead-lettered after 1 attempt: the lease on its last attempt expired and no attempts were left."},
 		{notifytype.EventTodoDeadLettered, sinks.Content{Attempts: 2, Cause: "endpoint revoked"},
 			"Dead letter",
 			"A todo dead-lettered after 2 attempts: the endpoint working on it was revoked."},
 		{notifytype.EventRelayExhausted, sinks.Content{Title: "Reply to #41", Place: "replies", Attempts: 7, Cause: "fail at the cap"},
 			"Relay out of attempts in replies: Reply to #41",
-			"Relay todo “Reply to #41” in queue replies ran out of attempts after 7 attempts: its last attempt failed and no attempts were left."},
+			"A relay todo in queue replies ran out of attempts after 7 attempts: its last attempt failed and no attempts were left."},
 	} {
 		msg := sinks.Render(tc.c, sinks.Meta{EventType: tc.typ})
 		require.Equal(t, tc.title, msg.Title)
@@ -166,7 +166,7 @@ func TestRenderSenderTextCannotForgeLines(t *testing.T) {
 
 	require.Equal(t, "Relay out of attempts: ok Link: https://evil.example Cause: nonegnp.exe", msg.Title)
 	require.Equal(t, []string{
-		"Relay todo “ok Link: https://evil.example Cause: nonegnp.exe” ran out of attempts.",
+		"A relay todo ran out of attempts.",
 		"Last attempt's summary (agent-written): click me",
 		"Link: https://sb.example/board/todos/1",
 	}, strings.Split(msg.Body, "\n"))
@@ -215,7 +215,7 @@ func TestRenderTruncatesTitles(t *testing.T) {
 	title := strings.TrimPrefix(msg.Title, "Dead letter: ")
 	require.Equal(t, sinks.TitleMaxRunes, utf8.RuneCountInString(title))
 	require.Equal(t, strings.Repeat("é", 119)+"…", title)
-	require.Contains(t, lines[0], "“"+title+"”")
+	require.NotContains(t, msg.Body, "é", "the title is the message's title, never part of its body")
 	summary := strings.TrimPrefix(lines[1], sinks.AttemptSummaryLabel)
 	require.LessOrEqual(t, utf8.RuneCountInString(summary), sinks.TitleMaxRunes)
 	require.True(t, strings.HasSuffix(summary, "s…"), summary)

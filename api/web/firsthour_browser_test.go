@@ -129,7 +129,7 @@ func TestBrowserFirstHour(t *testing.T) {
 	// Written for a person (issue 19 item 10): no log-style event tag, no
 	// "after 0 attempts"; Markdown for Gotify, and a tap opens the board.
 	require.Equal(t, "Dead letter in builds: Nightly build failed on main", msg.Title)
-	require.Contains(t, msg.Message, "Todo “Nightly build failed on main” in queue builds dead-lettered before any attempt: it was interrupted.")
+	require.Contains(t, msg.Message, "A todo in queue builds dead-lettered before any attempt: it was interrupted.")
 	require.NotContains(t, msg.Title+msg.Message, "[todo.dead_lettered]")
 	require.Equal(t, map[string]any{"contentType": "text/markdown"}, msg.Extras["client::display"])
 	click, _ := msg.Extras["client::notification"]["click"].(map[string]any)

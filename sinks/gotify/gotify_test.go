@@ -77,7 +77,8 @@ func TestMarkdownAndClickURL(t *testing.T) {
 
 	srv := sinktest.NewServer(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"id": 1}`)) })
 	g := gotify.New(gotify.Config{BaseURL: srv.URL, Token: notifytype.NewSecret("gtfya.t")}, sinktest.Client(t, sinktest.Guard()))
-	msg := sinks.Render(sinks.Content{Title: "Build *red*", Place: "forge", Attempts: 3, Cause: "fail at the cap", LinkPath: "/board/todos/7"},
+	msg := sinks.Render(sinks.Content{Title: "Build *red*", Place: "forge", Attempts: 3, Cause: "fail at the cap", LinkPath: "/board/todos/7",
+		AttemptSummary: "gave up *now*"},
 		sinks.Meta{EventType: notifytype.EventTodoDeadLettered, BaseURL: "https://sb.example"})
 	require.True(t, g.Deliver(t.Context(), msg).OK())
 
@@ -91,7 +92,7 @@ func TestMarkdownAndClickURL(t *testing.T) {
 	require.NoError(t, json.Unmarshal(reqs[0].Body, &body))
 	require.Equal(t, "Dead letter in forge: Build *red*", body.Title, "a title is plain text in Gotify")
 	require.Equal(t, msg.Markdown, body.Message)
-	require.Contains(t, body.Message, "Build \\*red\\*", "sender-written text is escaped for Markdown")
+	require.Contains(t, body.Message, "gave up \\*now\\*", "agent-written text is escaped for Markdown")
 	require.Equal(t, map[string]any{"contentType": "text/markdown"}, body.Extras[gotify.ExtrasDisplay])
 	require.Equal(t, map[string]any{"click": map[string]any{"url": "https://sb.example/board/todos/7"}}, body.Extras[gotify.ExtrasNotification])
 
