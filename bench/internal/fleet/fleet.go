@@ -134,7 +134,7 @@ func Build(ctx context.Context, pool *pgxpool.Pool, key []byte, o Options) (*Fle
 			return nil, fmt.Errorf("error inserting sinks: %w", err)
 		}
 	}
-	if _, err := pool.Exec(ctx, `ANALYZE humans, connections, sinks, subscriptions`); err != nil {
+	if _, err := pool.Exec(ctx, `ANALYZE humans, switchboard.connections, switchboard.sinks, switchboard.subscriptions`); err != nil {
 		return nil, fmt.Errorf("error analyzing: %w", err)
 	}
 	return f, nil
