@@ -316,9 +316,13 @@ func mdEscape(s string) string {
 // reading text; characters that would end the destination are
 // percent-encoded.
 func mdLink(text, url string) string {
-	r := strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29", "<", "%3C", ">", "%3E", "\\", "%5C", "`", "%60")
-	return "[" + mdEscape(text) + "](" + r.Replace(url) + ")"
+	return "[" + mdEscape(text) + "](" + mdURL.Replace(url) + ")"
 }
+
+// mdURL percent-encodes what would end or break a Markdown link's URL. A
+// Replacer is costly to build and safe to share: built once, not per
+// message.
+var mdURL = strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29", "<", "%3C", ">", "%3E", "\\", "%5C", "`", "%60")
 
 // RenderCoalesced builds the one message that stands for a sink's held
 // rows when budget returns (REQ-11, D9): counts by event type, in words

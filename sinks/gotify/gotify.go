@@ -46,10 +46,10 @@ func New(cfg Config, client *http.Client) *Gotify {
 }
 
 type payload struct {
-	Title    string         `json:"title"`
-	Message  string         `json:"message"`
-	Priority int            `json:"priority"`
-	Extras   map[string]any `json:"extras,omitempty"`
+	Title    string  `json:"title"`
+	Message  string  `json:"message"`
+	Priority int     `json:"priority"`
+	Extras   *extras `json:"extras,omitempty"`
 }
 
 // Extras keys Gotify's clients read (https://gotify.net/docs/msgextras).
@@ -62,20 +62,40 @@ const (
 	ExtrasNotification = "client::notification"
 )
 
+// extras is the message's extras, typed (not a map) so that a message is
+// encoded without reflection over maps: every delivery builds one. The tags
+// must stay ExtrasDisplay and ExtrasNotification.
+type extras struct {
+	Display      *display      `json:"client::display,omitempty"`
+	Notification *notification `json:"client::notification,omitempty"`
+}
+
+type display struct {
+	ContentType string `json:"contentType"`
+}
+
+type notification struct {
+	Click struct {
+		URL string `json:"url"`
+	} `json:"click"`
+}
+
 // payloadOf is the JSON body for msg: its Markdown when it has one (with
 // the Markdown content type), else its plain body; and the board link as
 // the notification's click URL when it has one.
 func payloadOf(msg sinks.Message, priority int) payload {
 	p := payload{Title: msg.Title, Message: msg.Body, Priority: priority}
+	if msg.Markdown == "" && msg.Link == "" {
+		return p
+	}
+	p.Extras = &extras{}
 	if msg.Markdown != "" {
 		p.Message = msg.Markdown
-		p.Extras = map[string]any{ExtrasDisplay: map[string]string{"contentType": "text/markdown"}}
+		p.Extras.Display = &display{ContentType: "text/markdown"}
 	}
 	if msg.Link != "" {
-		if p.Extras == nil {
-			p.Extras = map[string]any{}
-		}
-		p.Extras[ExtrasNotification] = map[string]any{"click": map[string]string{"url": msg.Link}}
+		p.Extras.Notification = &notification{}
+		p.Extras.Notification.Click.URL = msg.Link
 	}
 	return p
 }
