@@ -156,20 +156,18 @@ func ClaimDue(ctx context.Context, db BatchSender, p ClaimParams) ([]OutboxRow, 
 	return rows, nil
 }
 
-// claimLockKey is the advisory lock claims take one at a time ("sbclaim"
-// in ASCII).
-const claimLockKey int64 = 0x7362636c61696d
-
-// queueClaimDue queues a claim into b, which must run as one transaction
-// (a batch outside a transaction is one): the claim lock, then the claim,
-// whose rows go to *rows. The lock makes claims one at a time across
-// instances, each with a snapshot taken once the claim before it has
-// committed: the sinks other instances hold ("elsewhere") are read as they
-// are, not as they were when two claims began together, and one instance
-// at a time delivers to a sink (TestClaimsKeepOneInstancePerSink). A claim
-// takes a few milliseconds; one instance alone never waits for the lock.
+// queueClaimDue queues a claim into b, whose rows go to *rows. A claim
+// leaves a sink whose rows another live instance holds ("elsewhere"), as
+// its snapshot shows them: one instance at a time delivers to a sink, best
+// effort. Two claims that run at the same moment do not see each other's
+// rows, and may both take rows of one sink, at most PerSink each; the
+// claims after them leave the sink to them until those rows are finished
+// (TestOneInstancePerSinkIsBestEffortWithinOneClaim). Claims do not take
+// turns under a lock: that made them exact, but cost two or three
+// instances 10-15 % of their throughput (docs/BENCHMARKS.md), and the
+// spec asks exactness of rows (SKIP LOCKED), not of sinks; budgets hold
+// either way (the reservation locks the sink).
 func queueClaimDue(b *pgx.Batch, p ClaimParams, rows *[]OutboxRow) {
-	b.Queue(`SELECT pg_advisory_xact_lock($1)`, claimLockKey)
 	b.Queue(claimDueSQL, p.args()...).Query(func(rs pgx.Rows) error {
 		var err error
 		*rows, err = collectOutboxRows(rs, nil)

@@ -177,7 +177,7 @@ func TestLegacyDatabaseIsConvertedInPlace(t *testing.T) {
 	}))
 	select {
 	case got := <-received:
-		require.Equal(t, "legacy-app-token [todo.dead_lettered] forge: nightly build", got)
+		require.Equal(t, "legacy-app-token Dead letter in forge: nightly build", got)
 	case <-time.After(30 * time.Second):
 		t.Fatal("the converted sink got nothing")
 	}

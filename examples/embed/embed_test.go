@@ -84,7 +84,7 @@ replace github.com/switchboard/notify => `+root+"\n"), 0o644))
 	var stdout, stderr bytes.Buffer
 	run.Stdout, run.Stderr = &stdout, &stderr
 	require.NoError(t, run.Run(), "stderr:\n%s", stderr.String())
-	require.Equal(t, "delivered: [todo.dead_lettered] builds: nightly build\n", stdout.String())
+	require.Equal(t, "delivered: Dead letter in builds: nightly build\n", stdout.String())
 
 	var version int64
 	require.NoError(t, db.QueryRow(ctx, `SELECT version FROM schema_migrations`).Scan(&version))
