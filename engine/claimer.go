@@ -27,7 +27,7 @@ const claimBatch = 256
 type claimer struct {
 	e    *Engine
 	wake chan struct{}
-	// passing serialises passes: Serve's, and ClaimOnceForTest's.
+	// passing serialises passes: Serve's, and claimOnce's.
 	passing sync.Mutex
 	// expiredAt is when the claimer last looked for rows whose claim
 	// expired (wall time).
@@ -207,33 +207,22 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 	return next, full, nil
 }
 
-// ClaimPass is what one pass of the claimer did (ClaimOnceForTest).
-type ClaimPass struct {
-	// Rows are the ids of the rows the pass claimed.
-	Rows []int64
-	// SearchedExpired reports that the pass also looked for rows whose
-	// claim expired, or whose instance's heartbeat lapsed.
-	SearchedExpired bool
-}
-
-// ClaimOnceForTest runs one pass of the claimer, as Serve's claimer does
-// on each wake (fan out, claim what is due on the database's clock and
-// there is room for, hand it to the actors), at once and on the caller's
-// goroutine, and says what it claimed: a test asserts that a row is not
-// claimed at a given instant by a condition that can fail, instead of
-// waiting some wall time for an attempt that should never come. The
-// engine need not be serving (the rows claimed then wait in their actors'
-// mailboxes); if it is, the pass takes turns with the serving claimer's.
-// Production never calls it.
-func (e *Engine) ClaimOnceForTest(ctx context.Context) (ClaimPass, error) {
+// claimOnce runs one pass of the claimer, as Serve's claimer does on each
+// wake (fan out, claim what is due on the database's clock and there is
+// room for, hand it to the actors), at once and on the caller's goroutine,
+// and returns the ids of the rows it claimed and whether it also looked
+// for rows whose claim expired: a test asserts that a row is not claimed at
+// a given instant by a condition that can fail, instead of waiting some
+// wall time for an attempt that should never come (enginetest.ClaimOnce).
+// The engine need not be serving; if it is, the pass takes turns with the
+// serving claimer's. Production never calls it.
+func (e *Engine) claimOnce(ctx context.Context) (rows []int64, searchedExpired bool, err error) {
 	c := e.claimer
 	c.passing.Lock()
 	defer c.passing.Unlock()
 	before := c.expiredSearches.Load()
-	var pass ClaimPass
-	_, _, err := c.cycle(ctx, func(r store.OutboxRow) { pass.Rows = append(pass.Rows, r.ID) })
-	pass.SearchedExpired = c.expiredSearches.Load() > before
-	return pass, err
+	_, _, err = c.cycle(ctx, func(r store.OutboxRow) { rows = append(rows, r.ID) })
+	return rows, c.expiredSearches.Load() > before, err
 }
 
 // listener holds one connection that LISTENs for Emit's notifications and

@@ -16,4 +16,5 @@ func init() {
 	}
 	enginehooks.FanOut = func(ctx context.Context, eng any) (int, error) { return eng.(*Engine).fanOut(ctx) }
 	enginehooks.SetDatabaseClock = func(cfg any, c clockwork.Clock) { cfg.(*Config).databaseClock = c }
+	enginehooks.ClaimOnce = func(ctx context.Context, eng any) ([]int64, bool, error) { return eng.(*Engine).claimOnce(ctx) }
 }

@@ -809,7 +809,7 @@ func (m *smMachine) settleAll(rt *rapid.T) {
 	// again on its own (store.absorbRepeats); a reservation, or an outcome
 	// given up, never.
 	for _, line := range strings.Split(m.w.Logs.String()[m.logFrom:], "\n") {
-		if strings.Contains(line, "23505") && !strings.Contains(line, "error recording delivery outcomes; trying again") {
+		if strings.Contains(line, "SQLSTATE 23505") && !strings.Contains(line, "error recording delivery outcomes; trying again") {
 			rt.Fatalf("a statement failed on a unique key: %s", line)
 		}
 	}

@@ -462,4 +462,8 @@ var (
 	FanOut            = testhooks.FanOut
 	SetDatabaseClock  = testhooks.SetDatabaseClock
 	WithDatabaseClock = testhooks.WithDatabaseClock
+	ClaimOnce         = testhooks.ClaimOnce
 )
+
+// ClaimPass is what one pass of the claimer did (ClaimOnce).
+type ClaimPass = testhooks.ClaimPass

@@ -229,5 +229,5 @@ func TestRepeatsDuringClaims(t *testing.T) {
 	require.Zero(t, dropped, "no outcome was given up")
 	require.LessOrEqual(t, maxAttempts, 7)
 	require.NotContains(t, w.Logs.String(), "error recording")
-	require.NotContains(t, w.Logs.String(), "23505")
+	require.NotContains(t, w.Logs.String(), "SQLSTATE 23505")
 }

@@ -302,7 +302,7 @@ func runFault(t *testing.T, fc fault) {
 	// pass takes nothing, and once nothing is claimed or due no attempt
 	// came.
 	w.Clock.Advance(48 * time.Hour)
-	pass, err := eng.ClaimOnceForTest(w.Ctx)
+	pass, err := enginetest.ClaimOnce(w.Ctx, eng)
 	require.NoError(t, err)
 	require.Empty(t, pass.Rows, "a row claimed after its final attempt")
 	_, err = w.Settle()

@@ -110,14 +110,14 @@ func TestSkewDueTimes(t *testing.T) {
 			_, err := w.Pool.Exec(w.Ctx, `UPDATE switchboard.outbox SET due_at = now() + $1::interval`, sk.by/2)
 			require.NoError(t, err)
 			eng := w.Engine(clockOff(sk.by))
-			early, err := eng.ClaimOnceForTest(w.Ctx) // the row is not due for sk.by/2
+			early, err := enginetest.ClaimOnce(w.Ctx, eng) // the row is not due for sk.by/2
 			require.NoError(t, err)
 			check(t, len(early.Rows) == 0 && recv.DistinctRows() == 0, "an instance %s ahead claimed a row due in %v", sk.name, sk.by/2)
 
 			// The database's clock reaches the due time: the same pass claims it.
 			_, err = w.Pool.Exec(w.Ctx, `UPDATE switchboard.outbox SET due_at = now()`)
 			require.NoError(t, err)
-			due, err := eng.ClaimOnceForTest(w.Ctx)
+			due, err := enginetest.ClaimOnce(w.Ctx, eng)
 			require.NoError(t, err)
 			require.Len(t, due.Rows, 1, "the pass claims the row once it is due on the database's clock")
 		})
@@ -143,7 +143,7 @@ func TestSkewClaims(t *testing.T) {
 			<-slow.Arrived // the true-time instance holds the row, mid-send
 			// A claim pass of the skewed instance, which looks for expired
 			// claims too, takes nothing.
-			pass, err := w.Engine(clockOff(sk.by)).ClaimOnceForTest(w.Ctx)
+			pass, err := enginetest.ClaimOnce(w.Ctx, w.Engine(clockOff(sk.by)))
 			require.NoError(t, err)
 			require.True(t, pass.SearchedExpired, "the pass looked for expired claims")
 			stolen := len(pass.Rows) > 0

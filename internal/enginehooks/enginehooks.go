@@ -24,4 +24,9 @@ var (
 	// every instant that instances compare from c instead of the
 	// database; nil gives the database's clock back.
 	SetDatabaseClock func(cfg any, c clockwork.Clock)
+
+	// ClaimOnce runs one pass of the engine's claimer, now, and returns
+	// the ids of the rows it claimed and whether it also looked for rows
+	// whose claim expired.
+	ClaimOnce func(ctx context.Context, eng any) (rows []int64, searchedExpired bool, err error)
 )

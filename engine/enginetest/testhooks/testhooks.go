@@ -35,6 +35,26 @@ func FanOut(ctx context.Context, eng *engine.Engine) (int, error) {
 // gives it the database's own clock back, as in production.
 func SetDatabaseClock(cfg *engine.Config, c clockwork.Clock) { enginehooks.SetDatabaseClock(cfg, c) }
 
+// ClaimPass is what one pass of the claimer did (ClaimOnce).
+type ClaimPass struct {
+	// Rows are the ids of the rows the pass claimed.
+	Rows []int64
+	// SearchedExpired reports that the pass also looked for rows whose
+	// claim expired, or whose instance's heartbeat lapsed.
+	SearchedExpired bool
+}
+
+// ClaimOnce runs one pass of eng's claimer, as a serving claimer does on
+// each wake (fan out, claim what is due on the database's clock and there
+// is room for, hand it to the actors), at once and on the caller's
+// goroutine, and says what it claimed: a test asserts that a row is not
+// claimed at a given instant by a condition that can fail, instead of
+// waiting some wall time for an attempt that should never come.
+func ClaimOnce(ctx context.Context, eng *engine.Engine) (ClaimPass, error) {
+	rows, searched, err := enginehooks.ClaimOnce(ctx, eng)
+	return ClaimPass{Rows: rows, SearchedExpired: searched}, err
+}
+
 // WithDatabaseClock is cfg with SetDatabaseClock(c) applied.
 func WithDatabaseClock(cfg engine.Config, c clockwork.Clock) engine.Config {
 	SetDatabaseClock(&cfg, c)
