@@ -4,32 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 )
-
-// skewedClock is the real clock off by a fixed amount: an instance whose
-// host clock is wrong.
-type skewedClock struct {
-	clockwork.Clock
-	by time.Duration
-}
-
-func (c skewedClock) Now() time.Time                  { return c.Clock.Now().Add(c.by) }
-func (c skewedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-func (c skewedClock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
-
-// localClockOff runs an engine on its own clock off by by, and on the
-// database's own clock (no test stand-in), as in production.
-func localClockOff(by time.Duration) func(*engine.Config) {
-	return func(c *engine.Config) {
-		c.Clock = skewedClock{Clock: clockwork.NewRealClock(), by: by}
-		enginetest.SetDatabaseClock(c, nil)
-	}
-}
 
 // A digest's outbox rows are due at the database's now, whatever the
 // sending instance's own clock says (issue 18, item 5): an instance a day
@@ -39,7 +18,7 @@ func TestDigestRowsDueAtTheDatabasesTime(t *testing.T) {
 	for _, by := range []time.Duration{24 * time.Hour, -24 * time.Hour} {
 		t.Run(by.String(), func(t *testing.T) {
 			t.Parallel()
-			d := newDigestWorld(t, localClockOff(by))
+			d := newDigestWorld(t, enginetest.LocalClockOff(by))
 			dg := d.digest(t, engine.DigestInput{Schedule: slotAgo(t, d.w, time.Minute)})
 			var before, after, due time.Time
 			require.NoError(t, d.w.Pool.QueryRow(d.w.Ctx, `SELECT clock_timestamp()`).Scan(&before))

@@ -467,3 +467,24 @@ var (
 
 // ClaimPass is what one pass of the claimer did (ClaimOnce).
 type ClaimPass = testhooks.ClaimPass
+
+// skewed is the real clock off by a fixed amount.
+type skewed struct {
+	clockwork.Clock
+	by time.Duration
+}
+
+func (c skewed) Now() time.Time                  { return c.Clock.Now().Add(c.by) }
+func (c skewed) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c skewed) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
+
+// LocalClockOff runs an engine on a real clock off by by (an instance
+// whose host clock is wrong; its timers run at the real pace) and on the
+// database's own clock, as in production: the world's fake stand-in for the
+// database's clock would hide the very skew under test.
+func LocalClockOff(by time.Duration) func(*engine.Config) {
+	return func(c *engine.Config) {
+		c.Clock = skewed{Clock: clockwork.NewRealClock(), by: by}
+		SetDatabaseClock(c, nil)
+	}
+}

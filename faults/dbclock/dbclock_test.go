@@ -205,16 +205,6 @@ func mapOf(r *faults.Receiver) map[int64]int {
 	return seen
 }
 
-// skewed is the real clock off by a fixed amount.
-type skewed struct {
-	clockwork.Clock
-	by time.Duration
-}
-
-func (c skewed) Now() time.Time                  { return c.Clock.Now().Add(c.by) }
-func (c skewed) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-func (c skewed) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
-
 // A digest sent by an instance a day ahead or behind is due at the
 // database's time.
 func TestDigestDueAtTheDatabasesTime(t *testing.T) {
@@ -233,10 +223,7 @@ func TestDigestDueAtTheDatabasesTime(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, notifytype.ScopeHuman, scope.Kind)
 			p := engine.HumanPrincipal(scope.ID)
-			eng := w.Engine(func(c *engine.Config) {
-				c.Clock = skewed{Clock: clockwork.NewRealClock(), by: by}
-				enginetest.SetDatabaseClock(c, nil)
-			})
+			eng := w.Engine(enginetest.LocalClockOff(by))
 			dg, err := eng.CreateDigest(w.Ctx, p, engine.DigestInput{Owner: scope, Name: "skewed", Schedule: "TZ=UTC * 09:00", SinkIDs: ids})
 			require.NoError(t, err)
 			var before, after, due time.Time

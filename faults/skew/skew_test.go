@@ -8,33 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/faults"
 )
 
-// skewed is the wall clock off by a fixed amount: an instance whose host
-// clock is wrong.
-type skewed struct {
-	clockwork.Clock
-	by time.Duration
-}
-
-func (c skewed) Now() time.Time                  { return c.Clock.Now().Add(c.by) }
-func (c skewed) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-func (c skewed) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
-
-func clockOff(by time.Duration) func(*engine.Config) {
-	return func(c *engine.Config) {
-		c.Clock = skewed{Clock: clockwork.NewRealClock(), by: by}
-		// The database's own clock, as in production: the world's fake
-		// stand-in for it would hide the very skew under test.
-		enginetest.SetDatabaseClock(c, nil)
-	}
-}
+// clockOff is an instance whose own clock is off by by.
+var clockOff = enginetest.LocalClockOff
 
 var (
 	results = struct {
