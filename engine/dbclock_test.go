@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -46,25 +47,6 @@ func TestEmitReadsTheDatabaseClockInTheHostTransaction(t *testing.T) {
 	require.WithinDuration(t, before, due, time.Second, "due at the database's now")
 }
 
-// acquireSignal is a pool tracer that reports every Acquire as it begins.
-type acquireSignal struct{ started chan struct{} }
-
-func (a acquireSignal) TraceAcquireStart(ctx context.Context, _ *pgxpool.Pool, _ pgxpool.TraceAcquireStartData) context.Context {
-	select {
-	case a.started <- struct{}{}:
-	default:
-	}
-	return ctx
-}
-
-func (acquireSignal) TraceAcquireEnd(context.Context, *pgxpool.Pool, pgxpool.TraceAcquireEndData) {}
-
-func (acquireSignal) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	return ctx
-}
-
-func (acquireSignal) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
 // With every connection of the pool held, a caller whose reading waits for
 // a connection holds up nobody: every other caller with a deadline gets
 // its ctx's error when its deadline passes, and once a connection frees,
@@ -74,7 +56,7 @@ func TestDatabaseClockFullPoolBlocksNoCaller(t *testing.T) {
 	cfg, err := pgxpool.ParseConfig(storetest.URL(t))
 	require.NoError(t, err)
 	cfg.MaxConns = 2
-	signal := acquireSignal{started: make(chan struct{}, 16)}
+	signal := enginetest.NewAcquireSignal(16)
 	cfg.ConnConfig.Tracer = signal
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
@@ -100,7 +82,7 @@ func TestDatabaseClockFullPoolBlocksNoCaller(t *testing.T) {
 	drain := func() {
 		for {
 			select {
-			case <-signal.started:
+			case <-signal.Started:
 			default:
 				return
 			}
@@ -120,7 +102,7 @@ func TestDatabaseClockFullPoolBlocksNoCaller(t *testing.T) {
 		first <- result{at, err}
 	}()
 	select {
-	case <-signal.started:
+	case <-signal.Started:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the first caller never asked the pool for a connection")
 	}

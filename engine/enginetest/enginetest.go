@@ -488,3 +488,28 @@ func LocalClockOff(by time.Duration) func(*engine.Config) {
 		SetDatabaseClock(c, nil)
 	}
 }
+
+// AcquireSignal is a pool tracer (pgxpool.Config.ConnConfig.Tracer) that
+// reports on Started every Acquire as it begins, dropping reports the
+// channel has no room for: a test waits on it for a caller to be waiting
+// for a connection, rather than sleeping.
+type AcquireSignal struct{ Started chan struct{} }
+
+// NewAcquireSignal returns a signal with room for n reports.
+func NewAcquireSignal(n int) AcquireSignal { return AcquireSignal{Started: make(chan struct{}, n)} }
+
+func (a AcquireSignal) TraceAcquireStart(ctx context.Context, _ *pgxpool.Pool, _ pgxpool.TraceAcquireStartData) context.Context {
+	select {
+	case a.Started <- struct{}{}:
+	default:
+	}
+	return ctx
+}
+
+func (AcquireSignal) TraceAcquireEnd(context.Context, *pgxpool.Pool, pgxpool.TraceAcquireEndData) {}
+
+func (AcquireSignal) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (AcquireSignal) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}

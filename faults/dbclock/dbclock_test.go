@@ -57,22 +57,6 @@ func figure(format string, args ...any) {
 // wait past it is a hang, and fails the scenario.
 const bound = 10 * time.Second
 
-// acquireSignal reports every pool Acquire as it begins.
-type acquireSignal struct{ started chan struct{} }
-
-func (a acquireSignal) TraceAcquireStart(ctx context.Context, _ *pgxpool.Pool, _ pgxpool.TraceAcquireStartData) context.Context {
-	select {
-	case a.started <- struct{}{}:
-	default:
-	}
-	return ctx
-}
-func (acquireSignal) TraceAcquireEnd(context.Context, *pgxpool.Pool, pgxpool.TraceAcquireEndData) {}
-func (acquireSignal) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	return ctx
-}
-func (acquireSignal) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
 // within runs f on a goroutine and reports its error, or fails the test
 // when f has not returned within bound (the old clock's hang).
 func within(t *testing.T, what string, f func() error) error {
@@ -106,7 +90,7 @@ func TestFullPool(t *testing.T) {
 	pcfg, err := pgxpool.ParseConfig(w.URL)
 	require.NoError(t, err)
 	pcfg.MaxConns = 2
-	signal := acquireSignal{started: make(chan struct{}, 64)}
+	signal := enginetest.NewAcquireSignal(64)
 	pcfg.ConnConfig.Tracer = signal
 	pool, err := pgxpool.NewWithConfig(w.Ctx, pcfg)
 	require.NoError(t, err)
@@ -144,12 +128,12 @@ func TestFullPool(t *testing.T) {
 			_ = tx.Rollback(context.Background())
 		}
 	})
-	for len(signal.started) > 0 {
-		<-signal.started
+	for len(signal.Started) > 0 {
+		<-signal.Started
 	}
 	local.Advance(2 * time.Minute)
 	select {
-	case <-signal.started:
+	case <-signal.Started:
 	case <-time.After(bound):
 		t.Fatal("no caller of the engine asked the full pool for a connection")
 	}
