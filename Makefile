@@ -24,12 +24,14 @@ run: build
 
 ## test: vet, then every test with the race detector (PostgreSQL required); the
 ## reliability suite's short version (faults/) runs after the rest, so its
-## processes and loads do not compete with the other packages for the cores
+## processes and loads do not compete with the other packages for the cores;
+## then examples/migrationtools (a module of its own: golang-migrate and goose)
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/faults')
 	$(GO) test -race -count=1 ./faults/...
 	@if [ -f bench/go.mod ]; then echo "cd bench && $(GO) vet ./..."; cd bench && $(GO) vet ./...; fi
+	cd examples/migrationtools && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 ## faults: the full reliability and security suite (issue 11), then its table
 ## (docs/RELIABILITY.md): 10,000-row crash run, every fuzz target FAULTS_FUZZTIME
@@ -91,6 +93,7 @@ lint:
 	if [ -n "$$files" ]; then echo "gofmt would change:"; echo "$$files"; exit 1; fi
 	$(GO) vet ./...
 	@if [ -f bench/go.mod ]; then cd bench && $(GO) vet ./...; fi
+	cd examples/migrationtools && $(GO) vet ./...
 
 clean:
 	rm -rf bin

@@ -10,6 +10,9 @@ import (
 	"io/fs"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -150,50 +153,163 @@ type Beginner interface {
 // (schema_migrations, queues, ...) are left alone. Each file runs in its
 // own transaction holding the migration advisory lock, so concurrent
 // callers apply each file exactly once. A database migrated by the
-// legacy store.Migrate is first converted in place (convertLegacy).
-func MigrateEngine(ctx context.Context, db Beginner) error { return migrate(ctx, db, engineSet) }
+// legacy store.Migrate is first converted in place (convertLegacy). A
+// schema another tool applied (golang-migrate, goose, Atlas) is adopted:
+// the files up to the version the schema says it is at
+// (EngineSchemaVersion) are recorded as applied, not run again.
+func MigrateEngine(ctx context.Context, db Beginner) error {
+	_, err := MigrateEngineTo(ctx, db, EngineMigrateOptions{})
+	return err
+}
+
+// EngineMigrateOptions says how far MigrateEngineTo goes and whether it
+// changes anything.
+type EngineMigrateOptions struct {
+	// TargetVersion is the last version to apply. Defaults to the latest.
+	TargetVersion int
+	// DryRun applies the pending files in one transaction and rolls it
+	// back: the result lists what would run, the database is unchanged.
+	DryRun bool
+}
+
+// AppliedMigration is one file a run applied (or, in a dry run, would have).
+type AppliedMigration struct {
+	Migration
+	Version  int
+	Duration time.Duration
+}
+
+// MigrateEngineTo applies the engine's files up to opts.TargetVersion and
+// lists those it ran. The engine's migrations go up only: a target below
+// the schema's version is an error.
+func MigrateEngineTo(ctx context.Context, db Beginner, opts EngineMigrateOptions) ([]AppliedMigration, error) {
+	ms := engineSet.list()
+	target := opts.TargetVersion
+	if target == 0 {
+		target = EngineLatestVersion()
+	}
+	if !slices.ContainsFunc(ms, func(m Migration) bool { return mustVersion(m.Name) == target }) {
+		return nil, fmt.Errorf("there is no engine migration %d (the versions run from %d to %d)",
+			target, mustVersion(ms[0].Name), EngineLatestVersion())
+	}
+	if opts.TargetVersion != 0 {
+		var have int
+		err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) (err error) {
+			have, err = EngineSchemaVersion(ctx, tx)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if have > target {
+			return nil, fmt.Errorf("the engine's schema is at version %d, past the target %d: its migrations go up only", have, target)
+		}
+	}
+	var pending []Migration
+	for _, m := range ms {
+		if mustVersion(m.Name) <= target {
+			pending = append(pending, m)
+		}
+	}
+	if opts.DryRun {
+		return dryRun(ctx, db, pending)
+	}
+	var out []AppliedMigration
+	for _, m := range pending {
+		a, ran, err := applyOne(ctx, db, engineSet, m)
+		if err != nil {
+			return out, fmt.Errorf("error applying %s migration %s: %w", engineSet.name, m.Name, err)
+		}
+		if ran {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// dryRun runs the pending files as MigrateEngineTo would, in one
+// transaction that it then rolls back.
+func dryRun(ctx context.Context, db Beginner, pending []Migration) ([]AppliedMigration, error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("error beginning the dry run: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	var out []AppliedMigration
+	for _, m := range pending {
+		a, ran, err := applyIn(ctx, tx, engineSet, m)
+		if err != nil {
+			return out, fmt.Errorf("error applying %s migration %s (dry run, rolled back): %w", engineSet.name, m.Name, err)
+		}
+		if ran {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
 
 // MigrateHost applies the reference host's set, recording it in
 // host_migrations of the connection's current schema. The engine's set
 // must have been applied first: the host's tables use its owner_scope
 // domain.
-func MigrateHost(ctx context.Context, db Beginner) error { return migrate(ctx, db, hostSet) }
-
-func migrate(ctx context.Context, db Beginner, s set) error {
-	for _, m := range s.list() {
-		if err := applyOne(ctx, db, s, m); err != nil {
-			return fmt.Errorf("error applying %s migration %s: %w", s.name, m.Name, err)
+func MigrateHost(ctx context.Context, db Beginner) error {
+	for _, m := range hostSet.list() {
+		if _, _, err := applyOne(ctx, db, hostSet, m); err != nil {
+			return fmt.Errorf("error applying %s migration %s: %w", hostSet.name, m.Name, err)
 		}
 	}
 	return nil
 }
 
-func applyOne(ctx context.Context, db Beginner, s set, m Migration) error {
-	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLockKey); err != nil {
-			return fmt.Errorf("error taking migration lock: %w", err)
-		}
-		if err := convertLegacy(ctx, tx); err != nil {
-			return err
-		}
-		if s.name == hostSet.name {
-			var ok bool
-			if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, engineSet.history).Scan(&ok); err != nil {
-				return fmt.Errorf("error reading %s: %w", engineSet.history, err)
-			}
-			if !ok {
-				return errors.New("the engine's migrations must be applied before the host's")
-			}
-		}
-		done, err := applied(ctx, tx, s, m.Name)
-		if err != nil || done {
-			return err
-		}
-		if _, err := tx.Exec(ctx, m.SQL); err != nil {
-			return err
-		}
-		return record(ctx, tx, s, m.Name)
+func applyOne(ctx context.Context, db Beginner, s set, m Migration) (a AppliedMigration, ran bool, err error) {
+	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		a, ran, err = applyIn(ctx, tx, s, m)
+		return err
 	})
+	return a, ran, err
+}
+
+// applyIn applies one file inside tx, under the migration lock, unless its
+// set's history records it or (for the engine's set) the schema's own
+// version is at or past it.
+func applyIn(ctx context.Context, tx pgx.Tx, s set, m Migration) (AppliedMigration, bool, error) {
+	a := AppliedMigration{Migration: m}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLockKey); err != nil {
+		return a, false, fmt.Errorf("error taking migration lock: %w", err)
+	}
+	if err := convertLegacy(ctx, tx); err != nil {
+		return a, false, err
+	}
+	if s.name == hostSet.name {
+		var ok bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, EngineSchema+".outbox").Scan(&ok); err != nil {
+			return a, false, fmt.Errorf("error reading %s.outbox: %w", EngineSchema, err)
+		}
+		if !ok {
+			return a, false, errors.New("the engine's migrations must be applied before the host's")
+		}
+	}
+	done, err := applied(ctx, tx, s, m.Name)
+	if err != nil || done {
+		return a, false, err
+	}
+	if s.name == engineSet.name {
+		a.Version = mustVersion(m.Name)
+		have, err := EngineSchemaVersion(ctx, tx)
+		if err != nil {
+			return a, false, err
+		}
+		if have >= a.Version {
+			// Applied by another tool: adopt it into this history.
+			return a, false, record(ctx, tx, s, m.Name)
+		}
+	}
+	start := time.Now()
+	if _, err := tx.Exec(ctx, m.SQL); err != nil {
+		return a, false, err
+	}
+	a.Duration = time.Since(start)
+	return a, true, record(ctx, tx, s, m.Name)
 }
 
 // applied creates the set's history table if missing and reports whether
@@ -339,24 +455,77 @@ func convertLegacy(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// CheckEngineSchema reports, as an error that says what to do, a database
-// whose engine tables are missing or behind this build's migrations.
-func CheckEngineSchema(ctx context.Context, db DBTX) error {
+// stampedFrom is the first engine migration that sets
+// switchboard.schema_version(); a schema with the engine's tables but no
+// such function is at the version just before it (the baseline).
+const stampedFrom = 22
+
+// MigrationVersion is the number a migration file's name starts with
+// (0022_engine_schema_version.up.sql is 22).
+func MigrationVersion(name string) (int, error) {
+	digits := name[:len(name)-len(strings.TrimLeft(name, "0123456789"))]
+	if digits == "" {
+		return 0, fmt.Errorf("migration %s: the name does not start with its version", name)
+	}
+	return strconv.Atoi(digits)
+}
+
+func mustVersion(name string) int {
+	v, err := MigrationVersion(name)
+	if err != nil {
+		panic(err) // the files are embedded at build time and tested
+	}
+	return v
+}
+
+// EngineLatestVersion is the engine schema version this build expects.
+func EngineLatestVersion() int {
 	ms := engineSet.list()
-	want := ms[len(ms)-1].Name
-	var exists bool
-	if err := db.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, engineSet.history).Scan(&exists); err != nil {
-		return fmt.Errorf("error reading %s: %w", engineSet.history, err)
+	return mustVersion(ms[len(ms)-1].Name)
+}
+
+// EngineSchemaVersion reads the version the engine's schema says it is at,
+// whichever tool applied it: switchboard.schema_version() when it exists,
+// the baseline's version when the engine's tables exist without it, and 0
+// when they are missing. No history table is read.
+func EngineSchemaVersion(ctx context.Context, db DBTX) (int, error) {
+	var stamped, tables bool
+	if err := db.QueryRow(ctx, `
+		SELECT to_regprocedure($1) IS NOT NULL, to_regclass($2) IS NOT NULL`,
+		EngineSchema+".schema_version()", EngineSchema+".outbox",
+	).Scan(&stamped, &tables); err != nil {
+		return 0, fmt.Errorf("error reading the engine schema's version: %w", err)
 	}
-	if !exists {
-		return fmt.Errorf("the engine's tables are missing (no %s): run enginemigrate.Up first", engineSet.history)
+	switch {
+	case stamped:
+		var v int
+		if err := db.QueryRow(ctx, `SELECT `+EngineSchema+`.schema_version()`).Scan(&v); err != nil {
+			return 0, fmt.Errorf("error reading the engine schema's version: %w", err)
+		}
+		return v, nil
+	case tables:
+		return stampedFrom - 1, nil
+	default:
+		return 0, nil
 	}
-	var have *string
-	if err := db.QueryRow(ctx, `SELECT max(name) FROM `+engineSet.history).Scan(&have); err != nil {
-		return fmt.Errorf("error reading %s: %w", engineSet.history, err)
+}
+
+// CheckEngineSchema reports, as an error that says what to do, a database
+// whose engine tables are missing or behind this build's migrations. It
+// reads the schema's own version (EngineSchemaVersion), so a schema that
+// golang-migrate, goose or Atlas applied is accepted as readily as one
+// Up applied.
+func CheckEngineSchema(ctx context.Context, db DBTX) error {
+	have, err := EngineSchemaVersion(ctx, db)
+	if err != nil {
+		return err
 	}
-	if have == nil || *have < want {
-		return fmt.Errorf("the engine's tables are behind this build (want migration %s): run enginemigrate.Up first", want)
+	want := EngineLatestVersion()
+	if have == 0 {
+		return fmt.Errorf("the engine's tables are missing (no schema %s with its tables): run enginemigrate.Up first", EngineSchema)
+	}
+	if have < want {
+		return fmt.Errorf("the engine's tables are at version %d, behind this build's %d: run enginemigrate.Up first", have, want)
 	}
 	return nil
 }
