@@ -8,9 +8,9 @@ import (
 	"github.com/switchboard/notify/store"
 )
 
-// janitorLockKey is the advisory lock that lets one instance at a time
-// clean up ("sbjanitr" in ASCII).
-const janitorLockKey int64 = 0x73626a616e697472
+// janitorLockKey is the second key of the advisory lock that lets one
+// instance at a time clean up (store.LockFamilyJanitor is the first).
+const janitorLockKey int32 = 0
 
 // janitorUnlockTimeout bounds giving the janitor's lock back.
 const janitorUnlockTimeout = 5 * time.Second
@@ -54,7 +54,7 @@ func (e *Engine) CleanUp(ctx context.Context) error {
 	}
 	defer conn.Release()
 	var mine bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, janitorLockKey).Scan(&mine); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, store.LockFamilyJanitor, janitorLockKey).Scan(&mine); err != nil {
 		return fmt.Errorf("error taking the janitor lock: %w", err)
 	}
 	if !mine {
@@ -63,7 +63,7 @@ func (e *Engine) CleanUp(ctx context.Context) error {
 	defer func() {
 		unlockCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), janitorUnlockTimeout)
 		defer cancel()
-		if _, uerr := conn.Exec(unlockCtx, `SELECT pg_advisory_unlock($1)`, janitorLockKey); uerr != nil {
+		if _, uerr := conn.Exec(unlockCtx, `SELECT pg_advisory_unlock($1, $2)`, store.LockFamilyJanitor, janitorLockKey); uerr != nil {
 			// The session may still hold the lock: closing it releases the
 			// lock, and the pool drops the closed connection.
 			_ = conn.Conn().Close(unlockCtx)

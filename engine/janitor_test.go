@@ -9,6 +9,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
 )
 
@@ -78,19 +79,19 @@ func TestJanitorSkipsWhileAnotherInstanceCleansUp(t *testing.T) {
 	other, err := w.Pool.Acquire(w.Ctx)
 	require.NoError(t, err)
 	defer other.Release()
-	_, err = other.Exec(w.Ctx, `SELECT pg_advisory_lock($1)`, engine.JanitorLockKeyForTest)
+	_, err = other.Exec(w.Ctx, `SELECT pg_advisory_lock($1, $2)`, store.LockFamilyJanitor, engine.JanitorLockKeyForTest)
 	require.NoError(t, err)
 	require.NoError(t, eng.CleanUp(w.Ctx))
 	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM switchboard.write_log`), "another instance holds the lock: nothing removed here")
 
-	_, err = other.Exec(w.Ctx, `SELECT pg_advisory_unlock($1)`, engine.JanitorLockKeyForTest)
+	_, err = other.Exec(w.Ctx, `SELECT pg_advisory_unlock($1, $2)`, store.LockFamilyJanitor, engine.JanitorLockKeyForTest)
 	require.NoError(t, err)
 	require.NoError(t, eng.CleanUp(w.Ctx))
 	require.Zero(t, w.F.Count(`SELECT count(*) FROM switchboard.write_log`))
 
 	var free bool
-	require.NoError(t, other.QueryRow(w.Ctx, `SELECT pg_try_advisory_lock($1)`, engine.JanitorLockKeyForTest).Scan(&free))
+	require.NoError(t, other.QueryRow(w.Ctx, `SELECT pg_try_advisory_lock($1, $2)`, store.LockFamilyJanitor, engine.JanitorLockKeyForTest).Scan(&free))
 	require.True(t, free, "CleanUp gave its lock back")
-	_, err = other.Exec(w.Ctx, `SELECT pg_advisory_unlock($1)`, engine.JanitorLockKeyForTest)
+	_, err = other.Exec(w.Ctx, `SELECT pg_advisory_unlock($1, $2)`, store.LockFamilyJanitor, engine.JanitorLockKeyForTest)
 	require.NoError(t, err)
 }

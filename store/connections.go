@@ -135,7 +135,7 @@ func DeleteConnection(ctx context.Context, db DBTX, id int64) error {
 // so that count-then-insert ceilings (sinks per scope) hold under concurrent
 // writers. db must be a transaction; the lock ends with it.
 func LockOwnerScope(ctx context.Context, tx DBTX, owner notifytype.OwnerScope) error {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, owner.String()); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, LockFamilyOwner, owner.String()); err != nil {
 		return fmt.Errorf("error locking owner scope: %w", err)
 	}
 	return nil

@@ -38,10 +38,6 @@ var (
 	legacyFS embed.FS
 )
 
-// migrateLockKey is the advisory lock taken while migrating either set (an
-// arbitrary constant: "sbnotify" in ASCII). Both sets take the same one,
-// so a conversion of a legacy database happens once.
-const migrateLockKey int64 = 0x73626e6f74696679
 
 // Migration is one SQL file of a set.
 type Migration struct {
@@ -274,7 +270,8 @@ func applyOne(ctx context.Context, db Beginner, s set, m Migration) (a AppliedMi
 // version is at or past it.
 func applyIn(ctx context.Context, tx pgx.Tx, s set, m Migration) (AppliedMigration, bool, error) {
 	a := AppliedMigration{Migration: m}
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLockKey); err != nil {
+	// Both sets take the same lock, so a legacy database is converted once.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0), pg_advisory_xact_lock($2)`, LockFamilyMigrate, legacyMigrateLockKey); err != nil {
 		return a, false, fmt.Errorf("error taking migration lock: %w", err)
 	}
 	if err := convertLegacy(ctx, tx); err != nil {

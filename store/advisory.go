@@ -1,0 +1,26 @@
+package store
+
+// The engine's advisory locks. Each takes PostgreSQL's two-key form,
+// (family, key): that key space does not overlap the one-key (bigint)
+// form that most programs' own advisory locks use, and the families are
+// numbers of the engine's own namespace ("sb" in their high half), so an
+// embedder's two-key locks meet them only if it picks one of these first
+// keys. README, "Operating the engine", lists them.
+const advisoryNamespace int32 = 0x73620000
+
+// Advisory lock families, the first key of each lock.
+const (
+	// LockFamilyMigrate: migrating either set (transaction-level, key 0).
+	LockFamilyMigrate = advisoryNamespace + 1
+	// LockFamilyJanitor: one instance at a time cleans up (session-level,
+	// key 0).
+	LockFamilyJanitor = advisoryNamespace + 2
+	// LockFamilyOwner: count-then-insert ceilings of an owner scope
+	// (transaction-level, key hashtext of the scope).
+	LockFamilyOwner = advisoryNamespace + 3
+)
+
+// legacyMigrateLockKey is the one-key lock builds before the families
+// took while migrating ("sbnotify" in ASCII). Migrating takes it too, so
+// an older build migrating at the same moment (a rolling upgrade) waits.
+const legacyMigrateLockKey int64 = 0x73626e6f74696679
