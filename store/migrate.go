@@ -38,7 +38,6 @@ var (
 	legacyFS embed.FS
 )
 
-
 // Migration is one SQL file of a set.
 type Migration struct {
 	Name string
