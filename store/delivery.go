@@ -212,11 +212,13 @@ const claimDueSQL = `
 		    WHERE (o.state = 'pending' AND o.due_at <= $2)
 		       OR (o.state = 'claimed' AND (o.claim_expires_at <= $2 OR o.claimed_by IN (SELECT name FROM dead)))
 		    FOR UPDATE OF o SKIP LOCKED
+		), claimed AS (
+		    UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval,
+		           claim_token = (SELECT nextval('switchboard.outbox_claim_token'))
+		    WHERE o.id = ANY (ARRAY(SELECT id FROM chosen))
+		    RETURNING ` + claimedRowColumns + `
 		)
-		UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval,
-		       claim_token = (SELECT nextval('switchboard.outbox_claim_token'))
-		WHERE o.id = ANY (ARRAY(SELECT id FROM chosen))
-		RETURNING ` + claimedRowColumns
+		SELECT * FROM claimed ORDER BY due_at, id`
 
 // claimedRowColumns are outboxRowColumns without the payload (NULL in its
 // place): a claimed row's payload is read when its attempt starts
