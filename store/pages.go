@@ -25,11 +25,16 @@ func CountTestsSince(ctx context.Context, db DBTX, sinkID int64, since time.Time
 // RecordAgentPage counts one notify_owner call of an endpoint, unless it
 // already made limit calls at or after since; it reports whether it
 // counted, and when it did not, the first of those calls (the next is
-// allowed when that one leaves the window). The endpoint's row is locked,
-// so concurrent calls count one at a time across instances.
+// allowed when that one leaves the window). tx must be a transaction: it
+// takes a transaction-scoped advisory lock on the endpoint's key in the
+// engine's own namespace (agentPageLockSQL), so concurrent calls count one
+// at a time across instances, and the count is read after the lock (a
+// statement of its own, whose snapshot sees the pages committed while it
+// waited). Nothing outside schema switchboard is read or locked: an
+// embedder's endpoints need no table of any name.
 func RecordAgentPage(ctx context.Context, tx DBTX, endpointID int64, now, since time.Time, limit int) (bool, time.Time, error) {
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM endpoints WHERE id = $1 FOR UPDATE`, endpointID); err != nil {
-		return false, time.Time{}, fmt.Errorf("error locking endpoint: %w", err)
+	if _, err := tx.Exec(ctx, agentPageLockSQL, endpointID); err != nil {
+		return false, time.Time{}, fmt.Errorf("error locking endpoint's page count: %w", err)
 	}
 	var n int
 	var first *time.Time
@@ -49,6 +54,13 @@ func RecordAgentPage(ctx context.Context, tx DBTX, endpointID int64, now, since 
 	}
 	return true, time.Time{}, nil
 }
+
+// agentPageLockSQL takes the lock that serialises the page count of
+// endpoint $1 until the transaction ends: an advisory lock whose key is a
+// 64-bit hash of the engine's namespace and the endpoint id. A host's own
+// advisory lock that happened to hash alike would only make a page wait
+// for it, never count wrong.
+const agentPageLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended('switchboard.agent_pages:' || $1::bigint, 0))`
 
 // ListDeliveryRecords returns a sink's latest delivery records, newest
 // first.
