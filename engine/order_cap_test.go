@@ -39,8 +39,12 @@ func TestCoalescedMessageRowsKeepTheirOwnOutcome(t *testing.T) {
 	require.NoError(t, err)
 
 	w.Serve()
-	a := w.Wait()
-	require.Equal(t, "coalesced", string(a.EventType))
+	reports := map[string][]int64{}
+	for _, a := range w.WaitN(2) { // one report per outcome of the one send
+		require.Equal(t, "coalesced", string(a.EventType))
+		reports[a.State] = a.Rows
+	}
+	require.Equal(t, map[string][]int64{"undeliverable": {old}, "held": {fresh}}, reports)
 	require.Len(t, g.received(), 1, "one coalesced message")
 
 	type row struct {
