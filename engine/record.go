@@ -41,6 +41,10 @@ type finishedAttempt struct {
 	// row held or ended without a send): it is reported in its turn, after
 	// the attempts made before it.
 	reportOnly bool
+	// more are attempt reports of the same send for rows that ended
+	// otherwise (a coalesced message whose rows each keep their own
+	// outcome), reported after attempt.
+	more []Attempt
 }
 
 // recorder writes the outcomes. It is a service of the engine's tree that
@@ -147,10 +151,12 @@ func (r *recorder) write(stop <-chan struct{}, until time.Time, group []finished
 		}
 	}
 	for _, fa := range group {
-		if !fa.reportOnly && fa.attempt.State == rowUndeliverable {
-			r.e.warnUndeliverable(fa.attempt.SinkID, fa.attempt.Rows, fa.attempt.Class)
+		for _, a := range append([]Attempt{fa.attempt}, fa.more...) {
+			if !fa.reportOnly && a.State == rowUndeliverable {
+				r.e.warnUndeliverable(a.SinkID, a.Rows, a.Class)
+			}
+			r.e.observe(a)
 		}
-		r.e.observe(fa.attempt)
 	}
 }
 

@@ -327,7 +327,12 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 			o.final = &store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassConfig)}
 			e.log.Warn("outbox row not delivered", "sink_id", s.ID, "event_type", row.EventType,
 				"owner_scope", s.Owner, "class", notifytype.ClassConfig, "reason", u.refusal)
-			if err := recordRefusal(ctx, conn, s.SinkForDelivery, row, now); err != nil {
+			if err := recordRefusal(ctx, conn, s.SinkForDelivery, row, e.instance, now); errors.Is(err, store.ErrClaimLost) {
+				// Its claim expired and another instance took it: nothing
+				// is written for a row another instance holds.
+				o.final, o.gone = nil, "lost"
+				continue
+			} else if err != nil {
 				return nil, err
 			}
 			if err := store.FinishRows(ctx, conn, []store.Claimed{row.Claim()}, e.instance, *o.final, now); err != nil {

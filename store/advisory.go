@@ -18,6 +18,10 @@ const (
 	// LockFamilyOwner: count-then-insert ceilings of an owner scope
 	// (transaction-level, key hashtext of the scope).
 	LockFamilyOwner = advisoryNamespace + 3
+	// LockFamilyAgentPage: an endpoint's page count (transaction-level,
+	// key hashtext of the endpoint id). Two endpoints whose ids hash alike
+	// only wait for each other; neither counts wrong.
+	LockFamilyAgentPage = advisoryNamespace + 4
 )
 
 // legacyMigrateLockKey is the one-key lock builds before the families

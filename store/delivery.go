@@ -212,11 +212,13 @@ const claimDueSQL = `
 		    WHERE (o.state = 'pending' AND o.due_at <= $2)
 		       OR (o.state = 'claimed' AND (o.claim_expires_at <= $2 OR o.claimed_by IN (SELECT name FROM dead)))
 		    FOR UPDATE OF o SKIP LOCKED
+		), claimed AS (
+		    UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval,
+		           claim_token = (SELECT nextval('switchboard.outbox_claim_token'))
+		    WHERE o.id = ANY (ARRAY(SELECT id FROM chosen))
+		    RETURNING ` + claimedRowColumns + `
 		)
-		UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval,
-		       claim_token = (SELECT nextval('switchboard.outbox_claim_token'))
-		WHERE o.id = ANY (ARRAY(SELECT id FROM chosen))
-		RETURNING ` + claimedRowColumns
+		SELECT * FROM claimed ORDER BY due_at, id`
 
 // claimedRowColumns are outboxRowColumns without the payload (NULL in its
 // place): a claimed row's payload is read when its attempt starts
@@ -568,17 +570,27 @@ func FinishHeldAtCap(ctx context.Context, tx DBTX, sinkID int64, limit int, now 
 	return ids, nil
 }
 
-// ClaimHeld claims every held row of a sink (for one coalesced message).
-func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now time.Time, ttl time.Duration) ([]OutboxRow, error) {
+// ClaimHeld claims the held rows of a sink that are due and below the cap
+// of maxAttempts (for one coalesced message), starting an attempt on each,
+// in the order they fell due. The cap is in the statement, not only in an
+// earlier FinishHeldAtCap: a row put back to held at its cap between the
+// two is left held (the next flush ends it), never attempted an eighth
+// time (and migration 0022's outbox_attempts_cap refuses that anyway).
+// A held row whose own retry is not due yet waits for a later message.
+func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now time.Time, ttl time.Duration, maxAttempts int) ([]OutboxRow, error) {
 	rows, err := collectOutboxRows(tx.Query(ctx, `
 		WITH held AS (
-		    SELECT id FROM switchboard.outbox WHERE sink_id = $1 AND state = 'held' ORDER BY id FOR UPDATE SKIP LOCKED
+		    SELECT id FROM switchboard.outbox
+		    WHERE sink_id = $1 AND state = 'held' AND due_at <= $3 AND attempts < $5
+		    ORDER BY id FOR UPDATE SKIP LOCKED
+		), claimed AS (
+		    UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $2, claim_expires_at = $3::timestamptz + $4::interval,
+		           claim_token = (SELECT nextval('switchboard.outbox_claim_token')),
+		           attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, $3::timestamptz)
+		    FROM held WHERE o.id = held.id AND o.state = 'held' AND o.attempts < $5
+		    RETURNING `+outboxRowColumns+`
 		)
-		UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $2, claim_expires_at = $3::timestamptz + $4::interval,
-		       claim_token = (SELECT nextval('switchboard.outbox_claim_token')),
-		       attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, $3::timestamptz)
-		FROM held WHERE o.id = held.id
-		RETURNING `+outboxRowColumns, sinkID, instance, now, ttl))
+		SELECT * FROM claimed ORDER BY due_at, id`, sinkID, instance, now, ttl, maxAttempts))
 	if err != nil {
 		return nil, fmt.Errorf("error claiming held rows of sink %d: %w", sinkID, err)
 	}
@@ -603,32 +615,55 @@ type DeliveryRecord struct {
 	SentAt        time.Time
 	FinishedAt    *time.Time
 	BudgetTAT     *time.Time
-	// Rows are the outbox rows the attempt is for: each is linked to the
-	// record (attempt_record_id), so that an attempt abandoned mid-send is
-	// closed when any of them is attempted again.
-	Rows []int64
+	// Rows are the outbox rows the attempt is for, as this instance's
+	// claims hold them: each is linked to the record (attempt_record_id),
+	// so that an attempt abandoned mid-send is closed when any of them is
+	// attempted again. The record is written only while Instance holds
+	// every one of them under its claim.
+	Rows     []Claimed
+	Instance string
 }
 
-// InsertDeliveryRecord writes a record in status "sending".
+// InsertDeliveryRecord writes a record in status "sending". A record for
+// rows (DeliveryRecord.Rows) is written, and linked from them, only while
+// the instance holds every one of them under the claim named (their rows
+// locked meanwhile); otherwise nothing is written and it returns
+// ErrClaimLost: an instance that lost a claim writes nothing for a row
+// another instance holds.
 func InsertDeliveryRecord(ctx context.Context, db DBTX, r DeliveryRecord) (int64, error) {
+	ids, tokens := splitClaims(r.Rows)
 	var id int64
-	err := db.QueryRow(ctx, `
-		WITH rec AS (
-		    INSERT INTO switchboard.delivery_records (sink_id, owner, outbox_id, event_type, attempt, is_test, counts_budget,
-		                                  coalesced_rows, status, sent_at, budget_tat)
-		    VALUES ($1, $2, nullif($3, 0), $4, $5, $6, $7, $8, 'sending', $9, $10)
-		    RETURNING id
-		), link AS (
-		    UPDATE switchboard.outbox SET attempt_record_id = (SELECT id FROM rec) WHERE id = ANY ($11::bigint[])
-		)
-		SELECT id FROM rec`,
+	err := db.QueryRow(ctx, insertDeliveryRecordSQL,
 		r.SinkID, r.Owner, r.OutboxID, r.EventType, max(r.Attempt, 1), r.IsTest, r.CountsBudget,
-		max(r.CoalescedRows, 1), r.SentAt, r.BudgetTAT, nonNilIDs(r.Rows)).Scan(&id)
+		max(r.CoalescedRows, 1), r.SentAt, r.BudgetTAT, ids, tokens, r.Instance).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ErrClaimLost
+	}
 	if err != nil {
 		return 0, fmt.Errorf("error writing delivery record: %w", err)
 	}
 	return id, nil
 }
+
+// insertDeliveryRecordSQL is InsertDeliveryRecord's statement: $11 and $12
+// the rows' ids and claim tokens, $13 the instance holding them.
+const insertDeliveryRecordSQL = `
+		WITH held AS (
+		    SELECT o.id FROM unnest($11::bigint[], $12::bigint[]) AS u(id, token)
+		    JOIN switchboard.outbox o ON o.id = u.id
+		    WHERE o.claimed_by = $13 AND o.claim_token = u.token
+		    FOR UPDATE OF o
+		), rec AS (
+		    INSERT INTO switchboard.delivery_records (sink_id, owner, outbox_id, event_type, attempt, is_test, counts_budget,
+		                                  coalesced_rows, status, sent_at, budget_tat)
+		    SELECT $1, $2, nullif($3, 0), $4, $5, $6, $7, $8, 'sending', $9, $10
+		    WHERE (SELECT count(*) FROM held) = cardinality($11::bigint[])
+		    RETURNING id
+		), link AS (
+		    UPDATE switchboard.outbox o SET attempt_record_id = rec.id
+		    FROM held, rec WHERE o.id = held.id AND o.claimed_by = $13
+		)
+		SELECT id FROM rec`
 
 // FinishDeliveryRecord records how an attempt ended.
 func FinishDeliveryRecord(ctx context.Context, db DBTX, id int64, status, class string, httpStatus int, now time.Time) error {
@@ -778,9 +813,9 @@ func nullTime(t time.Time) *time.Time {
 }
 
 // RescheduleHeld moves the due time of a sink's held rows to when its next
-// token returns.
+// token returns; a row whose own retry falls due later keeps its time.
 func RescheduleHeld(ctx context.Context, db DBTX, sinkID int64, due time.Time) (int, error) {
-	tag, err := db.Exec(ctx, `UPDATE switchboard.outbox SET due_at = $2 WHERE sink_id = $1 AND state = 'held'`, sinkID, due)
+	tag, err := db.Exec(ctx, `UPDATE switchboard.outbox SET due_at = greatest(due_at, $2) WHERE sink_id = $1 AND state = 'held'`, sinkID, due)
 	if err != nil {
 		return 0, fmt.Errorf("error rescheduling held rows of sink %d: %w", sinkID, err)
 	}

@@ -120,7 +120,14 @@ func QueueEmit(b *pgx.Batch, p EmitParams) {
 //   - a windowed key (quarantine, rule.notify) adds its events to count;
 //   - an occurrence key (a todo's n-th dead letter) is one dead letter
 //     however often it is emitted; relay.exhausted replaces
-//     todo.dead_lettered (REQ-6).
+//     todo.dead_lettered (REQ-6). Its window is the occurrence itself: a
+//     repeat of a key whose row is being sent (claimed) or was delivered
+//     (delivered, partial) to the sink writes nothing (it would send the
+//     same dead letter twice), for as long as the finished row is kept
+//     (the janitor's retention); only a relay exhaustion still opens a
+//     row beside a claimed dead letter of its key, which takes it in if
+//     the attempt fails (absorbRepeats). A row that ended undeliverable
+//     does not hold its key: a repeat is sent.
 //
 // Each event goes to exactly the sinks it matched when it was emitted
 // (sink_ids, REQ-10); a sink deleted since gets a delivery record
@@ -160,6 +167,7 @@ WITH ev AS (
     SELECT m.sink_id,
            coalesce(ev.dedup_key, 'event:' || ev.id) AS grp,
            (array_agg(ev.id ORDER BY ev.event_type = 'relay.exhausted' DESC, ev.id))[1] AS lead_id,
+           min(ev.id) AS first_id,
            count(*) AS n,
            bool_or(m.excerpt) AS excerpt,
            min(ev.due_at) AS due_at
@@ -173,7 +181,12 @@ SELECT g.sink_id, ev.owner, ev.event_type, ev.severity, ev.dedup_key, ev.windowe
             ELSE ev.payload END,
        g.excerpt, g.due_at
 FROM g JOIN ev ON ev.id = g.lead_id
-ORDER BY g.sink_id, g.grp
+WHERE ev.dedup_key IS NULL OR NOT EXISTS (
+    SELECT 1 FROM switchboard.outbox x
+    WHERE x.sink_id = g.sink_id AND x.dedup_key = ev.dedup_key AND NOT x.windowed
+      AND (x.state IN ('delivered', 'partial')
+           OR (x.state = 'claimed' AND NOT (ev.event_type = 'relay.exhausted' AND x.event_type <> 'relay.exhausted'))))
+ORDER BY g.sink_id, g.first_id
 ON CONFLICT (sink_id, dedup_key) WHERE state IN ('pending', 'held') DO UPDATE SET
     count = outbox.count + CASE WHEN outbox.windowed THEN excluded.count ELSE 0 END,
     event_type = CASE WHEN excluded.event_type = 'relay.exhausted' THEN excluded.event_type ELSE outbox.event_type END,

@@ -25,11 +25,16 @@ func CountTestsSince(ctx context.Context, db DBTX, sinkID int64, since time.Time
 // RecordAgentPage counts one notify_owner call of an endpoint, unless it
 // already made limit calls at or after since; it reports whether it
 // counted, and when it did not, the first of those calls (the next is
-// allowed when that one leaves the window). The endpoint's row is locked,
-// so concurrent calls count one at a time across instances.
+// allowed when that one leaves the window). tx must be a transaction: it
+// takes a transaction-scoped advisory lock on the endpoint in the engine's
+// own family (LockFamilyAgentPage), so concurrent calls count one
+// at a time across instances, and the count is read after the lock (a
+// statement of its own, whose snapshot sees the pages committed while it
+// waited). Nothing outside schema switchboard is read or locked: an
+// embedder's endpoints need no table of any name.
 func RecordAgentPage(ctx context.Context, tx DBTX, endpointID int64, now, since time.Time, limit int) (bool, time.Time, error) {
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM endpoints WHERE id = $1 FOR UPDATE`, endpointID); err != nil {
-		return false, time.Time{}, fmt.Errorf("error locking endpoint: %w", err)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2::text))`, LockFamilyAgentPage, endpointID); err != nil {
+		return false, time.Time{}, fmt.Errorf("error locking endpoint's page count: %w", err)
 	}
 	var n int
 	var first *time.Time

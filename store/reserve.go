@@ -113,7 +113,8 @@ type Hold struct {
 
 // QueueHoldRows queues, into b, the statements that park claimed rows
 // until their sinks' next tokens (D9) and move every held row of those
-// sinks to the same time; held gets how many rows each sink holds now.
+// sinks to the same time (a row whose own retry falls due later keeps
+// its time); held gets how many rows each sink holds now.
 func QueueHoldRows(b *pgx.Batch, holds []Hold, instance string, held map[int64]int) {
 	ids := make([]int64, len(holds))
 	tokens := make([]int64, len(holds))
@@ -129,7 +130,7 @@ func QueueHoldRows(b *pgx.Batch, holds []Hold, instance string, held map[int64]i
 		    FROM unnest($1::bigint[], $2::timestamptz[]) AS u(sink_id, until)
 		    ORDER BY sink_id, until DESC
 		)
-		UPDATE switchboard.outbox o SET due_at = s.until FROM s
+		UPDATE switchboard.outbox o SET due_at = greatest(o.due_at, s.until) FROM s
 		WHERE o.sink_id = s.sink_id AND o.state = 'held'
 		RETURNING o.sink_id`, sinkIDs, until).Query(func(rows pgx.Rows) error {
 		var id int64
@@ -233,7 +234,22 @@ type Finished struct {
 	Class      string
 	HTTPStatus int
 	Outcome    RowOutcome
-	At         time.Time
+	// Outcomes, when not nil, is each row's own outcome (one per entry of
+	// Rows, in its order), in place of Outcome: the rows of a coalesced
+	// message each keep their own attempt count and retry schedule.
+	Outcomes []RowOutcome
+	At       time.Time
+}
+
+// addTo adds f's rows with their outcomes to r.
+func (f Finished) addTo(r *rowOutcomes) {
+	if f.Outcomes == nil {
+		r.add(f.Rows, f.Outcome, f.At)
+		return
+	}
+	for i, row := range f.Rows {
+		r.add([]Claimed{row}, f.Outcomes[i], f.At)
+	}
 }
 
 // RecordFinished records the ends of many attempts at once: their delivery
@@ -255,7 +271,7 @@ func RecordFinished(ctx context.Context, db interface {
 	)
 	for i, f := range fs {
 		recIDs[i], statuses[i], classes[i], https[i], ats[i] = f.RecordID, f.Status, f.Class, int32(f.HTTPStatus), f.At
-		rows.add(f.Rows, f.Outcome, f.At)
+		f.addTo(&rows)
 	}
 	var done []int64
 	b := &pgx.Batch{}
