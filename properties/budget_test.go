@@ -22,10 +22,11 @@ var gapGen = rapid.OneOf(
 )
 
 // settle waits until the world has nothing due at the fake clock's present
-// and returns the attempts seen meanwhile.
+// and returns the attempts seen meanwhile; it waits as long as that takes
+// (waitLimit).
 func settle(rt *rapid.T, w *enginetest.World) []engine.Attempt {
 	rt.Helper()
-	seen, err := w.SettleWithin(attemptTimeout)
+	seen, err := w.SettleWithin(waitLimit())
 	require.NoError(rt, err)
 	return seen
 }
@@ -57,7 +58,7 @@ func drainDelivered(rt *rapid.T, w *enginetest.World, sink int64, seen []engine.
 			require.Equal(rt, want, got, "delivered attempts reported against delivered records")
 			return seen
 		}
-		a, ok := w.NextAttempt(attemptTimeout)
+		a, ok := w.NextAttempt(waitLimit())
 		if !ok {
 			rt.Fatalf("%d delivered records but %d delivered attempts reported", want, got)
 		}

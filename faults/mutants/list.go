@@ -157,7 +157,7 @@ var List = []Mutant{
 				Old: "include_excerpt = outbox.include_excerpt OR excluded.include_excerpt\n",
 				New: "include_excerpt = outbox.include_excerpt OR excluded.include_excerpt */\n"},
 		},
-		Package: "./properties/", Run: "^TestEmitProperties$",
+		Package: "./engine/", Run: "^(TestEmitQuarantineStormIsOneRowWithACount|TestEmitRelayExhaustionReplacesTheDeadLetter)$", Fast: true,
 	},
 
 	// Stops.

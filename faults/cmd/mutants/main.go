@@ -280,7 +280,7 @@ func (r *runner) baseline(list []mutants.Mutant, jobs int) error {
 func (r *runner) goTest(dir, pkg, run string) ([]byte, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout+2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, r.goBin, "test", "-count=1", "-v", "-timeout", r.timeout.String(), "-run", run, pkg)
+	cmd := exec.CommandContext(ctx, r.goBin, "test", "-count=1", "-vet=off", "-v", "-timeout", r.timeout.String(), "-run", run, pkg)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CI=true")
 	out, err := cmd.CombinedOutput()
