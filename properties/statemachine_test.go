@@ -443,10 +443,10 @@ type smMachine struct {
 	w       *enginetest.World
 	reg     *smEngines
 	senders *smSenders
-	mgr   *engine.Engine
-	scope notifytype.OwnerScope
-	rcs   []*smReceiver
-	sinks []int64
+	mgr     *engine.Engine
+	scope   notifytype.OwnerScope
+	rcs     []*smReceiver
+	sinks   []int64
 	// budgets of the sinks, as created.
 	perHour, burst []int
 
