@@ -19,7 +19,7 @@ var List = []Mutant{
 		Edits: []Edit{{File: "store/delivery.go",
 			Old: "WHERE outbox.ctid = u.tid AND outbox.claimed_by = $3 AND outbox.claim_token = u.token`",
 			New: "WHERE outbox.ctid = u.tid AND outbox.claimed_by = $3`"}},
-		Package: "./store/", Run: "^TestAnOldClaimsStatementsChangeNothing$", Fast: true,
+		Package: "./store/", Run: "^TestAnOldClaimsStatementsChangeNothing$",
 	},
 	{
 		ID:    "token-hold-rows",
@@ -27,7 +27,7 @@ var List = []Mutant{
 		Edits: []Edit{{File: "store/reserve.go",
 			Old: "WHERE outbox.ctid = u.tid AND outbox.claimed_by = $3 AND outbox.claim_token = u.token`",
 			New: "WHERE outbox.ctid = u.tid AND outbox.claimed_by = $3`"}},
-		Package: "./store/", Run: "^TestAnOldClaimsStatementsChangeNothing$", Fast: true,
+		Package: "./store/", Run: "^TestAnOldClaimsStatementsChangeNothing$",
 	},
 	{
 		ID:    "token-start-attempts",
@@ -43,7 +43,7 @@ var List = []Mutant{
 		Edits: []Edit{{File: "store/delivery.go",
 			Old: "WHERE o.claimed_by = $3 AND o.claim_token = u.token\n\t\t), targets",
 			New: "WHERE o.claimed_by = $3\n\t\t), targets"}},
-		Package: "./store/", Run: "^TestAnOldClaimsStatementsChangeNothing$", Fast: true,
+		Package: "./store/", Run: "^TestAnOldClaimsStatementsChangeNothing$",
 	},
 
 	// The cap of 7 attempts, in every statement that starts one.
@@ -61,7 +61,7 @@ var List = []Mutant{
 		Edits: []Edit{{File: "store/delivery.go",
 			Old: "AND claim_token = $5 AND attempts < $6",
 			New: "AND claim_token = $5"}},
-		Package: "./store/", Run: "^TestAnAttemptPastTheCapDoesNotStart$", Fast: true,
+		Package: "./store/", Run: "^TestAnAttemptPastTheCapDoesNotStart$",
 	},
 
 	// Budgets: the sink's row is locked while its tokens are counted and
@@ -80,7 +80,7 @@ var List = []Mutant{
 		Edits: []Edit{{File: "store/delivery.go",
 			Old: "\t\tWHERE k.id = $1\n\t\tFOR UPDATE OF k`, sinkID)",
 			New: "\t\tWHERE k.id = $1`, sinkID)"}},
-		Package: "./engine/", Run: "^TestACoalescedMessageReadsTheBudgetAfterItsLock$", Fast: true,
+		Package: "./engine/", Run: "^TestACoalescedMessageReadsTheBudgetAfterItsLock$",
 	},
 	{
 		ID: "budget-reread-flush",
@@ -95,7 +95,7 @@ var List = []Mutant{
 				Old: "tat, err := store.BudgetTAT(ctx, tx, s.ID)",
 				New: "tat, err := tatBefore, error(nil)"},
 		},
-		Package: "./engine/", Run: "^TestACoalescedMessageReadsTheBudgetAfterItsLock$", Fast: true,
+		Package: "./engine/", Run: "^TestACoalescedMessageReadsTheBudgetAfterItsLock$",
 	},
 
 	// One instance at a time per sink, and the heartbeats' takeover.
@@ -121,7 +121,7 @@ var List = []Mutant{
 		Edits: []Edit{{File: "store/delivery.go",
 			Old: "AND (claim_expires_at <= $2 OR claimed_by IN (SELECT name FROM dead))\n\t\t      AND NOT",
 			New: "AND claim_expires_at <= $2\n\t\t      AND NOT"}},
-		Package: "./store/", Run: "^TestADeadInstancesRowsAreClaimedAtOnce$", Fast: true,
+		Package: "./store/", Run: "^TestADeadInstancesRowsAreClaimedAtOnce$",
 	},
 
 	// Order.
@@ -157,7 +157,7 @@ var List = []Mutant{
 				Old: "include_excerpt = outbox.include_excerpt OR excluded.include_excerpt\n",
 				New: "include_excerpt = outbox.include_excerpt OR excluded.include_excerpt */\n"},
 		},
-		Package: "./engine/", Run: "^(TestEmitQuarantineStormIsOneRowWithACount|TestEmitRelayExhaustionReplacesTheDeadLetter)$", Fast: true,
+		Package: "./engine/", Run: "^TestARepeatFannedOutLaterJoinsTheOpenRowOfItsKey$",
 	},
 
 	// Stops.
@@ -167,6 +167,6 @@ var List = []Mutant{
 		Edits: []Edit{{File: "engine/delivery.go",
 			Old: "n, err := store.ReleaseRows(ctx, w.e.cfg.Pool, store.Claims(rows), w.e.instance)",
 			New: "n, err := 0, error(nil)"}},
-		Package: "./engine/", Run: "^TestDeliveryGracefulStopReleasesQueuedRows$", Fast: true,
+		Package: "./engine/", Run: "^TestDeliveryGracefulStopReleasesQueuedRows$",
 	},
 }

@@ -373,24 +373,33 @@ func (r *runner) dropDatabases(out []byte, schema bool) {
 	if len(names) == 0 && len(templates) == 0 {
 		return
 	}
+	for _, n := range names {
+		dropDatabase(n, false)
+	}
+	for n := range templates {
+		dropDatabase(n, true)
+	}
+}
+
+// dropDatabase drops a test database (a template: unmarked first), on a
+// connection of its own.
+func dropDatabase(name string, template bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, storetest.ServerURL("postgres"))
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "mutants: cannot drop the test databases: %v\n", err)
+		fmt.Fprintf(os.Stderr, "mutants: cannot drop test database %s: %v\n", name, err)
 		return
 	}
 	defer conn.Close(ctx)
-	for _, n := range names {
-		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{n}.Sanitize()+" WITH (FORCE)"); err != nil {
-			fmt.Fprintf(os.Stderr, "mutants: drop %s: %v\n", n, err)
+	id := pgx.Identifier{name}.Sanitize()
+	if template {
+		if _, err := conn.Exec(ctx, "ALTER DATABASE "+id+" IS_TEMPLATE false"); err != nil {
+			fmt.Fprintf(os.Stderr, "mutants: unmark template %s: %v\n", name, err)
 		}
 	}
-	for n := range templates {
-		_, _ = conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{n}.Sanitize()+" IS_TEMPLATE false")
-		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{n}.Sanitize()+" WITH (FORCE)"); err != nil {
-			fmt.Fprintf(os.Stderr, "mutants: drop %s: %v\n", n, err)
-		}
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+id+" WITH (FORCE)"); err != nil {
+		fmt.Fprintf(os.Stderr, "mutants: drop %s: %v\n", name, err)
 	}
 }
 
