@@ -233,7 +233,11 @@ func (rc *smReceiver) serve(rw http.ResponseWriter, r *http.Request) {
 // before it, by due time and then by event (the events' serials: their
 // order of emission, which is also the order of equal due times). Such a
 // row would go out after this one: the claim handed the rows over, or the
-// instance dispatched them, out of order (issue 23, defect 1).
+// instance dispatched them, out of order (issue 23, defect 1). A row's
+// attempt began under its claim when its attempt's record was written at
+// the instant the claim was last extended (an attempt's start sets both:
+// claim_expires_at = sent_at + ClaimTTL); a claim alone leaves an older
+// record, or none.
 //
 // Across instances, best effort: while a live instance's claim holds the
 // row, no row of the sink that fell due before it, and was never
@@ -270,9 +274,10 @@ func (rc *smReceiver) checkOrder(ctx context.Context, serial int, sender string)
 		      AND o.sink_id = $1 AND o.id <> r.id AND o.state = 'claimed' AND o.claimed_by = $5
 		      AND o.claim_token <= r.claim_token
 		      AND (o.due_at, substring(o.payload->>'link_path' from '[0-9]+$')::int) < (r.due_at, r.serial)
-		      AND NOT EXISTS (SELECT 1 FROM switchboard.delivery_records d WHERE d.id = o.attempt_record_id AND d.status = 'sending')
+		      AND NOT EXISTS (SELECT 1 FROM switchboard.delivery_records d WHERE d.id = o.attempt_record_id
+		                      AND d.sent_at + $6::interval >= o.claim_expires_at)
 		    ORDER BY o.id)
-		FROM r`, sink, smLink(serial), live, rc.w.Clock.Now(), sender).Scan(&row, &earlier, &ahead)
+		FROM r`, sink, smLink(serial), live, rc.w.Clock.Now(), sender, engine.ClaimTTLDefault).Scan(&row, &earlier, &ahead)
 	switch {
 	case err != nil:
 		rc.fault("message for e%d: no row found (%v)", serial, err)
