@@ -83,7 +83,6 @@ func TestGracefulStopRecordsEverySendInFlight(t *testing.T) {
 	case <-time.After(engine.StopTimeoutDefault + 5*time.Second - time.Since(stopAt)):
 		t.Fatalf("Serve had not returned %v into the stop (StopTimeout %v)", time.Since(stopAt), engine.StopTimeoutDefault)
 	}
-	require.LessOrEqual(t, time.Since(stopAt), engine.StopTimeoutDefault+time.Second, "Serve returns within StopTimeout")
 	closePool() // as an embedder does once Serve has returned
 
 	// What was sent is recorded; what was only queued is released; the
