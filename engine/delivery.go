@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -150,7 +151,7 @@ func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome
 	next := nextStep(r, result, e.nowOrLocal(ctx))
 	outcome.Class = result.Class
 	recording = true
-	e.finish(ctx, res, next, result, notifytype.EventType(r.EventType))
+	e.finish(ctx, res, []store.RowOutcome{next}, result, notifytype.EventType(r.EventType))
 	return outcome
 }
 
@@ -206,11 +207,10 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 				"owner_scope", s.Owner, "rows", len(capped))
 			undeliverable = append(undeliverable, capped...)
 		}
-		rows, err := store.ClaimHeld(ctx, tx, s.ID, e.instance, now, e.cfg.ClaimTTL)
+		rows, err := store.ClaimHeld(ctx, tx, s.ID, e.instance, now, e.cfg.ClaimTTL, MaxAttempts, e.statementNow())
 		if err != nil || len(rows) == 0 {
 			return err // nothing held: spend no token
 		}
-		ids := rowIDs(rows)
 		if closed, err := store.CloseAbandoned(ctx, tx, store.Claims(rows), e.instance, now); err != nil {
 			return err
 		} else if len(closed) > 0 {
@@ -225,7 +225,7 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 		recID, err := store.InsertDeliveryRecord(ctx, tx, store.DeliveryRecord{
 			SinkID: s.ID, Owner: s.Owner, OutboxID: rec.OutboxID,
 			EventType: rec.EventType, Attempt: maxAttempts(rows), CountsBudget: true, CoalescedRows: len(rows),
-			SentAt: now, BudgetTAT: &newTAT, Rows: ids,
+			SentAt: now, BudgetTAT: &newTAT, Rows: store.Claims(rows), Instance: e.instance,
 		})
 		if err != nil {
 			return err
@@ -266,18 +266,28 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 		msg = sinks.RenderCoalesced(counts, e.cfg.BaseURL)
 	}
 	result := e.send(ctx, res.adapter, msg)
-	next := nextStep(res.rows[0], result, e.nowOrLocal(ctx))
-	if next.State == rowPending {
-		// A failed coalesced message stays coalesced: its rows wait, held,
-		// for their retry and go out together again.
-		next.State = rowHeld
+	// Each row's outcome is its own (its attempts, its schedule): a row at
+	// its last attempt ends undeliverable alone, and the others retry when
+	// their own retries fall due.
+	at := e.nowOrLocal(ctx)
+	nexts := make([]store.RowOutcome, len(res.rows))
+	for i, r := range res.rows {
+		next := nextStep(r, result, at)
+		if next.State == rowPending {
+			// A failed coalesced message stays coalesced: its rows wait,
+			// held, for their retries and go out together again.
+			next.State = rowHeld
+		}
+		if next.State == rowHeld {
+			if outcome.Held == 0 || next.DueAt.Before(outcome.HeldUntil) {
+				outcome.HeldUntil = next.DueAt
+			}
+			outcome.Held++
+		}
+		nexts[i] = next
 	}
 	outcome.Class = result.Class
-	if next.State == rowHeld {
-		outcome.HeldUntil = next.DueAt
-		outcome.Held = len(res.rows)
-	}
-	e.finish(ctx, res, next, result, eventCoalesced)
+	e.finish(ctx, res, nexts, result, eventCoalesced)
 	return outcome
 }
 
@@ -287,6 +297,7 @@ func (w worker) Release(ctx context.Context, rows []store.OutboxRow) {
 	defer w.e.handed.done(store.Claims(rows)...)
 	n, err := store.ReleaseRows(ctx, w.e.cfg.Pool, store.Claims(rows), w.e.instance)
 	if err != nil {
+		w.e.releaseFailed.Add(int64(len(rows))) // the stop reports them
 		w.e.log.Error("error releasing queued rows on stop; they wait for their claim to expire",
 			"rows", len(rows), "error", err)
 		return
@@ -304,11 +315,13 @@ func rowIDs(rows []store.OutboxRow) []int64 {
 
 // recordRefusal writes the delivery record of a row its sink can no longer
 // take (disabled, or its connection no longer fits): undeliverable, class
-// config, not counted against the budget (nothing was sent).
-func recordRefusal(ctx context.Context, tx store.DBTX, s store.SinkForDelivery, row store.OutboxRow, now time.Time) error {
+// config, not counted against the budget (nothing was sent). It writes
+// nothing, and returns store.ErrClaimLost, for a row instance no longer
+// holds under the row's claim.
+func recordRefusal(ctx context.Context, tx store.DBTX, s store.SinkForDelivery, row store.OutboxRow, instance string, now time.Time) error {
 	id, err := store.InsertDeliveryRecord(ctx, tx, store.DeliveryRecord{
 		SinkID: s.ID, Owner: s.Owner, OutboxID: row.ID, EventType: row.EventType, Attempt: row.Attempts + 1,
-		SentAt: now, Rows: []int64{row.ID},
+		SentAt: now, Rows: []store.Claimed{row.Claim()}, Instance: instance,
 	})
 	if err != nil {
 		return err
@@ -446,37 +459,61 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // finish hands an attempt's end to the recorder, which writes its delivery
-// record and its rows and then reports it (Config.OnAttempt).
-func (e *Engine) finish(ctx context.Context, res reservation, next store.RowOutcome, result sinks.Result, eventType notifytype.EventType) {
-	status := "failed"
-	switch next.State {
-	case rowDelivered:
-		status = "delivered"
-	case rowPartial:
-		status = "partial"
-	case rowUndeliverable:
-		status = "undeliverable"
-	}
-	ids := rowIDs(res.rows)
-	if !result.OK() {
-		level := slog.LevelWarn
-		if next.State != rowPending && next.State != rowHeld {
-			level = slog.LevelError
+// record and its rows and then reports it (Config.OnAttempt). nexts holds
+// each row's outcome, in the order of res.rows; rows of a coalesced
+// message that end differently are reported as one attempt per outcome.
+func (e *Engine) finish(ctx context.Context, res reservation, nexts []store.RowOutcome, result sinks.Result, eventType notifytype.EventType) {
+	status := recordStatus(nexts)
+	var attempts []Attempt
+	for i, r := range res.rows {
+		next := nexts[i]
+		k := slices.IndexFunc(attempts, func(a Attempt) bool { return a.State == next.State })
+		if k < 0 {
+			attempts = append(attempts, Attempt{
+				SinkID: res.sink.ID, Owner: res.owner, EventType: eventType, State: next.State, Class: result.Class, Status: result.Status,
+			})
+			k = len(attempts) - 1
 		}
-		e.log.Log(ctx, level, "delivery failed", "sink_id", res.sink.ID, "event_type", eventType,
-			"owner_scope", res.sink.Owner, "class", result.Class, "http_status", result.Status,
-			"attempt", res.rows[0].Attempts, "next", next.State, "error", result.Err)
+		attempts[k].Rows = append(attempts[k].Rows, r.ID)
+		attempts[k].Attempt = max(attempts[k].Attempt, r.Attempts)
 	}
-	e.recorder.record(finishedAttempt{
-		f: store.Finished{
-			RecordID: res.recordID, Rows: store.Claims(res.rows), Status: status, Class: string(result.Class), HTTPStatus: result.Status,
-			Outcome: next, At: e.nowOrLocal(ctx),
-		},
-		attempt: Attempt{
-			SinkID: res.sink.ID, Owner: res.owner, EventType: eventType, Rows: ids, Attempt: res.rows[0].Attempts,
-			State: next.State, Class: result.Class, Status: result.Status,
-		},
-	})
+	if !result.OK() {
+		for _, a := range attempts {
+			level := slog.LevelWarn
+			if a.State != rowPending && a.State != rowHeld {
+				level = slog.LevelError
+			}
+			e.log.Log(ctx, level, "delivery failed", "sink_id", res.sink.ID, "event_type", eventType,
+				"owner_scope", res.sink.Owner, "class", result.Class, "http_status", result.Status,
+				"attempt", a.Attempt, "rows", len(a.Rows), "next", a.State, "error", result.Err)
+		}
+	}
+	f := store.Finished{
+		RecordID: res.recordID, Rows: store.Claims(res.rows), Status: status, Class: string(result.Class), HTTPStatus: result.Status,
+		Outcome: nexts[0], At: e.nowOrLocal(ctx),
+	}
+	if len(attempts) > 1 {
+		f.Outcomes = nexts
+	}
+	e.recorder.record(finishedAttempt{f: f, attempt: attempts[0], more: attempts[1:]})
+}
+
+// recordStatus is the status of an attempt's delivery record, given what
+// its rows became: delivered, partial or undeliverable when every row
+// became that, and failed when any row is tried again.
+func recordStatus(nexts []store.RowOutcome) string {
+	status := ""
+	for _, n := range nexts {
+		s := n.State
+		if s == rowPending || s == rowHeld {
+			return "failed"
+		}
+		if status != "" && status != s {
+			s = rowUndeliverable
+		}
+		status = s
+	}
+	return status
 }
 
 // warnUndeliverable logs each row recorded undeliverable, once written:

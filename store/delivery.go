@@ -176,9 +176,21 @@ func queueClaimDue(b *pgx.Batch, p ClaimParams, rows *[]OutboxRow) {
 }
 
 // claimDueSQL is ClaimDue's statement; its arguments are ClaimParams.args.
+//
+// The takeover condition (issue 23, defect 4): a row another instance
+// holds is taken before its claim expires only once that instance's
+// alive_until has passed ("dead"), a fence after the last instant it could
+// start an attempt (Beat, DispatchFence): by then every attempt it began
+// has ended and had its grace to be recorded. "dead" locks the heartbeat
+// rows it reads (FOR SHARE), skipping one a beat is writing: a beat that
+// committed after this statement's snapshot is seen (the lock reads the
+// latest version and checks the condition again), and an instance cannot
+// beat, and so start an attempt, until the claim that judged it dead has
+// committed. The instance's own starts then find its rows' tokens changed.
 const claimDueSQL = `
 		WITH dead AS MATERIALIZED (
 		    SELECT name FROM switchboard.outbox_instances WHERE alive_until <= $2 AND name <> $1
+		    FOR SHARE SKIP LOCKED
 		), elsewhere AS MATERIALIZED (
 		    SELECT sink_id FROM switchboard.outbox
 		    WHERE state = 'claimed' AND claimed_by < $1 AND claim_expires_at > $2
@@ -212,11 +224,13 @@ const claimDueSQL = `
 		    WHERE (o.state = 'pending' AND o.due_at <= $2)
 		       OR (o.state = 'claimed' AND (o.claim_expires_at <= $2 OR o.claimed_by IN (SELECT name FROM dead)))
 		    FOR UPDATE OF o SKIP LOCKED
+		), claimed AS (
+		    UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval,
+		           claim_token = (SELECT nextval('switchboard.outbox_claim_token'))
+		    WHERE o.id = ANY (ARRAY(SELECT id FROM chosen))
+		    RETURNING ` + claimedRowColumns + `
 		)
-		UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval,
-		       claim_token = (SELECT nextval('switchboard.outbox_claim_token'))
-		WHERE o.id = ANY (ARRAY(SELECT id FROM chosen))
-		RETURNING ` + claimedRowColumns
+		SELECT * FROM claimed ORDER BY due_at, id`
 
 // claimedRowColumns are outboxRowColumns without the payload (NULL in its
 // place): a claimed row's payload is read when its attempt starts
@@ -466,6 +480,10 @@ func collectClosed(rows pgx.Rows, err error) ([]int64, error) {
 // it is now, with how many abandoned attempts it closed (see
 // CloseAbandoned). It returns ErrClaimLost for a row the claim no longer
 // holds or that had its last attempt.
+//
+// Like every statement that starts an attempt, it starts none unless
+// instance's heartbeat lets it dispatch (DispatchFence), at now: the
+// caller's clock is the database's or a test's.
 func StartAttempt(ctx context.Context, tx DBTX, row Claimed, instance string, now time.Time, ttl time.Duration, maxAttempts int) (OutboxRow, int, error) {
 	closed, err := CloseAbandoned(ctx, tx, []Claimed{row}, instance, now)
 	if err != nil {
@@ -474,7 +492,7 @@ func StartAttempt(ctx context.Context, tx DBTX, row Claimed, instance string, no
 	rows, err := collectOutboxRows(tx.Query(ctx, `
 		UPDATE switchboard.outbox o SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, $3),
 		       claim_expires_at = $3 + $4::interval
-		WHERE id = $1 AND claimed_by = $2 AND claim_token = $5 AND attempts < $6
+		WHERE id = $1 AND claimed_by = $2 AND claim_token = $5 AND attempts < $6 AND `+DispatchFence("$2", "$3")+`
 		RETURNING `+outboxRowColumns, row.ID, instance, now, ttl, row.Token, maxAttempts))
 	if err != nil {
 		return OutboxRow{}, 0, fmt.Errorf("error starting attempt on row %d: %w", row.ID, err)
@@ -568,17 +586,30 @@ func FinishHeldAtCap(ctx context.Context, tx DBTX, sinkID int64, limit int, now 
 	return ids, nil
 }
 
-// ClaimHeld claims every held row of a sink (for one coalesced message).
-func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now time.Time, ttl time.Duration) ([]OutboxRow, error) {
+// ClaimHeld claims the held rows of a sink that are due and below the cap
+// of maxAttempts (for one coalesced message), starting an attempt on each,
+// in the order they fell due. The cap is in the statement, not only in an
+// earlier FinishHeldAtCap: a row put back to held at its cap between the
+// two is left held (the next flush ends it), never attempted an eighth
+// time (and migration 0022's outbox_attempts_cap refuses that anyway).
+// A held row whose own retry is not due yet waits for a later message.
+// Like every statement that starts an attempt, it takes none unless
+// instance's heartbeat lets it dispatch (DispatchFence) at the database's
+// clock, or at fenceAt when not zero (a test's fake clock).
+func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now time.Time, ttl time.Duration, maxAttempts int, fenceAt time.Time) ([]OutboxRow, error) {
 	rows, err := collectOutboxRows(tx.Query(ctx, `
 		WITH held AS (
-		    SELECT id FROM switchboard.outbox WHERE sink_id = $1 AND state = 'held' ORDER BY id FOR UPDATE SKIP LOCKED
+		    SELECT id FROM switchboard.outbox
+		    WHERE sink_id = $1 AND state = 'held' AND due_at <= $3 AND attempts < $5 AND `+DispatchFence("$2", "$6")+`
+		    ORDER BY id FOR UPDATE SKIP LOCKED
+		), claimed AS (
+		    UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $2, claim_expires_at = $3::timestamptz + $4::interval,
+		           claim_token = (SELECT nextval('switchboard.outbox_claim_token')),
+		           attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, $3::timestamptz)
+		    FROM held WHERE o.id = held.id AND o.state = 'held' AND o.attempts < $5
+		    RETURNING `+outboxRowColumns+`
 		)
-		UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $2, claim_expires_at = $3::timestamptz + $4::interval,
-		       claim_token = (SELECT nextval('switchboard.outbox_claim_token')),
-		       attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, $3::timestamptz)
-		FROM held WHERE o.id = held.id
-		RETURNING `+outboxRowColumns, sinkID, instance, now, ttl))
+		SELECT * FROM claimed ORDER BY due_at, id`, sinkID, instance, now, ttl, maxAttempts, nullTime(fenceAt)))
 	if err != nil {
 		return nil, fmt.Errorf("error claiming held rows of sink %d: %w", sinkID, err)
 	}
@@ -603,32 +634,55 @@ type DeliveryRecord struct {
 	SentAt        time.Time
 	FinishedAt    *time.Time
 	BudgetTAT     *time.Time
-	// Rows are the outbox rows the attempt is for: each is linked to the
-	// record (attempt_record_id), so that an attempt abandoned mid-send is
-	// closed when any of them is attempted again.
-	Rows []int64
+	// Rows are the outbox rows the attempt is for, as this instance's
+	// claims hold them: each is linked to the record (attempt_record_id),
+	// so that an attempt abandoned mid-send is closed when any of them is
+	// attempted again. The record is written only while Instance holds
+	// every one of them under its claim.
+	Rows     []Claimed
+	Instance string
 }
 
-// InsertDeliveryRecord writes a record in status "sending".
+// InsertDeliveryRecord writes a record in status "sending". A record for
+// rows (DeliveryRecord.Rows) is written, and linked from them, only while
+// the instance holds every one of them under the claim named (their rows
+// locked meanwhile); otherwise nothing is written and it returns
+// ErrClaimLost: an instance that lost a claim writes nothing for a row
+// another instance holds.
 func InsertDeliveryRecord(ctx context.Context, db DBTX, r DeliveryRecord) (int64, error) {
+	ids, tokens := splitClaims(r.Rows)
 	var id int64
-	err := db.QueryRow(ctx, `
-		WITH rec AS (
-		    INSERT INTO switchboard.delivery_records (sink_id, owner, outbox_id, event_type, attempt, is_test, counts_budget,
-		                                  coalesced_rows, status, sent_at, budget_tat)
-		    VALUES ($1, $2, nullif($3, 0), $4, $5, $6, $7, $8, 'sending', $9, $10)
-		    RETURNING id
-		), link AS (
-		    UPDATE switchboard.outbox SET attempt_record_id = (SELECT id FROM rec) WHERE id = ANY ($11::bigint[])
-		)
-		SELECT id FROM rec`,
+	err := db.QueryRow(ctx, insertDeliveryRecordSQL,
 		r.SinkID, r.Owner, r.OutboxID, r.EventType, max(r.Attempt, 1), r.IsTest, r.CountsBudget,
-		max(r.CoalescedRows, 1), r.SentAt, r.BudgetTAT, nonNilIDs(r.Rows)).Scan(&id)
+		max(r.CoalescedRows, 1), r.SentAt, r.BudgetTAT, ids, tokens, r.Instance).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ErrClaimLost
+	}
 	if err != nil {
 		return 0, fmt.Errorf("error writing delivery record: %w", err)
 	}
 	return id, nil
 }
+
+// insertDeliveryRecordSQL is InsertDeliveryRecord's statement: $11 and $12
+// the rows' ids and claim tokens, $13 the instance holding them.
+const insertDeliveryRecordSQL = `
+		WITH held AS (
+		    SELECT o.id FROM unnest($11::bigint[], $12::bigint[]) AS u(id, token)
+		    JOIN switchboard.outbox o ON o.id = u.id
+		    WHERE o.claimed_by = $13 AND o.claim_token = u.token
+		    FOR UPDATE OF o
+		), rec AS (
+		    INSERT INTO switchboard.delivery_records (sink_id, owner, outbox_id, event_type, attempt, is_test, counts_budget,
+		                                  coalesced_rows, status, sent_at, budget_tat)
+		    SELECT $1, $2, nullif($3, 0), $4, $5, $6, $7, $8, 'sending', $9, $10
+		    WHERE (SELECT count(*) FROM held) = cardinality($11::bigint[])
+		    RETURNING id
+		), link AS (
+		    UPDATE switchboard.outbox o SET attempt_record_id = rec.id
+		    FROM held, rec WHERE o.id = held.id AND o.claimed_by = $13
+		)
+		SELECT id FROM rec`
 
 // FinishDeliveryRecord records how an attempt ended.
 func FinishDeliveryRecord(ctx context.Context, db DBTX, id int64, status, class string, httpStatus int, now time.Time) error {
@@ -778,9 +832,9 @@ func nullTime(t time.Time) *time.Time {
 }
 
 // RescheduleHeld moves the due time of a sink's held rows to when its next
-// token returns.
+// token returns; a row whose own retry falls due later keeps its time.
 func RescheduleHeld(ctx context.Context, db DBTX, sinkID int64, due time.Time) (int, error) {
-	tag, err := db.Exec(ctx, `UPDATE switchboard.outbox SET due_at = $2 WHERE sink_id = $1 AND state = 'held'`, sinkID, due)
+	tag, err := db.Exec(ctx, `UPDATE switchboard.outbox SET due_at = greatest(due_at, $2) WHERE sink_id = $1 AND state = 'held'`, sinkID, due)
 	if err != nil {
 		return 0, fmt.Errorf("error rescheduling held rows of sink %d: %w", sinkID, err)
 	}

@@ -85,7 +85,11 @@ func TestEngineMigratesBesideTheDatabasesOwnTables(t *testing.T) {
 	require.NoError(t, err)
 	names, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
-	require.Equal(t, []string{"0021_engine_baseline.up.sql"}, names)
+	var want []string
+	for _, m := range store.EngineMigrationList() {
+		want = append(want, m.Name)
+	}
+	require.Equal(t, want, names)
 	var refs int
 	require.NoError(t, pool.QueryRow(ctx, `
 		SELECT count(*) FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid JOIN pg_class r ON r.oid = c.confrelid

@@ -160,6 +160,7 @@ WITH ev AS (
     SELECT m.sink_id,
            coalesce(ev.dedup_key, 'event:' || ev.id) AS grp,
            (array_agg(ev.id ORDER BY ev.event_type = 'relay.exhausted' DESC, ev.id))[1] AS lead_id,
+           min(ev.id) AS first_id,
            count(*) AS n,
            bool_or(m.excerpt) AS excerpt,
            min(ev.due_at) AS due_at
@@ -173,7 +174,7 @@ SELECT g.sink_id, ev.owner, ev.event_type, ev.severity, ev.dedup_key, ev.windowe
             ELSE ev.payload END,
        g.excerpt, g.due_at
 FROM g JOIN ev ON ev.id = g.lead_id
-ORDER BY g.sink_id, g.grp
+ORDER BY g.sink_id, g.first_id
 ON CONFLICT (sink_id, dedup_key) WHERE state IN ('pending', 'held') DO UPDATE SET
     count = outbox.count + CASE WHEN outbox.windowed THEN excluded.count ELSE 0 END,
     event_type = CASE WHEN excluded.event_type = 'relay.exhausted' THEN excluded.event_type ELSE outbox.event_type END,

@@ -113,7 +113,8 @@ type Hold struct {
 
 // QueueHoldRows queues, into b, the statements that park claimed rows
 // until their sinks' next tokens (D9) and move every held row of those
-// sinks to the same time; held gets how many rows each sink holds now.
+// sinks to the same time (a row whose own retry falls due later keeps
+// its time); held gets how many rows each sink holds now.
 func QueueHoldRows(b *pgx.Batch, holds []Hold, instance string, held map[int64]int) {
 	ids := make([]int64, len(holds))
 	tokens := make([]int64, len(holds))
@@ -129,7 +130,7 @@ func QueueHoldRows(b *pgx.Batch, holds []Hold, instance string, held map[int64]i
 		    FROM unnest($1::bigint[], $2::timestamptz[]) AS u(sink_id, until)
 		    ORDER BY sink_id, until DESC
 		)
-		UPDATE switchboard.outbox o SET due_at = s.until FROM s
+		UPDATE switchboard.outbox o SET due_at = greatest(o.due_at, s.until) FROM s
 		WHERE o.sink_id = s.sink_id AND o.state = 'held'
 		RETURNING o.sink_id`, sinkIDs, until).Query(func(rows pgx.Rows) error {
 		var id int64
@@ -175,15 +176,17 @@ type StartedRow struct {
 // from the row. Rows their claims no longer hold, and rows that had
 // maxAttempts attempts already, are left alone and absent from *started.
 // Abandoned attempts on the rows must be closed before it runs
-// (QueueCloseAbandoned, queued first).
-func QueueStartAttempts(b *pgx.Batch, starts []Start, instance string, now time.Time, ttl time.Duration, maxAttempts int, started *[]StartedRow) {
+// (QueueCloseAbandoned, queued first). Nothing starts unless instance's
+// heartbeat lets it dispatch at the database's clock (DispatchFence; at
+// fenceAt when not zero, a test's fake clock).
+func QueueStartAttempts(b *pgx.Batch, starts []Start, instance string, now time.Time, ttl time.Duration, maxAttempts int, started *[]StartedRow, fenceAt time.Time) {
 	ids := make([]int64, len(starts))
 	tokens := make([]int64, len(starts))
 	tats := make([]time.Time, len(starts))
 	for i, s := range starts {
 		ids[i], tokens[i], tats[i] = s.Row.ID, s.Row.Token, s.TAT
 	}
-	b.Queue(startAttemptsSQL, ids, tats, instance, now, ttl, tokens, maxAttempts).Query(func(rows pgx.Rows) error {
+	b.Queue(startAttemptsSQL, ids, tats, instance, now, ttl, tokens, maxAttempts, nullTime(fenceAt)).Query(func(rows pgx.Rows) error {
 		out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StartedRow, error) {
 			var r StartedRow
 			err := row.Scan(&r.ID, &r.SinkID, &r.Owner, &r.EventType, &r.Severity, &r.Payload, &r.IncludeExcerpt,
@@ -205,6 +208,7 @@ var startAttemptsSQL = `
 		           claim_expires_at = $4::timestamptz + $5::interval,
 		           attempt_record_id = nextval('switchboard.delivery_records_id_seq')
 		    FROM u WHERE o.ctid = u.tid AND o.claimed_by = $3 AND o.claim_token = u.token AND o.attempts < $7
+		      AND ` + DispatchFence("$3", "$8") + `
 		    RETURNING o.id, o.sink_id, o.owner, o.event_type, o.severity, o.payload, o.include_excerpt,
 		              o.attempts, o.first_attempt_at, coalesce(o.last_class, '') AS last_class, o.due_at, o.count,
 		              o.had_partial, o.claim_token, o.attempt_record_id, u.tat
@@ -233,7 +237,22 @@ type Finished struct {
 	Class      string
 	HTTPStatus int
 	Outcome    RowOutcome
-	At         time.Time
+	// Outcomes, when not nil, is each row's own outcome (one per entry of
+	// Rows, in its order), in place of Outcome: the rows of a coalesced
+	// message each keep their own attempt count and retry schedule.
+	Outcomes []RowOutcome
+	At       time.Time
+}
+
+// addTo adds f's rows with their outcomes to r.
+func (f Finished) addTo(r *rowOutcomes) {
+	if f.Outcomes == nil {
+		r.add(f.Rows, f.Outcome, f.At)
+		return
+	}
+	for i, row := range f.Rows {
+		r.add([]Claimed{row}, f.Outcomes[i], f.At)
+	}
 }
 
 // RecordFinished records the ends of many attempts at once: their delivery
@@ -255,7 +274,7 @@ func RecordFinished(ctx context.Context, db interface {
 	)
 	for i, f := range fs {
 		recIDs[i], statuses[i], classes[i], https[i], ats[i] = f.RecordID, f.Status, f.Class, int32(f.HTTPStatus), f.At
-		rows.add(f.Rows, f.Outcome, f.At)
+		f.addTo(&rows)
 	}
 	var done []int64
 	b := &pgx.Batch{}
