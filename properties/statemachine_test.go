@@ -237,7 +237,8 @@ func (rc *smReceiver) serve(rw http.ResponseWriter, r *http.Request) {
 // attempt began under its claim when its attempt's record was written at
 // the instant the claim was last extended (an attempt's start sets both:
 // claim_expires_at = sent_at + ClaimTTL); a claim alone leaves an older
-// record, or none.
+// record, or none. A row whose claim has expired is any instance's to
+// take (at least once): its holder's order no longer binds it.
 //
 // Across instances, best effort: while a live instance's claim holds the
 // row, no row of the sink that fell due before it, and was never
@@ -272,7 +273,7 @@ func (rc *smReceiver) checkOrder(ctx context.Context, serial int, sender string)
 		    SELECT o.id FROM switchboard.outbox o
 		    WHERE r.state = 'claimed' AND r.claimed_by = $5
 		      AND o.sink_id = $1 AND o.id <> r.id AND o.state = 'claimed' AND o.claimed_by = $5
-		      AND o.claim_token <= r.claim_token
+		      AND o.claim_token <= r.claim_token AND o.claim_expires_at > $4
 		      AND (o.due_at, substring(o.payload->>'link_path' from '[0-9]+$')::int) < (r.due_at, r.serial)
 		      AND NOT EXISTS (SELECT 1 FROM switchboard.delivery_records d WHERE d.id = o.attempt_record_id
 		                      AND d.sent_at + $6::interval >= o.claim_expires_at)

@@ -35,7 +35,7 @@ var List = []Mutant{
 		Edits: []Edit{{File: "store/reserve.go",
 			Old: "o.claimed_by = $3 AND o.claim_token = u.token AND o.attempts < $7",
 			New: "o.claimed_by = $3 AND o.attempts < $7"}},
-		Package: "./store/", Run: "^TestAnOldClaimsStatementsChangeNothing$", Fast: true,
+		Package: "./store/", Run: "^TestAnOldClaimsStatementsChangeNothing$",
 	},
 	{
 		ID:    "token-close-abandoned",
@@ -44,6 +44,15 @@ var List = []Mutant{
 			Old: "WHERE o.claimed_by = $3 AND o.claim_token = u.token\n\t\t), targets",
 			New: "WHERE o.claimed_by = $3\n\t\t), targets"}},
 		Package: "./store/", Run: "^TestAnOldClaimsStatementsChangeNothing$",
+	},
+
+	{
+		ID:    "token-insert-record",
+		Guard: "claim token in InsertDeliveryRecord (a coalesced message's record, a refusal's): an instance that lost the claim would write a record for, and link, a row another instance holds",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "\t\t    WHERE o.claimed_by = $13 AND o.claim_token = u.token\n",
+			New: "\t\t    WHERE o.claimed_by = $13\n"}},
+		Package: "./store/", Run: "^TestDeliveryRecordIsWrittenOnlyUnderTheRowsClaim$",
 	},
 
 	// The cap of 7 attempts, in every statement that starts one.
@@ -62,6 +71,28 @@ var List = []Mutant{
 			Old: "AND claim_token = $5 AND attempts < $6",
 			New: "AND claim_token = $5"}},
 		Package: "./store/", Run: "^TestAnAttemptPastTheCapDoesNotStart$",
+	},
+
+	{
+		ID:    "cap-claim-held",
+		Guard: "cap of 7 in ClaimHeld, the coalesced message's start (a row put back to held at its cap after FinishHeldAtCap would be attempted an eighth time)",
+		Edits: []Edit{
+			{File: "store/delivery.go",
+				Old: "AND due_at <= $3 AND attempts < $5 AND ",
+				New: "AND due_at <= $3 AND "},
+			{File: "store/delivery.go",
+				Old: "FROM held WHERE o.id = held.id AND o.state = 'held' AND o.attempts < $5",
+				New: "FROM held WHERE o.id = held.id AND o.state = 'held'"},
+		},
+		Package: "./store/", Run: "^TestClaimHeldNeverStartsAnEighthAttempt$", Fast: true,
+	},
+	{
+		ID:    "cap-check-constraint",
+		Guard: "the schema's cap (outbox_attempts_cap, CHECK (attempts <= 7)): whatever a statement says, no eighth attempt",
+		Edits: []Edit{{File: "store/schema/engine/0022_ordercap_delivery_guards.up.sql",
+			Old: "ALTER TABLE switchboard.outbox ADD CONSTRAINT outbox_attempts_cap CHECK (attempts <= 7);",
+			New: "-- no cap in the schema"}},
+		Package: "./store/", Run: "^TestClaimHeldNeverStartsAnEighthAttempt$",
 	},
 
 	// Budgets: the sink's row is locked while its tokens are counted and
@@ -124,6 +155,39 @@ var List = []Mutant{
 		Package: "./store/", Run: "^TestADeadInstancesRowsAreClaimedAtOnce$",
 	},
 
+	{
+		ID:    "takeover-a-fence-later",
+		Guard: "a lapsed instance's rows are taken only a fence (longest send, record grace, one beat) after it may no longer dispatch (alive_until = dispatch_until + fence)",
+		Edits: []Edit{{File: "store/instances.go",
+			Old: "VALUES ($1, $2, $2::timestamptz + $3::interval, $2::timestamptz + $3::interval + $4::interval)",
+			New: "VALUES ($1, $2, $2::timestamptz + $3::interval, $2::timestamptz + $3::interval)"}},
+		Package: "./store/", Run: "^TestRowsOfALapsedInstanceAreTakenOnlyAFenceLater$",
+	},
+	{
+		ID:    "dispatch-fence-start-attempts",
+		Guard: "dispatch fence in the group reservation's start of attempts: an instance whose heartbeat lapsed would still start sends that another may take over",
+		Edits: []Edit{{File: "store/reserve.go",
+			Old: "\t\t      AND ` + DispatchFence(\"$3\", \"$8\") + `\n",
+			New: "\n"}},
+		Package: "./store/", Run: "^TestAnInstancePastItsDispatchFenceStartsNoAttempt$", Fast: true,
+	},
+	{
+		ID:    "dispatch-fence-claim-held",
+		Guard: "dispatch fence in ClaimHeld, a coalesced message's start",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "attempts < $5 AND `+DispatchFence(\"$2\", \"$6\")+`",
+			New: "attempts < $5 AND $6::timestamptz IS NOT DISTINCT FROM $6"}},
+		Package: "./store/", Run: "^TestAnInstancePastItsDispatchFenceStartsNoAttempt$",
+	},
+	{
+		ID:    "dispatch-fence-start-attempt",
+		Guard: "dispatch fence in the single-row StartAttempt",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "attempts < $6 AND `+DispatchFence(\"$2\", \"$3\")+`",
+			New: "attempts < $6"}},
+		Package: "./store/", Run: "^TestAnInstancePastItsDispatchFenceStartsNoAttempt$",
+	},
+
 	// Order.
 	{
 		ID:    "claim-order-per-sink",
@@ -131,7 +195,34 @@ var List = []Mutant{
 		Edits: []Edit{{File: "store/delivery.go",
 			Old: "row_number() OVER (PARTITION BY sink_id ORDER BY due_at, id)",
 			New: "row_number() OVER (PARTITION BY sink_id ORDER BY due_at DESC, id DESC)"}},
-		Package: "./store/", Run: "^TestAClaimTakesASinksRowsInTheOrderTheyFellDue$", Fast: true,
+		Package: "./store/", Run: "^TestAClaimTakesASinksRowsInTheOrderTheyFellDue$",
+	},
+
+	{
+		ID:    "claim-returns-due-order",
+		Guard: "the claim returns its rows in the order they fell due (SELECT ... ORDER BY due_at, id over the UPDATE's RETURNING), so the claimer dispatches them so",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "\t\tSELECT * FROM claimed ORDER BY due_at, id`\n",
+			New: "\t\tSELECT * FROM claimed`\n"}},
+		Package: "./store/", Run: "^TestClaimReturnsRowsInDueOrder$", Fast: true,
+	},
+	{
+		ID:    "fanout-event-order",
+		Guard: "the fan-out writes a sink's rows in numeric event order (ORDER BY g.first_id, not the text 'event:<id>', where 10 sorts before 9)",
+		Edits: []Edit{{File: "store/outbox.go",
+			Old: "ORDER BY g.sink_id, g.first_id",
+			New: "ORDER BY g.sink_id, g.grp"}},
+		Package: "./store/", Run: "^TestFanOutAndClaimKeepEventOrderAtEveryDigitBoundary$",
+	},
+
+	// Coalesced messages.
+	{
+		ID:    "coalesced-per-row-outcome",
+		Guard: "each row of a coalesced message takes its outcome from its own attempts and schedule (not rows[0]'s: an old row at its 7th attempt would end every newer row)",
+		Edits: []Edit{{File: "engine/delivery.go",
+			Old: "next := nextStep(r, result, at)",
+			New: "next := nextStep(res.rows[0], result, at)"}},
+		Package: "./engine/", Run: "^TestCoalescedMessageRowsKeepTheirOwnOutcome$", Fast: true,
 	},
 
 	// Repeats of a key.
@@ -161,6 +252,14 @@ var List = []Mutant{
 	},
 
 	// Stops.
+	{
+		ID:    "stop-reports-unrecorded",
+		Guard: "an honest stop: outcomes the recorder could not write within RecordGrace make Stop return a *StopError naming them (not nil)",
+		Edits: []Edit{{File: "engine/engine.go",
+			Old: "if n := e.recorder.unrecorded.Load(); n > 0 {",
+			New: "if n := e.recorder.unrecorded.Load(); n > 0 && false {"}},
+		Package: "./engine/", Run: "^TestAStopThatCannotRecordWhatWasSentReturnsANamedError$",
+	},
 	{
 		ID:    "release-on-stop",
 		Guard: "release on stop: a stopping engine gives back the rows queued in its actors' mailboxes (else they wait out their claims)",
