@@ -164,6 +164,14 @@ var List = []Mutant{
 		Package: "./store/", Run: "^TestRowsOfALapsedInstanceAreTakenOnlyAFenceLater$",
 	},
 	{
+		ID:    "takeover-a-fence-later-pause",
+		Guard: "the same fence, seen end to end: three instances, a 30 s database pause, nothing delivered before it sent again",
+		Edits: []Edit{{File: "store/instances.go",
+			Old: "VALUES ($1, $2, $2::timestamptz + $3::interval, $2::timestamptz + $3::interval + $4::interval)",
+			New: "VALUES ($1, $2, $2::timestamptz + $3::interval, $2::timestamptz + $3::interval)"}},
+		Package: "./engine/", Run: "^TestADatabasePauseUnderThreeInstancesResendsNothingDelivered$",
+	},
+	{
 		ID:    "dispatch-fence-start-attempts",
 		Guard: "dispatch fence in the group reservation's start of attempts: an instance whose heartbeat lapsed would still start sends that another may take over",
 		Edits: []Edit{{File: "store/reserve.go",
@@ -259,6 +267,14 @@ var List = []Mutant{
 			Old: "if n := e.recorder.unrecorded.Load(); n > 0 {",
 			New: "if n := e.recorder.unrecorded.Load(); n > 0 && false {"}},
 		Package: "./engine/", Run: "^TestAStopThatCannotRecordWhatWasSentReturnsANamedError$",
+	},
+	{
+		ID:    "serve-waits-for-engine",
+		Guard: "serve waits for the engine's stop even when HTTP's shutdown hit its limit (else it returns while outcomes are unwritten)",
+		Edits: []Edit{{File: "cmd/switchboard-notify/serve.go",
+			Old: "\tstopEngine()\n\treturn errors.Join(httpErr, waitEngine())",
+			New: "\tstopEngine()\n\tif httpErr != nil {\n\t\treturn httpErr\n\t}\n\treturn errors.Join(httpErr, waitEngine())"}},
+		Package: "./cmd/switchboard-notify/", Run: "^TestServeWaitsForTheEngineWhenHTTPShutdownHitsItsLimit$",
 	},
 	{
 		ID:    "release-on-stop",
