@@ -631,7 +631,7 @@ func (m *smMachine) waitForBeats(rt *rapid.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			rt.Fatalf("live engines %v did not beat within %v", live, limit)
+			rt.Fatalf("live engines %v did not beat within %v (%s)", live, limit, waitEnd)
 		}
 		m.w.NextAttempt(5 * time.Millisecond)
 	}
@@ -767,7 +767,7 @@ func (m *smMachine) settle(rt *rapid.T) {
 				status = append(status, e.eng.Status()...)
 			}
 			logs := m.w.Logs.String()[m.logFrom:]
-			rt.Fatalf("%d rows still due or claimed after %v at %v; live engines %v; actors %+v:\n%s\nlogs:\n%s", busy, limit,
+			rt.Fatalf("%d rows still due or claimed after %v (%s) at %v; live engines %v; actors %+v:\n%s\nlogs:\n%s", busy, limit, waitEnd,
 				m.w.Clock.Now().Sub(enginetest.Start), live, status, m.w.TableJSON("outbox", "payload"), logs[max(0, len(logs)-6000):])
 		}
 		m.w.NextAttempt(5 * time.Millisecond)

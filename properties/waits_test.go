@@ -41,3 +41,6 @@ func waitLimit() time.Duration {
 	}
 	return max(0, time.Until(d)-waitMargin)
 }
+
+// waitEnd says, in a failure, where a wait's limit comes from.
+const waitEnd = "waits end 90 s before go test's -timeout; a slow machine needs a longer -timeout, not a shorter wait"
