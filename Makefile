@@ -7,7 +7,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.version=$(VERSION)
 BENCHTIME ?= 2s
 
-.PHONY: all build run test lint bench bench-go bench-short bench-drivers clean faults faults-short faults-fuzz
+.PHONY: all build run test lint bench bench-go bench-short bench-drivers clean faults faults-short faults-fuzz mutants mutants-fast
 
 all: lint test build
 
@@ -59,6 +59,18 @@ faults-short:
 ## its own package; their inputs are row 6b of the table when SWITCHBOARD_FAULTS_REPORT is set
 faults-fuzz:
 	$(GO) run ./faults/cmd/faults-fuzz -go=$(GO) -fuzztime=$(FAULTS_FUZZTIME) $(FAULTS_FUZZERS)
+
+## mutants: remove each guard of the delivery core from a scratch copy and run the tests
+## named to kill it (faults/mutants/list.go, docs/RELIABILITY.md "Mutants"); fails when one
+## survives. MUTANTS_J mutants at once; MUTANTS=fast (or make mutants-fast) runs the subset CI runs
+MUTANTS_J     ?= 2
+MUTANTS_FLAGS ?=
+mutants:
+	$(GO) run ./faults/cmd/mutants -j $(MUTANTS_J) $(if $(filter fast,$(MUTANTS)),-fast,-baseline) $(MUTANTS_FLAGS)
+
+## mutants-fast: the mutants whose tests take seconds (CI runs it after make test)
+mutants-fast:
+	$(GO) run ./faults/cmd/mutants -j $(MUTANTS_J) -fast $(MUTANTS_FLAGS)
 
 ## bench: the full mode of the benchmarks: the testing.B benchmarks, then every driver (~20 min)
 bench: bench-go bench-drivers

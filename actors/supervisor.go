@@ -77,6 +77,17 @@ type Supervisor struct {
 	actors  map[int64]*SinkActor
 	room    chan struct{}
 	stopped bool // Serve ended: Dispatch takes no more rows
+	// unstopped names the actors that had not stopped at StopTimeout.
+	unstopped []string
+}
+
+// Unstopped names the actors still in an attempt when Serve stopped
+// waiting for them (Config.StopTimeout): their outcomes may be recorded
+// late or not at all.
+func (s *Supervisor) Unstopped() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.unstopped...)
 }
 
 // NewSupervisor returns a supervisor delivering through worker.
@@ -104,10 +115,18 @@ const ReleaseTimeout = 5 * time.Second
 // finishing the attempt it began, within Config.StopTimeout), the rows
 // still queued in their mailboxes are released (Worker.Release, within
 // ReleaseTimeout), so a deploy does not delay them by a claim's lifetime.
+// Actors still in an attempt at Config.StopTimeout are named by Unstopped.
 func (s *Supervisor) Serve(ctx context.Context) error {
 	err := s.sup.Serve(ctx)
 	if ctx.Err() == nil {
 		return err
+	}
+	if report, rerr := s.sup.UnstoppedServiceReport(); rerr == nil {
+		s.mu.Lock()
+		for _, u := range report {
+			s.unstopped = append(s.unstopped, u.Name)
+		}
+		s.mu.Unlock()
 	}
 	s.mu.Lock()
 	s.stopped = true

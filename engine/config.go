@@ -114,10 +114,12 @@ type Config struct {
 	ClaimTTL time.Duration
 
 	// HeartbeatEvery is how often this instance records that it is alive
-	// (engine clock); HeartbeatTTL how long each record lasts. Once an
-	// instance's heartbeat lapses (it died), the other instances take the
-	// rows it held at once rather than after ClaimTTL. Default 5 s and
-	// 20 s; HeartbeatTTL must be at least twice HeartbeatEvery.
+	// (engine clock); HeartbeatTTL how long each record lets it start
+	// attempts. An instance that could not beat for HeartbeatTTL starts
+	// none (the statements that start attempts check it), and a fence
+	// later (HeartbeatFence) the other instances take the rows it held at
+	// once rather than after ClaimTTL. Default 5 s and 20 s; HeartbeatTTL
+	// must be at least twice HeartbeatEvery.
 	HeartbeatEvery time.Duration
 	HeartbeatTTL   time.Duration
 
@@ -233,6 +235,19 @@ type Config struct {
 	// sent again when its claim expires (at least once). Defaults to
 	// RecordGraceDefault (8 s).
 	RecordGrace time.Duration
+}
+
+// HeartbeatFence is how long after an instance's heartbeat stopped
+// letting it start attempts (HeartbeatTTL after its last beat) the other
+// instances wait before they take the rows it holds: the longest send (one
+// attempt's HTTP timeout, sinks.DefaultTimeout), the record grace
+// (RecordGrace) and one beat (HeartbeatEvery), so that every attempt it
+// began has ended and had its grace to be recorded, and an instance that
+// merely lost the database for a while beats again first. 23 s with the
+// defaults: a database pause shorter than HeartbeatTTL + HeartbeatFence −
+// HeartbeatEvery − 2 s (36 s) resends nothing.
+func (c Config) HeartbeatFence() time.Duration {
+	return sinks.DefaultTimeout + cmp.Or(c.RecordGrace, RecordGraceDefault) + cmp.Or(c.HeartbeatEvery, HeartbeatEveryDefault)
 }
 
 // WithDefaults returns a copy of c with every unset field at its default.

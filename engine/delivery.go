@@ -207,7 +207,7 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 				"owner_scope", s.Owner, "rows", len(capped))
 			undeliverable = append(undeliverable, capped...)
 		}
-		rows, err := store.ClaimHeld(ctx, tx, s.ID, e.instance, now, e.cfg.ClaimTTL, MaxAttempts)
+		rows, err := store.ClaimHeld(ctx, tx, s.ID, e.instance, now, e.cfg.ClaimTTL, MaxAttempts, e.statementNow())
 		if err != nil || len(rows) == 0 {
 			return err // nothing held: spend no token
 		}
@@ -297,6 +297,7 @@ func (w worker) Release(ctx context.Context, rows []store.OutboxRow) {
 	defer w.e.handed.done(store.Claims(rows)...)
 	n, err := store.ReleaseRows(ctx, w.e.cfg.Pool, store.Claims(rows), w.e.instance)
 	if err != nil {
+		w.e.releaseFailed.Add(int64(len(rows))) // the stop reports them
 		w.e.log.Error("error releasing queued rows on stop; they wait for their claim to expire",
 			"rows", len(rows), "error", err)
 		return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,12 +35,15 @@ type Engine struct {
 	reserver *reserver
 	recorder *recorder
 	handed   *handedRows
+	beats    *beats
 	// actorsGone is closed once the sink actors have stopped after the
 	// engine's stop: the reserver and the recorder serve until then.
 	actorsGone     chan struct{}
 	actorsGoneOnce sync.Once
 	// outcomesDropped counts outcomes the recorder gave up (OutcomesDropped).
 	outcomesDropped atomic.Int64
+	// releaseFailed counts the rows a stop could not give back.
+	releaseFailed atomic.Int64
 	// sinceAnalyze counts the outbox rows fanned out since the outbox was
 	// last analyzed; analyzing is set while it is.
 	sinceAnalyze atomic.Int64
@@ -91,6 +95,7 @@ func New(cfg Config) (*Engine, error) {
 	e.reserver = newReserver(e)
 	e.recorder = newRecorder(e)
 	e.handed = newHandedRows()
+	e.beats = newBeats()
 	return e, nil
 }
 
@@ -112,6 +117,11 @@ func (e *Engine) Start(ctx context.Context) error {
 	if err := store.CheckEngineSchema(ctx, e.cfg.Pool); err != nil {
 		return fmt.Errorf("error starting engine: %w", err)
 	}
+	// A first beat before anything claims: no attempt starts without one
+	// (store.DispatchFence).
+	if err := e.beat(ctx); err != nil {
+		return fmt.Errorf("error starting engine: %w", err)
+	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e.runStop, e.runDone = cancel, make(chan struct{})
 	go func() {
@@ -124,11 +134,18 @@ func (e *Engine) Start(ctx context.Context) error {
 // Stop stops delivering and waits, until ctx ends, for the engine to
 // drain: the deliveries under way finish and are recorded, and the rows
 // still queued on this instance are given back, so another instance sends
-// them at once. It returns nil on a clean stop; ctx's error when ctx ended
-// first (the engine goes on stopping in the background, and what it had
-// not given back by then is taken by another instance when its claim
-// expires: at least once, never lost). Stop may be called again, to wait
-// longer. An engine not started stops at once.
+// them at once. The drain takes at most Config.StopTimeout.
+//
+// A stop either finishes or says what it left: Stop returns nil only when
+// every service stopped, every attempt sent was recorded and every row
+// queued was released. Otherwise it returns a *StopError naming what did
+// not stop (a service of the engine, a sink actor still in its attempt)
+// and what was left (outcomes not written by the record grace, rows not
+// released): those rows stay claimed, and are taken by another instance
+// when their claims expire (at least once, never lost). When ctx ends
+// first, Stop returns ctx's error (the engine goes on stopping in the
+// background); it may be called again, to wait longer. An engine not
+// started stops at once.
 func (e *Engine) Stop(ctx context.Context) error {
 	e.runMu.Lock()
 	stop, done := e.runStop, e.runDone
@@ -145,8 +162,9 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 }
 
-// Serve is Start, then Stop when ctx ends, with no deadline on the drain.
-// It returns ctx's error (or Start's).
+// Serve is Start, then Stop when ctx ends; the drain is bounded by
+// Config.StopTimeout. It returns ctx's error after a clean stop, the
+// *StopError of one that left something (see Stop), or Start's error.
 func (e *Engine) Serve(ctx context.Context) error {
 	if err := e.Start(ctx); err != nil {
 		return err
@@ -159,7 +177,7 @@ func (e *Engine) Serve(ctx context.Context) error {
 }
 
 // run delivers until ctx ends, then stops every part; it returns nil when
-// stopped.
+// the stop finished, and a *StopError naming what it left otherwise.
 //
 // Every long-running part of the engine is a service of one suture tree,
 // whose stop timeout is Config.StopTimeout. When ctx ends the stop drains,
@@ -182,10 +200,61 @@ func (e *Engine) run(ctx context.Context) error {
 	root.Add(&heartbeat{e: e})
 	root.Add(&digestScheduler{e: e})
 	err := root.Serve(ctx)
-	if ctx.Err() != nil {
+	if ctx.Err() == nil {
+		return err
+	}
+	return e.stopReport(root)
+}
+
+// StopError reports a stop that did not finish: what did not stop, and
+// what it left claimed (sent again once the claims expire, at least once).
+type StopError struct {
+	// Unfinished says, one entry each, what did not stop or was left.
+	Unfinished []string
+}
+
+func (e *StopError) Error() string {
+	return "error stopping engine: " + strings.Join(e.Unfinished, "; ")
+}
+
+// stopReport reads, once the tree has stopped, what the stop left: the
+// services suture reports still running at Config.StopTimeout, the sink
+// actors still in an attempt at ActorStopTimeout, the outcomes the
+// recorder gave up at its deadline and the rows that could not be
+// released.
+func (e *Engine) stopReport(root *suture.Supervisor) error {
+	var left []string
+	if report, err := root.UnstoppedServiceReport(); err == nil {
+		for _, u := range report {
+			left = append(left, fmt.Sprintf("service %s did not stop within StopTimeout (%v)", u.Name, e.cfg.StopTimeout))
+		}
+	}
+	for _, name := range e.actors.Unstopped() {
+		left = append(left, fmt.Sprintf("%s was still in its attempt at ActorStopTimeout (%v)", name, e.cfg.ActorStopTimeout))
+	}
+	if n := e.recorder.unrecorded.Load(); n > 0 {
+		left = append(left, fmt.Sprintf("recorder: %d delivery outcomes not written within RecordGrace (%v); their rows stay claimed until their claims expire",
+			n, e.cfg.RecordGrace))
+	}
+	if n := e.releaseFailed.Load(); n > 0 {
+		left = append(left, fmt.Sprintf("%d queued rows not released; they stay claimed until their claims expire", n))
+	}
+	if len(left) == 0 {
 		return nil
 	}
+	err := &StopError{Unfinished: left}
+	e.log.Error("engine stopped without finishing", "error", err)
 	return err
+}
+
+// markActorsGone tells the reserver and the recorder that the sink
+// actors have stopped after the engine's stop, and starts the recorder's
+// grace: the stop's one deadline for every write.
+func (e *Engine) markActorsGone() {
+	e.actorsGoneOnce.Do(func() {
+		e.recorder.armGrace()
+		close(e.actorsGone)
+	})
 }
 
 // actorsService runs the sink actors' supervisor in the engine's tree and
@@ -198,7 +267,7 @@ func (s actorsService) String() string { return "sink-actors" }
 func (s actorsService) Serve(ctx context.Context) error {
 	err := s.e.actors.Serve(ctx)
 	if ctx.Err() != nil {
-		s.e.actorsGoneOnce.Do(func() { close(s.e.actorsGone) })
+		s.e.markActorsGone()
 	}
 	return err
 }

@@ -35,7 +35,7 @@ func (e *Engine) RecordForTest(fs []store.Finished) {
 	for i, f := range fs {
 		group[i] = finishedAttempt{f: f}
 	}
-	e.recorder.write(nil, time.Time{}, group)
+	e.recorder.write(group)
 }
 
 // InstanceForTest is the engine's instance name, as its claims carry it.
@@ -44,7 +44,13 @@ func (e *Engine) InstanceForTest() string { return e.instance }
 // ReserveForTest reserves row as an actor does before it sends, in a group
 // of its own, and reports whether the row's attempt began or the row was
 // held for a token, or the group's error.
+//
+// The engine need not be serving: it beats first, as Start does, so that
+// its heartbeat lets it dispatch (store.DispatchFence).
 func (e *Engine) ReserveForTest(ctx context.Context, row store.OutboxRow) (began, held bool, err error) {
+	if err := e.beat(ctx); err != nil {
+		return false, false, err
+	}
 	q := &reserveReq{ctx: ctx, row: row, reply: make(chan reserved, 1)}
 	if busy := e.reserveGroup(ctx, []*reserveReq{q}); len(busy) > 0 {
 		return false, false, errors.New("the sink was locked elsewhere")

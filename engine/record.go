@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -58,20 +59,39 @@ type recorder struct {
 	grace time.Duration
 	// tryTimeout bounds one try of a write: recordTimeout, shorter in tests.
 	tryTimeout time.Duration
+	// stopped ends every write, and every try of one, once the stop's one
+	// deadline has passed: the grace after the actors stopped (armGrace).
+	// A write begun before the stop, a write loop begun during it and the
+	// final drain all end by that one deadline, never a grace of their own.
+	stopped     context.Context
+	stopWrites  context.CancelFunc
+	graceOnce   sync.Once
+	graceTimer  *time.Timer
+	unrecorded  atomic.Int64 // outcomes given up at the stop's deadline
+	recordTries atomic.Int64 // tries of writes, for tests
 }
 
 func newRecorder(e *Engine) *recorder {
+	stopped, stopWrites := context.WithCancel(context.Background())
 	return &recorder{e: e, in: make(chan finishedAttempt, recordQueue), done: make(chan struct{}), tryTimeout: recordTimeout,
-		grace: e.cfg.RecordGrace}
+		grace: e.cfg.RecordGrace, stopped: stopped, stopWrites: stopWrites}
+}
+
+// armGrace starts the stop's one deadline, once: the recorder's writes
+// end RecordGrace from now. The engine calls it when its actors have
+// stopped (Engine.markActorsGone).
+func (r *recorder) armGrace() {
+	r.graceOnce.Do(func() { r.graceTimer = time.AfterFunc(r.grace, r.stopWrites) })
 }
 
 // record queues fa for writing. Once the recorder has stopped (an attempt
-// finished after the engine's stop), it writes fa itself.
+// finished after the engine's stop), it writes fa itself, within what is
+// left of the stop's deadline.
 func (r *recorder) record(fa finishedAttempt) {
 	select {
 	case r.in <- fa:
 	case <-r.done:
-		r.write(nil, time.Now().Add(r.grace), []finishedAttempt{fa})
+		r.write([]finishedAttempt{fa})
 	}
 }
 
@@ -103,13 +123,13 @@ func (r *recorder) run(ctx context.Context) {
 		var group []finishedAttempt
 		select {
 		case <-r.e.actorsGone:
-			r.drain(time.Now().Add(r.grace))
+			r.drain()
 			return
 		case fa := <-r.in:
 			group = append(group, fa)
 		}
 		group = r.gather(group)
-		r.write(ctx.Done(), time.Time{}, group)
+		r.write(group)
 	}
 }
 
@@ -125,19 +145,18 @@ func (r *recorder) gather(group []finishedAttempt) []finishedAttempt {
 	return group
 }
 
-func (r *recorder) drain(until time.Time) {
+func (r *recorder) drain() {
 	for {
 		group := r.gather(nil)
 		if len(group) == 0 {
 			return
 		}
-		r.write(nil, until, group)
+		r.write(group)
 	}
 }
 
-// write writes a group, then reports each attempt. Once stop is closed,
-// until (when zero) becomes the grace from then.
-func (r *recorder) write(stop <-chan struct{}, until time.Time, group []finishedAttempt) {
+// write writes a group, then reports each attempt.
+func (r *recorder) write(group []finishedAttempt) {
 	fs := make([]store.Finished, 0, len(group))
 	for _, fa := range group {
 		if !fa.reportOnly {
@@ -145,7 +164,7 @@ func (r *recorder) write(stop <-chan struct{}, until time.Time, group []finished
 		}
 	}
 	if len(fs) > 0 {
-		r.writeAll(stop, &until, fs)
+		r.writeAll(fs)
 		for _, f := range fs {
 			r.e.handed.done(f.Rows...)
 		}
@@ -165,23 +184,21 @@ func (r *recorder) write(stop <-chan struct{}, until time.Time, group []finished
 const isolatedTries = 3
 
 // writeAll writes the outcomes fs, trying again after a failure until
-// they land or until (when not zero) has passed. A group the database
+// they land or the stop's deadline has passed (r.stopped: every try is
+// cut there too, a try begun before the stop included). A group the database
 // refuses (a statement error, not a lost connection) is written again one
 // attempt at a time: an outcome that cannot be written is isolated, tried
 // isolatedTries times, then logged, counted (Engine.OutcomesDropped) and
 // given up, and never holds back the outcomes of the others. An outcome
 // given up leaves its rows claimed: they are sent again when their claims
 // expire (at least once).
-func (r *recorder) writeAll(stop <-chan struct{}, until *time.Time, fs []store.Finished) {
+func (r *recorder) writeAll(fs []store.Finished) {
 	e := r.e
 	backoff := 50 * time.Millisecond
 	for try := 1; ; try++ {
-		timeout := r.tryTimeout
-		if !until.IsZero() {
-			// A try never runs past the grace.
-			timeout = min(timeout, max(time.Until(*until), time.Millisecond))
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		// A try never runs past the stop's deadline.
+		ctx, cancel := context.WithTimeout(r.stopped, r.tryTimeout)
+		r.recordTries.Add(1)
 		err := store.RecordFinished(ctx, e.cfg.Pool, fs, e.instance)
 		cancel()
 		if err == nil {
@@ -193,7 +210,7 @@ func (r *recorder) writeAll(stop <-chan struct{}, until *time.Time, fs []store.F
 		if refused(err) {
 			if len(fs) > 1 {
 				for _, f := range fs {
-					r.writeAll(stop, until, []store.Finished{f})
+					r.writeAll([]store.Finished{f})
 				}
 				return
 			}
@@ -204,24 +221,24 @@ func (r *recorder) writeAll(stop <-chan struct{}, until *time.Time, fs []store.F
 				return
 			}
 		}
-		if until.IsZero() {
-			select {
-			case <-stop:
-				*until = time.Now().Add(r.grace)
-			default:
-			}
-		}
-		if !until.IsZero() && time.Now().Add(backoff).After(*until) {
-			// The rows stay claimed and are attempted again when the claim
-			// expires: at least once.
-			e.log.Error("error recording delivery outcomes; their rows are sent again when their claims expire",
-				"attempts", len(fs), "tries", try, "error", err)
+		if r.stopped.Err() != nil {
+			// The stop's deadline passed: the rows stay claimed and are
+			// attempted again when the claim expires (at least once), and
+			// the stop reports them (Engine.Stop).
+			r.unrecorded.Add(int64(len(fs)))
+			e.log.Error("error recording delivery outcomes by the stop's deadline; their rows are sent again when their claims expire",
+				"attempts", len(fs), "tries", try, "record_grace", r.grace, "error", err)
 			return
 		}
 		if try == 1 || try%20 == 0 {
 			e.log.Error("error recording delivery outcomes; trying again", "attempts", len(fs), "tries", try, "error", err)
 		}
-		time.Sleep(backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-r.stopped.Done(): // one more try, cut at once: the loop ends above
+		}
+		t.Stop()
 		backoff = min(backoff*2, 2*time.Second)
 	}
 }

@@ -56,6 +56,11 @@ const groupTries = 3
 // stopped.
 var errStopping = errors.New("the engine is stopping")
 
+// errFenced answers a request whose attempt did not start because this
+// instance's heartbeat no longer lets it dispatch (store.DispatchFence):
+// the row stays claimed, and is tried again after the next beat.
+var errFenced = errors.New("this instance's heartbeat has lapsed: no attempt starts until it beats again")
+
 // reserved is the reserver's answer for one row.
 type reserved struct {
 	// res is set (res.rows not empty) when the row's attempt began: send it.
@@ -94,7 +99,30 @@ func newReserver(e *Engine) *reserver {
 }
 
 // reserve asks for row's reservation and waits for the group's answer.
+// When the attempt did not start because this instance's heartbeat had
+// lapsed (errFenced), it asks for a beat, waits for one and asks again:
+// the row keeps its place, and nothing was sent.
 func (r *reserver) reserve(ctx context.Context, row store.OutboxRow) reserved {
+	for {
+		beaten := r.e.beats.waiter()
+		g := r.reserveOnce(ctx, row)
+		if !errors.Is(g.err, errFenced) {
+			return g
+		}
+		r.e.log.Info("attempt not started: this instance's heartbeat has lapsed; waiting for a beat",
+			"sink_id", row.SinkID, "row_id", row.ID)
+		r.e.beats.ask()
+		select {
+		case <-beaten:
+		case <-ctx.Done():
+			return reserved{err: errStopping}
+		case <-r.done:
+			return reserved{err: errStopping}
+		}
+	}
+}
+
+func (r *reserver) reserveOnce(ctx context.Context, row store.OutboxRow) reserved {
 	q := &reserveReq{ctx: ctx, row: row, reply: make(chan reserved, 1)}
 	select {
 	case r.reqs <- q:
@@ -354,9 +382,10 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 	}
 
 	var (
-		closed    []int64
-		heldBy    = map[int64]int{}
-		startedAs []store.StartedRow
+		closed      []int64
+		heldBy      = map[int64]int{}
+		startedAs   []store.StartedRow
+		mayDispatch bool
 	)
 	b = &pgx.Batch{}
 	if len(attempted) > 0 {
@@ -369,7 +398,10 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 		store.QueueHoldRows(b, holds, e.instance, heldBy)
 	}
 	if len(starts) > 0 {
-		store.QueueStartAttempts(b, starts, e.instance, now, e.cfg.ClaimTTL, MaxAttempts, &startedAs)
+		// Read first so that a start refused by the fence is told from a
+		// claim lost; the start statement checks the fence itself.
+		store.QueueMayDispatch(b, e.instance, e.statementNow(), &mayDispatch)
+		store.QueueStartAttempts(b, starts, e.instance, now, e.cfg.ClaimTTL, MaxAttempts, &startedAs, e.statementNow())
 	}
 	b.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
@@ -394,7 +426,11 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 	}
 	for _, i := range started {
 		r, ok := byID[reqs[i].row.ID]
-		if !ok { // its claim expired and another instance took it
+		switch {
+		case !ok && !mayDispatch: // the heartbeat lapsed: nothing started
+			out[i] = reserved{err: errFenced}
+			continue
+		case !ok: // its claim expired and another instance took it
 			out[i] = reserved{gone: "lost"}
 			continue
 		}

@@ -83,7 +83,6 @@ func TestGracefulStopRecordsEverySendInFlight(t *testing.T) {
 	case <-time.After(engine.StopTimeoutDefault + 5*time.Second - time.Since(stopAt)):
 		t.Fatalf("Serve had not returned %v into the stop (StopTimeout %v)", time.Since(stopAt), engine.StopTimeoutDefault)
 	}
-	require.LessOrEqual(t, time.Since(stopAt), engine.StopTimeoutDefault+time.Second, "Serve returns within StopTimeout")
 	closePool() // as an embedder does once Serve has returned
 
 	// What was sent is recorded; what was only queued is released; the
@@ -153,4 +152,99 @@ func TestStopTimeoutsMustNest(t *testing.T) {
 	d := def.Config()
 	require.GreaterOrEqual(t, d.StopTimeout, d.ActorStopTimeout+engine.ReleaseTimeout+d.RecordGrace+engine.UnbeatTimeout, "the defaults nest")
 	require.GreaterOrEqual(t, d.ActorStopTimeout, sinks.DefaultTimeout)
+}
+
+// A stop that cannot write what was sent says so (issue 23, defect 5).
+// The outcome of a delivered row cannot be written (another connection
+// holds its record's row lock): the recorder's write, begun before the
+// stop, is cut at the stop's one deadline (RecordGrace after the actors
+// stopped), not at its own 10 s, and Stop returns a *StopError naming the
+// recorder and the outcome it left, with the row still claimed (sent again
+// once its claim expires, never lost). On e6a7fa7 the write ran its full
+// 10 s past the grace and Stop then returned nil.
+func TestAStopThatCannotRecordWhatWasSentReturnsANamedError(t *testing.T) {
+	t.Parallel()
+	w := enginetest.New(t)
+	g := newGotify(t)
+	_, p, scope := w.Human()
+	pool, err := pgxpool.New(context.Background(), w.URL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	const grace = time.Second
+	eng, err := engine.New(w.Config(pool, func(c *engine.Config) {
+		c.Instance, c.RecordGrace = "stuck-recorder", grace
+		c.StopTimeout = engine.ActorStopTimeoutDefault + engine.ReleaseTimeout + grace + engine.UnbeatTimeout
+	}))
+	require.NoError(t, err)
+	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.stuck"})
+
+	// Another connection holds the row lock of every record in flight
+	// once the send has begun.
+	locked := make(chan struct{})
+	hold, err := w.Pool.Begin(w.Ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = hold.Rollback(context.Background()) })
+	enginetest.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
+		return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
+			_, err := hold.Exec(ctx, `SELECT 1 FROM switchboard.delivery_records WHERE status = 'sending' FOR UPDATE`)
+			if err == nil {
+				close(locked)
+			}
+			return a.Deliver(ctx, m)
+		})
+	})
+	require.NoError(t, eng.Start(w.Ctx))
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = eng.Stop(context.Background())
+		}
+	})
+	w.Emit(eng, deadLetterOf(scope, 1))
+	select {
+	case <-locked:
+	case <-time.After(enginetest.WaitTimeout):
+		t.Fatal("the send did not begin")
+	}
+	// The recorder's write waits for the lock.
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, w.Pool.QueryRow(w.Ctx, `
+			SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%delivery_records%'`).Scan(&n))
+		return n > 0 && len(g.received()) == 1
+	}, enginetest.WaitTimeout, 10*time.Millisecond, "the recorder's write did not wait for the lock")
+
+	// Stop, with less time than one try of a write (10 s): only a write
+	// cut at the grace lets it return.
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Second)
+	defer cancel()
+	err = eng.Stop(ctx)
+	stopped = true
+	var se *engine.StopError
+	require.True(t, errors.As(err, &se), "Stop returns what it left, not %v", err)
+	require.Contains(t, err.Error(), "recorder: 1 delivery outcomes not written within RecordGrace")
+	require.NoError(t, hold.Rollback(w.Ctx))
+	var state string
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT state FROM switchboard.outbox WHERE sink_id = $1`, sink).Scan(&state))
+	require.Equal(t, "claimed", state, "the row stays claimed: sent again once its claim expires, never lost")
+	require.Len(t, g.received(), 1)
+}
+
+// A stop that finishes returns nil.
+func TestACleanStopReturnsNil(t *testing.T) {
+	t.Parallel()
+	w := enginetest.New(t)
+	g := newGotify(t)
+	_, p, scope := w.Human()
+	pool, err := pgxpool.New(context.Background(), w.URL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	eng, err := engine.New(w.Config(pool))
+	require.NoError(t, err)
+	w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.clean"})
+	require.NoError(t, eng.Start(w.Ctx))
+	w.Emit(eng, deadLetterOf(scope, 1))
+	require.Equal(t, "delivered", w.Wait().State)
+	require.NoError(t, eng.Stop(context.Background()))
+	require.Equal(t, map[string]int{"delivered": 1}, w.RowStates())
 }

@@ -337,6 +337,13 @@ func genPayload(t *rapid.T) map[string]any {
 
 // Property: any expression of the subset, on any bounded payload, answers
 // within its time and keeps its heap within bounds.
+//
+// "Within its time" is a condition, not a wall-clock bound (issue 23, item
+// 9: asserting < 500 ms failed a unit test on a busy 2-core CI box): a run
+// whose time is up stops at its next step, whatever the expression, and
+// answers with the time's error, never a value computed past it (gojq
+// checks the run's context at every step, and the work budget bounds what
+// one step builds). The wall time a run takes is bench's to measure.
 func TestCheckedExpressionsAlwaysAnswerWithinBounds(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		expr := "1 as $v | " + genExpr(t, rapid.IntRange(1, 6).Draw(t, "depth"))
@@ -349,14 +356,16 @@ func TestCheckedExpressionsAlwaysAnswerWithinBounds(t *testing.T) {
 			return // refused at save: a literal repeat past the budget, a compile error
 		}
 		payload := genPayload(t)
+		timeUp, cancel := context.WithCancel(context.Background())
+		cancel()
+		out, ok, err := runExpr(timeUp, code, payload, time.Hour)
+		require.False(t, ok, "%s answered %v after its time was up", expr, out)
+		require.ErrorIs(t, err, context.Canceled, "%s stops when its time is up", expr)
+
 		const timeout = 100 * time.Millisecond
-		var took time.Duration
 		grew := heapGrowth(func() {
-			started := time.Now()
 			_, _, _ = runExpr(context.Background(), code, payload, timeout)
-			took = time.Since(started)
 		})
-		require.Less(t, took, timeout+400*time.Millisecond, "%s answers in time", expr)
 		require.Less(t, grew, uint64(64<<20), "%s: the heap grew %d MiB", expr, grew>>20)
 	})
 }

@@ -426,9 +426,10 @@ func TestRulesPastTheTimeBudgetAreNotRun(t *testing.T) {
 	require.NoError(t, err)
 	const notRun = "not run: the rules' time budget ran out"
 
-	started := time.Now()
+	// The budget is proven by what was not run (the faults below), not by
+	// the wall time the post took: a unit test asserts no wall-clock bound
+	// (issue 23, item 9; a busy 2-core CI box stretches any).
 	got := w.post(t, ctx, hook, secret, issue("octocat", 9, "nine"))
-	require.Less(t, time.Since(started), 2*time.Second)
 	d, err := w.hooks.Delivery(ctx, p, hook.ID, got.DeliveryID)
 	require.NoError(t, err)
 	require.Len(t, d.Trace.Faults, 6, "every rule faults")
@@ -438,10 +439,8 @@ func TestRulesPastTheTimeBudgetAreNotRun(t *testing.T) {
 	for range 4 {
 		w.post(t, ctx, hook, secret, issue("octocat", 9, "nine"))
 	}
-	started = time.Now()
 	report, err := w.hooks.TestRules(ctx, p, hook.ID, nil, 0)
 	require.NoError(t, err)
-	require.Less(t, time.Since(started), 2*time.Second, "the dry run answers within its budget")
 	require.Equal(t, 5, report.Scored)
 	last := report.Deliveries[len(report.Deliveries)-1]
 	for _, f := range last.Faults {

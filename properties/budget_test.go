@@ -1,6 +1,7 @@
 package properties
 
 import (
+	"flag"
 	"fmt"
 	"slices"
 	"testing"
@@ -22,12 +23,29 @@ var gapGen = rapid.OneOf(
 )
 
 // settle waits until the world has nothing due at the fake clock's present
-// and returns the attempts seen meanwhile.
+// and returns the attempts seen meanwhile; it waits as long as that takes
+// (waitLimit).
 func settle(rt *rapid.T, w *enginetest.World) []engine.Attempt {
 	rt.Helper()
-	seen, err := w.SettleWithin(attemptTimeout)
+	seen, err := w.SettleWithin(waitLimit())
 	require.NoError(rt, err)
 	return seen
+}
+
+// failFast bounds rapid's shrinking of a failed check to a few seconds,
+// unless -rapid.shrinktime says otherwise: every rerun of a check that
+// fails on a deadline costs that deadline, and rapid's default of 30 s of
+// shrinking, each rerun finishing its settle and its engines' stops, ran
+// past go test's timeout, which then swallowed the failure (issue 23,
+// item 9).
+func failFast(t *testing.T) {
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "rapid.shrinktime" })
+	if f := flag.Lookup("rapid.shrinktime"); f != nil && !explicit {
+		prev := f.Value.String()
+		require.NoError(t, f.Value.Set("3s"))
+		t.Cleanup(func() { _ = f.Value.Set(prev) })
+	}
 }
 
 // openRows counts the outbox rows not yet finished.
@@ -57,7 +75,7 @@ func drainDelivered(rt *rapid.T, w *enginetest.World, sink int64, seen []engine.
 			require.Equal(rt, want, got, "delivered attempts reported against delivered records")
 			return seen
 		}
-		a, ok := w.NextAttempt(attemptTimeout)
+		a, ok := w.NextAttempt(waitLimit())
 		if !ok {
 			rt.Fatalf("%d delivered records but %d delivered attempts reported", want, got)
 		}
@@ -109,6 +127,7 @@ func requireEachRowDeliveredOnce(rt *rapid.T, w *enginetest.World, sink int64, a
 // delivered, in exactly one message (alone, or coalesced with the other
 // held rows), and the receiver got one request per counted record.
 func TestBudgetAcrossInstances(t *testing.T) {
+	failFast(t)
 	w := newWorld(t)
 	rc := newReceiver(t, w.Clock)
 	mgr := w.Engine(quietJanitor) // management and Emit; it does not deliver
@@ -137,6 +156,10 @@ func TestBudgetAcrossInstances(t *testing.T) {
 		}
 
 		for range instances {
+			// stop runs when the check ends, failed or not (a failure
+			// panics through the defers), and w.Start's own cleanup runs
+			// it at the test's end: it stops the engine and closes its
+			// pool, giving up with its reason (enginetest.World.closePool).
 			_, stop := w.Start(quietJanitor)
 			defer stop()
 		}

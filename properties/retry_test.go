@@ -99,6 +99,7 @@ func (rc *receiver) received() []request {
 // for the disk (synchronous_commit off for every later connection): a check
 // makes many small transactions, and durability is not what it tests.
 func newWorld(t *testing.T) *enginetest.World {
+	noteDeadline(t)
 	w := enginetest.New(t)
 	_, err := w.Pool.Exec(w.Ctx, `DO $$ BEGIN
 		EXECUTE format('ALTER DATABASE %I SET synchronous_commit = off', current_database());

@@ -44,7 +44,8 @@ func TestClaimHeldNeverStartsAnEighthAttempt(t *testing.T) {
 	store.QueueHoldRows(b, []store.Hold{{Row: late, SinkID: sink, Until: now.Add(-time.Second)}}, "instance-a", map[int64]int{})
 	require.NoError(t, pool.SendBatch(ctx, b).Close())
 
-	rows, err := store.ClaimHeld(ctx, tx, sink, "instance-b", now, time.Minute, 7)
+	require.NoError(t, store.Beat(ctx, pool, "instance-b", now, time.Hour, time.Minute)) // its heartbeat lets it dispatch
+	rows, err := store.ClaimHeld(ctx, tx, sink, "instance-b", now, time.Minute, 7, time.Time{})
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(ctx))
 	require.Len(t, rows, 1)

@@ -131,7 +131,7 @@ func TestAnOldClaimsStatementsChangeNothing(t *testing.T) {
 		"start": func(r store.Claimed) error {
 			var started []store.StartedRow
 			b := &pgx.Batch{}
-			store.QueueStartAttempts(b, []store.Start{{Row: r, TAT: now}}, "instance-a", now, time.Minute, 7, &started)
+			store.QueueStartAttempts(b, []store.Start{{Row: r, TAT: now}}, "instance-a", now, time.Minute, 7, &started, time.Time{})
 			if err := pool.SendBatch(ctx, b).Close(); err != nil {
 				return err
 			}
@@ -181,7 +181,7 @@ func TestAnAttemptPastTheCapDoesNotStart(t *testing.T) {
 	require.NoError(t, err)
 	var started []store.StartedRow
 	b := &pgx.Batch{}
-	store.QueueStartAttempts(b, []store.Start{{Row: row, TAT: time.Now()}}, "instance-a", time.Now(), time.Minute, 7, &started)
+	store.QueueStartAttempts(b, []store.Start{{Row: row, TAT: time.Now()}}, "instance-a", time.Now(), time.Minute, 7, &started, time.Time{})
 	require.NoError(t, pool.SendBatch(ctx, b).Close())
 	require.Empty(t, started)
 	_, _, err = store.StartAttempt(ctx, pool, row, "instance-a", time.Now(), time.Minute, 7)
@@ -245,8 +245,8 @@ func TestADeadInstancesRowsAreClaimedAtOnce(t *testing.T) {
 	pool, sink := newHeldRowsDB(t)
 	ctx := context.Background()
 	now := time.Now()
-	require.NoError(t, store.Beat(ctx, pool, "instance-dead", now.Add(-time.Minute), 20*time.Second))
-	require.NoError(t, store.Beat(ctx, pool, "instance-alive", now, 20*time.Second))
+	require.NoError(t, store.Beat(ctx, pool, "instance-dead", now.Add(-time.Minute), 20*time.Second, 0))
+	require.NoError(t, store.Beat(ctx, pool, "instance-alive", now, 20*time.Second, 0))
 	dead := claimedRow(t, pool, sink, "instance-dead", 1001, "", false)
 	alive := claimedRow(t, pool, sink, "instance-alive", 1002, "", false)
 

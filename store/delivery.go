@@ -176,9 +176,21 @@ func queueClaimDue(b *pgx.Batch, p ClaimParams, rows *[]OutboxRow) {
 }
 
 // claimDueSQL is ClaimDue's statement; its arguments are ClaimParams.args.
+//
+// The takeover condition (issue 23, defect 4): a row another instance
+// holds is taken before its claim expires only once that instance's
+// alive_until has passed ("dead"), a fence after the last instant it could
+// start an attempt (Beat, DispatchFence): by then every attempt it began
+// has ended and had its grace to be recorded. "dead" locks the heartbeat
+// rows it reads (FOR SHARE), skipping one a beat is writing: a beat that
+// committed after this statement's snapshot is seen (the lock reads the
+// latest version and checks the condition again), and an instance cannot
+// beat, and so start an attempt, until the claim that judged it dead has
+// committed. The instance's own starts then find its rows' tokens changed.
 const claimDueSQL = `
 		WITH dead AS MATERIALIZED (
 		    SELECT name FROM switchboard.outbox_instances WHERE alive_until <= $2 AND name <> $1
+		    FOR SHARE SKIP LOCKED
 		), elsewhere AS MATERIALIZED (
 		    SELECT sink_id FROM switchboard.outbox
 		    WHERE state = 'claimed' AND claimed_by < $1 AND claim_expires_at > $2
@@ -468,6 +480,10 @@ func collectClosed(rows pgx.Rows, err error) ([]int64, error) {
 // it is now, with how many abandoned attempts it closed (see
 // CloseAbandoned). It returns ErrClaimLost for a row the claim no longer
 // holds or that had its last attempt.
+//
+// Like every statement that starts an attempt, it starts none unless
+// instance's heartbeat lets it dispatch (DispatchFence), at now: the
+// caller's clock is the database's or a test's.
 func StartAttempt(ctx context.Context, tx DBTX, row Claimed, instance string, now time.Time, ttl time.Duration, maxAttempts int) (OutboxRow, int, error) {
 	closed, err := CloseAbandoned(ctx, tx, []Claimed{row}, instance, now)
 	if err != nil {
@@ -476,7 +492,7 @@ func StartAttempt(ctx context.Context, tx DBTX, row Claimed, instance string, no
 	rows, err := collectOutboxRows(tx.Query(ctx, `
 		UPDATE switchboard.outbox o SET attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, $3),
 		       claim_expires_at = $3 + $4::interval
-		WHERE id = $1 AND claimed_by = $2 AND claim_token = $5 AND attempts < $6
+		WHERE id = $1 AND claimed_by = $2 AND claim_token = $5 AND attempts < $6 AND `+DispatchFence("$2", "$3")+`
 		RETURNING `+outboxRowColumns, row.ID, instance, now, ttl, row.Token, maxAttempts))
 	if err != nil {
 		return OutboxRow{}, 0, fmt.Errorf("error starting attempt on row %d: %w", row.ID, err)
@@ -577,11 +593,14 @@ func FinishHeldAtCap(ctx context.Context, tx DBTX, sinkID int64, limit int, now 
 // two is left held (the next flush ends it), never attempted an eighth
 // time (and migration 0022's outbox_attempts_cap refuses that anyway).
 // A held row whose own retry is not due yet waits for a later message.
-func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now time.Time, ttl time.Duration, maxAttempts int) ([]OutboxRow, error) {
+// Like every statement that starts an attempt, it takes none unless
+// instance's heartbeat lets it dispatch (DispatchFence) at the database's
+// clock, or at fenceAt when not zero (a test's fake clock).
+func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now time.Time, ttl time.Duration, maxAttempts int, fenceAt time.Time) ([]OutboxRow, error) {
 	rows, err := collectOutboxRows(tx.Query(ctx, `
 		WITH held AS (
 		    SELECT id FROM switchboard.outbox
-		    WHERE sink_id = $1 AND state = 'held' AND due_at <= $3 AND attempts < $5
+		    WHERE sink_id = $1 AND state = 'held' AND due_at <= $3 AND attempts < $5 AND `+DispatchFence("$2", "$6")+`
 		    ORDER BY id FOR UPDATE SKIP LOCKED
 		), claimed AS (
 		    UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $2, claim_expires_at = $3::timestamptz + $4::interval,
@@ -590,7 +609,7 @@ func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now 
 		    FROM held WHERE o.id = held.id AND o.state = 'held' AND o.attempts < $5
 		    RETURNING `+outboxRowColumns+`
 		)
-		SELECT * FROM claimed ORDER BY due_at, id`, sinkID, instance, now, ttl, maxAttempts))
+		SELECT * FROM claimed ORDER BY due_at, id`, sinkID, instance, now, ttl, maxAttempts, nullTime(fenceAt)))
 	if err != nil {
 		return nil, fmt.Errorf("error claiming held rows of sink %d: %w", sinkID, err)
 	}

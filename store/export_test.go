@@ -45,7 +45,7 @@ func HeldRowStatementsForTest(rows []Claimed, instance, state string) map[string
 	return map[string][]any{
 		finishRowsSQL:     r.args(instance),
 		closeAbandonedSQL: {ids, now, instance, tokens},
-		startAttemptsSQL:  {ids, tats, instance, now, time.Minute, tokens, 7},
+		startAttemptsSQL:  {ids, tats, instance, now, time.Minute, tokens, 7, nil},
 		holdRowsSQL:       {ids, tats, instance, tokens},
 		releaseRowsSQL:    {ids, tokens, instance},
 	}

@@ -176,15 +176,17 @@ type StartedRow struct {
 // from the row. Rows their claims no longer hold, and rows that had
 // maxAttempts attempts already, are left alone and absent from *started.
 // Abandoned attempts on the rows must be closed before it runs
-// (QueueCloseAbandoned, queued first).
-func QueueStartAttempts(b *pgx.Batch, starts []Start, instance string, now time.Time, ttl time.Duration, maxAttempts int, started *[]StartedRow) {
+// (QueueCloseAbandoned, queued first). Nothing starts unless instance's
+// heartbeat lets it dispatch at the database's clock (DispatchFence; at
+// fenceAt when not zero, a test's fake clock).
+func QueueStartAttempts(b *pgx.Batch, starts []Start, instance string, now time.Time, ttl time.Duration, maxAttempts int, started *[]StartedRow, fenceAt time.Time) {
 	ids := make([]int64, len(starts))
 	tokens := make([]int64, len(starts))
 	tats := make([]time.Time, len(starts))
 	for i, s := range starts {
 		ids[i], tokens[i], tats[i] = s.Row.ID, s.Row.Token, s.TAT
 	}
-	b.Queue(startAttemptsSQL, ids, tats, instance, now, ttl, tokens, maxAttempts).Query(func(rows pgx.Rows) error {
+	b.Queue(startAttemptsSQL, ids, tats, instance, now, ttl, tokens, maxAttempts, nullTime(fenceAt)).Query(func(rows pgx.Rows) error {
 		out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StartedRow, error) {
 			var r StartedRow
 			err := row.Scan(&r.ID, &r.SinkID, &r.Owner, &r.EventType, &r.Severity, &r.Payload, &r.IncludeExcerpt,
@@ -206,6 +208,7 @@ var startAttemptsSQL = `
 		           claim_expires_at = $4::timestamptz + $5::interval,
 		           attempt_record_id = nextval('switchboard.delivery_records_id_seq')
 		    FROM u WHERE o.ctid = u.tid AND o.claimed_by = $3 AND o.claim_token = u.token AND o.attempts < $7
+		      AND ` + DispatchFence("$3", "$8") + `
 		    RETURNING o.id, o.sink_id, o.owner, o.event_type, o.severity, o.payload, o.include_excerpt,
 		              o.attempts, o.first_attempt_at, coalesce(o.last_class, '') AS last_class, o.due_at, o.count,
 		              o.had_partial, o.claim_token, o.attempt_record_id, u.tat

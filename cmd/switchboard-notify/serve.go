@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/thejerf/suture/v4"
@@ -99,12 +100,19 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 		EventHook: func(ev suture.Event) { log.Warn("service event", "event", ev.String()) },
 		Timeout:   eng.Config().StopTimeout + serveStopMargin,
 	})
-	services.Add(engineService{eng})
+	engSvc := &engineService{eng: eng}
+	services.Add(engSvc)
 	services.Add(&reaper{todos: todos, log: log.With("component", "reaper"), interval: reapInterval})
 	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopEngine()
 	engineDone := make(chan error, 1)
 	go func() { engineDone <- services.Serve(engineCtx) }()
+	engineWaited := false
+	defer func() {
+		if !engineWaited { // an early return: the engine still stops, and is waited for
+			stopEngine()
+			<-engineDone
+		}
+	}()
 	log.Info("engine ready", "base_url", eng.Config().BaseURL, "max_sinks_per_scope", eng.Config().MaxSinksPerScope)
 	if cfg.SecretKey == nil {
 		log.Warn("SWITCHBOARD_SECRET_KEY is not set: connection secrets cannot be stored")
@@ -166,33 +174,111 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
-	select {
-	case err := <-serveErr:
-		return fmt.Errorf("error serving HTTP: %w", err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("error shutting down HTTP: %w", err)
-	}
-	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("error serving HTTP: %w", err)
-	}
-	stopEngine()
-	if err := <-engineDone; err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("error stopping the engine: %w", err)
+	engineWaited = true
+	err = stopServing(ctx, log, srv, serveErr, shutdownTimeout, stopEngine, func() error {
+		return waitEngine(engineDone, services, engSvc, eng.Config().StopTimeout+serveStopMargin)
+	})
+	if err != nil {
+		return err
 	}
 	log.Info("stopped")
 	return nil
 }
 
-// engineService serves the engine under the serve command's supervisor.
-type engineService struct{ eng *engine.Engine }
+// stopServing waits for ctx to end (or HTTP to fail), shuts HTTP down
+// within shutdown, then stops the engine and waits for it, always: even
+// when HTTP's shutdown hit its limit, serve returns only once the engine
+// has stopped (its supervisor returns within StopTimeout +
+// serveStopMargin: stopBound in all). It returns every error met, the
+// engine's report of what its stop left included.
+func stopServing(ctx context.Context, log *slog.Logger, srv httpServer, serveErr <-chan error, shutdown time.Duration,
+	stopEngine func(), waitEngine func() error) error {
+	var httpErr error
+	select {
+	case err := <-serveErr:
+		httpErr = fmt.Errorf("error serving HTTP: %w", err)
+	case <-ctx.Done():
+		log.Info("shutting down")
+		httpErr = shutdownHTTP(ctx, srv, serveErr, shutdown)
+	}
+	stopEngine()
+	return errors.Join(httpErr, waitEngine())
+}
 
-func (s engineService) Serve(ctx context.Context) error { return s.eng.Serve(ctx) }
-func (engineService) String() string                    { return "engine" }
+// stopBound is how long serve may take to return once its ctx ends: the
+// HTTP shutdown, then the engine's stop and the supervisor's margin.
+func stopBound(engineStop time.Duration) time.Duration {
+	return shutdownTimeout + engineStop + serveStopMargin
+}
+
+// httpServer is what shutdownHTTP stops: an *api.Server.
+type httpServer interface {
+	Shutdown(ctx context.Context) error
+	Close() error
+}
+
+// shutdownHTTP stops the HTTP server within shutdown; connections
+// still open at the limit are closed.
+func shutdownHTTP(ctx context.Context, srv httpServer, serveErr <-chan error, shutdown time.Duration) error {
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdown)
+	defer cancel()
+	var errs []error
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		errs = append(errs, fmt.Errorf("error shutting down HTTP: %w", err))
+		_ = srv.Close() // cut what did not finish: the engine must still stop
+	}
+	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		errs = append(errs, fmt.Errorf("error serving HTTP: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// waitEngine waits for the serve command's supervisor, which has been told
+// to stop, and returns what the engine's stop left (its *engine.StopError)
+// and any service that did not stop within the supervisor's timeout.
+func waitEngine(done <-chan error, services *suture.Supervisor, eng *engineService, timeout time.Duration) error {
+	var errs []error
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		errs = append(errs, fmt.Errorf("error stopping the engine: %w", err))
+	}
+	if err := eng.stopErr(); err != nil {
+		errs = append(errs, err)
+	}
+	if report, err := services.UnstoppedServiceReport(); err == nil {
+		for _, u := range report {
+			errs = append(errs, fmt.Errorf("error stopping: %s did not stop within %v", u.Name, timeout))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// engineService serves the engine under the serve command's supervisor,
+// and keeps what its stop reported.
+type engineService struct {
+	eng *engine.Engine
+	mu  sync.Mutex
+	err error
+}
+
+func (s *engineService) Serve(ctx context.Context) error {
+	err := s.eng.Serve(ctx)
+	if ctx.Err() != nil && err != nil && !errors.Is(err, context.Canceled) {
+		s.mu.Lock()
+		s.err = err
+		s.mu.Unlock()
+	}
+	return err
+}
+
+func (*engineService) String() string { return "engine" }
+
+// stopErr is what the engine's stop reported (an *engine.StopError), nil
+// after a clean stop.
+func (s *engineService) stopErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
 
 // pinger is what the health check asks: a *pgxpool.Pool.
 type pinger interface {

@@ -149,9 +149,30 @@ func (w *World) ServeWith(prepare func(*engine.Engine), configure ...func(*engin
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 			w.tb.Errorf("engine stopped with: %v", err)
 		}
-		pool.Close()
+		w.closePool(pool)
 	})
 	return eng
+}
+
+// closePool closes an engine's pool once the engine has stopped, giving
+// up after WaitTimeout with the reason: pgxpool.Close waits for every
+// connection to come back, and one still held by work a stop left running
+// would otherwise hang the test until go test's own timeout swallowed the
+// failure (issue 23, item 9).
+func (w *World) closePool(pool *pgxpool.Pool) {
+	closed := make(chan struct{})
+	go func() {
+		pool.Close()
+		close(closed)
+	}()
+	t := time.NewTimer(WaitTimeout)
+	defer t.Stop()
+	select {
+	case <-closed:
+	case <-t.C:
+		w.tb.Errorf("an engine's pool did not close within %v of its stop: %d connections still held by work the stop left running",
+			WaitTimeout, pool.Stat().AcquiredConns())
+	}
 }
 
 // Wait returns the next attempt, failing the test after WaitTimeout.
@@ -312,7 +333,7 @@ func (w *World) Start(configure ...func(*engine.Config)) (eng *engine.Engine, st
 			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 				w.tb.Errorf("engine stopped with: %v", err)
 			}
-			pool.Close()
+			w.closePool(pool)
 		})
 	}
 	w.tb.Cleanup(stop)

@@ -40,6 +40,11 @@ func (w *world) steps(ctx context.Context, count int) ([]float64, error) {
 	defer c.CloseIdleConnections()
 	body := baselineBody()
 	const instance = "bench-steps"
+	// The steps start attempts as this instance: it beats, as an engine
+	// does, so that the dispatch fence lets it.
+	if err := store.Beat(ctx, w.host, instance, time.Now(), time.Hour, time.Minute); err != nil {
+		return nil, err
+	}
 	took := make([][]float64, len(stepNames))
 	for i := range count + 5 {
 		var d [11]time.Duration
