@@ -59,18 +59,38 @@ func startEngine(t *testing.T, ctx context.Context, url string, key []byte, name
 	return eng, stop
 }
 
-// Scenario 9a: a database paused 30 s under three instances.
+// Scenario 9a: a database frozen 30 s under three instances.
 func TestDatabasePausedUnderThreeInstances(t *testing.T) {
 	t.Parallel()
+	pausedUnderThree(t, "9a. database paused 30 s under three instances (private cluster)",
+		"SIGSTOP of the postmaster and every backend mid-drain, SIGCONT 30 s later: every heartbeat lapses",
+		func(c *pgcluster.Cluster) (int, func()) { return c.Pause(), c.Resume })
+}
+
+// Scenario 9c: a failover's worth of outage under three instances: every
+// connection is cut and the server is away 30 s, so what each instance
+// had under way must be written again over a new connection, racing the
+// others' claims.
+func TestDatabaseFailoverUnderThreeInstances(t *testing.T) {
+	t.Parallel()
+	pausedUnderThree(t, "9c. database away 30 s under three instances (private cluster, as a failover)",
+		"pg_ctl stop -m fast mid-drain (every connection cut), pg_ctl start 30 s later: every heartbeat lapses",
+		func(c *pgcluster.Cluster) (int, func()) { c.Stop(); return 0, c.StartAgain })
+}
+
+// pausedUnderThree drains rows with three engines, applies pause for
+// pauseFor, and checks that nothing delivered before the database came
+// back is sent again.
+func pausedUnderThree(t *testing.T, scenario, fault string, pause func(*pgcluster.Cluster) (int, func())) {
 	ctx := context.Background()
 	rows, sinkCount := 600, 12
 	if faults.Full() {
 		rows, sinkCount = 3000, 24
 	}
 	row := faults.Row{
-		Scenario:  "9a. database paused 30 s under three instances (private cluster)",
+		Scenario:  scenario,
 		Load:      fmt.Sprintf("%d due rows, %d sinks, 3 engines (default heartbeat: 5 s, TTL 20 s, fence 23 s)", rows, sinkCount),
-		Faults:    "SIGSTOP of the postmaster and every backend mid-drain, SIGCONT 30 s later: every heartbeat lapses",
+		Faults:    fault,
 		BadInputs: faults.NotApplicable, RowsLost: faults.NotApplicable,
 	}
 	defer func() { faults.Report(t, row) }()
@@ -97,12 +117,12 @@ func TestDatabasePausedUnderThreeInstances(t *testing.T) {
 		return recv.DistinctRows() >= rows/4, nil
 	}), "the drain did not begin")
 
-	frozen := cluster.Pause()
 	pausedAt := time.Now()
 	before, _, _ := recv.Counts()
-	<-time.After(pauseFor) // the fault's length
+	frozen, resume := pause(cluster)
+	<-time.After(pauseFor - time.Since(pausedAt)) // the fault's length
 	during, _, _ := recv.Counts()
-	cluster.Resume()
+	resume()
 	resumedAt := time.Now()
 
 	require.NoError(t, faults.WaitUntil(3*time.Minute, 50*time.Millisecond, func() (bool, error) {
@@ -129,7 +149,7 @@ func TestDatabasePausedUnderThreeInstances(t *testing.T) {
 	}
 	takeovers := strings.Count(logs.String(), "redelivering an abandoned attempt")
 	row.Figures = append(row.Figures,
-		fmt.Sprintf("%d server processes frozen for %.1f s; %d rows delivered before the pause, %d more while it lasted (sends in flight)",
+		fmt.Sprintf("%d server processes frozen; the database away %.1f s; %d rows delivered before the pause, %d more while it lasted (sends in flight)",
 			frozen, resumedAt.Sub(pausedAt).Seconds(), len(before), len(during)-len(before)),
 		fmt.Sprintf("%d of them sent again (%d delivered before the pause, %d during it); %d abandoned attempts taken over",
 			resentBefore+resentDuring, resentBefore, resentDuring, takeovers),
