@@ -81,6 +81,7 @@ func TestATakeoverWaitsForTheFenceAndForABeatUnderWay(t *testing.T) {
 	// A beat under way holds its row: the claim leaves the instance alone.
 	beat, err := pool.Begin(ctx)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = beat.Rollback(context.Background()) }) // even when a check fails: the pool closes
 	_, err = beat.Exec(ctx, `UPDATE switchboard.outbox_instances SET alive_until = alive_until WHERE name = $1`, lapsed)
 	require.NoError(t, err)
 	taken, err := store.ClaimDue(ctx, pool, params)
