@@ -8,6 +8,8 @@
 //     no instance may take another's rows before that instance has
 //     written its outcomes: 0 rows delivered before the database came back
 //     are sent again.
+//   - 9c: as 9a, but the server is stopped (every connection cut) and
+//     started again 30 s later, as in a failover.
 //   - 9b: a stop whose caller's bound is shorter than the drain (the
 //     outcome writes wait for a lock): Stop reports it, the engine goes on
 //     stopping, records what it sent and releases the rest; another engine
