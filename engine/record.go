@@ -63,12 +63,10 @@ type recorder struct {
 	// deadline has passed: the grace after the actors stopped (armGrace).
 	// A write begun before the stop, a write loop begun during it and the
 	// final drain all end by that one deadline, never a grace of their own.
-	stopped     context.Context
-	stopWrites  context.CancelFunc
-	graceOnce   sync.Once
-	graceTimer  *time.Timer
-	unrecorded  atomic.Int64 // outcomes given up at the stop's deadline
-	recordTries atomic.Int64 // tries of writes, for tests
+	stopped    context.Context
+	stopWrites context.CancelFunc
+	graceOnce  sync.Once
+	unrecorded atomic.Int64 // outcomes given up at the stop's deadline
 }
 
 func newRecorder(e *Engine) *recorder {
@@ -81,7 +79,7 @@ func newRecorder(e *Engine) *recorder {
 // end RecordGrace from now. The engine calls it when its actors have
 // stopped (Engine.markActorsGone).
 func (r *recorder) armGrace() {
-	r.graceOnce.Do(func() { r.graceTimer = time.AfterFunc(r.grace, r.stopWrites) })
+	r.graceOnce.Do(func() { time.AfterFunc(r.grace, r.stopWrites) })
 }
 
 // record queues fa for writing. Once the recorder has stopped (an attempt
@@ -198,7 +196,6 @@ func (r *recorder) writeAll(fs []store.Finished) {
 	for try := 1; ; try++ {
 		// A try never runs past the stop's deadline.
 		ctx, cancel := context.WithTimeout(r.stopped, r.tryTimeout)
-		r.recordTries.Add(1)
 		err := store.RecordFinished(ctx, e.cfg.Pool, fs, e.instance)
 		cancel()
 		if err == nil {

@@ -10,6 +10,8 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,6 +105,63 @@ func (c *Cluster) Stop() { c.tb.Helper(); c.pgctl("stop", "-m", "fast") }
 // StartAgain starts a stopped server and waits until it accepts
 // connections.
 func (c *Cluster) StartAgain() { c.tb.Helper(); c.pgctl("start") }
+
+// Pause freezes the server as a stalled host or a failover in progress
+// would: SIGSTOP to the postmaster, then to every process it started (its
+// backends and auxiliary processes). Connections stay open and answer
+// nothing; new ones are not accepted. Resume (or the test's end) thaws
+// it. It returns how many processes it stopped.
+func (c *Cluster) Pause() int {
+	c.tb.Helper()
+	pids := c.processes()
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+	}
+	c.tb.Cleanup(c.Resume) // never leave a frozen server behind
+	return len(pids)
+}
+
+// Resume thaws a paused server: its processes first, its postmaster last.
+func (c *Cluster) Resume() {
+	pids := c.processes()
+	for i := len(pids) - 1; i >= 0; i-- {
+		_ = syscall.Kill(pids[i], syscall.SIGCONT)
+	}
+}
+
+// processes lists the postmaster's pid, then its children's.
+func (c *Cluster) processes() []int {
+	b, err := os.ReadFile(filepath.Join(c.data(), "postmaster.pid"))
+	if err != nil {
+		c.tb.Fatalf("error reading the postmaster's pid: %v", err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pm, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		c.tb.Fatalf("error reading the postmaster's pid: %v", err)
+	}
+	pids := []int{pm}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after ")".
+		_, rest, ok := strings.Cut(string(stat), ") ")
+		if !ok {
+			continue
+		}
+		if f := strings.Fields(rest); len(f) > 1 && f[1] == strconv.Itoa(pm) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
 
 // URL is the connection string of database db.
 func (c *Cluster) URL(db string) string {
