@@ -1,6 +1,7 @@
-package host
+package rulesandbox
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/itchyny/gojq"
 )
@@ -786,4 +788,67 @@ func containsCost(a, b any, limit int64) int64 {
 		}
 	}
 	return 1
+}
+
+// compileExpr checks, rewrites and compiles a jq expression: only the
+// checked subset of jq is accepted, and every value the compiled code
+// builds is paid for out of its run's budget. The compiled code sees no
+// environment variables and has no input iterator, so an expression can
+// read only the delivery it is given. It runs only inside a worker
+// process (worker.go): the subset is a first filter that gives clear
+// messages, the worker's limits are the bound.
+func compileExpr(expr string) (*gojq.Code, error) {
+	q, err := checkExpr(expr)
+	if err != nil {
+		return nil, err
+	}
+	rewriteQuery(q)
+	opts := append([]gojq.CompilerOption{
+		gojq.WithEnvironLoader(func() []string { return nil }),
+		gojq.WithVariables([]string{budgetVar}),
+	}, ruleFuncs...)
+	return gojq.Compile(q, opts...)
+}
+
+// compileUnchecked compiles expr as plain gojq, neither checked nor
+// rewritten (it still gets the budget variable, which it ignores). Only
+// tests ask for it (Request.Unchecked), to show that the worker's limits
+// hold for constructs the subset would have refused.
+func compileUnchecked(expr string) (*gojq.Code, error) {
+	q, err := gojq.Parse(expr)
+	if err != nil {
+		return nil, err
+	}
+	return gojq.Compile(q,
+		gojq.WithEnvironLoader(func() []string { return nil }),
+		gojq.WithVariables([]string{budgetVar}))
+}
+
+// errTimeout is the fault of an expression stopped by its own timeout
+// between two steps.
+type errTimeout struct{ d time.Duration }
+
+func (e errTimeout) Error() string { return fmt.Sprintf("ran longer than %v", e.d) }
+
+// runExpr runs code on v for at most timeout, with a fresh work budget, and
+// returns its first output; ok is false when it produced none.
+func runExpr(ctx context.Context, code *gojq.Code, v any, timeout time.Duration) (out any, ok bool, err error) {
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	iter := code.RunWithContext(runCtx, v, &workBudget{left: RuleWorkBudget})
+	out, ok = iter.Next()
+	if !ok {
+		return nil, false, nil
+	}
+	if e, isErr := out.(error); isErr {
+		if errors.Is(e, context.DeadlineExceeded) {
+			return nil, false, errTimeout{timeout}
+		}
+		var halt *gojq.HaltError
+		if errors.As(e, &halt) && halt.Value() == nil {
+			return nil, false, nil
+		}
+		return nil, false, e
+	}
+	return out, true, nil
 }
