@@ -24,8 +24,9 @@ const (
 	PerOwnerDefault = 2
 	// IdleDefault is how many idle workers the pool keeps warm.
 	IdleDefault = 4
-	// MemoryDefault is a worker's memory (RLIMIT_DATA): 256 MiB.
-	MemoryDefault = 256 << 20
+	// MemoryDefault is a worker's memory (RLIMIT_DATA): 128 MiB. A
+	// delivery is at most 256 KiB; decoded, a rule reading it needs a few.
+	MemoryDefault = 128 << 20
 	// GraceDefault is how long past a program's own timeout its worker
 	// may still run before it is killed.
 	GraceDefault = 250 * time.Millisecond
@@ -44,7 +45,11 @@ type Config struct {
 	Grace  time.Duration
 	// CompileTimeout bounds compiling one program at save time.
 	CompileTimeout time.Duration
-	MaxRequests    int
+	// CPU is the CPU time one request may use (RLIMIT_CPU, whole
+	// seconds); defaults to its programs' wall time, rounded up, plus one
+	// second. A backstop: the wall deadline comes first.
+	CPU         time.Duration
+	MaxRequests int
 	// Exe is the worker binary; defaults to this process's own.
 	Exe string
 	// Unchecked turns the checked subset off: programs are compiled as
@@ -204,12 +209,20 @@ func (p *Pool) run(ctx context.Context, owner string, req request, timeout time.
 		req.Exprs = all[next:]
 		per := timeout + p.cfg.Grace
 		req.CPUSeconds = int64(per.Seconds()*float64(len(req.Exprs))) + 1
+		if p.cfg.CPU > 0 {
+			req.CPUSeconds = max(int64(p.cfg.CPU.Seconds()), 1)
+		}
 		n, healthy := p.roundTrip(ctx, w, req, per, results[next:])
 		p.release(owner, w, healthy)
 		next += n
 	}
 	return results
 }
+
+// readyAllowance bounds how long a worker may take to start and decode a
+// request's input (at most a 256 KiB delivery) before its first program's
+// own deadline starts.
+const readyAllowance = 5 * time.Second
 
 const budgetGone = "not run: the rules' time budget ran out"
 
@@ -364,15 +377,37 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 	defer stopRead()
 	d, _ := deadline()
 	_ = w.in.SetWriteDeadline(d)
-	if err := writeFrame(w.in, req); err != nil {
+	err := writeFrame(w.in, req)
+	if err == nil {
+		err = writeRaw(w.in, req.Input)
+	}
+	if err != nil {
 		results[0] = p.death(ctx, w, err, per, false)
 		return 1, false
 	}
+	// The worker first says it has the input: starting and decoding cost
+	// no program anything, so they have their own allowance.
+	ready := false
 	for i := 0; ; {
 		d, isBudget := deadline()
+		if !ready {
+			d, isBudget = time.Now().Add(readyAllowance), false
+			if dl, ok := ctx.Deadline(); ok && dl.Before(d) {
+				d, isBudget = dl, true
+			}
+		}
 		_ = w.out.SetReadDeadline(d)
 		var rep reply
 		err := readFrame(w.r, &rep)
+		if err == nil && !ready {
+			if rep.Ready {
+				ready = true
+				continue
+			}
+			if !rep.Done {
+				err = errors.New("worker answered before it was ready")
+			}
+		}
 		if err == nil && !rep.Done && (rep.Index != i || i >= len(results)) {
 			err = fmt.Errorf("worker answered program %d, expected %d", rep.Index, i)
 		}
@@ -429,7 +464,8 @@ func (p *Pool) death(ctx context.Context, w *worker, err error, per time.Duratio
 	status := w.cmd.ProcessState
 	switch {
 	case strings.Contains(why, "out of memory") || strings.Contains(why, "cannot allocate memory") ||
-		strings.Contains(why, "memory limit"):
+		strings.Contains(why, "memory limit") || strings.Contains(why, "pthread_create failed") ||
+		strings.Contains(why, "failed to create new OS thread"):
 		return Result{Kind: Stopped, Detail: fmt.Sprintf("stopped: exceeded its memory limit of %d MiB", p.cfg.Memory>>20)}
 	case strings.Contains(why, "CPU time limit") || (status != nil && status.ExitCode() == exitCPU):
 		return Result{Kind: Stopped, Detail: "stopped: exceeded its CPU time limit"}

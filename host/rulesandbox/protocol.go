@@ -22,8 +22,10 @@ type request struct {
 	// (run each on Input and answer its first output).
 	Op    string   `json:"op"`
 	Exprs []string `json:"exprs"`
-	// Input is the delivery, one JSON value (eval only).
-	Input json.RawMessage `json:"input,omitempty"`
+	// Input is the delivery, one JSON value (eval only). It travels as a
+	// raw frame after the request's, not inside its JSON, so that neither
+	// side scans it twice.
+	Input []byte `json:"-"`
 	// TimeoutMS is each program's own timeout, checked by gojq between
 	// steps; the parent's kill is the bound.
 	TimeoutMS int64 `json:"timeout_ms"`
@@ -38,8 +40,11 @@ type request struct {
 // request.
 type reply struct {
 	Index int `json:"i"`
-	// Done ends the request; Retire asks the parent not to reuse the
-	// worker (its heap stayed large).
+	// Ready says the worker read and decoded the request and its input:
+	// the first program's deadline starts then. Done ends the request;
+	// Retire asks the parent not to reuse the worker (its heap stayed
+	// large).
+	Ready  bool `json:"ready,omitempty"`
 	Done   bool `json:"done,omitempty"`
 	Retire bool `json:"retire,omitempty"`
 	// NotAllowed names the construct outside the checked subset.
@@ -71,6 +76,37 @@ func writeFrame(w io.Writer, v any) error {
 		return err
 	}
 	return nil
+}
+
+// writeRaw writes b as one frame, as it is.
+func writeRaw(w io.Writer, b []byte) error {
+	if len(b) > maxFrame {
+		return fmt.Errorf("frame of %d bytes past the limit of %d", len(b), maxFrame)
+	}
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(b)))
+	if _, err := w.Write(n[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+// readRaw reads one frame as it is.
+func readRaw(r io.Reader) ([]byte, error) {
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return nil, err
+	}
+	size := binary.BigEndian.Uint32(n[:])
+	if size > maxFrame {
+		return nil, errFrameTooLarge
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, io.ErrUnexpectedEOF
+	}
+	return b, nil
 }
 
 var errFrameTooLarge = errors.New("frame past the limit")

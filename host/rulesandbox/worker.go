@@ -120,6 +120,12 @@ func runWorker(in *os.File, out *os.File) int {
 			fmt.Fprintln(os.Stderr, "rule worker: reading a request: "+err.Error())
 			return exitProtocol
 		}
+		input, err := readRaw(r)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "rule worker: reading an input: "+err.Error())
+			return exitProtocol
+		}
+		req.Input = input
 		setCPU(req.CPUSeconds)
 		serve(req, cache, func(rep reply) {
 			// A reply is flushed at once: the parent's deadline runs per
@@ -148,6 +154,7 @@ func serve(req request, cache *codeCache, send func(reply)) {
 			return
 		}
 	}
+	send(reply{Ready: true})
 	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
 	if timeout <= 0 {
 		timeout = time.Second
