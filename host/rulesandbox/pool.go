@@ -24,8 +24,10 @@ const (
 	PerOwnerDefault = 2
 	// IdleDefault is how many idle workers the pool keeps warm.
 	IdleDefault = 4
-	// MemoryDefault is a worker's memory (RLIMIT_DATA): 128 MiB. A
-	// delivery is at most 256 KiB; decoded, a rule reading it needs a few.
+	// MemoryDefault is the memory a worker's programs may add to the
+	// idle worker's (RLIMIT_DATA, set to the idle worker's data segment
+	// plus this): 128 MiB. A delivery is at most 256 KiB; decoded, a rule
+	// reading it needs a few.
 	MemoryDefault = 128 << 20
 	// GraceDefault is how long past a program's own timeout its worker
 	// may still run before it is killed.
@@ -40,7 +42,8 @@ const (
 // Config configures a Pool; zero fields take their defaults.
 type Config struct {
 	Workers, PerOwner, Idle int
-	// Memory is each worker's RLIMIT_DATA, in bytes.
+	// Memory is what a worker's programs may add to its data segment
+	// (RLIMIT_DATA), in bytes.
 	Memory int64
 	Grace  time.Duration
 	// CompileTimeout bounds compiling one program at save time.
@@ -67,6 +70,7 @@ type Pool struct {
 	owners  map[string]int
 	changed chan struct{}
 	closed  bool
+	warming int
 
 	spawned, killed atomic.Int64
 }
@@ -278,13 +282,40 @@ func (p *Pool) release(owner string, w *worker, healthy bool) {
 	} else {
 		p.total--
 	}
+	// A worker killed past a limit is replaced here, on the time of the
+	// owner whose program it ran, so that the next owner finds one warm.
+	refill := w != nil && !healthy && !p.closed && len(p.idle)+p.warming < warmMin && p.total < p.cfg.Workers
+	if refill {
+		p.total++
+		p.warming++
+	}
 	close(p.changed)
 	p.changed = make(chan struct{})
 	p.mu.Unlock()
 	if w != nil && !keep {
 		p.stop(w)
 	}
+	if refill {
+		fresh, err := p.spawn()
+		p.mu.Lock()
+		p.warming--
+		if err != nil || p.closed {
+			p.total--
+		} else {
+			p.idle = append(p.idle, fresh)
+			fresh = nil
+		}
+		close(p.changed)
+		p.changed = make(chan struct{})
+		p.mu.Unlock()
+		if fresh != nil {
+			p.stop(fresh)
+		}
+	}
 }
+
+// warmMin is how many idle workers a kill is replaced up to.
+const warmMin = 2
 
 // worker is one worker process and its pipes.
 type worker struct {

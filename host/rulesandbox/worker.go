@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -53,11 +54,19 @@ func MaybeRunWorker() {
 func setLimits(memory int64) error {
 	runtime.GOMAXPROCS(1)
 	if memory > 0 {
+		// memory is what programs may add to what the idle worker
+		// already maps (its threads' stacks, the runtime's first heap
+		// arena: some 100 MiB of address space, a tenth of it resident).
 		// The runtime collects hard before the kernel refuses memory;
 		// past RLIMIT_DATA an allocation fails and the runtime dies with
 		// "out of memory".
+		base, err := vmData()
+		if err != nil {
+			return err
+		}
 		debug.SetMemoryLimit(memory * 3 / 4)
-		if err := syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: uint64(memory), Max: uint64(memory)}); err != nil {
+		limit := uint64(base + memory)
+		if err := syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: limit, Max: limit}); err != nil {
 			return fmt.Errorf("RLIMIT_DATA: %w", err)
 		}
 	}
@@ -71,6 +80,25 @@ func setLimits(memory int64) error {
 		return fmt.Errorf("RLIMIT_CPU: %w", err)
 	}
 	return nil
+}
+
+// vmData is the process's data segment (what RLIMIT_DATA counts), in
+// bytes, from /proc.
+func vmData() (int64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmData:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("reading VmData: %w", err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("no VmData in /proc/self/status")
 }
 
 // workerCPULife is the CPU seconds a worker may use in all its life; the
@@ -207,14 +235,17 @@ func asText(v any) *string {
 // frees what it can, and past it still asks to be retired.
 const retireHeap = 32 << 20
 
-// tidy returns memory a request left behind; true when the worker should
-// be retired because its heap is still large.
+// tidy returns memory a request left behind, compiled programs first (a
+// program's size is only estimated by the cache; its regexes' real size
+// shows here); true when the worker should be retired because its heap is
+// still large.
 func tidy(cache *codeCache) bool {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	if m.HeapAlloc < retireHeap {
 		return false
 	}
+	cache.clear()
 	debug.FreeOSMemory()
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc >= retireHeap
@@ -250,6 +281,12 @@ type codeEntry struct {
 
 func newCodeCache(limit int64) *codeCache {
 	return &codeCache{limit: limit, order: list.New(), m: map[codeKey]*list.Element{}}
+}
+
+func (c *codeCache) clear() {
+	c.order.Init()
+	clear(c.m)
+	c.size = 0
 }
 
 func (c *codeCache) get(expr string, unchecked bool) (*gojq.Code, error) {
