@@ -290,3 +290,24 @@ func BenchmarkWarmRoundTripGitHubDelivery(b *testing.B) {
 		p.Eval(context.Background(), "human:1", exprs, in, time.Second)
 	}
 }
+
+// BenchmarkInProcess is the same rule run in the test's own process (as
+// the server did before issue 24), for the round trip's overhead.
+func BenchmarkInProcess(b *testing.B) {
+	in := []byte(`{"action":"opened","sender":{"login":"octocat"},"issue":{"number":9,"title":"The build is red"}}`)
+	code, err := compileExpr(`.action == "opened"`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		var v any
+		dec := json.NewDecoder(strings.NewReader(string(in)))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			b.Fatal(err)
+		}
+		if out, ok, err := runExpr(context.Background(), code, v, time.Second); err != nil || !ok || out != true {
+			b.Fatal(out, err)
+		}
+	}
+}
