@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/itchyny/gojq"
@@ -832,8 +833,13 @@ func (e errTimeout) Error() string { return fmt.Sprintf("ran longer than %v", e.
 
 // runExpr runs code on v for at most timeout, with a fresh work budget, and
 // returns its first output; ok is false when it produced none.
+//
+// The timeout counts the CPU time the process uses meanwhile (in a worker,
+// which runs one program at a time, the program's), not the wall clock: on
+// a loaded machine a program waiting for a core has not run long. The
+// parent's wall deadline and the rules' budget bound the wall time.
 func runExpr(ctx context.Context, code *gojq.Code, v any, timeout time.Duration) (out any, ok bool, err error) {
-	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	runCtx, cancel := cpuTimeout(ctx, timeout)
 	defer cancel()
 	iter := code.RunWithContext(runCtx, v, &workBudget{left: RuleWorkBudget})
 	out, ok = iter.Next()
@@ -851,4 +857,48 @@ func runExpr(ctx context.Context, code *gojq.Code, v any, timeout time.Duration)
 		return nil, false, e
 	}
 	return out, true, nil
+}
+
+// cpuTimeout is a context that ends once this process has used timeout of
+// CPU time from now, or when ctx ends; it ends with DeadlineExceeded.
+func cpuTimeout(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	runCtx, cancel := context.WithCancelCause(ctx)
+	start := processCPU()
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if processCPU()-start >= timeout {
+					cancel(context.DeadlineExceeded)
+					return
+				}
+			}
+		}
+	}()
+	return &causeCtx{runCtx}, func() { close(done); cancel(context.Canceled) }
+}
+
+// causeCtx reports its cause as its error, so that gojq sees
+// DeadlineExceeded.
+type causeCtx struct{ context.Context }
+
+func (c *causeCtx) Err() error {
+	if c.Context.Err() == nil {
+		return nil
+	}
+	return context.Cause(c.Context)
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

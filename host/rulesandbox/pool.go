@@ -419,6 +419,7 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 	// The worker first says it has the input: starting and decoding cost
 	// no program anything, so they have their own allowance.
 	ready := false
+	var cpuStart time.Duration
 	for i := 0; ; {
 		d, isBudget := deadline()
 		if !ready {
@@ -430,9 +431,31 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 		_ = w.out.SetReadDeadline(d)
 		var rep reply
 		err := readFrame(w.r, &rep)
+		// A program's own limit is the CPU time it used, as the kernel
+		// counts it: on a loaded machine a worker waiting for a core is
+		// not the program's fault. Past its wall deadline, a worker that
+		// has not used its programs' time yet gets the difference (the
+		// caller's budget still bounds the wall time).
+		for ready && errors.Is(err, os.ErrDeadlineExceeded) && !isBudget && ctx.Err() == nil {
+			used, ok := cpuTime(w.cmd.Process.Pid)
+			left := per*time.Duration(i+1) - (used - cpuStart)
+			if !ok || left < 10*time.Millisecond {
+				break
+			}
+			d, isBudget = time.Now().Add(left), false
+			if dl, ok := ctx.Deadline(); ok && dl.Before(d) {
+				d, isBudget = dl, true
+			}
+			_ = w.out.SetReadDeadline(d)
+			if ctx.Err() != nil { // cancelled while the deadline moved
+				_ = w.out.SetReadDeadline(time.Now())
+			}
+			err = readFrame(w.r, &rep)
+		}
 		if err == nil && !ready {
 			if rep.Ready {
 				ready = true
+				cpuStart, _ = cpuTime(w.cmd.Process.Pid)
 				continue
 			}
 			if !rep.Done {
@@ -455,6 +478,35 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 		results[i] = fromReply(rep)
 		i++
 	}
+}
+
+// clockTick is the unit of /proc/<pid>/stat's times (USER_HZ, 100 on
+// Linux).
+const clockTick = 10 * time.Millisecond
+
+// cpuTime is the CPU time process pid has used, user and system, from
+// /proc.
+func cpuTime(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name, in parentheses, may hold spaces: fields count from
+	// after its closing parenthesis (field 3, state, is the first).
+	_, rest, ok := strings.Cut(string(b), ") ")
+	if !ok {
+		return 0, false
+	}
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0, false
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(utime+stime) * clockTick, true
 }
 
 func fromReply(rep reply) Result {

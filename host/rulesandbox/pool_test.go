@@ -225,7 +225,7 @@ func TestEightHostileAndEightOrdinaryEvaluationsAtOnce(t *testing.T) {
 	for i, rs := range results {
 		if i < 8 {
 			for j, r := range rs {
-				require.Contains(t, []Kind{Stopped, NotRun}, r.Kind, "hostile %d/%d: %+v", i, j, r)
+				require.Contains(t, []Kind{Stopped, NotRun, Failed}, r.Kind, "hostile %d/%d: %+v", i, j, r)
 			}
 			continue
 		}
@@ -310,4 +310,18 @@ func BenchmarkInProcess(b *testing.B) {
 			b.Fatal(out, err)
 		}
 	}
+}
+
+// A program's answer cannot outgrow a frame: a huge error or output is cut
+// in the worker, and the worker serves on.
+func TestHugeAnswersAreCutNotFatal(t *testing.T) {
+	t.Parallel()
+	p := newPool(t, Config{Unchecked: true})
+	got := p.Eval(context.Background(), "human:1", []string{`error("x" * 1e7)`, `"y" * 1e7`, `.a`}, []byte(`{"a":1}`), 10*time.Second)
+	require.Equal(t, Failed, got[0].Kind)
+	require.Less(t, len(got[0].Detail), 2000)
+	require.Equal(t, Ran, got[1].Kind)
+	require.Len(t, got[1].Text, textMax)
+	require.Equal(t, "1", got[2].Text)
+	require.Equal(t, int64(1), p.Stats().Spawned, "one worker served all three")
 }

@@ -47,7 +47,19 @@ func MaybeRunWorker() {
 	if len(os.Args) < 2 || os.Args[1] != workerArg || os.Getenv(workerEnv) != "1" {
 		return
 	}
-	os.Exit(runWorker(os.Stdin, os.Stdout))
+	// The protocol gets its own descriptor; fd 1 then points at stderr,
+	// so that nothing a program or a library prints can corrupt a frame.
+	fd, err := syscall.Dup(1)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rule worker: "+err.Error())
+		os.Exit(1)
+	}
+	if err := syscall.Dup3(2, 1, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "rule worker: "+err.Error())
+		os.Exit(1)
+	}
+	syscall.CloseOnExec(fd)
+	os.Exit(runWorker(os.Stdin, os.NewFile(uintptr(fd), "rule-protocol")))
 }
 
 // setLimits applies the worker's own limits, before it reads anything.
@@ -193,14 +205,14 @@ func serve(req request, cache *codeCache, send func(reply)) {
 		var na *notAllowedError
 		switch {
 		case errors.As(err, &na):
-			rep.NotAllowed = na.what
+			rep.NotAllowed = cut(na.what)
 		case err != nil:
-			rep.CompileErr = err.Error()
+			rep.CompileErr = cut(err.Error())
 		case req.Op == "eval":
 			v, ok, err := runExpr(context.Background(), code, input, timeout)
 			switch {
 			case err != nil:
-				rep.Err = err.Error()
+				rep.Err = cut(err.Error())
 			case ok:
 				rep.Output, rep.Truthy, rep.Text = true, v != nil && v != false, asText(v)
 			}
@@ -208,6 +220,17 @@ func serve(req request, cache *codeCache, send func(reply)) {
 		send(rep)
 	}
 	send(reply{Done: true, Retire: tidy(cache)})
+}
+
+// errMax bounds an error message in a reply: `error(.s)` on a 250 KB
+// string is a 250 KB message.
+const errMax = 1024
+
+func cut(s string) string {
+	if len(s) > errMax {
+		return strings.ToValidUTF8(s[:errMax], "") + "…"
+	}
+	return s
 }
 
 // asText is v as text when it is a scalar, cut to textMax bytes.
