@@ -27,13 +27,18 @@ func regexBomb(n int) string {
 // sandboxedHookWorld is a hookWorld whose webhooks run rules in their own
 // pool of rule workers, so that a test can count them.
 func sandboxedHookWorld(t *testing.T, timeout time.Duration) (*hookWorld, *rulesandbox.Pool, context.Context) {
+	return sandboxedHookWorldBudget(t, timeout, 0)
+}
+
+// sandboxedHookWorldBudget is sandboxedHookWorld with a rules' budget.
+func sandboxedHookWorldBudget(t *testing.T, timeout, budget time.Duration) (*hookWorld, *rulesandbox.Pool, context.Context) {
 	t.Helper()
 	pool := storetest.New(t)
 	w := newHookWorldOn(t, pool, timeout)
 	sb := rulesandbox.New(rulesandbox.Config{Grace: 100 * time.Millisecond, CompileTimeout: 10 * time.Second})
 	t.Cleanup(sb.Close)
 	w.hooks = host.NewWebhooks(host.WebhooksConfig{
-		Pool: pool, Emitter: w.engine, SecretKey: w.key, Clock: w.clock, RuleTimeout: timeout, Sandbox: sb,
+		Pool: pool, Emitter: w.engine, SecretKey: w.key, Clock: w.clock, RuleTimeout: timeout, RulesBudget: budget, Sandbox: sb,
 	})
 	return w, sb, context.Background()
 }
@@ -109,7 +114,9 @@ func TestRegexBombIsRefusedAtSaveWithinTheWorkersLimits(t *testing.T) {
 // after it still run.
 func TestSlowRegexIsAFaultOfItsRuleNotAStall(t *testing.T) {
 	t.Parallel()
-	w, sb, ctx := sandboxedHookWorld(t, 200*time.Millisecond)
+	// A budget long enough for the rule after the bomb on a loaded
+	// machine: the bomb's own limit is CPU time.
+	w, sb, ctx := sandboxedHookWorldBudget(t, 200*time.Millisecond, 20*time.Second)
 	hook, secret, p := w.hook(t, ctx)
 	_, err := w.hooks.SetRules(ctx, p, hook.ID, []host.RuleInput{
 		{Name: "bomb", Expr: regexBomb(30), Action: host.RuleAction{Drop: true}},
