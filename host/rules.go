@@ -147,7 +147,11 @@ func (s *Webhooks) compileRules(ctx context.Context, owner string, rules []check
 	for i, r := range rules {
 		exprs[i] = r.in.Expr
 	}
-	for i, res := range s.sandbox.Compile(ctx, owner, exprs) {
+	// A program's compile limit is CPU time; the wall clock of all of
+	// them is bounded too, at twice the rules' budget.
+	cctx, cancel := context.WithTimeout(ctx, 2*s.budget)
+	defer cancel()
+	for i, res := range s.sandbox.Compile(cctx, owner, exprs) {
 		if msg := compileFault(res); msg != "" {
 			return notifytype.InvalidArgument(field(i)+"expr", "rule "+ruleRef(rules[i].in.Name, i)+": its expression "+msg)
 		}

@@ -324,7 +324,9 @@ func (s *Webhooks) compileSettings(ctx context.Context, owner string, in Webhook
 			fields, exprs = append(fields, f.field), append(exprs, f.expr)
 		}
 	}
-	for i, res := range s.sandbox.Compile(ctx, owner, exprs) {
+	cctx, cancel := context.WithTimeout(ctx, 2*s.budget)
+	defer cancel()
+	for i, res := range s.sandbox.Compile(cctx, owner, exprs) {
 		if msg := compileFault(res); msg != "" {
 			return notifytype.InvalidArgument(fields[i], msg)
 		}
