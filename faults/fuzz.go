@@ -24,4 +24,5 @@ var FuzzTargets = []FuzzTarget{
 	{Pkg: "./sinks/apprise", Name: "FuzzCheckSchemes", What: "Apprise URL splitting against Apprise's own reading"},
 	{Pkg: "./engine/digest", Name: "FuzzParse", What: "digest schedule parser (D19)"},
 	{Pkg: "./host", Name: "FuzzRuleSave", What: "webhook rule expressions and actions, saved"},
+	{Pkg: "./host/rulesandbox", Name: "FuzzRuleSandbox", What: "arbitrary jq programs run in rule worker processes (issue 24)"},
 }

@@ -3,17 +3,14 @@ package host
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/itchyny/gojq"
-
+	"github.com/switchboard/notify/host/rulesandbox"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 )
@@ -87,61 +84,10 @@ func ruleOut(r store.RuleRow) Rule {
 	}
 }
 
-// compileExpr checks, rewrites and compiles a jq expression (rulecheck.go):
-// only the checked subset of jq is accepted, and every value the compiled
-// code builds is paid for out of its run's budget. The compiled code sees
-// no environment variables and has no input iterator, so an expression can
-// read only the delivery it is given.
-func compileExpr(expr string) (*gojq.Code, error) {
-	q, err := checkExpr(expr)
-	if err != nil {
-		return nil, err
-	}
-	rewriteQuery(q)
-	opts := append([]gojq.CompilerOption{
-		gojq.WithEnvironLoader(func() []string { return nil }),
-		gojq.WithVariables([]string{budgetVar}),
-	}, ruleFuncs...)
-	return gojq.Compile(q, opts...)
-}
-
-// errRulesBudget is the fault of a rule the rules' time budget stopped.
-var errRulesBudget = errors.New("stopped: the rules' time budget ran out")
-
-// runExpr runs code on v for at most timeout, with a fresh work budget, and
-// returns its first output; ok is false when it produced none. A ctx that
-// ends first (the rules' time budget) stops it too.
-func runExpr(ctx context.Context, code *gojq.Code, v any, timeout time.Duration) (out any, ok bool, err error) {
-	runCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	iter := code.RunWithContext(runCtx, v, &workBudget{left: RuleWorkBudget})
-	out, ok = iter.Next()
-	if !ok {
-		return nil, false, nil
-	}
-	if e, isErr := out.(error); isErr {
-		if errors.Is(e, context.DeadlineExceeded) {
-			if ctx.Err() != nil {
-				return nil, false, errRulesBudget
-			}
-			return nil, false, fmt.Errorf("ran longer than %v", timeout)
-		}
-		var halt *gojq.HaltError
-		if errors.As(e, &halt) && halt.Value() == nil {
-			return nil, false, nil
-		}
-		return nil, false, e
-	}
-	return out, true, nil
-}
-
-// truthy is jq's truth: anything but false and null.
-func truthy(v any) bool { return v != nil && v != false }
-
-// checkedRule is a rule input that passed the checks that need no database.
+// checkedRule is a rule input that passed the checks that need neither
+// the database nor a rule worker.
 type checkedRule struct {
-	in   RuleInput
-	code *gojq.Code
+	in RuleInput
 }
 
 // ruleRef names a rule in errors: its name, else its place.
@@ -152,9 +98,10 @@ func ruleRef(name string, i int) string {
 	return "#" + strconv.Itoa(i+1)
 }
 
-// checkRule checks what a rule says without the database. field prefixes
-// the error's field ("rules[2]." for a list, "" for one rule); every
-// message names the rule.
+// checkRule checks what a rule says without the database and without
+// compiling its expression (compileRules does that, in a rule worker, once
+// the caller is known to own the webhook). field prefixes the error's field
+// ("rules[2]." for a list, "" for one rule); every message names the rule.
 func checkRule(in RuleInput, i int, field string) (checkedRule, error) {
 	in.Name = strings.TrimSpace(in.Name)
 	in.Action.Notify = strings.TrimSpace(in.Action.Notify)
@@ -186,15 +133,45 @@ func checkRule(in RuleInput, i int, field string) (checkedRule, error) {
 	case in.Action.NotifySeverity != "" && !in.Action.NotifySeverity.Valid():
 		return checkedRule{}, bad("action.notify_severity", "notify_severity must be low, normal or high")
 	}
-	code, err := compileExpr(in.Expr)
-	var notAllowed *notAllowedError
-	switch {
-	case errors.As(err, &notAllowed):
-		return checkedRule{}, bad("expr", "its expression %s", notAllowed.Error())
-	case err != nil:
-		return checkedRule{}, bad("expr", "its expression does not compile: %s", firstLine(err.Error()))
+	return checkedRule{in: in}, nil
+}
+
+// compileRules compiles the rules' expressions in a rule worker, for the
+// webhook's owner: the first that does not compile (outside the checked
+// subset, a compile error, or past the worker's limits while compiling) is
+// invalid_argument naming the rule. Call it after the caller's right to
+// the webhook is checked, never before: compiling may cost up to the
+// worker's limits.
+func (s *Webhooks) compileRules(ctx context.Context, owner string, rules []checkedRule, field func(i int) string) error {
+	exprs := make([]string, len(rules))
+	for i, r := range rules {
+		exprs[i] = r.in.Expr
 	}
-	return checkedRule{in: in, code: code}, nil
+	// A program's compile limit is CPU time; the wall clock of all of
+	// them is bounded too, at twice the rules' budget.
+	cctx, cancel := context.WithTimeout(ctx, 2*s.budget)
+	defer cancel()
+	for i, res := range s.sandbox.Compile(cctx, owner, exprs) {
+		if msg := compileFault(res); msg != "" {
+			return notifytype.InvalidArgument(field(i)+"expr", "rule "+ruleRef(rules[i].in.Name, i)+": its expression "+msg)
+		}
+	}
+	return ctx.Err()
+}
+
+// compileFault says why a compile result is not a program, "" when it is.
+func compileFault(res rulesandbox.Result) string {
+	switch res.Kind {
+	case rulesandbox.NotAllowed:
+		return "uses " + res.Detail + ", which is not allowed in rules (rules are a checked subset of jq)"
+	case rulesandbox.NoCompile:
+		return "does not compile: " + firstLine(res.Detail)
+	case rulesandbox.Stopped:
+		return "could not be compiled within the rules' limits (" + res.Detail + ")"
+	case rulesandbox.NotRun:
+		return "was not compiled: " + res.Detail
+	}
+	return ""
 }
 
 func firstLine(s string) string {
@@ -247,44 +224,6 @@ func checkRulesInScope(ctx context.Context, db store.DBTX, owner string, rules [
 	return nil
 }
 
-// compiledRule is a saved rule ready to run.
-type compiledRule struct {
-	row  store.RuleRow
-	code *gojq.Code // nil when the stored expression no longer compiles
-	err  error
-}
-
-// ruleCache keeps compiled expressions by rule id, valid while the rule's
-// expression is unchanged, so a delivery does not recompile its webhook's
-// rules.
-type ruleCache struct {
-	mu sync.Mutex
-	m  map[int64]compiledRule
-}
-
-const ruleCacheMax = 10_000
-
-func (c *ruleCache) compile(rows []store.RuleRow) []compiledRule {
-	out := make([]compiledRule, len(rows))
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) > ruleCacheMax {
-		c.m = map[int64]compiledRule{}
-	}
-	for i, r := range rows {
-		if hit, ok := c.m[r.ID]; ok && hit.row.Expr == r.Expr {
-			hit.row = r
-			out[i] = hit
-			continue
-		}
-		code, err := compileExpr(r.Expr)
-		cr := compiledRule{row: r, code: code, err: err}
-		c.m[r.ID] = cr
-		out[i] = cr
-	}
-	return out
-}
-
 // RuleResult is one rule's outcome on one delivery, as the trace keeps it.
 type RuleResult struct {
 	RuleID  int64  `json:"rule_id,omitempty"`
@@ -314,45 +253,47 @@ type evaluation struct {
 	notify  []NotifyRequest
 }
 
-// evaluate runs every rule on payload (D17): all rules run; the first
-// match with queue or drop decides routing; the notify of every matching
-// rule is collected, once per sink. A rule that faults does not match. Each
-// rule runs for at most timeout and all of them together until ctx ends
-// (the rules' time budget): a rule reached after that is a fault, not run.
-func evaluate(ctx context.Context, rules []compiledRule, payload any, timeout time.Duration) evaluation {
-	ev := evaluation{decider: -1, results: make([]RuleResult, len(rules))}
+// evaluate runs every rule on body, one JSON object, in the webhook
+// owner's share of the rule workers (D17): all rules run; the first match
+// with queue or drop decides routing; the notify of every matching rule is
+// collected, once per sink. A rule that faults does not match. Each rule
+// runs for at most timeout (past it, plus the pool's grace, its worker is
+// killed) and all of them together until ctx ends (the rules' time
+// budget): a rule reached after that is a fault, not run.
+func evaluate(ctx context.Context, sb *rulesandbox.Pool, owner string, rows []store.RuleRow, body []byte, timeout time.Duration) evaluation {
+	ev := evaluation{decider: -1, results: make([]RuleResult, len(rows))}
+	exprs := make([]string, len(rows))
+	for i, r := range rows {
+		exprs[i] = r.Expr
+	}
+	outs := sb.Eval(ctx, owner, exprs, body, timeout)
 	seen := map[string]bool{}
-	for i, r := range rules {
-		res := RuleResult{RuleID: r.row.ID, Name: r.row.Name}
-		var notAllowed *notAllowedError
-		switch {
-		case errors.As(r.err, &notAllowed):
-			res.Fault = "expression uses " + notAllowed.what + ", not allowed in rules (a checked subset of jq); not run"
-		case r.err != nil:
-			res.Fault = "expression does not compile: " + firstLine(r.err.Error())
-		case ctx.Err() != nil:
-			res.Fault = "not run: the rules' time budget ran out"
+	for i, r := range rows {
+		res := RuleResult{RuleID: r.ID, Name: r.Name}
+		switch out := outs[i]; out.Kind {
+		case rulesandbox.NotAllowed:
+			res.Fault = "expression uses " + out.Detail + ", not allowed in rules (a checked subset of jq); not run"
+		case rulesandbox.NoCompile:
+			res.Fault = "expression does not compile: " + firstLine(out.Detail)
+		case rulesandbox.Failed:
+			res.Fault = "expression failed: " + firstLine(out.Detail)
+		case rulesandbox.Stopped, rulesandbox.NotRun:
+			res.Fault = out.Detail
 		default:
-			out, ok, err := runExpr(ctx, r.code, payload, timeout)
-			switch {
-			case err != nil:
-				res.Fault = "expression failed: " + firstLine(err.Error())
-			case ok && truthy(out):
-				res.Matched = true
-			}
+			res.Matched = out.Output && out.Truthy
 		}
 		if res.Matched {
-			if ev.decider < 0 && (r.row.QueueID != 0 || r.row.Drop) {
+			if ev.decider < 0 && (r.QueueID != 0 || r.Drop) {
 				ev.decider = i
 				res.Decided = true
 			}
-			if n := r.row.Notify; n != "" && !seen[n] {
+			if n := r.Notify; n != "" && !seen[n] {
 				seen[n] = true
-				sev := notifytype.Severity(r.row.NotifySeverity)
+				sev := notifytype.Severity(r.NotifySeverity)
 				if sev == "" {
 					sev = notifytype.SeverityNormal
 				}
-				ev.notify = append(ev.notify, NotifyRequest{Sink: n, RuleID: r.row.ID, Rule: r.row.Name, Severity: sev})
+				ev.notify = append(ev.notify, NotifyRequest{Sink: n, RuleID: r.ID, Rule: r.Name, Severity: sev})
 			}
 		}
 		ev.results[i] = res

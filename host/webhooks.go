@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/vault"
+	"github.com/switchboard/notify/host/rulesandbox"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 )
@@ -91,8 +92,9 @@ type Webhooks struct {
 	vault   *vault.Vault
 	timeout time.Duration
 	budget  time.Duration
-	rules   ruleCache
-	exprs   exprCache
+	// sandbox runs the rules and the sender and subject expressions, in
+	// worker processes (rulesandbox): nothing compiles or runs them here.
+	sandbox *rulesandbox.Pool
 	// dummySealed is a secret sealed at start that a delivery to an unknown
 	// webhook is checked against (verifyUnknown); nil without a key.
 	dummySealed []byte
@@ -125,6 +127,9 @@ type WebhooksConfig struct {
 	// delivery's, or a whole dry run's; rules past it are faults ("not
 	// run"). Defaults to RulesBudgetDefault (1 s).
 	RulesBudget time.Duration
+	// Sandbox is the rule workers' pool. Defaults to rulesandbox.Default(),
+	// the process's shared pool.
+	Sandbox *rulesandbox.Pool
 }
 
 // NewWebhooks returns the webhooks service.
@@ -143,7 +148,10 @@ func NewWebhooks(cfg WebhooksConfig) *Webhooks {
 	}
 	s := &Webhooks{
 		pool: cfg.Pool, emitter: cfg.Emitter, clock: cfg.Clock, vault: vault.New(cfg.SecretKey),
-		timeout: cfg.RuleTimeout, budget: cfg.RulesBudget,
+		timeout: cfg.RuleTimeout, budget: cfg.RulesBudget, sandbox: cfg.Sandbox,
+	}
+	if s.sandbox == nil {
+		s.sandbox = rulesandbox.Default()
 	}
 	if s.vault.Enabled() {
 		sealed, err := s.vault.Seal(0, dummyScope, notifytype.NewSecret(dummySignatureKey))
@@ -303,16 +311,27 @@ func checkSettings(in WebhookSettings) (WebhookSettings, error) {
 		if len(expr) > RuleExprMaxLen || !utf8.ValidString(expr) || strings.ContainsRune(expr, 0) {
 			return in, notifytype.InvalidArgumentf(field, "must be valid UTF-8 of at most %d bytes, without NUL", RuleExprMaxLen)
 		}
-		_, err := compileExpr(expr)
-		var notAllowed *notAllowedError
-		switch {
-		case errors.As(err, &notAllowed):
-			return in, notifytype.InvalidArgument(field, notAllowed.Error())
-		case err != nil:
-			return in, notifytype.InvalidArgument(field, "does not compile: "+firstLine(err.Error()))
-		}
 	}
 	return in, nil
+}
+
+// compileSettings compiles a webhook's sender and subject expressions in a
+// rule worker, for owner; call it once the caller may write the webhook.
+func (s *Webhooks) compileSettings(ctx context.Context, owner string, in WebhookSettings) error {
+	fields, exprs := []string{}, []string{}
+	for _, f := range []struct{ field, expr string }{{"sender_expr", in.SenderExpr}, {"subject_expr", in.SubjectExpr}} {
+		if f.expr != "" {
+			fields, exprs = append(fields, f.field), append(exprs, f.expr)
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*s.budget)
+	defer cancel()
+	for i, res := range s.sandbox.Compile(cctx, owner, exprs) {
+		if msg := compileFault(res); msg != "" {
+			return notifytype.InvalidArgument(fields[i], msg)
+		}
+	}
+	return ctx.Err()
 }
 
 // newWebhookSecret mints a signing secret.
@@ -360,6 +379,9 @@ func (s *Webhooks) Create(ctx context.Context, p engine.Principal, in WebhookInp
 		if errors.Is(err, notifytype.ErrNotFound) {
 			return Webhook{}, notifytype.Secret{}, notifytype.NotFound("owner scope")
 		}
+		return Webhook{}, notifytype.Secret{}, err
+	}
+	if err := s.compileSettings(ctx, in.Owner.String(), set); err != nil {
 		return Webhook{}, notifytype.Secret{}, err
 	}
 	if !s.vault.Enabled() {
@@ -430,6 +452,15 @@ func (s *Webhooks) RotateSecret(ctx context.Context, p engine.Principal, id int6
 func (s *Webhooks) UpdateSettings(ctx context.Context, p engine.Principal, id int64, in WebhookSettings) (Webhook, error) {
 	set, err := checkSettings(in)
 	if err != nil {
+		return Webhook{}, err
+	}
+	// Who may write the webhook is checked before its expressions are
+	// compiled, and again (locked) in the transaction.
+	w, err := s.read(ctx, s.pool, p, id, true, false)
+	if err != nil {
+		return Webhook{}, wrap(err, "updating webhook")
+	}
+	if err := s.compileSettings(ctx, w.Owner, set); err != nil {
 		return Webhook{}, err
 	}
 	var out Webhook
@@ -558,6 +589,9 @@ func (s *Webhooks) SetRules(ctx context.Context, p engine.Principal, id int64, i
 		}
 		checked[i] = c
 	}
+	if err := s.authorizeThenCompile(ctx, p, id, checked, func(i int) string { return fmt.Sprintf("rules[%d].", i) }); err != nil {
+		return nil, wrap(err, "setting rules")
+	}
 	var out []Rule
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		w, err := s.read(ctx, tx, p, id, true, true)
@@ -586,12 +620,27 @@ func (s *Webhooks) SetRules(ctx context.Context, p engine.Principal, id int64, i
 	return out, nil
 }
 
+// authorizeThenCompile checks that p may write webhook id, then compiles
+// the rules in a rule worker for the webhook's owner: nobody gets a rule
+// compiled (which may cost up to a worker's limits) on a webhook that is
+// not theirs. The transaction that saves checks p again, locked.
+func (s *Webhooks) authorizeThenCompile(ctx context.Context, p engine.Principal, id int64, rules []checkedRule, field func(i int) string) error {
+	w, err := s.read(ctx, s.pool, p, id, true, false)
+	if err != nil {
+		return err
+	}
+	return s.compileRules(ctx, w.Owner, rules, field)
+}
+
 // AddRule appends one rule to a webhook's list (add_webhook_rule), checked
 // as SetRules checks each.
 func (s *Webhooks) AddRule(ctx context.Context, p engine.Principal, id int64, in RuleInput) (Rule, error) {
 	c, err := checkRule(in, 0, "")
 	if err != nil {
 		return Rule{}, err
+	}
+	if err := s.authorizeThenCompile(ctx, p, id, []checkedRule{c}, func(int) string { return "" }); err != nil {
+		return Rule{}, wrap(err, "saving rule")
 	}
 	var out Rule
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -625,6 +674,9 @@ func (s *Webhooks) UpdateRule(ctx context.Context, p engine.Principal, id, ruleI
 	c, err := checkRule(in, 0, "")
 	if err != nil {
 		return Rule{}, err
+	}
+	if err := s.authorizeThenCompile(ctx, p, id, []checkedRule{c}, func(int) string { return "" }); err != nil {
+		return Rule{}, wrap(err, "saving rule")
 	}
 	var out Rule
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {

@@ -16,14 +16,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
-	"github.com/itchyny/gojq"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/rulesandbox"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store"
@@ -83,52 +82,13 @@ type Received struct {
 	Outcome    Outcome `json:"outcome"`
 }
 
-// exprCache keeps compiled fixed and per-webhook expressions by source.
-type exprCache struct {
-	mu sync.Mutex
-	m  map[string]*gojq.Code
-}
-
-func (c *exprCache) get(expr string) (*gojq.Code, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if code, ok := c.m[expr]; ok {
-		return code, nil
-	}
-	code, err := compileExpr(expr)
-	if err != nil {
-		return nil, err
-	}
-	if c.m == nil || len(c.m) > ruleCacheMax {
-		c.m = map[string]*gojq.Code{}
-	}
-	c.m[expr] = code
-	return code, nil
-}
-
-// text runs expr on payload and returns its first output as text ("" for
-// none, an error or a non-scalar), cut to maxRunes.
-func (s *Webhooks) text(ctx context.Context, expr string, payload any, maxRunes int) string {
-	code, err := s.exprs.get(expr)
-	if err != nil {
+// asText is a sender or subject expression's answer as text ("" for none,
+// a fault or a non-scalar), cut to maxRunes.
+func asText(res rulesandbox.Result, maxRunes int) string {
+	if res.Kind != rulesandbox.Ran || !res.HasText {
 		return ""
 	}
-	out, ok, err := runExpr(ctx, code, payload, s.timeout)
-	if err != nil || !ok {
-		return ""
-	}
-	var v string
-	switch o := out.(type) {
-	case string:
-		v = o
-	case json.Number:
-		v = o.String()
-	case int, float64, bool:
-		v = fmt.Sprint(o)
-	default:
-		return ""
-	}
-	v = strings.ToValidUTF8(v, "")
+	v := strings.ToValidUTF8(res.Text, "")
 	if utf8.RuneCountInString(v) > maxRunes {
 		v = string([]rune(v)[:maxRunes])
 	}
@@ -332,17 +292,22 @@ type subject struct {
 
 // readSubject reads the sender, subject key, title and body of a payload
 // with the webhook's expressions.
-func (s *Webhooks) readSubject(ctx context.Context, w store.WebhookRow, payload map[string]any) subject {
+func (s *Webhooks) readSubject(ctx context.Context, w store.WebhookRow, payload map[string]any, body []byte) subject {
 	subjectExpr := w.SubjectExpr
 	if subjectExpr == "" {
 		subjectExpr = SubjectExprDefault
 	}
+	// The owner's expressions and the fixed ones, in one round trip to a
+	// rule worker of the owner's share, within the rules' time budget.
+	budgetCtx, cancel := context.WithTimeout(ctx, s.budget)
+	defer cancel()
+	out := s.sandbox.Eval(budgetCtx, w.Owner, []string{w.SenderExpr, subjectExpr, titleExpr, bodyExpr}, body, s.timeout)
 	return subject{
 		payload: payload,
-		sender:  s.text(ctx, w.SenderExpr, payload, 200),
-		key:     s.text(ctx, subjectExpr, payload, 200),
-		title:   s.text(ctx, titleExpr, payload, TitleMaxLen),
-		body:    s.text(ctx, bodyExpr, payload, 4000),
+		sender:  asText(out[0], 200),
+		key:     asText(out[1], 200),
+		title:   asText(out[2], TitleMaxLen),
+		body:    asText(out[3], 4000),
 	}
 }
 
@@ -397,7 +362,7 @@ func (s *Webhooks) Receive(ctx context.Context, id int64, body []byte, env Envel
 		return Received{}, err
 	}
 	msg := message{id: env.MessageID, expires: ts.Add(SignatureTolerance + messageIDMargin)}
-	subj := s.readSubject(ctx, w, payload)
+	subj := s.readSubject(ctx, w, payload, body)
 	var out Received
 	if !slices.Contains(w.TrustedSenders, subj.sender) || subj.sender == "" {
 		out, err = s.quarantine(ctx, w, msg, body, subj)
@@ -407,7 +372,7 @@ func (s *Webhooks) Receive(ctx context.Context, id int64, body []byte, env Envel
 			return Received{}, err
 		}
 		budgetCtx, cancel := context.WithTimeout(ctx, s.budget)
-		ev := evaluate(budgetCtx, s.rules.compile(rows), payload, s.timeout)
+		ev := evaluate(budgetCtx, s.sandbox, w.Owner, rows, body, s.timeout)
 		cancel()
 		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			var err error
@@ -651,28 +616,32 @@ func (s *Webhooks) TestRules(ctx context.Context, p engine.Principal, id int64, 
 	if err != nil {
 		return TestReport{}, wrap(err, "testing rules")
 	}
-	var rules []compiledRule
+	var rules []store.RuleRow
 	if candidates == nil {
-		rows, err := store.ListRules(ctx, s.pool, id)
-		if err != nil {
+		if rules, err = store.ListRules(ctx, s.pool, id); err != nil {
 			return TestReport{}, err
 		}
-		rules = s.rules.compile(rows)
 	} else {
-		if err := checkRulesInScope(ctx, s.pool, w.Owner, checked, func(i int) string { return fmt.Sprintf("rules[%d].", i) }); err != nil {
+		field := func(i int) string { return fmt.Sprintf("rules[%d].", i) }
+		// Compiled in a rule worker, once the caller is known to see the
+		// webhook.
+		if err := s.compileRules(ctx, w.Owner, checked, field); err != nil {
+			return TestReport{}, wrap(err, "testing rules")
+		}
+		if err := checkRulesInScope(ctx, s.pool, w.Owner, checked, field); err != nil {
 			return TestReport{}, err
 		}
 		for i, c := range checked {
-			rules = append(rules, compiledRule{code: c.code, row: store.RuleRow{
+			rules = append(rules, store.RuleRow{
 				Position: i + 1, Name: c.in.Name, Expr: c.in.Expr, QueueID: c.in.Action.Queue, Drop: c.in.Action.Drop,
 				Notify: c.in.Action.Notify, NotifySeverity: string(c.in.Action.NotifySeverity),
-			}})
+			})
 		}
 	}
 	var names []string
 	for _, r := range rules {
-		if r.row.Notify != "" {
-			names = append(names, r.row.Notify)
+		if r.Notify != "" {
+			names = append(names, r.Notify)
 		}
 	}
 	sinkRefs, err := store.SinksByName(ctx, s.pool, w.Owner, names, false)
@@ -698,17 +667,16 @@ func (s *Webhooks) TestRules(ctx context.Context, p engine.Principal, id int64, 
 			report.Deliveries = append(report.Deliveries, td)
 			continue
 		}
-		payload, err := decodePayload(d.Payload)
-		if err != nil {
+		if _, err := decodePayload(d.Payload); err != nil {
 			td.Outcome = OutcomeUnrouted
 			td.Faults = append(td.Faults, "stored payload is not a JSON object")
 			report.Deliveries = append(report.Deliveries, td)
 			continue
 		}
-		ev := evaluate(budgetCtx, rules, payload, s.timeout)
+		ev := evaluate(budgetCtx, s.sandbox, w.Owner, rules, d.Payload, s.timeout)
 		td.Rules, td.Outcome = ev.results, OutcomeUnrouted
 		if ev.decider >= 0 {
-			r := rules[ev.decider].row
+			r := rules[ev.decider]
 			td.DecidedBy = r.Name
 			if r.Drop {
 				td.Outcome = OutcomeDropped

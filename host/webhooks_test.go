@@ -433,7 +433,9 @@ func TestRulesPastTheTimeBudgetAreNotRun(t *testing.T) {
 	d, err := w.hooks.Delivery(ctx, p, hook.ID, got.DeliveryID)
 	require.NoError(t, err)
 	require.Len(t, d.Trace.Faults, 6, "every rule faults")
-	require.Contains(t, d.Trace.Faults[0], "ran longer than 40ms")
+	// The first rule is stopped by its own limit (40 ms of CPU) or, on a
+	// machine too loaded to give it 40 ms within the budget, by the budget.
+	require.Regexp(t, `ran longer than 40ms|stopped: `, d.Trace.Faults[0])
 	require.Contains(t, d.Trace.Faults[5], notRun, "the last rules are not run")
 
 	for range 4 {

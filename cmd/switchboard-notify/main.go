@@ -29,6 +29,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/switchboard/notify/host/rulesandbox"
 )
 
 // version is set at build time: -ldflags "-X main.version=…".
@@ -155,6 +157,10 @@ func usage() string {
 var errUsage = errors.New("unknown command")
 
 func main() {
+	// A rule worker (host/rulesandbox) is this binary re-executed with a
+	// hidden argument: it becomes one here, before anything else runs (the
+	// package's init has already done so; this says it where main starts).
+	rulesandbox.MaybeRunWorker()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr); err != nil {

@@ -1,6 +1,7 @@
-package host
+package rulesandbox
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/itchyny/gojq"
 )
@@ -786,4 +789,116 @@ func containsCost(a, b any, limit int64) int64 {
 		}
 	}
 	return 1
+}
+
+// compileExpr checks, rewrites and compiles a jq expression: only the
+// checked subset of jq is accepted, and every value the compiled code
+// builds is paid for out of its run's budget. The compiled code sees no
+// environment variables and has no input iterator, so an expression can
+// read only the delivery it is given. It runs only inside a worker
+// process (worker.go): the subset is a first filter that gives clear
+// messages, the worker's limits are the bound.
+func compileExpr(expr string) (*gojq.Code, error) {
+	q, err := checkExpr(expr)
+	if err != nil {
+		return nil, err
+	}
+	rewriteQuery(q)
+	opts := append([]gojq.CompilerOption{
+		gojq.WithEnvironLoader(func() []string { return nil }),
+		gojq.WithVariables([]string{budgetVar}),
+	}, ruleFuncs...)
+	return gojq.Compile(q, opts...)
+}
+
+// compileUnchecked compiles expr as plain gojq, neither checked nor
+// rewritten (it still gets the budget variable, which it ignores). Only
+// tests ask for it (Request.Unchecked), to show that the worker's limits
+// hold for constructs the subset would have refused.
+func compileUnchecked(expr string) (*gojq.Code, error) {
+	q, err := gojq.Parse(expr)
+	if err != nil {
+		return nil, err
+	}
+	return gojq.Compile(q,
+		gojq.WithEnvironLoader(func() []string { return nil }),
+		gojq.WithVariables([]string{budgetVar}))
+}
+
+// errTimeout is the fault of an expression stopped by its own timeout
+// between two steps.
+type errTimeout struct{ d time.Duration }
+
+func (e errTimeout) Error() string { return fmt.Sprintf("ran longer than %v", e.d) }
+
+// runExpr runs code on v for at most timeout, with a fresh work budget, and
+// returns its first output; ok is false when it produced none.
+//
+// The timeout counts the CPU time the process uses meanwhile (in a worker,
+// which runs one program at a time, the program's), not the wall clock: on
+// a loaded machine a program waiting for a core has not run long. The
+// parent's wall deadline and the rules' budget bound the wall time.
+func runExpr(ctx context.Context, code *gojq.Code, v any, timeout time.Duration) (out any, ok bool, err error) {
+	runCtx, cancel := cpuTimeout(ctx, timeout)
+	defer cancel()
+	iter := code.RunWithContext(runCtx, v, &workBudget{left: RuleWorkBudget})
+	out, ok = iter.Next()
+	if !ok {
+		return nil, false, nil
+	}
+	if e, isErr := out.(error); isErr {
+		if errors.Is(e, context.DeadlineExceeded) {
+			return nil, false, errTimeout{timeout}
+		}
+		var halt *gojq.HaltError
+		if errors.As(e, &halt) && halt.Value() == nil {
+			return nil, false, nil
+		}
+		return nil, false, e
+	}
+	return out, true, nil
+}
+
+// cpuTimeout is a context that ends once this process has used timeout of
+// CPU time from now, or when ctx ends; it ends with DeadlineExceeded.
+func cpuTimeout(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	runCtx, cancel := context.WithCancelCause(ctx)
+	start := processCPU()
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if processCPU()-start >= timeout {
+					cancel(context.DeadlineExceeded)
+					return
+				}
+			}
+		}
+	}()
+	return &causeCtx{runCtx}, func() { close(done); cancel(context.Canceled) }
+}
+
+// causeCtx reports its cause as its error, so that gojq sees
+// DeadlineExceeded.
+type causeCtx struct{ context.Context }
+
+func (c *causeCtx) Err() error {
+	if c.Context.Err() == nil {
+		return nil
+	}
+	return context.Cause(c.Context)
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

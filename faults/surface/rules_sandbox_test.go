@@ -1,0 +1,183 @@
+package surface_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/faults"
+	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/rulesandbox"
+)
+
+// processRSS is this process's resident memory (the server's: it runs in
+// the test process; rule workers are processes of their own).
+func processRSS(t testing.TB) uint64 {
+	f, err := os.Open("/proc/self/status")
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			require.NoError(t, err)
+			return n << 10
+		}
+	}
+	t.Fatal("no VmRSS in /proc/self/status")
+	return 0
+}
+
+// Row 6d (issue 24 items 1 to 3): eight dry runs of hostile rules at once
+// by one owner through the REST API (a regex that cannot be interrupted,
+// the one-step division and split of a stored 250 KB delivery, and what
+// rulesandbox's generator finds), while another owner's deliveries are
+// routed by their rules. The server's RSS stays under 300 MB, every dry
+// run answers under 2 s, and the other owner's deliveries under 100 ms.
+// Not parallel: the RSS it measures is the process's.
+func TestHostileDryRunsCannotStarveTheServerOrAnotherOwner(t *testing.T) {
+	s := newServer(t, serverOpts{})
+	attacker, victim := s.person(t), s.person(t)
+	hookA, secretA, err := s.deps.Webhooks.Create(s.w.Ctx, engine.HumanPrincipal(attacker.id), host.WebhookInput{
+		Owner: attacker.scope, Name: "forge", TrustedSenders: []string{"octocat"},
+	})
+	require.NoError(t, err)
+	hookB, secretB, err := s.deps.Webhooks.Create(s.w.Ctx, engine.HumanPrincipal(victim.id), host.WebhookInput{
+		Owner: victim.scope, Name: "forge", TrustedSenders: []string{"octocat"},
+	})
+	require.NoError(t, err)
+	_, err = s.deps.Webhooks.SetRules(s.w.Ctx, engine.HumanPrincipal(victim.id), hookB.ID, []host.RuleInput{
+		{Name: "opened", Expr: `.action == "opened"`, Action: host.RuleAction{Drop: true}},
+		{Name: "title", Expr: `.issue.title | test("red")`, Action: host.RuleAction{Drop: true}},
+	})
+	require.NoError(t, err)
+	// The attacker's stored deliveries: 250 KB, and a 10 KB field.
+	for _, body := range []string{
+		`{"sender":{"login":"octocat"},"s":"` + strings.Repeat("ab", 125_000) + `","p":"x"}`,
+		`{"sender":{"login":"octocat"},"s":"ab","p":"` + strings.Repeat("a", 10_000) + `"}`,
+	} {
+		_, err := s.deps.Webhooks.Receive(s.w.Ctx, hookA.ID, []byte(body), host.Sign(secretA, host.NewMessageID(), s.w.Clock.Now(), []byte(body)))
+		require.NoError(t, err)
+	}
+	hostile := []string{
+		`.p // "" | test("` + strings.Repeat(`(?:.?){1000}`, 30) + `z")`,
+		`(.s * 15) / "" | length > 0`,
+		`.s * 15 | split("") | length > 0`,
+		`[.s / "" | .[] | . + .] | length > 0`,
+		`[.s * 7 | ascii_downcase | . / "" | .[] | {(.): .}] | length > 0`,
+	}
+	rounds := 1
+	if faults.Full() {
+		rounds = 5
+	}
+
+	base := processRSS(t)
+	var peakRSS atomic.Uint64
+	stop, sampled := make(chan struct{}), sync.WaitGroup{}
+	sampled.Add(1)
+	go func() {
+		defer sampled.Done()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if r := processRSS(t); r > peakRSS.Load() {
+				peakRSS.Store(r)
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+
+	rules := make([]map[string]any, len(hostile))
+	for i, e := range hostile {
+		rules[i] = map[string]any{"name": "attack" + strconv.Itoa(i), "expr": e, "action": map[string]any{"drop": true}}
+	}
+	dryRun, _ := json.Marshal(map[string]any{"rules": rules})
+	var mu sync.Mutex
+	var dryTimes, deliveryTimes []time.Duration
+	var faulted, routed, answered int
+	for range rounds {
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				start := time.Now()
+				status, out := s.do(t, request{method: http.MethodPost, path: fmt.Sprintf("/api/v1/webhooks/%d/rules/test", hookA.ID),
+					token: attacker.token, body: string(dryRun)})
+				took := time.Since(start)
+				mu.Lock()
+				defer mu.Unlock()
+				dryTimes = append(dryTimes, took)
+				if status == http.StatusOK {
+					answered++
+					faulted += strings.Count(out, `"fault":`)
+				} else {
+					t.Errorf("dry run: %d %s", status, out)
+				}
+			}()
+		}
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				body := []byte(fmt.Sprintf(`{"action":"opened","sender":{"login":"octocat"},"issue":{"number":%d,"title":"red"}}`, i))
+				start := time.Now()
+				got, err := s.deps.Webhooks.Receive(s.w.Ctx, hookB.ID, body, host.Sign(secretB, host.NewMessageID(), s.w.Clock.Now(), body))
+				took := time.Since(start)
+				mu.Lock()
+				defer mu.Unlock()
+				deliveryTimes = append(deliveryTimes, took)
+				if err == nil && got.Outcome == host.OutcomeDropped {
+					routed++
+				} else {
+					d, _ := s.deps.Webhooks.Delivery(s.w.Ctx, engine.HumanPrincipal(victim.id), hookB.ID, got.DeliveryID)
+					t.Errorf("the other owner's delivery: %v %+v, after %v: %+v", err, got, took, d.Trace)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	close(stop)
+	sampled.Wait()
+
+	slowestDry, slowestDelivery := slices.Max(dryTimes), slices.Max(deliveryTimes)
+	peak := peakRSS.Load()
+	limits := rulesandbox.Default().Limits()
+	st := rulesandbox.Default().Stats()
+	row := faults.Row{
+		Scenario: "6d. hostile rule dry runs against the rule workers (issue 24 items 1-3)",
+		Load: fmt.Sprintf("%d × (8 concurrent REST dry runs of %d hostile rules over a 250 KB and a 10 KB stored delivery, by one owner, "+
+			"+ 8 concurrent deliveries of another owner)", rounds, len(hostile)),
+		Faults:    "an uninterruptible literal regex, one-step division/split/splits of a 3.75 MB string, per-character concatenation",
+		BadInputs: 8 * rounds * len(hostile), RowsLost: faults.NotApplicable, Duplicates: faults.NotApplicable,
+		Figures: []string{fmt.Sprintf("server RSS %d → %d MiB peak; slowest dry run %v, slowest other-owner delivery %v; "+
+			"%d rule faults; workers: %d spawned, %d killed (limits: %d MiB, %d per owner, %d in all)",
+			base>>20, peak>>20, slowestDry.Round(time.Millisecond), slowestDelivery.Round(time.Millisecond), faulted,
+			st.Spawned, st.Killed, limits.Memory>>20, limits.PerOwner, limits.Workers)},
+	}
+	assert.Equal(t, 8*rounds, answered, "every dry run answers")
+	assert.Equal(t, 8*rounds, routed, "every other owner's delivery is routed by its rules")
+	assert.Positive(t, faulted, "the hostile rules fault")
+	assert.Less(t, peak, uint64(300<<20), "the server's RSS reached %d MiB", peak>>20)
+	assert.Less(t, slowestDry, 2*time.Second, "every dry run answers under 2 s")
+	assert.Less(t, slowestDelivery, 100*time.Millisecond, "the other owner's deliveries answer under 100 ms")
+	row.Failed = t.Failed()
+	faults.Report(t, row)
+}

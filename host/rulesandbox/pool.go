@@ -1,0 +1,570 @@
+package rulesandbox
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	// WorkersDefault is how many workers the pool runs at most at once.
+	WorkersDefault = 16
+	// PerOwnerDefault is how many of them one owner may hold at once.
+	PerOwnerDefault = 2
+	// IdleDefault is how many idle workers the pool keeps warm.
+	IdleDefault = 4
+	// MemoryDefault is the memory a worker's programs may add to the
+	// idle worker's (RLIMIT_DATA, set to the idle worker's data segment
+	// plus this): 128 MiB. A delivery is at most 256 KiB; decoded, a rule
+	// reading it needs a few.
+	MemoryDefault = 128 << 20
+	// GraceDefault is how long past a program's own timeout its worker
+	// may still run before it is killed.
+	GraceDefault = 250 * time.Millisecond
+	// CompileTimeoutDefault bounds compiling one program.
+	CompileTimeoutDefault = time.Second
+	// MaxRequestsDefault is how many requests a worker serves before it
+	// is replaced.
+	MaxRequestsDefault = 1000
+)
+
+// Config configures a Pool; zero fields take their defaults.
+type Config struct {
+	Workers, PerOwner, Idle int
+	// Memory is what a worker's programs may add to its data segment
+	// (RLIMIT_DATA), in bytes.
+	Memory int64
+	Grace  time.Duration
+	// CompileTimeout bounds compiling one program at save time.
+	CompileTimeout time.Duration
+	// CPU is the CPU time one request may use (RLIMIT_CPU, whole
+	// seconds); defaults to its programs' wall time, rounded up, plus one
+	// second. A backstop: the wall deadline comes first.
+	CPU         time.Duration
+	MaxRequests int
+	// Exe is the worker binary; defaults to this process's own.
+	Exe string
+	// Unchecked turns the checked subset off: programs are compiled as
+	// plain gojq. Tests only, to show the limits hold without it.
+	Unchecked bool
+}
+
+// Pool runs programs in worker processes (package doc).
+type Pool struct {
+	cfg Config
+
+	mu      sync.Mutex
+	idle    []*worker
+	total   int
+	owners  map[string]int
+	changed chan struct{}
+	closed  bool
+	warming int
+
+	spawned, killed atomic.Int64
+}
+
+// New returns a pool; it starts workers only when asked to run something.
+func New(cfg Config) *Pool {
+	if cfg.Workers <= 0 {
+		cfg.Workers = WorkersDefault
+	}
+	if cfg.PerOwner <= 0 {
+		cfg.PerOwner = PerOwnerDefault
+	}
+	cfg.PerOwner = min(cfg.PerOwner, cfg.Workers)
+	if cfg.Idle <= 0 {
+		cfg.Idle = IdleDefault
+	}
+	if cfg.Memory <= 0 {
+		cfg.Memory = MemoryDefault
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = GraceDefault
+	}
+	if cfg.CompileTimeout <= 0 {
+		cfg.CompileTimeout = CompileTimeoutDefault
+	}
+	if cfg.MaxRequests <= 0 {
+		cfg.MaxRequests = MaxRequestsDefault
+	}
+	return &Pool{cfg: cfg, owners: map[string]int{}, changed: make(chan struct{})}
+}
+
+var (
+	defaultOnce sync.Once
+	defaultPool *Pool
+)
+
+// Default is the process's shared pool, with the default Config.
+func Default() *Pool {
+	defaultOnce.Do(func() { defaultPool = New(Config{}) })
+	return defaultPool
+}
+
+// Limits are what the pool lets one program cost, for the docs and logs.
+func (p *Pool) Limits() Config { return p.cfg }
+
+// Stats counts the pool's workers.
+type Stats struct {
+	// Spawned and Killed count workers started and killed (past a limit,
+	// retired, or surplus) since the pool began; Live is how many run now,
+	// Idle how many of them wait.
+	Spawned, Killed int64
+	Live, Idle      int
+}
+
+// Stats reads the pool's counters.
+func (p *Pool) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Stats{Spawned: p.spawned.Load(), Killed: p.killed.Load(), Live: p.total, Idle: len(p.idle)}
+}
+
+// Close kills the idle workers; busy ones are killed when they finish.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = nil, true
+	p.total -= len(idle)
+	p.mu.Unlock()
+	for _, w := range idle {
+		p.stop(w)
+	}
+}
+
+// Kind says what became of one program.
+type Kind int
+
+const (
+	// Ran: the program ran; Output says whether it produced an output.
+	Ran Kind = iota
+	// NotAllowed: it uses a construct outside the checked subset
+	// (Detail names it).
+	NotAllowed
+	// NoCompile: it does not compile (Detail says why).
+	NoCompile
+	// Failed: it raised an error (Detail).
+	Failed
+	// Stopped: its worker was stopped by a limit (Detail says which).
+	Stopped
+	// NotRun: the caller's budget ran out (or it went away) first.
+	NotRun
+)
+
+// Result is what became of one program.
+type Result struct {
+	Kind   Kind
+	Detail string
+	// Output is true when the program produced an output; Truthy when it
+	// is neither false nor null; Text is it when a scalar (HasText).
+	Output, Truthy, HasText bool
+	Text                    string
+}
+
+// Compile checks that each program compiles (in a worker: compiling a
+// regular expression can cost as much as running one), for owner. Its
+// Results are Ran, NotAllowed, NoCompile, Stopped or NotRun.
+func (p *Pool) Compile(ctx context.Context, owner string, exprs []string) []Result {
+	return p.run(ctx, owner, request{Op: "compile", Exprs: exprs, Unchecked: p.cfg.Unchecked}, p.cfg.CompileTimeout)
+}
+
+// Eval runs each program on input (one JSON value), in order, each for at
+// most timeout and all of them until ctx ends, for owner. A program that
+// passes a limit is Stopped and the ones after it run in a fresh worker.
+func (p *Pool) Eval(ctx context.Context, owner string, exprs []string, input []byte, timeout time.Duration) []Result {
+	return p.run(ctx, owner, request{Op: "eval", Exprs: exprs, Input: input, TimeoutMS: max(timeout.Milliseconds(), 1), Unchecked: p.cfg.Unchecked}, timeout)
+}
+
+func (p *Pool) run(ctx context.Context, owner string, req request, timeout time.Duration) []Result {
+	results := make([]Result, len(req.Exprs))
+	all := req.Exprs
+	for next := 0; next < len(all); {
+		notRun := func(why string) {
+			for i := next; i < len(all); i++ {
+				results[i] = Result{Kind: NotRun, Detail: why}
+			}
+			next = len(all)
+		}
+		if ctx.Err() != nil {
+			notRun(budgetGone)
+			break
+		}
+		w, err := p.acquire(ctx, owner)
+		if err != nil {
+			if ctx.Err() != nil {
+				notRun(budgetGone)
+			} else {
+				notRun("no rule worker: " + err.Error())
+			}
+			break
+		}
+		req.Exprs = all[next:]
+		per := timeout + p.cfg.Grace
+		req.CPUSeconds = int64(per.Seconds()*float64(len(req.Exprs))) + 1
+		if p.cfg.CPU > 0 {
+			req.CPUSeconds = max(int64(p.cfg.CPU.Seconds()), 1)
+		}
+		n, healthy := p.roundTrip(ctx, w, req, per, results[next:])
+		p.release(owner, w, healthy)
+		next += n
+	}
+	return results
+}
+
+// readyAllowance bounds how long a worker may take to start and decode a
+// request's input (at most a 256 KiB delivery) before its first program's
+// own deadline starts.
+const readyAllowance = 5 * time.Second
+
+const budgetGone = "not run: the rules' time budget ran out"
+
+// acquire takes a worker for owner: an idle one, else a new one; it waits
+// only while owner holds PerOwner workers, or the pool holds Workers.
+func (p *Pool) acquire(ctx context.Context, owner string) (*worker, error) {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, errors.New("the pool is closed")
+		}
+		if p.owners[owner] < p.cfg.PerOwner {
+			if n := len(p.idle); n > 0 {
+				w := p.idle[n-1]
+				p.idle = p.idle[:n-1]
+				p.owners[owner]++
+				p.mu.Unlock()
+				return w, nil
+			}
+			if p.total < p.cfg.Workers {
+				p.total++
+				p.owners[owner]++
+				p.mu.Unlock()
+				w, err := p.spawn()
+				if err != nil {
+					p.release(owner, nil, false)
+					return nil, err
+				}
+				return w, nil
+			}
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// release gives back owner's worker w (nil: a spawn failed); a worker that
+// is not healthy, or one too many idle, is killed.
+func (p *Pool) release(owner string, w *worker, healthy bool) {
+	p.mu.Lock()
+	if p.owners[owner]--; p.owners[owner] <= 0 {
+		delete(p.owners, owner)
+	}
+	keep := w != nil && healthy && !p.closed && len(p.idle) < p.cfg.Idle && w.requests < p.cfg.MaxRequests
+	if keep {
+		p.idle = append(p.idle, w)
+	} else {
+		p.total--
+	}
+	// A worker killed past a limit is replaced here, on the time of the
+	// owner whose program it ran, so that the next owner finds one warm.
+	refill := w != nil && !healthy && !p.closed && len(p.idle)+p.warming < warmMin && p.total < p.cfg.Workers
+	if refill {
+		p.total++
+		p.warming++
+	}
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+	if w != nil && !keep {
+		p.stop(w)
+	}
+	if refill {
+		fresh, err := p.spawn()
+		p.mu.Lock()
+		p.warming--
+		if err != nil || p.closed {
+			p.total--
+		} else {
+			p.idle = append(p.idle, fresh)
+			fresh = nil
+		}
+		close(p.changed)
+		p.changed = make(chan struct{})
+		p.mu.Unlock()
+		if fresh != nil {
+			p.stop(fresh)
+		}
+	}
+}
+
+// warmMin is how many idle workers a kill is replaced up to.
+const warmMin = 2
+
+// worker is one worker process and its pipes.
+type worker struct {
+	cmd      *exec.Cmd
+	in, out  *os.File // its stdin (we write), its stdout (we read)
+	r        *bufio.Reader
+	stderr   *os.File // an unlinked file: why it died
+	requests int
+	dead     bool
+}
+
+func (p *Pool) spawn() (*worker, error) {
+	exe := p.cfg.Exe
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	errf, err := os.CreateTemp("", "switchboard-rule-worker-*.err")
+	if err == nil {
+		_ = os.Remove(errf.Name())
+	}
+	cmd := exec.Command(exe, workerArg)
+	// A clean environment: the server's (its secret key among it) is not
+	// the worker's business.
+	cmd.Env = []string{
+		workerEnv + "=1", workerMemEnv + "=" + strconv.FormatInt(p.cfg.Memory, 10),
+		"GOMAXPROCS=1", "GOMEMLIMIT=" + strconv.FormatInt(p.cfg.Memory*3/4, 10), "GOTRACEBACK=single",
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	if errf != nil {
+		cmd.Stderr = errf
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		if errf != nil {
+			errf.Close()
+		}
+		return nil, err
+	}
+	p.spawned.Add(1)
+	return &worker{cmd: cmd, in: inW, out: outR, r: bufio.NewReaderSize(outR, 64<<10), stderr: errf}, nil
+}
+
+// stop kills w and reaps it.
+func (p *Pool) stop(w *worker) {
+	if !w.dead {
+		p.killed.Add(1)
+		_ = w.cmd.Process.Kill()
+		_ = w.cmd.Wait()
+		w.dead = true
+	}
+	w.in.Close()
+	w.out.Close()
+	if w.stderr != nil {
+		w.stderr.Close()
+	}
+}
+
+// roundTrip sends req to w and reads its replies into results, each within
+// per (or ctx's deadline, if sooner). It returns how many results it
+// filled and whether w may serve again.
+func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.Duration, results []Result) (int, bool) {
+	w.requests++
+	deadline := func() (time.Time, bool) {
+		d := time.Now().Add(per)
+		if dl, ok := ctx.Deadline(); ok && dl.Before(d) {
+			return dl, true
+		}
+		return d, false
+	}
+	// A caller that goes away stops the read at once.
+	stopRead := context.AfterFunc(ctx, func() { _ = w.out.SetReadDeadline(time.Now()) })
+	defer stopRead()
+	d, _ := deadline()
+	_ = w.in.SetWriteDeadline(d)
+	err := writeFrame(w.in, req)
+	if err == nil {
+		err = writeRaw(w.in, req.Input)
+	}
+	if err != nil {
+		results[0] = p.death(ctx, w, err, per, false)
+		return 1, false
+	}
+	// The worker first says it has the input: starting and decoding cost
+	// no program anything, so they have their own allowance.
+	ready := false
+	var cpuStart time.Duration
+	for i := 0; ; {
+		d, isBudget := deadline()
+		if !ready {
+			d, isBudget = time.Now().Add(readyAllowance), false
+			if dl, ok := ctx.Deadline(); ok && dl.Before(d) {
+				d, isBudget = dl, true
+			}
+		}
+		_ = w.out.SetReadDeadline(d)
+		var rep reply
+		err := readFrame(w.r, &rep)
+		// A program's own limit is the CPU time it used, as the kernel
+		// counts it: on a loaded machine a worker waiting for a core is
+		// not the program's fault. Past its wall deadline, a worker that
+		// has not used its programs' time yet gets the difference (the
+		// caller's budget still bounds the wall time).
+		for ready && errors.Is(err, os.ErrDeadlineExceeded) && !isBudget && ctx.Err() == nil {
+			used, ok := cpuTime(w.cmd.Process.Pid)
+			left := per*time.Duration(i+1) - (used - cpuStart)
+			if !ok || left < 10*time.Millisecond {
+				break
+			}
+			d, isBudget = time.Now().Add(left), false
+			if dl, ok := ctx.Deadline(); ok && dl.Before(d) {
+				d, isBudget = dl, true
+			}
+			_ = w.out.SetReadDeadline(d)
+			if ctx.Err() != nil { // cancelled while the deadline moved
+				_ = w.out.SetReadDeadline(time.Now())
+			}
+			err = readFrame(w.r, &rep)
+		}
+		if err == nil && !ready {
+			if rep.Ready {
+				ready = true
+				cpuStart, _ = cpuTime(w.cmd.Process.Pid)
+				continue
+			}
+			if !rep.Done {
+				err = errors.New("worker answered before it was ready")
+			}
+		}
+		if err == nil && !rep.Done && (rep.Index != i || i >= len(results)) {
+			err = fmt.Errorf("worker answered program %d, expected %d", rep.Index, i)
+		}
+		if err != nil {
+			if i >= len(results) {
+				return i, false
+			}
+			results[i] = p.death(ctx, w, err, per, isBudget)
+			return i + 1, false
+		}
+		if rep.Done {
+			return i, !rep.Retire
+		}
+		results[i] = fromReply(rep)
+		i++
+	}
+}
+
+// clockTick is the unit of /proc/<pid>/stat's times (USER_HZ, 100 on
+// Linux).
+const clockTick = 10 * time.Millisecond
+
+// cpuTime is the CPU time process pid has used, user and system, from
+// /proc.
+func cpuTime(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name, in parentheses, may hold spaces: fields count from
+	// after its closing parenthesis (field 3, state, is the first).
+	_, rest, ok := strings.Cut(string(b), ") ")
+	if !ok {
+		return 0, false
+	}
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0, false
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(utime+stime) * clockTick, true
+}
+
+func fromReply(rep reply) Result {
+	switch {
+	case rep.NotAllowed != "":
+		return Result{Kind: NotAllowed, Detail: rep.NotAllowed}
+	case rep.CompileErr != "":
+		return Result{Kind: NoCompile, Detail: rep.CompileErr}
+	case rep.Err != "":
+		return Result{Kind: Failed, Detail: rep.Err}
+	}
+	r := Result{Kind: Ran, Output: rep.Output, Truthy: rep.Truthy}
+	if rep.Text != nil {
+		r.HasText, r.Text = true, *rep.Text
+	}
+	return r
+}
+
+// death kills w after err and says which limit stopped its program.
+func (p *Pool) death(ctx context.Context, w *worker, err error, per time.Duration, isBudget bool) Result {
+	timedOut := errors.Is(err, os.ErrDeadlineExceeded)
+	p.killed.Add(1)
+	_ = w.cmd.Process.Kill()
+	_ = w.cmd.Wait()
+	w.dead = true
+	switch {
+	case ctx.Err() != nil || (timedOut && isBudget):
+		return Result{Kind: Stopped, Detail: "stopped: the rules' time budget ran out"}
+	case timedOut:
+		return Result{Kind: Stopped, Detail: fmt.Sprintf("stopped: ran past its time limit of %v", per)}
+	}
+	why := ""
+	if w.stderr != nil {
+		b := make([]byte, 4096)
+		n, _ := w.stderr.ReadAt(b, 0)
+		why = string(b[:n])
+	}
+	status := w.cmd.ProcessState
+	switch {
+	case strings.Contains(why, "out of memory") || strings.Contains(why, "cannot allocate memory") ||
+		strings.Contains(why, "memory limit") || strings.Contains(why, "pthread_create failed") ||
+		strings.Contains(why, "failed to create new OS thread"):
+		return Result{Kind: Stopped, Detail: fmt.Sprintf("stopped: exceeded its memory limit of %d MiB", p.cfg.Memory>>20)}
+	case strings.Contains(why, "CPU time limit") || (status != nil && status.ExitCode() == exitCPU):
+		return Result{Kind: Stopped, Detail: "stopped: exceeded its CPU time limit"}
+	case errors.Is(err, errFrameTooLarge):
+		return Result{Kind: Stopped, Detail: "stopped: its answer was too large"}
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.EPIPE):
+		line, _, _ := strings.Cut(strings.TrimSpace(why), "\n")
+		if status != nil && !status.Exited() {
+			if ws, ok := status.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+				return Result{Kind: Stopped, Detail: "stopped: exceeded its CPU time limit"}
+			}
+		}
+		if line == "" && status != nil {
+			line = status.String()
+		}
+		return Result{Kind: Stopped, Detail: "stopped: its rule worker died: " + line}
+	}
+	return Result{Kind: Stopped, Detail: "stopped: its rule worker failed: " + err.Error()}
+}
