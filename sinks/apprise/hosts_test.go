@@ -129,3 +129,46 @@ func TestDeliverRefusesPrivateHostsInsideAppriseURLs(t *testing.T) {
 		require.Len(t, srv.Requests(), 1, tc.url)
 	}
 }
+
+// TestIssue24URLsNeverReachLoopback: issue 24 item 4. Each crafted URL
+// that made a real Apprise connect to loopback while Switchboard checked
+// a public host is either refused when saved (CheckSchemes, under the
+// default allowlist) or refused as blocked when sent, with nothing
+// reaching the Apprise server: a capital SMTP argument, a repeated smtp
+// argument, a backslash before the host, a name resolving to loopback
+// with a capital TO argument, zulip's host, and another Apprise API
+// (apprise://, off the default list now: it would relay anywhere).
+func TestIssue24URLsNeverReachLoopback(t *testing.T) {
+	t.Parallel()
+
+	dns := staticDNS{
+		"pub.example.net":      {netip.MustParseAddr("93.184.216.34")},
+		"loopback.example.net": {netip.MustParseAddr("127.0.0.1")},
+	}
+	for _, u := range []string{
+		"mailto://u:CANARY@pub.example.net?SMTP=127.0.0.1&port=2525",
+		"mailto://u:CANARY@pub.example.net?smtp=pub.example.net&smtp=127.0.0.1",
+		"mailto://u:CANARY@pub.example.net?to=a@pub.example.net#&smtp=127.0.0.1",
+		"mailto://u:CANARY@pub.example.net?to=a@pub.example.net;smtp=127.0.0.1",
+		`gotify://pub.example.net\@127.0.0.1:8080/CANARY`,
+		"ntfy://loopback.example.net:8080?TO=CANARY",
+		"zulip://bot@127.0.0.1/abcdefghijklmnopqrstuvwxyzCANARY",
+		"apprise://127.0.0.1:8000/CANARY",
+		"gotify:////127.0.0.1/CANARY",
+		"gotify://[::ffff:127.0.0.1]/CANARY",
+	} {
+		t.Run(u, func(t *testing.T) {
+			t.Parallel()
+			if err := apprise.CheckSchemes([]string{u}, apprise.DefaultAllowedSchemes); err != nil {
+				require.NotContains(t, err.Error(), "CANARY")
+				return
+			}
+			srv := sinktest.NewServer(t, nil)
+			a := apprise.New(apprise.Config{BaseURL: srv.URL, Secret: apprise.Secret{URLs: []string{u}}, Resolver: dns},
+				sinktest.Client(t, sinktest.Guard()))
+			r := a.Deliver(t.Context(), sinks.Message{Title: "T", Body: "B"})
+			require.Equal(t, notifytype.ClassBlocked, r.Class, "%v", r.Err)
+			require.Empty(t, srv.Requests())
+		})
+	}
+}
