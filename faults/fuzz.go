@@ -22,6 +22,7 @@ var FuzzTargets = []FuzzTarget{
 	{Pkg: "./faults/surface", Name: "FuzzAppriseSecret", What: "Apprise secret parsing"},
 	{Pkg: "./faults/surface", Name: "FuzzRESTBody", What: "REST API JSON bodies"},
 	{Pkg: "./sinks/apprise", Name: "FuzzCheckSchemes", What: "Apprise URL splitting against Apprise's own reading"},
+	{Pkg: "./sinks/apprise", Name: "FuzzDestinationsMatchApprise", What: "Apprise URL hosts against the hosts Debian's apprise reaches (differential)"},
 	{Pkg: "./engine/digest", Name: "FuzzParse", What: "digest schedule parser (D19)"},
 	{Pkg: "./host", Name: "FuzzRuleSave", What: "webhook rule expressions and actions, saved"},
 }

@@ -2,6 +2,7 @@ package apprise
 
 import (
 	"net/netip"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -97,18 +98,13 @@ func Destinations(u string) ([]string, error) {
 	f := fieldsOf(p.scheme)
 	var out []string
 	if h := p.host; h != "" {
-		_, hasPass := p.params["password"]
-		_, hasPass2 := p.params["pass"]
-		_, hasTo := p.params["to"]
-		_, hasMode := p.params["mode"]
 		switch {
 		case f.Mode == 0:
 		case f.Mode == hostAlways, addressLike(h):
 			out = append(out, h)
 		case f.Mode == hostDotted && strings.Contains(h, "."):
 			out = append(out, h)
-		case f.Mode == hostUnlessCloud && (strings.Trim(p.path, "/") != "" || hasTo || hasMode ||
-			strings.Contains(p.userinfo, ":") || hasPass || hasPass2):
+		case f.Mode == hostUnlessCloud && p.namesServer():
 			out = append(out, h)
 		}
 	}
@@ -198,4 +194,34 @@ func NetworkSchemes() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// cloudAppToken is a LaMetric cloud application's access token, which
+// Apprise tells from a device's API key by its shape.
+var cloudAppToken = regexp.MustCompile(`^[A-Za-z0-9]{80,}==$`)
+
+// namesServer reports, for a scheme whose host is a server unless the
+// URL is for the service's own cloud (hostUnlessCloud), that it may be a
+// server: the URL names a path, an argument Apprise reads as a topic or
+// a mode (to, mode), or credentials (a user or password, in the URL or as
+// arguments) other than a LaMetric cloud token. Wider than any one
+// service's rule (ntfy's, notica's, matrix's, lametric's), so that a host
+// is looked up whenever one of them could connect to it.
+func (p appriseURL) namesServer() bool {
+	if strings.Trim(p.path, "/") != "" {
+		return true
+	}
+	for _, k := range []string{"to", "mode", "user", "password", "pass"} {
+		if _, ok := p.params[k]; ok {
+			return true
+		}
+	}
+	if p.userinfo == "" {
+		return false
+	}
+	user, pass, _ := strings.Cut(p.userinfo, ":")
+	if pass == "" {
+		pass = user
+	}
+	return !cloudAppToken.MatchString(strings.Trim(pass, ":"))
 }

@@ -12,6 +12,8 @@ those Apprise itself would connect to, whatever field they came from.
 """
 import json
 import logging
+import os
+import signal
 import socket
 import sys
 import time
@@ -52,20 +54,42 @@ for _name, _mod in list(sys.modules.items()):
 logging.disable(logging.CRITICAL)
 
 
+class TimedOut(BaseException):
+    pass
+
+
+def _timed_out(signum, frame):
+    raise TimedOut()
+
+
+signal.signal(signal.SIGALRM, _timed_out)
+
+# A URL gets this long; Apprise's own loops (throttles, retries) spin
+# without sleep here, and a service that still runs past it has shown
+# where it connects by then.
+LIMIT = float(os.environ.get("APPRISE_ORACLE_LIMIT", "5"))
+
+
 def destinations(url):
     """(instantiated, hosts): whether Apprise accepts url, and the hosts
     its notify() tried to reach, in order, without repeats."""
     del _contacted[:]
+    signal.setitimer(signal.ITIMER_REAL, LIMIT)
     try:
-        obj = apprise.Apprise.instantiate(url, suppress_exceptions=True)
-    except Exception:
-        obj = None
-    if obj is None:
-        return False, []
-    try:
-        obj.notify(body="b", title="t")
-    except Exception:
-        pass
+        try:
+            obj = apprise.Apprise.instantiate(url, suppress_exceptions=True)
+        except Exception:
+            obj = None
+        if obj is None:
+            return False, []
+        try:
+            obj.notify(body="b", title="t")
+        except Exception:
+            pass
+    except TimedOut:
+        sys.stderr.write("oracle: %r ran past %s s\n" % (url, LIMIT))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
     seen = []
     for h in _contacted:
         if h not in seen:
@@ -74,11 +98,16 @@ def destinations(url):
 
 
 def main():
+    trace = os.environ.get("APPRISE_ORACLE_TRACE")
+    trace = open(trace, "a") if trace else None
     print(json.dumps({"version": apprise.__version__}), flush=True)
     for line in sys.stdin:
         req = json.loads(line)
         out = []
         for u in req["urls"]:
+            if trace:
+                trace.write(json.dumps(u) + "\n")
+                trace.flush()
             ok, hosts = destinations(u)
             out.append({"ok": ok, "hosts": hosts})
         print(json.dumps({"results": out}), flush=True)
