@@ -3,6 +3,7 @@ package apprise_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"go/format"
 	"os"
 	"os/exec"
@@ -56,25 +57,45 @@ func python(t testing.TB) string {
 
 func startOracle(t testing.TB) *oracle {
 	t.Helper()
-	cmd := exec.Command(python(t), "-W", "ignore", filepath.Join("testdata", "oracle.py"))
+	o, stop, err := newOracle(python(t))
+	require.NoError(t, err)
+	t.Cleanup(stop)
+	return o
+}
+
+// newOracle starts testdata/oracle.py; stop ends it.
+func newOracle(python string) (o *oracle, stop func(), err error) {
+	cmd := exec.Command(python, "-W", "ignore", filepath.Join("testdata", "oracle.py"))
 	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
+	if err != nil {
+		return nil, nil, err
+	}
 	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
+	if err != nil {
+		return nil, nil, err
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	stop = func() {
 		_ = stdin.Close()
 		_ = cmd.Wait()
-	})
-	o := &oracle{in: json.NewEncoder(stdin), out: json.NewDecoder(stdout)}
+	}
+	o = &oracle{in: json.NewEncoder(stdin), out: json.NewDecoder(stdout)}
 	var hello struct {
 		Version string `json:"version"`
 	}
-	require.NoError(t, o.out.Decode(&hello), "the Apprise oracle did not start: %s", &stderr)
-	require.Equal(t, apprise.HostFieldsVersion, hello.Version, "hostfields_gen.go comes from another Apprise than the installed one: go generate ./sinks/apprise")
-	return o
+	if err := o.out.Decode(&hello); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("the Apprise oracle did not start: %w: %s", err, &stderr)
+	}
+	if hello.Version != apprise.HostFieldsVersion {
+		stop()
+		return nil, nil, fmt.Errorf("hostfields_gen.go comes from Apprise %s, the installed one is %s: go generate ./sinks/apprise", apprise.HostFieldsVersion, hello.Version)
+	}
+	return o, stop, nil
 }
 
 // reach asks Apprise where each URL connects.
@@ -187,6 +208,21 @@ var issue24 = []string{
 	"slack://T1JJ3T3L2/A1BRTD4JD/TIiajkdnlazkcOXrIdevi7F/#general",
 }
 
+// differentialSeeds are FuzzDestinationsMatchApprise's seeds: the issue's URLs
+// and the shapes the mutator can least easily reach on its own.
+var differentialSeeds = []string{
+	"mailto://u:p@pub.example.com?SMTP=127.0.0.1&port=2525",
+	"mailto://u:p@pub.example.com?smtp=pub.example.com&smtp=127.0.0.1",
+	"mailtos://u:p%40ss@pub.example.com/?to=a@example.com;smtp=smtp.example.com",
+	"gotify://pub.example.com\\@127.0.0.1:8080/token",
+	"gotifys://u:p@[::1]:8443/a/token",
+	"ntfy://loopback.example.net:8080?TO=topic",
+	"zulip://bot@127.0.0.1/abcdefghijklmnopqrstuvwxyz123456",
+	"lametric://abcdef0123456789abcdef0123456789@10.0.0.1/?mode=device",
+	"json://127.0.0.1:8080/hook?+X-Header=1&:key=v#x",
+	"apprise://127.0.0.1:8000/key",
+}
+
 // TestDestinationsReadURLsAsAppriseDoes: issue 24 item 4. Every host a
 // real Apprise connects to for a URL Switchboard accepts is a host
 // Switchboard checks (or the service's own public domain), for the
@@ -197,6 +233,13 @@ func TestDestinationsReadURLsAsAppriseDoes(t *testing.T) {
 
 	o := startOracle(t)
 	corpus := append(slices.Clone(issue24), appriseSeeds(t)...)
+	corpus = append(corpus, differentialSeeds...)
+	for _, s := range everyScheme {
+		corpus = append(corpus, s+"://u:p@pub.example.com:8080/a/b?to=x", s+"://u@127.0.0.1", s+"://127.0.0.1/a")
+		for _, p := range apprise.HostParams(s) {
+			corpus = append(corpus, s+"://u:p@pub.example.com/a?"+p+"=127.0.0.1&port=25")
+		}
+	}
 	got := o.reach(t, corpus)
 	accepted := 0
 	for i, u := range corpus {
@@ -313,20 +356,34 @@ func appriseSeeds(t testing.TB) []string {
 // own service domain. Seeds: the issue's URLs, the attacks on this fix,
 // and one URL per scheme with each of its host-bearing arguments.
 func FuzzDestinationsMatchApprise(f *testing.F) {
-	for _, u := range issue24 {
+	// A few seeds, so that the baseline (every seed through Apprise)
+	// fits in CI's 5 s; TestDestinationsReadURLsAsAppriseDoes runs all of
+	// issue24 and a URL per scheme, and the corpus directory's inputs are
+	// seeds too.
+	for _, u := range differentialSeeds {
 		f.Add(u)
 	}
-	for _, s := range everyScheme {
-		f.Add(s + "://u:p@pub.example.com:8080/a/b?to=x")
-		for _, p := range apprise.HostParams(s) {
-			f.Add(s + "://u:p@pub.example.com/a?" + p + "=127.0.0.1:25")
+	// The oracle starts on the first URL to compare, in the process that
+	// runs the inputs (a fuzzing worker, not the coordinator), so that
+	// go test -fuzz spends its time on inputs.
+	py := python(f)
+	var (
+		once sync.Once
+		o    *oracle
+		stop func()
+		err  error
+	)
+	f.Cleanup(func() {
+		if stop != nil {
+			stop()
 		}
-	}
-	o := startOracle(f)
+	})
 	f.Fuzz(func(t *testing.T, u string) {
 		if apprise.CheckSchemes([]string{u}, everyScheme) != nil {
 			return
 		}
+		once.Do(func() { o, stop, err = newOracle(py) })
+		require.NoError(t, err)
 		got := o.reach(t, []string{u})[0]
 		if bad := unaccounted(u, got.Hosts); len(bad) > 0 {
 			t.Fatalf("%q: Apprise reached %q, which Switchboard did not check (it checked %q)", u, bad, apprise.Hosts(u))
