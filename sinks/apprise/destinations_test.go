@@ -3,6 +3,7 @@ package apprise_test
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"go/format"
 	"os"
@@ -206,6 +207,28 @@ var issue24 = []string{
 	"tgram://123456789:abcdefghijklmnopqrstuvwxyz12345678/12345",
 	"msteams://team/abcdefghij/abcdefghij/abcdefghij",
 	"slack://T1JJ3T3L2/A1BRTD4JD/TIiajkdnlazkcOXrIdevi7F/#general",
+	"gotify://[0:0:0:0:0:0:0:1]:80/tok",
+	"gotify://127.1/tok",
+	"gotify://0x7f000001/tok",
+	"gotifys://gotify.example.net.:443/tok",
+	"ntfys://ntfy.example.net/topic?attach=http://127.0.0.1/x&click=http://127.0.0.1/",
+	"discord://1234567890/abcdefghij?avatar_url=http://127.0.0.1/a.png",
+	"mailtos://u:p@127.0.0.1.nip.io/",
+	"mailto://u:p@pub.example.com?from=a@127.0.0.1&to=b@127.0.0.1",
+	"lametrics://0@A",
+	"lametric://abcdef0123456789abcdef0123456789@127.0.0.1?mode=cloud",
+	"notica://127.0.0.1",
+	"matrixs://u:p@127.0.0.1:8448/!room?mode=matrix",
+	"zulip://bot@org.127.0.0.1.nip.io/abcdefghijklmnopqrstuvwxyz123456",
+	"msteams://127.0.0.1/abcdefghij/abcdefghij/abcdefghij",
+	"sns://abcdefghij/abcdefghij/us-east-1/+15551234567?region=127.0.0.1",
+}
+
+// fuzzCoordinator reports the process that coordinates go test -fuzz's
+// workers (and runs no input itself).
+func fuzzCoordinator() bool {
+	fuzz, worker := flag.Lookup("test.fuzz"), flag.Lookup("test.fuzzworker")
+	return fuzz != nil && fuzz.Value.String() != "" && (worker == nil || worker.Value.String() != "true")
 }
 
 // differentialSeeds are FuzzDestinationsMatchApprise's seeds: the issue's URLs
@@ -363,27 +386,19 @@ func FuzzDestinationsMatchApprise(f *testing.F) {
 	for _, u := range differentialSeeds {
 		f.Add(u)
 	}
-	// The oracle starts on the first URL to compare, in the process that
-	// runs the inputs (a fuzzing worker, not the coordinator), so that
-	// go test -fuzz spends its time on inputs.
-	py := python(f)
-	var (
-		once sync.Once
-		o    *oracle
-		stop func()
-		err  error
-	)
-	f.Cleanup(func() {
-		if stop != nil {
-			stop()
-		}
-	})
+	// The oracle runs in the process that runs the inputs: go test
+	// itself, or each fuzzing worker, never the fuzzing coordinator, which
+	// runs none. It starts here, before the inputs, as a worker panics
+	// when one call of the fuzz function outlasts 10 s.
+	var o *oracle
+	if !fuzzCoordinator() {
+		o = startOracle(f)
+	}
 	f.Fuzz(func(t *testing.T, u string) {
 		if apprise.CheckSchemes([]string{u}, everyScheme) != nil {
 			return
 		}
-		once.Do(func() { o, stop, err = newOracle(py) })
-		require.NoError(t, err)
+		require.NotNil(t, o, "no Apprise oracle in this process")
 		got := o.reach(t, []string{u})[0]
 		if bad := unaccounted(u, got.Hosts); len(bad) > 0 {
 			t.Fatalf("%q: Apprise reached %q, which Switchboard did not check (it checked %q)", u, bad, apprise.Hosts(u))
