@@ -17,9 +17,9 @@ const (
 	// hostAlways: the host is always the server (gotify://HOST/token).
 	hostAlways hostMode = iota + 1
 	// hostUnlessCloud: the host is the server when the URL also names a
-	// path, a "to" or "mode" argument, or a password; bare, the "host" is
-	// a topic or token for the service's own cloud (ntfy://topic,
-	// notica://token, matrix://token for t2bot, lametric://token@app).
+	// path, a "to" or "mode" argument, or credentials (namesServer); bare,
+	// the "host" is a topic or token for the service's own cloud
+	// (ntfy://topic, notica://token, lametric://cloudtoken@app).
 	hostUnlessCloud
 	// hostDotted: the host is the server when it has a dot; without one
 	// it is a name under the service's own domain (zulip://bot@ORG/… is
