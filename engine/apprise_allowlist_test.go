@@ -3,6 +3,7 @@ package engine_test
 import (
 	"net/netip"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -57,6 +58,7 @@ func TestDeliveryBlocksPrivateHostsInsideAppriseURLs(t *testing.T) {
 	}{
 		{name: "private", url: "gotify://10.20.0.6/tok", state: "undeliverable", class: notifytype.ClassBlocked},
 		{name: "trailing dot", url: "gotify://127.0.0.1./tok", state: "undeliverable", class: notifytype.ClassBlocked},
+		{name: "zulip's own server", url: "zulip://bot@10.20.0.6/abcdefghijklmnopqrstuvwxyz123456", state: "undeliverable", class: notifytype.ClassBlocked},
 		{name: "allowed", url: "gotify://10.20.0.6/tok", allowed: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, state: "delivered"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,4 +80,44 @@ func TestDeliveryBlocksPrivateHostsInsideAppriseURLs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSavingAppriseURLsParsersReadDifferentlyIsRefused: issue 24 item 4.
+// An Apprise URL whose host could be read one way by Switchboard and
+// another by Apprise (a capital or repeated argument name, a backslash, a
+// "#" in the query, more than one "@", an encoded host, an IPv6 literal
+// Apprise 1.2 cuts short) is refused when the connection is saved, with
+// invalid_argument on secret.urls and without the URL; another Apprise API
+// (apprise://, which relays to any host) is off the default allowlist.
+func TestSavingAppriseURLsParsersReadDifferentlyIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setupService(t)
+	h, p := b.human()
+	save := func(u string) error {
+		_, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{
+			Owner: notifytype.Human(h), Kind: engine.KindApprise, Name: "apprise", AccountKey: "https://apprise.example.net",
+			Secret: notifytype.NewSecret(`{"urls":[` + strconv.Quote(u) + `]}`),
+		})
+		return err
+	}
+	for _, u := range []string{
+		"mailto://u:CANARY@pub.example.net?SMTP=127.0.0.1&port=2525",
+		"mailto://u:CANARY@pub.example.net?smtp=pub.example.net&smtp=127.0.0.1",
+		"mailto://u:CANARY@pub.example.net?to=a@pub.example.net#&smtp=127.0.0.1",
+		`gotify://pub.example.net\@127.0.0.1:8080/CANARY`,
+		"gotify://u:CANARY@pub.example.net@127.0.0.1/tok",
+		"gotify://127%2e0.0.1/CANARY",
+		"gotify://[::ffff:127.0.0.1]/CANARY",
+		"ntfy://loopback.example.net:8080?TO=CANARY",
+	} {
+		err := save(u)
+		e := requireRefusal(t, err, notifytype.CodeInvalidArgument, "secret.urls")
+		require.NotContains(t, e.Error(), "CANARY", u)
+	}
+	e := requireRefusal(t, save("apprise://relay.example.net:8000/CANARY"), notifytype.CodeForbiddenScheme, "")
+	require.Equal(t, "apprise", e.Scheme)
+	require.Zero(t, b.count(t, "connections"))
+
+	// What every parser reads alike is saved.
+	require.NoError(t, save("mailto://u:p@pub.example.net?smtp=smtp.example.net&port=587&to=a@example.net"))
 }

@@ -1,5 +1,7 @@
 package faults
 
+import "time"
+
 // FuzzTarget is one fuzz target the suite runs (go test -fuzz), in the
 // package that holds it.
 type FuzzTarget struct {
@@ -9,6 +11,13 @@ type FuzzTarget struct {
 	Name string
 	// What says what the target feeds hostile input to, for the table.
 	What string
+	// Warmup is how long the target needs before its first generated
+	// input, added to its fuzz time so that it fuzzes for as long as the
+	// others: go test's -fuzztime counts the baseline run of every seed,
+	// and a target whose seeds each go through another process (a Python
+	// Apprise per worker) can spend a short run on that alone. Zero for
+	// most.
+	Warmup time.Duration
 }
 
 // FuzzTargets is every fuzz target of the module: `make faults` runs each
@@ -22,6 +31,7 @@ var FuzzTargets = []FuzzTarget{
 	{Pkg: "./faults/surface", Name: "FuzzAppriseSecret", What: "Apprise secret parsing"},
 	{Pkg: "./faults/surface", Name: "FuzzRESTBody", What: "REST API JSON bodies"},
 	{Pkg: "./sinks/apprise", Name: "FuzzCheckSchemes", What: "Apprise URL splitting against Apprise's own reading"},
+	{Pkg: "./sinks/apprise", Name: "FuzzDestinationsMatchApprise", What: "Apprise URL hosts against the hosts Debian's apprise reaches (differential)", Warmup: 30 * time.Second},
 	{Pkg: "./engine/digest", Name: "FuzzParse", What: "digest schedule parser (D19)"},
 	{Pkg: "./host", Name: "FuzzRuleSave", What: "webhook rule expressions and actions, saved"},
 	{Pkg: "./host/rulesandbox", Name: "FuzzRuleSandbox", What: "arbitrary jq programs run in rule worker processes (issue 24)"},

@@ -142,7 +142,11 @@ func (a *Apprise) Deliver(ctx context.Context, msg sinks.Message) sinks.Result {
 // the list, never its host.
 func (a *Apprise) checkHosts(ctx context.Context) error {
 	for i, u := range a.cfg.Secret.URLs {
-		for _, host := range Hosts(u) {
+		hosts, err := Destinations(u)
+		if err != nil {
+			return fmt.Errorf("error reading Apprise URL %d: %w", i+1, err)
+		}
+		for _, host := range hosts {
 			if err := sinks.CheckHost(ctx, a.cfg.Resolver, host, a.cfg.PrivateHosts); err != nil {
 				return fmt.Errorf("error checking the host of Apprise URL %d: %w", i+1, err)
 			}

@@ -41,7 +41,7 @@ const TagMaxLen = 256
 // Apprise's notification services (taken from Apprise 1.2's plugins; a test
 // compares them with the installed Apprise), less ExcludedSchemes.
 var DefaultAllowedSchemes = []string{
-	"apprise", "apprises", "bark", "barks", "boxcar", "bulksms", "clicksend", "d7sms", "dapnet",
+	"bark", "barks", "boxcar", "bulksms", "clicksend", "d7sms", "dapnet",
 	"dingtalk", "discord", "emby", "embys", "enigma2", "enigma2s", "faast", "fcm", "flock", "gchat",
 	"gitter", "gotify", "gotifys", "growl", "guilded", "hassio", "hassios", "ifttt", "join",
 	"kavenegar", "kodi", "kodis", "kumulos", "lametric", "lametrics", "line", "mailgun", "mailto",
@@ -56,12 +56,14 @@ var DefaultAllowedSchemes = []string{
 }
 
 // ExcludedSchemes are the Apprise schemes the default allowlist leaves out
-// (REQ-4): the generic HTTP schemes, which would turn the Apprise server
-// into an open relay to any host, and the local-system schemes, which act
+// (REQ-4): the generic HTTP schemes and apprise/apprises (another Apprise
+// API, which forwards to whatever URLs it is given or posts to any host
+// and port), which would turn the Apprise server into an open relay, and
+// the local-system schemes, which act
 // on the Apprise server's own machine (dbus's sibling schemes kde, qt and
 // glib are the same plugin).
 var ExcludedSchemes = []string{
-	"json", "jsons", "xml", "xmls", "form", "forms",
+	"json", "jsons", "xml", "xmls", "form", "forms", "apprise", "apprises",
 	"windows", "dbus", "kde", "qt", "glib", "gnome", "macosx", "syslog",
 }
 
@@ -261,7 +263,11 @@ func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"<secret>"`), nil
 // space before something:// , OneURL), is invalid_argument on secret.urls,
 // as is a URL without a scheme, with white space or control characters.
 // The list as sent, joined, must read back as the same URLs, each
-// unchanged, under every splitter. No error ever repeats a URL.
+// unchanged, under every splitter. A URL whose meaning could differ
+// between Apprise's parser and another (a backslash, an argument named
+// twice or in capitals, a "#" in the query, an encoded host: see
+// parseURL) is invalid_argument on secret.urls naming what. No error ever
+// repeats a URL.
 func CheckSchemes(urls []string, allowed []string) error {
 	for _, u := range urls {
 		// The schemes first, so that a smuggled json:// is named as such.
@@ -283,6 +289,9 @@ func CheckSchemes(urls []string, allowed []string) error {
 		}
 		if hasSecondURL(u) {
 			return notifytype.InvalidArgument("secret.urls", "an Apprise URL must hold one URL: a comma or space before another scheme:// would start a second one; give each service its own entry")
+		}
+		if _, err := parseURL(u); err != nil {
+			return err
 		}
 	}
 	joined := joinURLs(urls)

@@ -2,10 +2,12 @@ package apprise
 
 import (
 	"net/netip"
-	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 )
+
+//go:generate sh -c "/usr/bin/python3 -W ignore testdata/hostfields.py | gofmt > hostfields_gen.go"
 
 // hostMode says when an Apprise URL's host is a server the Apprise server
 // connects to.
@@ -15,40 +17,57 @@ const (
 	// hostAlways: the host is always the server (gotify://HOST/token).
 	hostAlways hostMode = iota + 1
 	// hostUnlessCloud: the host is the server when the URL also names a
-	// path, a "to" or "mode" argument, or a password; bare, the "host" is
-	// a topic or token for the service's own cloud (ntfy://topic,
-	// notica://token, matrix://token for t2bot, lametric://token@app).
+	// path, a "to" or "mode" argument, or credentials (namesServer); bare,
+	// the "host" is a topic or token for the service's own cloud
+	// (ntfy://topic, notica://token, lametric://cloudtoken@app).
 	hostUnlessCloud
+	// hostDotted: the host is the server when it has a dot; without one
+	// it is a name under the service's own domain (zulip://bot@ORG/… is
+	// https://ORG.zulipchat.com, zulip://bot@chat.example.net/… is
+	// https://chat.example.net).
+	hostDotted
 )
 
-// hostSchemes are the Apprise schemes whose URL carries the host of the
-// server the Apprise server connects to: Apprise's services with a host
-// token (Apprise 1.2's details(); a test compares them with the installed
-// Apprise), less mailgun, smtp2go and sparkpost, whose "host" is the
-// sender's mail domain, not a server.
-var hostSchemes = map[string]hostMode{
-	"apprise": hostAlways, "apprises": hostAlways, "bark": hostAlways, "barks": hostAlways,
-	"emby": hostAlways, "embys": hostAlways, "enigma2": hostAlways, "enigma2s": hostAlways,
-	"form": hostAlways, "forms": hostAlways, "gotify": hostAlways, "gotifys": hostAlways,
-	"growl": hostAlways, "hassio": hostAlways, "hassios": hostAlways, "json": hostAlways,
-	"jsons": hostAlways, "kodi": hostAlways, "kodis": hostAlways, "mailto": hostAlways,
-	"mailtos": hostAlways, "mastodon": hostAlways, "mastodons": hostAlways, "mmost": hostAlways,
-	"mmosts": hostAlways, "mqtt": hostAlways, "mqtts": hostAlways, "ncloud": hostAlways,
-	"nclouds": hostAlways, "nctalk": hostAlways, "nctalks": hostAlways, "parsep": hostAlways,
-	"parseps": hostAlways, "pjet": hostAlways, "pjets": hostAlways, "rocket": hostAlways,
-	"rockets": hostAlways, "signal": hostAlways, "signals": hostAlways, "smseagle": hostAlways,
-	"smseagles": hostAlways, "syslog": hostAlways, "toot": hostAlways, "toots": hostAlways,
-	"xbmc": hostAlways, "xbmcs": hostAlways, "xml": hostAlways, "xmls": hostAlways,
-	"lametric": hostUnlessCloud, "lametrics": hostUnlessCloud, "matrix": hostUnlessCloud,
-	"matrixs": hostUnlessCloud, "notica": hostUnlessCloud, "noticas": hostUnlessCloud,
-	"ntfy": hostUnlessCloud, "ntfys": hostUnlessCloud,
+// hostField says which fields of a scheme's URL name a host Apprise
+// connects to: the URL's host (Mode, 0 for never) and query arguments
+// (Params, lower-case names).
+type hostField struct {
+	Mode   hostMode
+	Params []string
 }
 
-// HostSchemes lists the schemes Hosts finds hosts in, sorted.
+// modeOverrides correct the generated table where probing sample URLs
+// cannot tell the whole rule: zulip's host is the server only with a dot
+// (https://ORG.zulipchat.com otherwise), which the probe reports as
+// "unless cloud".
+var modeOverrides = map[string]hostMode{
+	"zulip": hostDotted,
+}
+
+// fieldsOf returns the host-bearing fields of scheme's URLs: Apprise's
+// own (hostFields, generated from the installed Apprise), corrected by
+// modeOverrides. A scheme Apprise 1.2 does not have (an operator allowed
+// a newer one) is taken to connect to its host, as nothing else can be
+// known of it.
+func fieldsOf(scheme string) hostField {
+	f, ok := hostFields[scheme]
+	if !ok {
+		return hostField{Mode: hostAlways}
+	}
+	if m, ok := modeOverrides[scheme]; ok {
+		f.Mode = m
+	}
+	return f
+}
+
+// HostSchemes lists the Apprise 1.2 schemes whose URLs can name a host
+// the Apprise server connects to (Hosts finds hosts in them), sorted.
 func HostSchemes() []string {
-	out := make([]string, 0, len(hostSchemes))
-	for s := range hostSchemes {
-		out = append(out, s)
+	var out []string
+	for s := range hostFields {
+		if f := fieldsOf(s); f.Mode != 0 || len(f.Params) > 0 {
+			out = append(out, s)
+		}
 	}
 	slices.Sort(out)
 	return out
@@ -56,52 +75,47 @@ func HostSchemes() []string {
 
 // Hosts returns the hosts inside an Apprise URL that the Apprise server
 // would connect to on our behalf, to be checked by the SSRF guard's rule
-// (sinks.CheckHost) before the URL is handed over: the URL's host, read as
-// Apprise reads it (the user part ends at the first "@"; a port, brackets
-// around IPv6 are cut), for the schemes of hostSchemes, and a mailto URL's
-// smtp argument. A host written as an address (or localhost, or with a
-// trailing dot) is returned for those schemes whatever the mode, as it
-// needs no lookup; a name only when the URL's mode makes it the server, so
-// that a topic or a token is never sent to DNS. Nil for other schemes.
+// (sinks.CheckHost) before the URL is handed over; nil for a URL that
+// parseURL refuses (CheckSchemes refuses it too). See Destinations.
 func Hosts(u string) []string {
-	u = strings.TrimSpace(u)
-	raw, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return nil
+	hosts, _ := Destinations(u)
+	return hosts
+}
+
+// Destinations returns the hosts inside an Apprise URL that the Apprise
+// server would connect to, read as Apprise reads it (parseURL, which
+// refuses a URL any parser could read otherwise): the URL's host and the
+// host-bearing query arguments (smtp=) of its scheme (fieldsOf), without
+// their ports. A host written as an address (or localhost, or with a
+// trailing dot) is returned whenever the scheme's host can be a server, as
+// it needs no lookup; a name only when the URL's mode makes it the server,
+// so that a topic or a token is never sent to DNS.
+func Destinations(u string) ([]string, error) {
+	p, err := parseURL(u)
+	if err != nil {
+		return nil, err
 	}
-	scheme := strings.ToLower(raw)
-	mode := hostSchemes[scheme]
-	if mode == 0 {
-		return nil
-	}
-	authority, tail := rest, ""
-	if i := strings.IndexAny(rest, "/\\?#"); i >= 0 {
-		authority, tail = rest[:i], rest[i:]
-	}
-	pathPart, query, _ := strings.Cut(tail, "?")
-	pathPart, _, _ = strings.Cut(pathPart, "#")
-	query, _, _ = strings.Cut(query, "#")
-	userinfo, hostport := "", authority
-	if parts := strings.FieldsFunc(authority, func(r rune) bool { return r == '@' }); strings.Contains(authority, "@") && len(parts) >= 2 {
-		userinfo, hostport = parts[0], parts[1]
-	}
-	host := hostOf(hostport)
-	args, _ := url.ParseQuery(query)
+	f := fieldsOf(p.scheme)
 	var out []string
-	if host != "" {
+	if h := p.host; h != "" {
 		switch {
-		case mode == hostAlways, addressLike(host):
-			out = append(out, host)
-		case strings.Trim(pathPart, "/\\") != "", args.Has("to"), args.Has("mode"), strings.Contains(userinfo, ":"):
-			out = append(out, host)
+		case f.Mode == 0:
+		case f.Mode == hostAlways, addressLike(h):
+			out = append(out, h)
+		case f.Mode == hostDotted && strings.Contains(h, "."):
+			out = append(out, h)
+		case f.Mode == hostUnlessCloud && p.namesServer():
+			out = append(out, h)
 		}
 	}
-	if scheme == "mailto" || scheme == "mailtos" {
-		if smtp := hostOf(args.Get("smtp")); smtp != "" {
-			out = append(out, smtp)
+	for _, name := range f.Params {
+		if v := p.params[name]; v != "" {
+			if h, ok := splitHost(v); ok && h != "" {
+				out = append(out, h)
+			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // hostOf cuts the port off host[:port]; an IPv6 address may come with or
@@ -150,4 +164,64 @@ func addressLike(host string) bool {
 		}
 	}
 	return true
+}
+
+// HostFieldsVersion is the Apprise release the host-bearing fields were
+// generated from.
+const HostFieldsVersion = hostFieldsVersion
+
+// HostParams returns the query arguments of scheme's URLs that name a
+// host Apprise connects to (smtp for mailto).
+func HostParams(scheme string) []string { return slices.Clone(fieldsOf(scheme).Params) }
+
+// ServiceDomains returns the domains of the fixed hosts scheme's service
+// connects to whatever its URL says (telegram.org for tgram), as the
+// installed Apprise showed them when the table was generated.
+func ServiceDomains(scheme string) []string { return slices.Clone(serviceDomains[scheme]) }
+
+// localSchemes are Apprise's services that act on the Apprise server's
+// own machine and reach no network.
+var localSchemes = []string{"windows", "dbus", "kde", "qt", "glib", "gnome", "macosx"}
+
+// NetworkSchemes lists every Apprise 1.2 scheme that reaches the network
+// (all but the local-system ones), sorted.
+func NetworkSchemes() []string {
+	var out []string
+	for s := range hostFields {
+		if !slices.Contains(localSchemes, s) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// cloudAppToken is a LaMetric cloud application's access token, which
+// Apprise tells from a device's API key by its shape.
+var cloudAppToken = regexp.MustCompile(`^[A-Za-z0-9]{80,}==$`)
+
+// namesServer reports, for a scheme whose host is a server unless the
+// URL is for the service's own cloud (hostUnlessCloud), that it may be a
+// server: the URL names a path, an argument Apprise reads as a topic or
+// a mode (to, mode), or credentials (a user or password, in the URL or as
+// arguments) other than a LaMetric cloud token. Wider than any one
+// service's rule (ntfy's, notica's, matrix's, lametric's), so that a host
+// is looked up whenever one of them could connect to it.
+func (p appriseURL) namesServer() bool {
+	if strings.Trim(p.path, "/") != "" {
+		return true
+	}
+	for _, k := range []string{"to", "mode", "user", "password", "pass"} {
+		if _, ok := p.params[k]; ok {
+			return true
+		}
+	}
+	if p.userinfo == "" {
+		return false
+	}
+	user, pass, _ := strings.Cut(p.userinfo, ":")
+	if pass == "" {
+		pass = user
+	}
+	return !cloudAppToken.MatchString(strings.Trim(pass, ":"))
 }

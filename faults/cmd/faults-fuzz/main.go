@@ -39,7 +39,7 @@ func main() {
 	}
 	var results []result
 	for _, t := range targets {
-		fmt.Printf("fuzz %s (%s) for %v\n", t.Name, t.Pkg, *fuzztime)
+		fmt.Printf("fuzz %s (%s) for %v\n", t.Name, t.Pkg, *fuzztime+t.Warmup)
 		r := run(*goBin, t, *fuzztime)
 		fmt.Println(tail(r.output, 3))
 		if r.err != nil {
@@ -97,7 +97,7 @@ func run(goBin string, t faults.FuzzTarget, fuzztime time.Duration) result {
 	for try := 1; ; try++ {
 		before := corpusSize(t)
 		cmd := exec.Command(goBin, "test", "-count=1", "-run=^$", "-fuzz=^"+t.Name+"$",
-			"-fuzztime="+fuzztime.String(), t.Pkg)
+			"-fuzztime="+(fuzztime+t.Warmup).String(), t.Pkg)
 		cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
 			return strings.HasPrefix(kv, faults.ReportEnv+"=")
 		})
@@ -154,8 +154,12 @@ func summarise(results []result, fuzztime time.Duration) faults.Row {
 			status = "FAILED: " + firstLine(r.err.Error())
 		}
 		parts = append(parts, r.target.Name)
-		row.Figures = append(row.Figures, fmt.Sprintf("%s (%s, %s): %s inputs, %s",
-			r.target.Name, strings.TrimPrefix(r.target.Pkg, "./"), r.target.What, thousands(r.execs), status))
+		warmup := ""
+		if r.target.Warmup > 0 {
+			warmup = fmt.Sprintf(", %v more for its warm-up", r.target.Warmup)
+		}
+		row.Figures = append(row.Figures, fmt.Sprintf("%s (%s, %s%s): %s inputs, %s",
+			r.target.Name, strings.TrimPrefix(r.target.Pkg, "./"), r.target.What, warmup, thousands(r.execs), status))
 	}
 	row.Load = strings.Join(parts, ", ")
 	return row
