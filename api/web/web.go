@@ -113,7 +113,7 @@ func New(d httpx.Deps) http.Handler {
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(CrossOriginDenied())
-	return httpx.Headers(httpx.LimitBody(cop.Handler(mux)))
+	return httpx.Headers(httpx.LimitBody(cop.Handler(requireOwnOrigin(d.BaseURL, CrossOriginDenied(), mux))))
 }
 
 // CrossOriginDenied is the styled page http.CrossOriginProtection answers a
