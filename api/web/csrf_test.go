@@ -107,9 +107,9 @@ func TestFormPostWithoutOriginNeedsOurOwnReferer(t *testing.T) {
 	for _, route := range routes {
 		path := pathOf(route)
 		for name, header := range map[string][]string{
-			"a foreign Referer only":            {"Referer", "https://evil.example/sinks"},
-			"a look-alike Referer":              {"Referer", b.srv.URL + ".evil.example/"},
-			"another port's Referer":            {"Referer", "http://127.0.0.1:1/sinks"},
+			"a foreign Referer only":             {"Referer", "https://evil.example/sinks"},
+			"a look-alike Referer":               {"Referer", b.srv.URL + ".evil.example/"},
+			"another port's Referer":             {"Referer", "http://127.0.0.1:1/sinks"},
 			"no Origin, Sec-Fetch-Site, Referer": nil,
 		} {
 			res := post(path, header...)
