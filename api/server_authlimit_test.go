@@ -36,6 +36,7 @@ func TestFailedAuthenticationIsLimited(t *testing.T) {
 		req, err := http.NewRequest(method, s.url+path, bytes.NewReader(body))
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Sec-Fetch-Site", "same-origin") // the login form is posted by a browser
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}

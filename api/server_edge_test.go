@@ -192,5 +192,8 @@ func TestReserveAdmitsAClientWithACredential(t *testing.T) {
 		}
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 	}
-	require.EqualValues(t, srv.ConnsEvicted(), closed, "the evicted connections are the unauthenticated ones")
+	require.Positive(t, closed, "unauthenticated connections gave way")
+	// The reaper may go on closing holders once answered (idle and still
+	// over the reserve), never more than it evicted.
+	require.LessOrEqual(t, int64(closed), srv.ConnsEvicted())
 }
