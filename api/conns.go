@@ -1,11 +1,18 @@
 package api
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchboard/notify/api/httpx"
 )
 
 // connGuard bounds a server's connections (issue 18 item 10): at most
@@ -16,6 +23,18 @@ import (
 // open, a connection idle (kept alive between requests, or accepted and
 // still silent) for PressureIdleTimeout is closed, instead of waiting out
 // the IdleTimeout.
+//
+// Issue 24 item 5 adds the reserve: the last ReservedConns of MaxConns are
+// kept for clients that present a valid credential. The accept happens
+// before any credential is seen, so every connection is accepted while a
+// slot is free, and once more than MaxConns-ReservedConns are open, the
+// connections that have not presented a valid credential on any request
+// (httpx.Authenticated) and are older than PressureIdleTimeout are closed,
+// oldest first, until the reserve is free again: unauthenticated
+// connections give way first, so a client with a token or a session is
+// accepted within a reaping period even while others hold every slot.
+// Connections from a trusted proxy (TrustedProxies) carry many clients:
+// they are not held to MaxConnsPerClient. An IPv6 client is its /64.
 type connGuard struct {
 	cfg    ServerConfig
 	slots  chan struct{}
@@ -25,18 +44,25 @@ type connGuard struct {
 	mu        sync.Mutex
 	perClient map[string]int
 	idle      map[net.Conn]time.Time // idle (or new) connections, since when
+	all       map[*guardedConn]struct{}
 	open      int
 
+	// openNow mirrors open for the body reader, which must not take mu.
+	openNow atomic.Int64
+
 	// refused and reaped count the connections closed for the per-client
-	// share and under pressure.
-	refused atomic.Int64
-	reaped  atomic.Int64
+	// share and under pressure; evicted those closed to free the reserve;
+	// slowBodies the requests cut for a body slower than BodyMinRate.
+	refused    atomic.Int64
+	reaped     atomic.Int64
+	evicted    atomic.Int64
+	slowBodies atomic.Int64
 }
 
 func newConnGuard(c ServerConfig) *connGuard {
 	return &connGuard{
 		cfg: c, slots: make(chan struct{}, c.MaxConns), closed: make(chan struct{}),
-		perClient: map[string]int{}, idle: map[net.Conn]time.Time{},
+		perClient: map[string]int{}, idle: map[net.Conn]time.Time{}, all: map[*guardedConn]struct{}{},
 	}
 }
 
@@ -59,9 +85,9 @@ func (l *guardedListener) Accept() (net.Conn, error) {
 			<-g.slots
 			return nil, err
 		}
-		ip := clientIP(c.RemoteAddr())
+		ip, proxy := g.client(c.RemoteAddr())
 		g.mu.Lock()
-		if g.perClient[ip] >= g.cfg.MaxConnsPerClient {
+		if !proxy && g.perClient[ip] >= g.cfg.MaxConnsPerClient {
 			g.mu.Unlock()
 			_ = c.Close()
 			<-g.slots
@@ -70,8 +96,11 @@ func (l *guardedListener) Accept() (net.Conn, error) {
 		}
 		g.perClient[ip]++
 		g.open++
-		gc := &guardedConn{Conn: c, g: g, ip: ip}
-		g.idle[gc] = time.Now()
+		g.openNow.Store(int64(g.open))
+		now := time.Now()
+		gc := &guardedConn{Conn: c, g: g, ip: ip, accepted: now}
+		g.idle[gc] = now
+		g.all[gc] = struct{}{}
 		g.mu.Unlock()
 		return gc, nil
 	}
@@ -85,8 +114,13 @@ func (l *guardedListener) Close() error {
 // guardedConn gives its slot back when closed, once.
 type guardedConn struct {
 	net.Conn
-	g    *connGuard
-	ip   string
+	g        *connGuard
+	ip       string
+	accepted time.Time
+	// authed: a request on it presented a valid credential.
+	authed atomic.Bool
+	// body is the request body being served, nil for none.
+	body atomic.Pointer[rateBody]
 	once sync.Once
 	gone bool // closed; guarded by g.mu
 }
@@ -102,7 +136,9 @@ func (c *guardedConn) Close() error {
 			delete(g.perClient, c.ip)
 		}
 		g.open--
+		g.openNow.Store(int64(g.open))
 		delete(g.idle, c)
+		delete(g.all, c)
 		g.mu.Unlock()
 		<-g.slots
 	})
@@ -130,26 +166,65 @@ func (g *connGuard) connState(c net.Conn, s http.ConnState) {
 }
 
 // reap closes the connections idle for PressureIdleTimeout when at least
-// PressureConns are open, and reports how many it closed.
+// PressureConns are open, then frees the reserve (overReserve), and
+// reports how many it closed.
 func (g *connGuard) reap(now time.Time) int {
 	g.mu.Lock()
-	if g.open < g.cfg.PressureConns {
-		g.mu.Unlock()
-		return 0
-	}
 	var stale []net.Conn
-	for c, since := range g.idle {
-		if now.Sub(since) >= g.cfg.PressureIdleTimeout {
-			stale = append(stale, c)
-			delete(g.idle, c)
+	closing := map[*guardedConn]bool{}
+	if g.open >= g.cfg.PressureConns {
+		for c, since := range g.idle {
+			if now.Sub(since) >= g.cfg.PressureIdleTimeout {
+				stale = append(stale, c)
+				delete(g.idle, c)
+				if gc, ok := c.(*guardedConn); ok {
+					closing[gc] = true
+				}
+			}
+		}
+	}
+	evict := g.overReserve(now, len(stale), closing)
+	var bodies []*rateBody
+	if g.open >= g.cfg.PressureConns {
+		for c := range g.all {
+			if b := c.body.Load(); b != nil && !closing[c] {
+				bodies = append(bodies, b)
+			}
 		}
 	}
 	g.mu.Unlock()
+	grace := g.bodyGrace()
+	for _, b := range bodies {
+		b.tighten(now, grace)
+	}
 	for _, c := range stale {
 		_ = c.Close()
 	}
+	for _, c := range evict {
+		_ = c.Close()
+	}
 	g.reaped.Add(int64(len(stale)))
-	return len(stale)
+	g.evicted.Add(int64(len(evict)))
+	return len(stale) + len(evict)
+}
+
+// overReserve picks the connections to close so that the reserve is free:
+// while more than MaxConns-ReservedConns are open (counting closing ones,
+// already picked, as gone), the unauthenticated ones accepted at least
+// PressureIdleTimeout ago, oldest first. g.mu is held.
+func (g *connGuard) overReserve(now time.Time, closingN int, closing map[*guardedConn]bool) []*guardedConn {
+	over := g.open - closingN - (g.cfg.MaxConns - g.cfg.ReservedConns)
+	if g.cfg.ReservedConns <= 0 || over <= 0 {
+		return nil
+	}
+	var cands []*guardedConn
+	for c := range g.all {
+		if !closing[c] && !c.authed.Load() && now.Sub(c.accepted) >= g.cfg.PressureIdleTimeout {
+			cands = append(cands, c)
+		}
+	}
+	slices.SortFunc(cands, func(a, b *guardedConn) int { return a.accepted.Compare(b.accepted) })
+	return cands[:min(over, len(cands))]
 }
 
 // run reaps every quarter of PressureIdleTimeout until the listener
@@ -167,14 +242,144 @@ func (g *connGuard) run() {
 	}
 }
 
-// clientIP is the IP of a connection's remote address.
-func clientIP(a net.Addr) string {
-	if tcp, ok := a.(*net.TCPAddr); ok {
-		return tcp.IP.String()
+// client is the key a connection's share is counted under (its IP, an
+// IPv6 /64), and whether it comes from a trusted proxy.
+func (g *connGuard) client(a net.Addr) (string, bool) {
+	ip := httpx.PeerAddr(a.String())
+	if !ip.IsValid() {
+		return a.String(), false
 	}
-	host, _, err := net.SplitHostPort(a.String())
+	return httpx.ClientKey(ip), g.cfg.TrustedProxies.Trusts(ip)
+}
+
+// connContext is the server's ConnContext: requests on a guarded
+// connection mark it authenticated through httpx.Authenticated.
+func (g *connGuard) connContext(ctx context.Context, c net.Conn) context.Context {
+	if gc, ok := c.(*guardedConn); ok {
+		ctx = context.WithValue(ctx, guardedConnKey{}, gc)
+		return httpx.WithAuthenticatedHook(ctx, func() { gc.authed.Store(true) })
+	}
+	return ctx
+}
+
+// underPressure reports whether PressureConns or more connections are
+// open.
+func (g *connGuard) underPressure() bool {
+	return g.openNow.Load() >= int64(g.cfg.PressureConns)
+}
+
+// bodyGrace is how long a body may take before BodyMinRate applies:
+// BodyGrace, or PressureIdleTimeout under pressure when it is shorter.
+func (g *connGuard) bodyGrace() time.Duration {
+	if g.underPressure() {
+		return min(g.cfg.BodyGrace, g.cfg.PressureIdleTimeout)
+	}
+	return g.cfg.BodyGrace
+}
+
+// limitBodies bounds the time a request body may take, as the read
+// header timeout bounds its headers (issue 24 item 5): a body gets the
+// grace (bodyGrace), then must keep arriving at BodyMinRate bytes a second
+// on average, counting only the time the server waits on the client (not
+// the handler's own work between reads); past that its read fails, the
+// request is answered as a body that could not be read, and the
+// connection is closed. When the server comes under pressure, the reaper
+// shortens the deadline of every body being read to the pressure grace
+// (rateBody.tighten). A handler that never reads its body leaves the
+// grace as the deadline, so the server's own read of the unread body
+// (before it reuses the connection) is bounded too. Nothing is extended
+// past the ReadTimeout; once the body is read, the deadline is the
+// ReadTimeout again.
+func (g *connGuard) limitBodies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gc, ok := r.Context().Value(guardedConnKey{}).(*guardedConn)
+		if !ok || r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		now := time.Now()
+		b := &rateBody{ReadCloser: r.Body, conn: gc, g: g, hard: now.Add(g.cfg.ReadTimeout)}
+		b.set = b.deadline(now, g.bodyGrace())
+		_ = gc.SetReadDeadline(b.set)
+		gc.body.Store(b)
+		defer gc.body.CompareAndSwap(b, nil)
+		r.Body = b
+		next.ServeHTTP(w, r)
+	})
+}
+
+type guardedConnKey struct{}
+
+// rateBody is a request body under limitBodies.
+type rateBody struct {
+	io.ReadCloser
+	conn *guardedConn
+	g    *connGuard
+	hard time.Time // the ReadTimeout
+
+	mu      sync.Mutex
+	n       int64         // bytes read
+	waited  time.Duration // time spent in Read, finished ones
+	reading time.Time     // when the Read in progress began, zero for none
+	set     time.Time     // the read deadline last set
+	done    bool          // read to its end or failed
+}
+
+// deadline is the latest the next byte may arrive, from now, with grace.
+// b.mu is held (or b not yet shared).
+func (b *rateBody) deadline(now time.Time, grace time.Duration) time.Time {
+	waited := b.waited
+	if !b.reading.IsZero() {
+		waited += now.Sub(b.reading)
+	}
+	budget := grace + time.Duration(float64(b.n)/float64(b.g.cfg.BodyMinRate)*float64(time.Second)) - waited
+	if d := now.Add(max(budget, 0)); d.Before(b.hard) {
+		return d
+	}
+	return b.hard
+}
+
+func (b *rateBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	if b.done {
+		b.mu.Unlock()
+		return b.ReadCloser.Read(p)
+	}
+	start := time.Now()
+	b.set = b.deadline(start, b.g.bodyGrace())
+	b.reading = start
+	_ = b.conn.SetReadDeadline(b.set)
+	b.mu.Unlock()
+
+	n, err := b.ReadCloser.Read(p)
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.waited += time.Since(start)
+	b.reading = time.Time{}
+	b.n += int64(n)
 	if err != nil {
-		return a.String()
+		b.done = true
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && b.set.Before(b.hard) {
+			b.g.slowBodies.Add(1)
+			return n, fmt.Errorf("request body slower than %d bytes a second: %w", b.g.cfg.BodyMinRate, err)
+		}
+		_ = b.conn.SetReadDeadline(b.hard)
 	}
-	return host
+	return n, err
+}
+
+// tighten brings the deadline of a Read in progress to grace, when that
+// is sooner than the one it has.
+func (b *rateBody) tighten(now time.Time, grace time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done || b.reading.IsZero() {
+		return
+	}
+	if d := b.deadline(now, grace); d.Before(b.set) {
+		b.set = d
+		_ = b.conn.SetReadDeadline(d)
+	}
 }

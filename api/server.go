@@ -76,6 +76,13 @@ const (
 	// PressureIdleTimeoutDefault is the idle timeout while the server is
 	// under pressure (PressureConns open).
 	PressureIdleTimeoutDefault = time.Second
+	// BodyMinRateDefault is the slowest a request body may arrive, in
+	// bytes a second on average, once its grace is over.
+	BodyMinRateDefault = 1024
+	// BodyGraceDefault is how long a request body may take before
+	// BodyMinRate applies (under pressure: PressureIdleTimeout, when
+	// shorter).
+	BodyGraceDefault = 5 * time.Second
 )
 
 // ServerConfig are the HTTP server's operator bounds. The zero value of
@@ -103,8 +110,27 @@ type ServerConfig struct {
 	// Defaults to three quarters of MaxConns (750), at least 1.
 	PressureConns int
 	// PressureIdleTimeout is the idle timeout under pressure. Defaults to
-	// PressureIdleTimeoutDefault (1 s).
+	// PressureIdleTimeoutDefault (1 s). It is also a body's grace under
+	// pressure (when shorter than BodyGrace) and how long a connection in
+	// the reserve has to present a valid credential.
 	PressureIdleTimeout time.Duration
+	// ReservedConns are the last connections of MaxConns kept for clients
+	// that present a valid credential: while more than MaxConns minus
+	// them are open, connections that presented none for
+	// PressureIdleTimeout are closed, oldest first. Defaults to a tenth
+	// of MaxConns (100); negative keeps none.
+	ReservedConns int
+	// BodyMinRate is the slowest a request body may arrive once BodyGrace
+	// is over, in bytes a second on average. Defaults to
+	// BodyMinRateDefault (1 KiB/s).
+	BodyMinRate int
+	// BodyGrace is how long a request body may take before BodyMinRate
+	// applies. Defaults to BodyGraceDefault (5 s).
+	BodyGrace time.Duration
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For or
+	// Forwarded header names the client (httpx.ResolveClient); their
+	// connections are not held to MaxConnsPerClient. Defaults to none.
+	TrustedProxies httpx.Proxies
 	// ErrorLog receives the server's own errors. Defaults to the standard
 	// logger.
 	ErrorLog *log.Logger
@@ -119,6 +145,12 @@ func (c ServerConfig) WithDefaults() ServerConfig {
 	c.MaxConnsPerClient = cmp.Or(c.MaxConnsPerClient, max(1, c.MaxConns/8))
 	c.PressureConns = cmp.Or(c.PressureConns, max(1, c.MaxConns*3/4))
 	c.PressureIdleTimeout = cmp.Or(c.PressureIdleTimeout, PressureIdleTimeoutDefault)
+	c.ReservedConns = cmp.Or(c.ReservedConns, c.MaxConns/10)
+	if c.ReservedConns < 0 {
+		c.ReservedConns = 0
+	}
+	c.BodyMinRate = cmp.Or(c.BodyMinRate, BodyMinRateDefault)
+	c.BodyGrace = cmp.Or(c.BodyGrace, BodyGraceDefault)
 	return c
 }
 
@@ -129,15 +161,19 @@ type Server struct {
 }
 
 // NewServer returns the HTTP server for handler with c's timeouts: idle
-// keep-alive connections and slow clients are cut off. Its Serve bounds
-// the connections too (connGuard): at most MaxConns at once, at most
-// MaxConnsPerClient from one client IP, and idle ones closed after
-// PressureIdleTimeout while PressureConns are open.
+// keep-alive connections and slow clients are cut off, slow headers by
+// the read header timeout, slow bodies by BodyMinRate after BodyGrace.
+// Its Serve bounds the connections too (connGuard): at most MaxConns at
+// once, at most MaxConnsPerClient from one client (an IPv6 /64), idle
+// ones closed after PressureIdleTimeout while PressureConns are open, and
+// ReservedConns kept for clients with a valid credential. Each request's
+// client is resolved through TrustedProxies (httpx.RealClient).
 func NewServer(handler http.Handler, c ServerConfig) *Server {
 	c = c.WithDefaults()
 	g := newConnGuard(c)
 	return &Server{Server: &http.Server{
-		Handler:           handler,
+		Handler:           g.limitBodies(httpx.RealClient(c.TrustedProxies, handler)),
+		ConnContext:       g.connContext,
 		ReadHeaderTimeout: min(ReadHeaderTimeoutMax, c.ReadTimeout),
 		ReadTimeout:       c.ReadTimeout,
 		WriteTimeout:      c.WriteTimeout,
@@ -161,6 +197,14 @@ func (s *Server) ConnsRefused() int64 { return s.guard.refused.Load() }
 
 // ConnsReaped: see ConnsRefused.
 func (s *Server) ConnsReaped() int64 { return s.guard.reaped.Load() }
+
+// ConnsEvicted is how many connections without a valid credential were
+// closed to free the reserve (ReservedConns).
+func (s *Server) ConnsEvicted() int64 { return s.guard.evicted.Load() }
+
+// SlowBodies is how many requests were cut for a body slower than
+// BodyMinRate.
+func (s *Server) SlowBodies() int64 { return s.guard.slowBodies.Load() }
 
 // StreamingRoute serves a route whose responses may stream for as long as
 // the client keeps them open (MCP's streamable HTTP): it reads the whole

@@ -34,6 +34,10 @@ type server struct {
 	receivers *demo.Receivers
 	world     *demo.World
 	todos     *host.Todos
+	// deps and handler are what the test server serves, for a test that
+	// serves them behind api.NewServer too.
+	deps    httpx.Deps
+	handler http.Handler
 }
 
 func newServer(t *testing.T) *server {
@@ -71,13 +75,15 @@ func newServer(t *testing.T) *server {
 	token, err := accounts.MintAPIToken(w.Ctx, h.ID)
 	require.NoError(t, err)
 
-	srv := httptest.NewServer(api.NewHandler(deps, api.Options{
+	handler := api.NewHandler(deps, api.Options{
 		Metrics: metrics,
 		Health:  http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }),
 		Demo:    demo.Handler(deps, world),
-	}))
+	})
+	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
-	return &server{w: w, eng: eng, url: srv.URL, token: token.Reveal(), humanID: h.ID, receivers: rec, world: world, todos: todos}
+	return &server{w: w, eng: eng, url: srv.URL, token: token.Reveal(), humanID: h.ID, receivers: rec, world: world, todos: todos,
+		deps: deps, handler: handler}
 }
 
 func (s *server) get(t *testing.T, path, token string) (*http.Response, string) {

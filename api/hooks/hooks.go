@@ -27,8 +27,11 @@ import (
 // "webhook delivery refused" tells the operator which it was (reason
 // unknown_webhook, bad_signature or stale_timestamp), never with the body
 // or the signature. Each refusal spends one of the client address's failed
-// authentications (d.AuthFailures); while they are spent the route answers
-// 429 with Retry-After before reading anything (reason too_many_failures).
+// authentications and one of the webhook id's (d.AuthFailures); a refusal
+// while either is spent is answered 429 with Retry-After instead (reason
+// too_many_failures). A delivery signed right is never refused by them:
+// failures from its sender's address (a proxy shared with others) or
+// forgeries against its webhook do not lock its sender out.
 func New(d httpx.Deps) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /hooks/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -37,12 +40,6 @@ func New(d httpx.Deps) http.Handler {
 		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 		if err != nil || id < 0 {
 			id = 0
-		}
-		if err := d.AuthFailures.Check(r); err != nil {
-			d.Logger.WarnContext(r.Context(), "webhook delivery refused", "webhook_id", loggableID(r.PathValue("id")),
-				"reason", reasonTooManyFailures)
-			httpx.WriteError(w, r, d.Logger, err)
-			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, host.DeliveryMaxBytes))
 		var tooLarge *http.MaxBytesError
@@ -59,9 +56,18 @@ func New(d httpx.Deps) http.Handler {
 		got, err := d.Webhooks.Receive(r.Context(), id, body, host.EnvelopeOf(r.Header))
 		var refusal *host.ReceiveRefusal
 		if errors.As(err, &refusal) {
-			d.AuthFailures.Fail(r)
+			reason := refusal.Reason
+			// Every id has its own bucket, whether it names a webhook or
+			// not, so the limit tells no id that exists from one that
+			// does not.
+			if limited := d.AuthFailures.Fail(r, "hook:"+strconv.FormatInt(id, 10)); limited != nil {
+				err, reason = limited, reasonTooManyFailures
+			}
 			d.Logger.WarnContext(r.Context(), "webhook delivery refused", "webhook_id", loggableID(r.PathValue("id")),
-				"reason", refusal.Reason, "body_bytes", len(body))
+				"reason", reason, "body_bytes", len(body))
+		}
+		if err == nil {
+			httpx.Authenticated(r.Context())
 		}
 		if err != nil {
 			httpx.WriteError(w, r, d.Logger, err)

@@ -19,10 +19,12 @@ type Auth struct {
 	Accounts  *host.Accounts
 	Endpoints *host.Endpoints
 	Clock     engine.Clock
-	// Failures limits failed bearer tokens per client address: Human and
-	// Endpoint answer a *TooManyFailures (429) while it is spent, and
-	// spend it on each bearer token they cannot resolve (a request with no
-	// token guesses nothing and spends nothing). Nil limits nothing.
+	// Failures limits failed bearer tokens per client address and per
+	// token: Human and Endpoint spend both on each bearer token they
+	// cannot resolve, and answer that failure a *TooManyFailures (429)
+	// when either was spent; a token that resolves is served whatever its
+	// address failed (a request with no token guesses nothing and spends
+	// nothing). Nil limits nothing.
 	Failures *AuthFailures
 }
 
@@ -43,26 +45,35 @@ func Bearer(r *http.Request) string {
 
 // Human resolves an operator API bearer token to the human acting.
 func (a *Auth) Human(ctx context.Context, r *http.Request) (engine.Principal, error) {
-	if err := a.Failures.Check(r); err != nil {
-		return engine.Principal{}, err
-	}
 	tok := Bearer(r)
 	if tok == "" {
 		return engine.Principal{}, errUnauthenticated // no guess made: nothing spent
 	}
+	cred := CredentialKey("token", tok)
+	if err := a.Failures.Spent(cred); err != nil {
+		return engine.Principal{}, err
+	}
 	if !strings.HasPrefix(tok, host.APITokenPrefix) {
-		a.Failures.Fail(r)
-		return engine.Principal{}, errUnauthenticated
+		return engine.Principal{}, a.failed(r, cred)
 	}
 	h, err := a.Accounts.HumanByAPIToken(ctx, tok)
 	if errors.Is(err, notifytype.ErrNotFound) {
-		a.Failures.Fail(r)
-		return engine.Principal{}, errUnauthenticated
+		return engine.Principal{}, a.failed(r, cred)
 	}
 	if err != nil {
 		return engine.Principal{}, err
 	}
+	Authenticated(r.Context())
 	return engine.HumanPrincipal(h.ID), nil
+}
+
+// failed spends a failure of r's address and of cred: the answer is
+// unauthenticated, or a *TooManyFailures when either was spent.
+func (a *Auth) failed(r *http.Request, cred string) error {
+	if err := a.Failures.Fail(r, cred); err != nil {
+		return err
+	}
+	return errUnauthenticated
 }
 
 // Session resolves the web session cookie to the human acting.
@@ -78,22 +89,26 @@ func (a *Auth) Session(ctx context.Context, r *http.Request) (engine.Principal, 
 	if err != nil {
 		return engine.Principal{}, err
 	}
+	Authenticated(r.Context())
 	return engine.HumanPrincipal(h.ID), nil
 }
 
 // Endpoint resolves an endpoint's vended bearer credential.
 func (a *Auth) Endpoint(ctx context.Context, r *http.Request) (engine.Principal, host.Endpoint, error) {
-	if err := a.Failures.Check(r); err != nil {
-		return engine.Principal{}, host.Endpoint{}, err
-	}
 	tok := Bearer(r)
 	if tok == "" {
 		return engine.Principal{}, host.Endpoint{}, errUnauthenticated
 	}
+	cred := CredentialKey("token", tok)
+	if err := a.Failures.Spent(cred); err != nil {
+		return engine.Principal{}, host.Endpoint{}, err
+	}
 	p, e, err := a.Endpoints.Authenticate(ctx, tok)
 	if errors.Is(err, notifytype.ErrNotFound) {
-		a.Failures.Fail(r)
-		return engine.Principal{}, host.Endpoint{}, errUnauthenticated
+		return engine.Principal{}, host.Endpoint{}, a.failed(r, cred)
+	}
+	if err == nil {
+		Authenticated(r.Context())
 	}
 	return p, e, err
 }

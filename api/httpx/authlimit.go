@@ -1,9 +1,10 @@
 package httpx
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"math"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -25,30 +26,36 @@ const (
 	AuthFailuresBurstDefault = 20
 )
 
-// AuthFailures limits failed authentication per client address: a token
-// bucket (golang.org/x/time/rate) per remote IP, spent by each failure: a
-// /hooks delivery refused as unknown, badly signed or stale, a missing or
-// wrong bearer token on the operator API, MCP or the ops routes, a login
-// link that is unknown, used or expired. While a client's bucket is empty,
-// every such route answers it 429 rate_limited with Retry-After before
-// looking at its credential, changing nothing, so guessing secrets from one
-// address is slow. A client that authenticates spends nothing; a good
-// credential sent while the bucket is empty waits like a bad one (else the
-// limit would tell which guesses are good).
+// AuthFailures limits failed authentication (issue 18 item 10, issue 24
+// item 6): token buckets (golang.org/x/time/rate), one per client address
+// (ClientAddr: the real client behind a trusted proxy, an IPv6 /64) and
+// one per credential presented (a bearer token, a login link, a webhook
+// id), each spent by every failure: a /hooks delivery refused as unknown,
+// badly signed or stale, a wrong bearer token on the operator API, MCP or
+// the ops routes, a login link that is unknown, used or expired. A failure
+// while either bucket is empty is answered 429 rate_limited with
+// Retry-After instead of 401/403/404, changing nothing.
 //
-// The address is the connection's (RemoteAddr), never a forwarded header a
-// client could write; behind a reverse proxy every client shares the
-// proxy's bucket (size the limit for it). The limit is per instance.
-// A nil *AuthFailures limits nothing.
+// A valid credential is never refused by these buckets: it is looked at
+// first, and a request that authenticates spends nothing and is served,
+// whatever failures its address (a proxy, a NAT, an attacker sharing it)
+// or anyone guessing at the same webhook made. The limit makes a guessing
+// flood visible and slow to answer honestly, and keeps a client with a
+// stale credential off the service; it does not hide which guesses are
+// good (a credential is 256 random bits: guessing one is not the threat).
+// Both bucket sets are bounded in keys (bucketsMax). The limit is per
+// instance. A nil *AuthFailures limits nothing.
 type AuthFailures struct {
 	clock engine.Clock
 
-	mu      sync.Mutex
-	buckets buckets[string]
+	mu     sync.Mutex
+	byAddr buckets[string]
+	byCred buckets[string]
 }
 
-// NewAuthFailures allows each client address burst failures, earned back
-// at perMinute a minute, on clock (nil: the system clock).
+// NewAuthFailures allows each client address and each credential burst
+// failures, earned back at perMinute a minute, on clock (nil: the system
+// clock).
 func NewAuthFailures(perMinute float64, burst int, clock engine.Clock) *AuthFailures {
 	if perMinute <= 0 || burst <= 0 {
 		panic("httpx: NewAuthFailures needs a positive rate and burst")
@@ -56,28 +63,59 @@ func NewAuthFailures(perMinute float64, burst int, clock engine.Clock) *AuthFail
 	if clock == nil {
 		clock = engine.SystemClock{}
 	}
-	return &AuthFailures{clock: clock, buckets: newBuckets[string](rate.Limit(perMinute/60), burst)}
+	return &AuthFailures{clock: clock,
+		byAddr: newBuckets[string](rate.Limit(perMinute/60), burst),
+		byCred: newBuckets[string](rate.Limit(perMinute/60), burst)}
 }
 
-// ClientAddr is the request's client address: the IP of its connection.
-func ClientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
+// CredentialKey is the key of a presented secret's own bucket: a digest of
+// it under a kind ("token", "link"), never the secret.
+func CredentialKey(kind, secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return kind + ":" + hex.EncodeToString(sum[:12])
 }
 
-// Check returns a *TooManyFailures when r's client has no failure left,
-// nil when it may try to authenticate.
-func (a *AuthFailures) Check(r *http.Request) error {
-	if a == nil {
+// Spent returns a *TooManyFailures when the credential cred has no failure
+// left: that exact secret failed burst times (a token or link never turns
+// valid later), so it is refused before it is looked up. Only for keys of
+// CredentialKey: a key naming something that can be presented validly
+// later (a webhook id) must go through Fail instead.
+func (a *AuthFailures) Spent(cred string) error {
+	if a == nil || cred == "" {
 		return nil
 	}
 	now := a.clock.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	lim := a.buckets.peek(ClientAddr(r))
+	return refusal(a.byCred.peek(cred), now)
+}
+
+// Fail spends one failure of r's client address and one of the
+// credential cred ("" for none), and returns a *TooManyFailures when
+// either had none left: the failure is then answered 429.
+func (a *AuthFailures) Fail(r *http.Request, cred string) error {
+	if a == nil {
+		return nil
+	}
+	now := a.clock.Now()
+	addr := ClientAddr(r)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var err error
+	if lim := a.byAddr.get(addr, now); !lim.AllowN(now, 1) {
+		err = refusal(lim, now)
+	}
+	if cred != "" {
+		if lim := a.byCred.get(cred, now); !lim.AllowN(now, 1) && err == nil {
+			err = refusal(lim, now)
+		}
+	}
+	return err
+}
+
+// refusal is the *TooManyFailures of an empty bucket, nil for a bucket
+// with a failure left (or none yet).
+func refusal(lim *rate.Limiter, now time.Time) error {
 	if lim == nil {
 		return nil
 	}
@@ -86,19 +124,7 @@ func (a *AuthFailures) Check(r *http.Request) error {
 		return nil
 	}
 	wait := time.Duration((1 - tokens) / float64(lim.Limit()) * float64(time.Second))
-	return &TooManyFailures{RetryAfter: wait}
-}
-
-// Fail spends one of r's client's failures.
-func (a *AuthFailures) Fail(r *http.Request) {
-	if a == nil {
-		return
-	}
-	now := a.clock.Now()
-	addr := ClientAddr(r)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.buckets.get(addr, now).AllowN(now, 1)
+	return &TooManyFailures{RetryAfter: max(wait, time.Second)}
 }
 
 // TooManyFailures is the refusal of a client out of failed

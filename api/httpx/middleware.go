@@ -48,7 +48,11 @@ type Limiter struct {
 
 // buckets is a token bucket (golang.org/x/time/rate) per key, each made
 // full on first use; keys whose bucket has refilled are forgotten once
-// more than bucketsSweepAt are kept. The caller holds its own lock.
+// more than bucketsSweepAt are kept, and past bucketsMax keys (a flood of
+// keys that all have failures: random tokens, IPv6 prefixes) a quarter of
+// them is forgotten, whichever the map's order gives: memory is bounded,
+// and a client needs bucketsMax fresh keys to reset one of its own. The
+// caller holds its own lock.
 type buckets[K comparable] struct {
 	rate  rate.Limit
 	burst int
@@ -64,6 +68,9 @@ type bucket struct {
 // full ones.
 const bucketsSweepAt = 10_000
 
+// bucketsMax bounds the keys of a bucket set (a few MB).
+const bucketsMax = 50_000
+
 func newBuckets[K comparable](r rate.Limit, burst int) buckets[K] {
 	return buckets[K]{rate: r, burst: burst, m: map[K]*bucket{}}
 }
@@ -74,6 +81,16 @@ func (bs *buckets[K]) get(key K, now time.Time) *rate.Limiter {
 	if !ok {
 		if len(bs.m) > bucketsSweepAt {
 			bs.sweep(now)
+		}
+		if len(bs.m) >= bucketsMax {
+			drop := len(bs.m) - bucketsMax*3/4
+			for k := range bs.m {
+				if drop <= 0 {
+					break
+				}
+				delete(bs.m, k)
+				drop--
+			}
 		}
 		b = &bucket{lim: rate.NewLimiter(bs.rate, bs.burst)}
 		bs.m[key] = b

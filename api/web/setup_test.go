@@ -176,7 +176,9 @@ func (c *client) get(path string) response {
 	return c.do(req)
 }
 
-// post posts a form; header adds request headers (Origin, Sec-Fetch-Site).
+// post posts a form; header adds request headers (Origin, Sec-Fetch-Site,
+// Referer). With none of those three it sends Sec-Fetch-Site: same-origin,
+// as the browser posting our own form does.
 func (c *client) post(path string, form url.Values, header ...string) response {
 	c.t.Helper()
 	req, err := http.NewRequest(http.MethodPost, c.b.srv.URL+path, strings.NewReader(form.Encode()))
@@ -184,6 +186,9 @@ func (c *client) post(path string, form url.Values, header ...string) response {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
+	}
+	if req.Header.Get("Origin") == "" && req.Header.Get("Sec-Fetch-Site") == "" && req.Header.Get("Referer") == "" {
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
 	}
 	return c.do(req)
 }
@@ -226,7 +231,11 @@ func (b *bundle) count(t *testing.T, table string) int {
 
 // httptestRequest and serve run a handler without a server.
 func httptestRequest(method, target string, body io.Reader) *http.Request {
-	return httptest.NewRequest(method, target, body)
+	r := httptest.NewRequest(method, target, body)
+	if method != http.MethodGet && method != http.MethodHead {
+		r.Header.Set("Sec-Fetch-Site", "same-origin") // as a browser posting our form
+	}
+	return r
 }
 
 func serve(h http.Handler, req *http.Request) *httptest.ResponseRecorder {

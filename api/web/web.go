@@ -113,7 +113,7 @@ func New(d httpx.Deps) http.Handler {
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(CrossOriginDenied())
-	return httpx.Headers(httpx.LimitBody(cop.Handler(mux)))
+	return httpx.Headers(httpx.LimitBody(cop.Handler(requireOwnOrigin(d.BaseURL, CrossOriginDenied(), mux))))
 }
 
 // CrossOriginDenied is the styled page http.CrossOriginProtection answers a
@@ -237,6 +237,13 @@ func (s *server) loginPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "login", nil, view{Title: "Sign in"})
 }
 
+// loginLimited answers a login refused by the failed-auth limit: 429 with
+// Retry-After.
+func (s *server) loginLimited(w http.ResponseWriter, r *http.Request, err error) {
+	httpx.SetRetryAfter(w, err)
+	s.render(w, r, http.StatusTooManyRequests, "login", nil, view{Title: "Sign in", Err: s.public(r, err)})
+}
+
 // confirmLogin answers a login link's GET with a page whose button spends
 // it (a POST): link previewers and scanners that fetch every URL of a
 // message must not use up a one-time link.
@@ -251,16 +258,19 @@ func (s *server) confirmLogin(w http.ResponseWriter, r *http.Request) {
 // redirects anywhere a request names.
 func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	// An unknown, expired or used link spends one of the client's failed
-	// authentications; while they are spent, no link is tried (a good one
-	// waits like a bad one, so the limit tells no guess from another).
-	if err := s.d.AuthFailures.Check(r); err != nil {
-		httpx.SetRetryAfter(w, err)
-		s.render(w, r, http.StatusTooManyRequests, "login", nil, view{Title: "Sign in", Err: s.public(r, err)})
+	// authentications and one of the link's; while either is spent, that
+	// refusal is a 429. A good link is never refused by them.
+	cred := httpx.CredentialKey("link", r.PathValue("token"))
+	if err := s.d.AuthFailures.Spent(cred); err != nil {
+		s.loginLimited(w, r, err)
 		return
 	}
 	_, session, expires, err := s.d.Accounts.StartSession(r.Context(), r.PathValue("token"), s.clock.Now())
 	if errors.Is(err, notifytype.ErrNotFound) {
-		s.d.AuthFailures.Fail(r)
+		if err := s.d.AuthFailures.Fail(r, cred); err != nil {
+			s.loginLimited(w, r, err)
+			return
+		}
 		s.render(w, r, http.StatusNotFound, "login", nil, view{
 			Title: "Sign in",
 			Err:   notifytype.NotFound("login link (it is unknown, expired or already used)"),
@@ -271,6 +281,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, nil, err)
 		return
 	}
+	httpx.Authenticated(r.Context())
 	http.SetCookie(w, &http.Cookie{
 		Name: httpx.SessionCookie, Value: session.Reveal(), Path: "/", Expires: expires,
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,

@@ -99,10 +99,13 @@ type config struct {
 	// HTTP is the server's bounds: SWITCHBOARD_HTTP_READ_TIMEOUT,
 	// SWITCHBOARD_HTTP_WRITE_TIMEOUT, SWITCHBOARD_HTTP_IDLE_TIMEOUT,
 	// SWITCHBOARD_HTTP_MAX_CONNS, SWITCHBOARD_HTTP_MAX_CONNS_PER_CLIENT,
-	// SWITCHBOARD_HTTP_PRESSURE_CONNS and
-	// SWITCHBOARD_HTTP_PRESSURE_IDLE_TIMEOUT. Default to api's defaults
-	// (30 s, 30 s, 60 s, 1000, an eighth and three quarters of the max
-	// conns, 1 s).
+	// SWITCHBOARD_HTTP_PRESSURE_CONNS,
+	// SWITCHBOARD_HTTP_PRESSURE_IDLE_TIMEOUT,
+	// SWITCHBOARD_HTTP_RESERVED_CONNS, SWITCHBOARD_HTTP_BODY_MIN_RATE,
+	// SWITCHBOARD_HTTP_BODY_GRACE and SWITCHBOARD_TRUSTED_PROXIES. Default
+	// to api's defaults (30 s, 30 s, 60 s, 1000, an eighth and three
+	// quarters of the max conns, 1 s, a tenth of the max conns, 1024
+	// bytes a second, 5 s, no proxies).
 	HTTP api.ServerConfig
 
 	// AuthFailuresPerMinute and AuthFailuresBurst are
@@ -285,6 +288,34 @@ func loadConfig(lookup func(string) (string, bool)) (config, error) {
 	}
 	if c.HTTP.PressureConns > c.HTTP.MaxConns {
 		bad("SWITCHBOARD_HTTP_PRESSURE_CONNS", "%d is above SWITCHBOARD_HTTP_MAX_CONNS (%d)", c.HTTP.PressureConns, c.HTTP.MaxConns)
+	}
+	if v := get("SWITCHBOARD_HTTP_RESERVED_CONNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		switch {
+		case err != nil || n < 0:
+			bad("SWITCHBOARD_HTTP_RESERVED_CONNS", "%q is not a non-negative integer", v)
+		case n >= c.HTTP.MaxConns:
+			bad("SWITCHBOARD_HTTP_RESERVED_CONNS", "%d is not below SWITCHBOARD_HTTP_MAX_CONNS (%d): no connection would be left for a client without a credential",
+				n, c.HTTP.MaxConns)
+		case n == 0:
+			c.HTTP.ReservedConns = -1 // none
+		default:
+			c.HTTP.ReservedConns = n
+		}
+	}
+	c.HTTP.BodyMinRate = positive("SWITCHBOARD_HTTP_BODY_MIN_RATE", api.BodyMinRateDefault)
+	c.HTTP.BodyGrace = duration("SWITCHBOARD_HTTP_BODY_GRACE", api.BodyGraceDefault)
+	for _, f := range splitList(get("SWITCHBOARD_TRUSTED_PROXIES")) {
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil {
+				bad("SWITCHBOARD_TRUSTED_PROXIES", "%q is not an address or a CIDR prefix like 10.0.0.0/8", f)
+				continue
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		c.HTTP.TrustedProxies = append(c.HTTP.TrustedProxies, p.Masked())
 	}
 	c.AuthFailuresPerMinute = positive("SWITCHBOARD_AUTH_FAILURES_PER_MINUTE", httpx.AuthFailuresPerMinuteDefault)
 	c.AuthFailuresBurst = positive("SWITCHBOARD_AUTH_FAILURES_BURST", httpx.AuthFailuresBurstDefault)

@@ -44,7 +44,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 	require.Equal(t, engine.ClaimTTLDefault, c.ClaimTTL)
 	require.Equal(t, api.ServerConfig{ReadTimeout: api.ReadTimeoutDefault, WriteTimeout: api.WriteTimeoutDefault,
 		IdleTimeout: api.IdleTimeoutDefault, MaxConns: api.MaxConnsDefault, MaxConnsPerClient: api.MaxConnsDefault / 8,
-		PressureConns: api.MaxConnsDefault * 3 / 4, PressureIdleTimeout: api.PressureIdleTimeoutDefault}, c.HTTP)
+		PressureConns: api.MaxConnsDefault * 3 / 4, PressureIdleTimeout: api.PressureIdleTimeoutDefault,
+		BodyMinRate: api.BodyMinRateDefault, BodyGrace: api.BodyGraceDefault}, c.HTTP)
 	require.Equal(t, httpx.AuthFailuresPerMinuteDefault, c.AuthFailuresPerMinute)
 	require.Equal(t, httpx.AuthFailuresBurstDefault, c.AuthFailuresBurst)
 	require.Equal(t, LogFormatAuto, c.LogFormat)
@@ -74,6 +75,10 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"SWITCHBOARD_HTTP_MAX_CONNS_PER_CLIENT", "4",
 		"SWITCHBOARD_HTTP_PRESSURE_CONNS", "32",
 		"SWITCHBOARD_HTTP_PRESSURE_IDLE_TIMEOUT", "500ms",
+		"SWITCHBOARD_HTTP_RESERVED_CONNS", "8",
+		"SWITCHBOARD_HTTP_BODY_MIN_RATE", "4096",
+		"SWITCHBOARD_HTTP_BODY_GRACE", "2s",
+		"SWITCHBOARD_TRUSTED_PROXIES", "10.0.0.2, fd00::/64",
 		"SWITCHBOARD_AUTH_FAILURES_PER_MINUTE", "3",
 		"SWITCHBOARD_AUTH_FAILURES_BURST", "7",
 		"SWITCHBOARD_LOG_FORMAT", "JSON",
@@ -100,7 +105,8 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 	require.Equal(t, 5*time.Minute, c.ClaimTTL)
 	require.Equal(t, api.ServerConfig{ReadTimeout: 20 * time.Second, WriteTimeout: 45 * time.Second,
 		IdleTimeout: 2 * time.Minute, MaxConns: 64, MaxConnsPerClient: 4, PressureConns: 32,
-		PressureIdleTimeout: 500 * time.Millisecond}, c.HTTP)
+		PressureIdleTimeout: 500 * time.Millisecond, ReservedConns: 8, BodyMinRate: 4096, BodyGrace: 2 * time.Second,
+		TrustedProxies: httpx.Proxies{netip.MustParsePrefix("10.0.0.2/32"), netip.MustParsePrefix("fd00::/64")}}, c.HTTP)
 	require.Equal(t, 3, c.AuthFailuresPerMinute)
 	require.Equal(t, 7, c.AuthFailuresBurst)
 	require.Equal(t, LogFormatJSON, c.LogFormat)
@@ -187,6 +193,10 @@ func TestLoadConfigRefusesBadValuesTogether(t *testing.T) {
 		"SWITCHBOARD_HTTP_WRITE_TIMEOUT", "1s",
 		"SWITCHBOARD_HTTP_IDLE_TIMEOUT", "forever",
 		"SWITCHBOARD_HTTP_MAX_CONNS", "0",
+		"SWITCHBOARD_HTTP_RESERVED_CONNS", "-2",
+		"SWITCHBOARD_HTTP_BODY_MIN_RATE", "0",
+		"SWITCHBOARD_HTTP_BODY_GRACE", "soon",
+		"SWITCHBOARD_TRUSTED_PROXIES", "10.0.0.1,proxy.internal",
 		"SWITCHBOARD_LOG_FORMAT", "xml",
 		"SWITCHBOARD_LOG_LEVEL", "loud",
 	))
@@ -206,6 +216,10 @@ func TestLoadConfigRefusesBadValuesTogether(t *testing.T) {
 		`SWITCHBOARD_HTTP_WRITE_TIMEOUT: 1s is shorter than 15s`,
 		`SWITCHBOARD_HTTP_IDLE_TIMEOUT: "forever" is not a positive duration`,
 		`SWITCHBOARD_HTTP_MAX_CONNS: "0" is not a positive integer`,
+		`SWITCHBOARD_HTTP_RESERVED_CONNS: "-2" is not a non-negative integer`,
+		`SWITCHBOARD_HTTP_BODY_MIN_RATE: "0" is not a positive integer`,
+		`SWITCHBOARD_HTTP_BODY_GRACE: "soon" is not a positive duration`,
+		`SWITCHBOARD_TRUSTED_PROXIES: "proxy.internal" is not an address or a CIDR prefix`,
 		`SWITCHBOARD_LOG_FORMAT: "xml"`,
 		`SWITCHBOARD_LOG_LEVEL: "loud"`,
 	} {

@@ -169,7 +169,8 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	srv := api.NewServer(handler, httpCfg)
 	log.Info("listening on http://"+ln.Addr().String(), "base_url", cfg.BaseURL,
 		"read_timeout", srv.ReadTimeout, "write_timeout", srv.WriteTimeout, "idle_timeout", srv.IdleTimeout,
-		"max_conns", httpCfg.WithDefaults().MaxConns, "max_conns_per_client", httpCfg.WithDefaults().MaxConnsPerClient)
+		"max_conns", httpCfg.WithDefaults().MaxConns, "max_conns_per_client", httpCfg.WithDefaults().MaxConnsPerClient,
+		"reserved_conns", httpCfg.WithDefaults().ReservedConns, "trusted_proxies", len(httpCfg.TrustedProxies))
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
