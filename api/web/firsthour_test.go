@@ -41,7 +41,7 @@ func TestBoardPagesAreScopeChecked(t *testing.T) {
 	// No session: the sign-in page, not the item.
 	res := b.anon(t).get(todoPath)
 	require.Equal(t, http.StatusSeeOther, res.status)
-	require.Equal(t, "/login", res.header.Get("Location"))
+	require.Equal(t, "/login?next="+url.QueryEscape(todoPath), res.header.Get("Location"))
 
 	res = c.get(todoPath)
 	require.Equal(t, http.StatusOK, res.status, res.body)
@@ -403,7 +403,7 @@ func TestSignInLandsOnTheBoardLink(t *testing.T) {
 	c := b.anon(t)
 	res := c.get("/board/notifications")
 	require.Equal(t, http.StatusSeeOther, res.status)
-	require.Equal(t, "/login", res.header.Get("Location"))
+	require.Equal(t, "/login?next=%2Fboard%2Fnotifications", res.header.Get("Location"))
 	res = c.post("/login/"+b.loginLink(t, id), nil)
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
 	require.Equal(t, "/board/notifications", res.header.Get("Location"))

@@ -71,6 +71,7 @@ var formFields = map[string]string{
 // fieldLabels are the words a person knows each form input by.
 var fieldLabels = map[string]string{
 	"name":                  "Name",
+	"email":                 "Your email",
 	"kind":                  "Kind",
 	"owner":                 "Owner",
 	"account_key":           "Server base URL",
