@@ -27,7 +27,7 @@ import (
 //go:embed templates/*.html
 var templateFS embed.FS
 
-//go:embed static/style.css static/copy.js static/sinkform.js static/favicon.ico
+//go:embed static/style.css static/copy.js static/sinkform.js static/tables.js static/favicon.ico
 var staticFS embed.FS
 
 // favicon serves the site's icon at /favicon.ico, where browsers ask for
@@ -102,6 +102,8 @@ func New(d httpx.Deps) http.Handler {
 
 	mux.Handle("GET /connections", s.authed(s.connectionsPage))
 	mux.Handle("POST /connections", s.authed(s.createConnection))
+	mux.Handle("GET /connections/{id}", s.authed(s.connectionPage))
+	mux.Handle("POST /connections/{id}", s.authed(s.editConnection))
 	mux.Handle("POST /connections/{id}/delete", s.authed(s.deleteConnection))
 
 	mux.Handle("GET /endpoints", s.authed(s.endpointsPage))
@@ -333,6 +335,12 @@ type view struct {
 	// field.
 	Notice string
 	Err    *notifytype.Error
+	// Note is a message under one input that is not a refusal (a failed
+	// Send test names the input to fix).
+	Note *fieldNote
+	// Testing says the page answers a Send test: a refusal reads "Not
+	// sent", not "Not saved".
+	Testing bool
 	// LoginAction is where the sign-in button of a login link posts.
 	LoginAction string
 	// Scopes are the owner scopes the human may pick (their own and their
@@ -465,6 +473,7 @@ var funcs = template.FuncMap{
 	},
 	"scopeLabel":   scopeLabel,
 	"classHelp":    classHelp,
+	"kindHelp":     kindClassHelp,
 	"eventHelp":    func(t notifytype.EventType) string { return eventHelp[t] },
 	"itoa":         itoa,
 	"scopeOfHuman": notifytype.Human,
@@ -515,7 +524,7 @@ func scopeLabel(s notifytype.OwnerScope) string {
 
 // pageNames are the page templates; each defines "content" inside the
 // layout.
-var pageNames = []string{"login", "login_confirm", "error", "sinks", "sink", "connections", "endpoints", "consent", "credential", "ops",
+var pageNames = []string{"login", "login_confirm", "error", "sinks", "sink", "connections", "connection", "endpoints", "consent", "credential", "ops",
 	"confirm", "queues", "queue", "board_todo", "board_queue", "board_notifications", "shell"}
 
 func parsePages() map[string]*template.Template {

@@ -696,7 +696,7 @@ func TestSinkPages(t *testing.T) {
 		require.Contains(t, res.body, "Test message delivered.")
 	}
 	require.Len(t, gotify.Requests(), 1, "a reload sends nothing")
-	require.Contains(t, res.body, "<td>test message</td>")
+	require.Contains(t, res.body, `<td data-label="Event">test message</td>`)
 	require.Contains(t, res.body, "<strong>network</strong>", "the failed test's record shows its class")
 
 	// Disable and enable.
