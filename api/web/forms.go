@@ -18,7 +18,6 @@ type fieldNote struct {
 	Message string `json:"message"`
 }
 
-
 // InvalidWith is Invalid for an input that also has a help line (helpID):
 // aria-describedby names the help, and the message under the input when
 // the refusal is about it.
