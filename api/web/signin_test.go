@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/api/web"
+	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/sinktest"
@@ -59,6 +60,16 @@ func TestSignInLinkBySinkReturnsToTheItem(t *testing.T) {
 	require.NoError(t, err)
 	conn := b.gotifyConnection(t, id, me, gotify.URL, token)
 	b.gotifySink(t, id, me, conn.ID, "phone")
+	// A team's sink and a disabled sink of theirs get nothing: the link
+	// goes only to the person's own enabled sinks.
+	teamGotify := sinktest.NewServer(t, nil)
+	team := b.f.Team("night shift")
+	b.f.Member(team, id, "owner")
+	tc := b.gotifyConnection(t, id, notifytype.Team(team), teamGotify.URL, "gtfya.Team")
+	b.gotifySink(t, id, notifytype.Team(team), tc.ID, "team phone")
+	off := b.gotifySink(t, id, me, b.gotifyConnection(t, id, me, teamGotify.URL, "gtfya.Off").ID, "old phone")
+	_, err = b.eng.SetSinkEnabled(b.ctx, engine.HumanPrincipal(id), off.ID, false)
+	require.NoError(t, err)
 	queue := b.f.Queue(me, "builds")
 	todo, err := b.deps.Todos.Enqueue(b.ctx, queue, host.TodoInput{Title: "Nightly build failed"})
 	require.NoError(t, err)
@@ -86,6 +97,7 @@ func TestSignInLinkBySinkReturnsToTheItem(t *testing.T) {
 
 	msgs := gotifyMessages(t, gotify)
 	require.Len(t, msgs, 1, "one message, to the human's own sink")
+	require.Empty(t, teamGotify.Requests(), "never a team's sink or a disabled one")
 	m := msgs[0]
 	require.Equal(t, "Sign in to Switchboard", m.Title)
 	require.Regexp(t, `It works once, until \d\d:\d\d UTC\.`, m.Message)
