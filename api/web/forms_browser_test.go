@@ -50,6 +50,23 @@ func shown(t *testing.T, ctx context.Context, sel string) bool {
 	return eval[bool](t, ctx, `(() => { const e = document.querySelector(`+jsString(sel)+`); return !!e && e.checkVisibility({visibilityProperty: true}); })()`)
 }
 
+// requireTablesFit asserts, at a phone's width, that no table is wider
+// than its box (its scroll wrapper or parent) or the screen, where it
+// would be cut off with no cue (issue 25 item 8), and that every stacked
+// cell with text names its column (data-label).
+func requireTablesFit(t *testing.T, ctx context.Context, where string) {
+	t.Helper()
+	cut := eval[[]string](t, ctx, `[...document.querySelectorAll("main table")].filter(tb => {
+		const box = tb.closest(".scroll") || tb.parentElement;
+		return tb.getBoundingClientRect().width > box.clientWidth + 1 || box.scrollWidth > box.clientWidth + 1
+			|| tb.getBoundingClientRect().right > document.documentElement.clientWidth + 1;
+	}).map(tb => tb.id || tb.className || "table")`)
+	require.Empty(t, cut, "%s: tables wider than their box", where)
+	unlabelled := eval[[]string](t, ctx, `[...document.querySelectorAll("main table tbody td")].filter(td =>
+		td.textContent.trim() !== "" && !td.querySelector("a.button, button") && !td.dataset.label).map(td => td.textContent.trim().slice(0, 30))`)
+	require.Empty(t, unlabelled, "%s: stacked cells without their column's name", where)
+}
+
 // TestBrowserFormsPhoneAndSignIn walks issue 25's items 1, 2 and 8 and
 // its connection, zone and favicon items in headless Chromium: the guided
 // sink form shows only the chosen kind's fields (by computed style), a
@@ -157,15 +174,7 @@ func TestBrowserFormsPhoneAndSignIn(t *testing.T) {
 		require.EqualValues(t, http.StatusOK, navigate(t, ctx, b.srv.URL+path), path)
 		where := path + " at 375 px"
 		axeCheck(t, ctx, where)
-		cut := eval[[]string](t, ctx, `[...document.querySelectorAll("main table")].filter(tb => {
-			const box = tb.closest(".scroll") || tb.parentElement;
-			return tb.getBoundingClientRect().width > box.clientWidth + 1 || box.scrollWidth > box.clientWidth + 1
-				|| tb.getBoundingClientRect().right > document.documentElement.clientWidth + 1;
-		}).map(tb => tb.id || tb.className || "table")`)
-		require.Empty(t, cut, "%s: tables wider than their box", where)
-		unlabelled := eval[[]string](t, ctx, `[...document.querySelectorAll("main table tbody td")].filter(td =>
-			td.textContent.trim() !== "" && !td.querySelector("a.button, button") && !td.dataset.label).map(td => td.textContent.trim().slice(0, 30))`)
-		require.Empty(t, unlabelled, "%s: stacked cells without their column's name", where)
+		requireTablesFit(t, ctx, where)
 		h := eval[float64](t, ctx, `document.querySelector("header.top").getBoundingClientRect().height`)
 		require.Less(t, h, 80.0, "%s: the menu takes %v px", where, h)
 	}
