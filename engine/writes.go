@@ -13,6 +13,7 @@ import (
 const (
 	writeConnectionCreate   = "connection.create"
 	writeConnectionDelete   = "connection.delete"
+	writeConnectionUpdate   = "connection.update"
 	writeSinkCreate         = "sink.create"
 	writeSinkUpdate         = "sink.update"
 	writeSinkDelete         = "sink.delete"

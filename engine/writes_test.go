@@ -51,6 +51,20 @@ func TestEveryWriteRecordsItsAuthor(t *testing.T) {
 	})
 	require.NoError(t, err)
 	requireAuthor("connection", conn.ID, "connection.create", human)
+	// An edit (issue 25): a human's write; an endpoint may not.
+	newName := "home gotify"
+	_, err = b.eng.UpdateConnection(b.ctx, human, conn.ID, engine.ConnectionPatch{Name: &newName})
+	require.NoError(t, err)
+	requireAuthor("connection", conn.ID, "connection.update", human)
+	_, err = b.eng.UpdateConnection(b.ctx, ep, conn.ID, engine.ConnectionPatch{Name: &newName})
+	require.ErrorIs(t, err, notifytype.ErrForbidden)
+	_, stranger := b.human()
+	otherName := "mine now"
+	_, err = b.eng.UpdateConnection(b.ctx, stranger, conn.ID, engine.ConnectionPatch{Name: &otherName})
+	require.Error(t, err, "another human's connection is not theirs to change")
+	conns, err := b.eng.ListConnections(b.ctx, human, owner)
+	require.NoError(t, err)
+	require.Equal(t, newName, conns[0].Name)
 
 	sink, err := b.eng.CreateSink(b.ctx, ep, engine.SinkInput{Owner: owner, Name: "phone", Kind: engine.KindGotify, ConnectionID: conn.ID})
 	require.NoError(t, err)

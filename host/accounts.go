@@ -167,6 +167,26 @@ func (a *Accounts) MintLoginLink(ctx context.Context, humanID int64) (notifytype
 	return token, expires, nil
 }
 
+// MintLoginLinkCapped is MintLoginLink unless the human already has
+// limit links minted within LoginLinkTTL (however minted); then it mints
+// nothing and ok is false. The count and the insert hold the human's row
+// lock, so concurrent callers never pass the cap together. It bounds the
+// web UI's "send me a sign-in link" per human across instances.
+func (a *Accounts) MintLoginLinkCapped(ctx context.Context, humanID int64, limit int) (token notifytype.Secret, expires time.Time, ok bool, err error) {
+	tok, hash, err := mint(LoginLinkPrefix)
+	if err != nil {
+		return notifytype.Secret{}, time.Time{}, false, err
+	}
+	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		expires, ok, err = store.InsertLoginLinkCapped(ctx, tx, humanID, hash, LoginLinkTTL, limit)
+		return err
+	})
+	if err != nil || !ok {
+		return notifytype.Secret{}, time.Time{}, false, err
+	}
+	return tok, expires, true, nil
+}
+
 // UseLoginLink spends a login link and returns its human. A link that is
 // unknown, expired or already used answers not_found.
 func (a *Accounts) UseLoginLink(ctx context.Context, token string) (store.Human, error) {
@@ -195,6 +215,12 @@ func mint(prefix string) (notifytype.Secret, []byte, error) {
 // HumanByEmail returns the human with email (not_found for none).
 func (a *Accounts) HumanByEmail(ctx context.Context, email string) (store.Human, error) {
 	return store.HumanByEmail(ctx, a.pool, email)
+}
+
+// HumanByEmailFold returns the human with email, ignoring case when no
+// email matches exactly and one does so (not_found for none or several).
+func (a *Accounts) HumanByEmailFold(ctx context.Context, email string) (store.Human, error) {
+	return store.HumanByEmailFold(ctx, a.pool, strings.TrimSpace(email))
 }
 
 // GrantOperator gives the human with email the operator role (D26): the

@@ -183,6 +183,48 @@ func InsertLoginLink(ctx context.Context, db DBTX, humanID int64, tokenHash []by
 	return expires, nil
 }
 
+// HumanByEmailFold returns the human with email, matched exactly or, when
+// no email matches exactly, ignoring case when exactly one does (a phone's
+// keyboard capitalises the first letter); else not_found.
+func HumanByEmailFold(ctx context.Context, db DBTX, email string) (Human, error) {
+	rows, err := db.Query(ctx, `SELECT `+humanColumns+` FROM humans h WHERE lower(h.email) = lower($1)
+		ORDER BY (h.email = $1) DESC, h.id LIMIT 2`, email)
+	if err != nil {
+		return Human{}, fmt.Errorf("error reading human: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Human, error) { return scanHuman(row) })
+	if err != nil {
+		return Human{}, fmt.Errorf("error reading human: %w", err)
+	}
+	if len(found) == 0 || (len(found) == 2 && found[0].Email != email) {
+		return Human{}, notifytype.NotFound("human")
+	}
+	return found[0], nil
+}
+
+// InsertLoginLinkCapped is InsertLoginLink unless the human already has
+// limit links minted within the last ttl (links live ttl, so: whose
+// expires_at is still ahead, used or not); then it stores nothing and ok
+// is false. It locks the human's row first, so concurrent callers count
+// one after the other: tx must be a transaction.
+func InsertLoginLinkCapped(ctx context.Context, tx DBTX, humanID int64, tokenHash []byte, ttl time.Duration, limit int) (expires time.Time, ok bool, err error) {
+	var one int
+	if err := tx.QueryRow(ctx, `SELECT 1 FROM humans WHERE id = $1 FOR UPDATE`, humanID).Scan(&one); err != nil {
+		return time.Time{}, false, fmt.Errorf("error locking human: %w", notFound(err, "human"))
+	}
+	err = tx.QueryRow(ctx, `INSERT INTO login_links (token_hash, human_id, expires_at)
+		SELECT $1, $2, now() + make_interval(secs => $3)
+		WHERE (SELECT count(*) FROM login_links WHERE human_id = $2 AND expires_at > now()) < $4
+		RETURNING expires_at`, tokenHash, humanID, ttl.Seconds(), limit).Scan(&expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("error inserting login link: %w", err)
+	}
+	return expires, true, nil
+}
+
 // UseLoginLink marks the unused, unexpired login link with this hash used
 // and returns its human; any other link answers not_found. One statement,
 // so a link is used at most once however many callers race for it.

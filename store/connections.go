@@ -68,6 +68,20 @@ func InsertConnection(ctx context.Context, db DBTX, c Connection) (Connection, e
 	return out, nil
 }
 
+// UpdateConnection sets a connection's name and base URL, returning it; a
+// name already used in its owner scope is ErrConnectionNameTaken.
+func UpdateConnection(ctx context.Context, db DBTX, id int64, name, accountKey string) (Connection, error) {
+	out, err := scanConnection(db.QueryRow(ctx, `UPDATE switchboard.connections SET name = $2, account_key = $3
+		WHERE id = $1 RETURNING `+connectionColumns, id, name, accountKey))
+	if isUniqueViolation(err, "connections_owner_name_key") {
+		return Connection{}, ErrConnectionNameTaken
+	}
+	if err != nil {
+		return Connection{}, fmt.Errorf("error updating connection %d: %w", id, err)
+	}
+	return out, nil
+}
+
 // SetConnectionSecret stores a sealed secret on a connection row.
 func SetConnectionSecret(ctx context.Context, db DBTX, id int64, sealed []byte) error {
 	tag, err := db.Exec(ctx, `UPDATE switchboard.connections SET secret = $2 WHERE id = $1`, id, sealed)

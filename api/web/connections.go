@@ -139,3 +139,86 @@ func (s *server) deleteConnection(w http.ResponseWriter, r *http.Request, a *act
 	}
 	s.renderConnections(w, r, a, scope, httpx.StatusOf(err), connForm{Kind: engine.KindGotify}, err)
 }
+
+// connectionData is one connection's edit page.
+type connectionData struct {
+	Conn engine.Connection
+	Form connForm
+}
+
+// findConnection is the connection id of scope, not_found when the human
+// cannot see it there.
+func (s *server) findConnection(r *http.Request, a *actor, scope notifytype.OwnerScope) (engine.Connection, error) {
+	id, err := pathID(r, "id", "connection")
+	if err != nil {
+		return engine.Connection{}, err
+	}
+	conns, err := s.d.Engine.ListConnections(r.Context(), a.P, scope)
+	if err != nil {
+		return engine.Connection{}, err
+	}
+	i := slices.IndexFunc(conns, func(c engine.Connection) bool { return c.ID == id })
+	if i < 0 {
+		return engine.Connection{}, notifytype.NotFound("connection")
+	}
+	return conns[i], nil
+}
+
+// connectionPage shows a connection's edit form: its name and base URL
+// filled in, its secret fields blank (a secret is never shown; blank keeps
+// it).
+func (s *server) connectionPage(w http.ResponseWriter, r *http.Request, a *actor) {
+	scope, err := a.scope(r)
+	if err == nil {
+		var c engine.Connection
+		if c, err = s.findConnection(r, a, scope); err == nil {
+			s.renderConnection(w, r, a, scope, http.StatusOK, c, connForm{Kind: c.Kind, Name: c.Name, AccountKey: c.AccountKey}, nil)
+			return
+		}
+	}
+	s.fail(w, r, a, err)
+}
+
+func (s *server) renderConnection(w http.ResponseWriter, r *http.Request, a *actor, scope notifytype.OwnerScope, status int, c engine.Connection, form connForm, refusal error) {
+	canWrite, readOnly, err := s.access(r.Context(), a, scope)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	s.render(w, r, status, "connection", a, view{
+		Title: "Connection " + c.Name, Nav: "connections", Scope: scope, CanWrite: canWrite, ReadOnly: readOnly,
+		Err: s.public(r, refusal), Data: connectionData{Conn: c, Form: form},
+	})
+}
+
+// editConnection renames a connection, changes its base URL, or replaces
+// its secret: secret fields left blank keep the stored one. A refusal
+// shows the form again with what was typed, never a secret.
+func (s *server) editConnection(w http.ResponseWriter, r *http.Request, a *actor) {
+	scope, err := a.scope(r)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	c, err := s.findConnection(r, a, scope)
+	if err != nil {
+		s.fail(w, r, a, err)
+		return
+	}
+	form := connForm{Kind: c.Kind, Name: r.PostFormValue("name"), AccountKey: strings.TrimSpace(r.PostFormValue("account_key"))}
+	patch := engine.ConnectionPatch{Name: &form.Name, AccountKey: &form.AccountKey}
+	typed := strings.TrimSpace(r.PostFormValue("secret")) != ""
+	if c.Kind == engine.KindApprise {
+		typed = strings.TrimSpace(r.PostFormValue("apprise_urls")) != "" || strings.TrimSpace(r.PostFormValue("apprise_authorization")) != ""
+	}
+	if typed {
+		secret := connSecret(r, c.Kind)
+		patch.Secret = &secret
+	}
+	if _, err = s.d.Engine.UpdateConnection(r.Context(), a.P, c.ID, patch); err == nil {
+		seeOther(w, r, withNotice("/connections", "connection_saved", &scope)+"&saved="+itoa(c.ID))
+		return
+	}
+	form.AccountKey = withoutUserInfo(form.AccountKey)
+	s.renderConnection(w, r, a, scope, httpx.StatusOf(err), c, form, err)
+}

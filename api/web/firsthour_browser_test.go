@@ -359,6 +359,7 @@ func TestBrowserPhoneWidth(t *testing.T) {
 				t.Logf("wider than the screen on %s: %v", path, wide)
 			}
 			require.LessOrEqual(t, overflow, 0, "%s scrolls sideways by %d px at 375 px", path, overflow)
+			requireTablesFit(t, ctx, path+" at 375 px")
 			// No table cell breaks a word mid-word: a cell's words fit it,
 			// and a table too wide scrolls inside its wrapper instead.
 			sctx, cancel = context.WithTimeout(ctx, browserStepTimeout)

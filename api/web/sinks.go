@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -235,12 +236,19 @@ type sinksData struct {
 type testedData struct {
 	OK   bool
 	Text string
+	res  engine.TestResult
+	// refused says the test was refused before sending (a field's value).
+	refused bool
 }
 
 // renderSinksTested shows the sinks page answering a send test of the
 // form's unsaved settings.
 func (s *server) renderSinksTested(w http.ResponseWriter, r *http.Request, a *actor, scope notifytype.OwnerScope, form sinkForm, res engine.TestResult) {
-	s.renderSinksPage(w, r, a, scope, http.StatusOK, form, nil, &testedData{OK: res.Delivered, Text: testText(res)})
+	text := testText(res, form.Kind)
+	if f := testField(res, form); f != "" {
+		text += " See " + fieldLabels[f] + " below."
+	}
+	s.renderSinksPage(w, r, a, scope, http.StatusOK, form, nil, &testedData{OK: res.Delivered, Text: text, res: res})
 }
 
 type sinkRow struct {
@@ -336,6 +344,9 @@ func (s *server) renderSinksPage(w http.ResponseWriter, r *http.Request, a *acto
 		return
 	}
 	data := sinksData{Form: form, Kinds: []string{engine.KindGotify, engine.KindApprise}, Tested: tested}
+	if tested != nil && tested.refused {
+		data.Tested = nil // the refusal says it, under its field
+	}
 	for _, c := range conns {
 		if c.Kind == engine.KindGotify || c.Kind == engine.KindApprise {
 			data.Connections = append(data.Connections, c)
@@ -344,10 +355,17 @@ func (s *server) renderSinksPage(w http.ResponseWriter, r *http.Request, a *acto
 	for _, sk := range sinks {
 		data.Sinks = append(data.Sinks, sinkRow{Sink: sk, Connection: connectionName(conns, sk.ConnectionID)})
 	}
-	s.render(w, r, status, "sinks", a, view{
+	v := view{
 		Title: "Sinks", Nav: "sinks", Scope: scope, CanWrite: canWrite, ReadOnly: readOnly,
 		Notice: noticeOf(r), Err: s.public(r, refusal), Data: data,
-	})
+	}
+	if tested != nil {
+		v.Testing = true
+		if f := testField(tested.res, form); f != "" && !tested.OK {
+			v.Note = &fieldNote{Field: f, Message: kindClassHelp(form.Kind, tested.res.Class)}
+		}
+	}
+	s.render(w, r, status, "sinks", a, v)
 }
 
 func connectionName(conns []engine.Connection, id int64) string {
@@ -367,12 +385,16 @@ func (s *server) createSink(w http.ResponseWriter, r *http.Request, a *actor) {
 	form := readSinkForm(r)
 	in, err := form.input(scope)
 	var created *engine.Connection
+	if err == nil && form.ConnectionID == newConnection && strings.TrimSpace(form.Name) == "" {
+		err = notifytype.InvalidArgument("name", "is required")
+	}
 	if err == nil && form.ConnectionID == newConnection {
 		// The guided start: the connection is created with the sink, and
 		// deleted again if the sink is refused, so a refusal stores nothing.
 		var c engine.Connection
 		c, err = s.d.Engine.CreateConnection(r.Context(), a.P, engine.ConnectionInput{
-			Owner: scope, Kind: form.Kind, Name: form.ConnName, AccountKey: form.ConnURL, Secret: connSecret(r, form.Kind),
+			Owner: scope, Kind: form.Kind, Name: cmp.Or(strings.TrimSpace(form.ConnName), strings.TrimSpace(form.Name)),
+			AccountKey: form.ConnURL, Secret: connSecret(r, form.Kind),
 		})
 		err = connRefusal(err)
 		if err == nil {
@@ -437,12 +459,20 @@ func (s *server) testSinkSettings(w http.ResponseWriter, r *http.Request, a *act
 			OK    bool   `json:"ok"`
 			Text  string `json:"text"`
 			Field string `json:"field,omitempty"`
-		}{OK: err == nil && res.Delivered, Text: testText(res)}
+			// Message is what to show under Field.
+			Message string `json:"message,omitempty"`
+		}{OK: err == nil && res.Delivered, Text: testText(res, form.Kind)}
 		status := http.StatusOK
 		if err != nil {
 			e := s.public(r, err)
-			v := view{Err: e}
+			v := view{Err: e, Testing: true}
 			out.Text, out.Field, status = v.Headline(), v.errField(), httpx.StatusOf(err)
+			if out.Field != "" {
+				out.Message = sentence(e.Message)
+			}
+		} else if f := testField(res, form); f != "" {
+			out.Field, out.Message = f, kindClassHelp(form.Kind, res.Class)
+			out.Text += " See " + fieldLabels[f] + " below."
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -450,23 +480,10 @@ func (s *server) testSinkSettings(w http.ResponseWriter, r *http.Request, a *act
 		return
 	}
 	if err != nil {
-		s.renderSinks(w, r, a, scope, httpx.StatusOf(err), form, err)
+		s.renderSinksPage(w, r, a, scope, httpx.StatusOf(err), form, err, &testedData{refused: true})
 		return
 	}
 	s.renderSinksTested(w, r, a, scope, form, res)
-}
-
-// testText says a test's result in words: delivered, or what failed and
-// what to do, with the HTTP status when there was one. Nothing was saved.
-func testText(res engine.TestResult) string {
-	if res.Delivered {
-		return "Test message delivered: check that it arrived. Nothing is saved until you create the sink."
-	}
-	t := "The test message was not delivered (" + string(res.Class)
-	if res.Status != 0 {
-		t += ", HTTP " + strconv.Itoa(res.Status)
-	}
-	return t + "). " + classHelp(res.Class) + " Nothing was saved."
 }
 
 func (s *server) sinkPage(w http.ResponseWriter, r *http.Request, a *actor) {

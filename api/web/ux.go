@@ -71,6 +71,7 @@ var formFields = map[string]string{
 // fieldLabels are the words a person knows each form input by.
 var fieldLabels = map[string]string{
 	"name":                  "Name",
+	"email":                 "Your email",
 	"kind":                  "Kind",
 	"owner":                 "Owner",
 	"account_key":           "Server base URL",
@@ -105,6 +106,9 @@ var fieldLabels = map[string]string{
 // errField is the form input the page's refusal is about, "" for none.
 func (v view) errField() string {
 	if v.Err == nil {
+		if v.Note != nil {
+			return v.Note.Field
+		}
 		return ""
 	}
 	switch v.Err.Code {
@@ -134,8 +138,14 @@ func (v view) ErrorUnder(name string) template.HTML {
 	if v.errField() != name || name == "" {
 		return ""
 	}
+	msg := ""
+	if v.Err != nil {
+		msg = v.Err.Message
+	} else if v.Note != nil {
+		msg = v.Note.Message
+	}
 	return template.HTML(`<p class="field-error" id="error-` + html.EscapeString(name) + `">` +
-		html.EscapeString(sentence(v.Err.Message)) + `</p>`)
+		html.EscapeString(sentence(msg)) + `</p>`)
 }
 
 // Headline is the refusal's banner in words: what happened and, for a
@@ -155,6 +165,9 @@ func (v view) Headline() string {
 	}[e.Code]
 	if lead == "" {
 		lead = "Something went wrong"
+	}
+	if v.Testing && e.Code == notifytype.CodeInvalidArgument {
+		lead = "Not sent"
 	}
 	if f := v.errField(); f == "todo" {
 		return "Could not do that. " + sentence(e.Message)
@@ -223,6 +236,7 @@ func classHelp(c notifytype.ErrorClass) string {
 var notices = map[string]string{
 	"connection_created":   "Connection created. Its secret is sealed and will not be shown again.",
 	"connection_deleted":   "Connection deleted.",
+	"connection_saved":     "Connection saved. Its sinks use it from their next message.",
 	"sink_created":         "Sink created. Subscribe it to events below, or send a test message.",
 	"sink_saved":           "Sink saved.",
 	"sink_enabled":         "Sink enabled.",

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -11,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,8 +27,17 @@ import (
 //go:embed templates/*.html
 var templateFS embed.FS
 
-//go:embed static/style.css static/copy.js static/sinkform.js
+//go:embed static/style.css static/copy.js static/sinkform.js static/tables.js static/favicon.ico
 var staticFS embed.FS
+
+// favicon serves the site's icon at /favicon.ico, where browsers ask for
+// it (a 32 px PNG in an ICO container).
+func favicon(w http.ResponseWriter, r *http.Request) {
+	b, _ := staticFS.ReadFile("static/favicon.ico") // embedded: always there
+	w.Header().Set("Content-Type", "image/x-icon")
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	http.ServeContent(w, r, "favicon.ico", time.Time{}, bytes.NewReader(b))
+}
 
 // server holds what every handler needs.
 type server struct {
@@ -39,6 +48,8 @@ type server struct {
 	pages  map[string]*template.Template
 	// dir answers the pages' questions about teams and names.
 	dir *host.Directory
+	// signIn is "send me a sign-in link"'s limits.
+	signIn *signIn
 }
 
 // New returns the web UI: every page and form, behind the standard headers,
@@ -49,7 +60,7 @@ func New(d httpx.Deps) http.Handler {
 	if d.Engine == nil || d.Accounts == nil || d.Endpoints == nil || d.Pool == nil || d.Limiter == nil {
 		panic("web: New needs Deps.Engine, Deps.Accounts, Deps.Endpoints, Deps.Pool and Deps.Limiter")
 	}
-	s := &server{d: d, log: d.Logger, clock: d.Clock, pages: parsePages(), dir: host.NewDirectory(d.Pool)}
+	s := &server{d: d, log: d.Logger, clock: d.Clock, pages: parsePages(), dir: host.NewDirectory(d.Pool), signIn: newSignIn()}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -69,7 +80,10 @@ func New(d httpx.Deps) http.Handler {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/sinks", http.StatusSeeOther)
 	})
+	mux.HandleFunc("GET /favicon.ico", favicon)
 	mux.HandleFunc("GET /login", s.loginPage)
+	mux.HandleFunc("POST /login", s.requestSignInLink)
+	mux.HandleFunc("GET /login/sent", s.signInSentPage)
 	mux.HandleFunc("GET /login/{token}", s.confirmLogin)
 	mux.HandleFunc("POST /login/{token}", s.login)
 	mux.HandleFunc("POST /logout", s.logout)
@@ -88,6 +102,8 @@ func New(d httpx.Deps) http.Handler {
 
 	mux.Handle("GET /connections", s.authed(s.connectionsPage))
 	mux.Handle("POST /connections", s.authed(s.createConnection))
+	mux.Handle("GET /connections/{id}", s.authed(s.connectionPage))
+	mux.Handle("POST /connections/{id}", s.authed(s.editConnection))
 	mux.Handle("POST /connections/{id}/delete", s.authed(s.deleteConnection))
 
 	mux.Handle("GET /endpoints", s.authed(s.endpointsPage))
@@ -160,7 +176,11 @@ func (s *server) authed(h handler) http.Handler {
 		p, err := s.d.Auth.Session(r.Context(), r)
 		if httpx.IsUnauthenticated(err) {
 			s.rememberDestination(w, r)
-			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			next := ""
+			if r.Method == http.MethodGet && r.URL.RequestURI() != "/sinks" {
+				next = r.URL.RequestURI() // where a sign-in returns to
+			}
+			http.Redirect(w, r, loginPath(next), http.StatusSeeOther)
 			return
 		}
 		if err != nil {
@@ -194,68 +214,75 @@ func (s *server) authed(h handler) http.Handler {
 }
 
 // destinationCookie holds the page a signed-out human asked for (a board
-// link from a message), so signing in lands there rather than on /sinks.
+// link from a message), so signing in in this browser lands there rather
+// than on /sinks even with a link minted elsewhere (the login-link command).
 const destinationCookie = "sb_next"
 
-// destinationRE is what a remembered destination may be: a path of this
-// site (never another host, never a scheme).
-var destinationRE = regexp.MustCompile(`^/[a-z][a-z0-9/_.-]*$`)
-
-// rememberDestination keeps a GET's path for after the sign-in.
+// rememberDestination keeps a GET's path and query for after the sign-in,
+// when safeNext accepts them.
 func (s *server) rememberDestination(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet || !destinationRE.MatchString(r.URL.Path) || strings.Contains(r.URL.Path, "..") {
+	next := safeNext(r.URL.RequestURI())
+	if r.Method != http.MethodGet || next == "" {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: destinationCookie, Value: r.URL.Path, Path: "/login", MaxAge: int(host.LoginLinkTTL / time.Second),
+		Name: destinationCookie, Value: url.QueryEscape(next), Path: "/login", MaxAge: int(host.LoginLinkTTL / time.Second),
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
 	})
 }
 
-// takeDestination returns the remembered destination (clearing it), or
-// /sinks.
+// takeDestination returns where a sign-in goes: the form's next (the
+// login link carried it), else the remembered destination, else /sinks;
+// each only when safeNext accepts it. The cookie is cleared.
 func (s *server) takeDestination(w http.ResponseWriter, r *http.Request) string {
-	c, err := r.Cookie(destinationCookie)
-	if err != nil {
+	dest := safeNext(r.PostFormValue("next"))
+	if c, err := r.Cookie(destinationCookie); err == nil {
+		http.SetCookie(w, &http.Cookie{Name: destinationCookie, Value: "", Path: "/login", MaxAge: -1,
+			HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
+		if v, err := url.QueryUnescape(c.Value); err == nil && dest == "" {
+			dest = safeNext(v)
+		}
+	}
+	if dest == "" {
 		return "/sinks"
 	}
-	http.SetCookie(w, &http.Cookie{Name: destinationCookie, Value: "", Path: "/login", MaxAge: -1,
-		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
-	if !destinationRE.MatchString(c.Value) || strings.Contains(c.Value, "..") {
-		return "/sinks"
-	}
-	return c.Value
+	return dest
 }
 
-// loginPage explains how to get a login link; a signed-in human goes on to
+// loginPage offers "send me a sign-in link" and says how else to get a
+// login link; a signed-in human goes on to the page they asked for, or
 // their sinks.
 func (s *server) loginPage(w http.ResponseWriter, r *http.Request) {
+	next := safeNext(r.URL.Query().Get("next"))
 	if _, err := s.d.Auth.Session(r.Context(), r); err == nil {
-		http.Redirect(w, r, "/sinks", http.StatusSeeOther)
+		http.Redirect(w, r, cmp.Or(next, "/sinks"), http.StatusSeeOther)
 		return
 	}
-	s.render(w, r, http.StatusOK, "login", nil, view{Title: "Sign in"})
+	s.render(w, r, http.StatusOK, "login", nil, view{Title: "Sign in", Data: loginData{Next: next}})
 }
 
 // loginLimited answers a login refused by the failed-auth limit: 429 with
 // Retry-After.
 func (s *server) loginLimited(w http.ResponseWriter, r *http.Request, err error) {
 	httpx.SetRetryAfter(w, err)
-	s.render(w, r, http.StatusTooManyRequests, "login", nil, view{Title: "Sign in", Err: s.public(r, err)})
+	s.render(w, r, http.StatusTooManyRequests, "login", nil, view{Title: "Sign in", Err: s.public(r, err), Data: loginData{}})
 }
 
 // confirmLogin answers a login link's GET with a page whose button spends
 // it (a POST): link previewers and scanners that fetch every URL of a
-// message must not use up a one-time link.
+// message must not use up a one-time link. The page to return to (the
+// link's next) rides along in the form.
 func (s *server) confirmLogin(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "login_confirm", nil, view{
 		Title: "Sign in", LoginAction: "/login/" + url.PathEscape(r.PathValue("token")),
+		Data: loginData{Next: safeNext(r.URL.Query().Get("next"))},
 	})
 }
 
 // login spends a one-time login link, sets the session cookie and goes to
-// /sinks. An unknown, expired or used link shows an error page: it never
-// redirects anywhere a request names.
+// the page asked for (see takeDestination), else /sinks. An unknown,
+// expired or used link shows an error page: it never redirects anywhere
+// but a path of this site.
 func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	// An unknown, expired or used link spends one of the client's failed
 	// authentications and one of the link's; while either is spent, that
@@ -274,6 +301,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusNotFound, "login", nil, view{
 			Title: "Sign in",
 			Err:   notifytype.NotFound("login link (it is unknown, expired or already used)"),
+			Data:  loginData{Next: safeNext(r.PostFormValue("next"))},
 		})
 		return
 	}
@@ -318,6 +346,12 @@ type view struct {
 	// field.
 	Notice string
 	Err    *notifytype.Error
+	// Note is a message under one input that is not a refusal (a failed
+	// Send test names the input to fix).
+	Note *fieldNote
+	// Testing says the page answers a Send test: a refusal reads "Not
+	// sent", not "Not saved".
+	Testing bool
 	// LoginAction is where the sign-in button of a login link posts.
 	LoginAction string
 	// Scopes are the owner scopes the human may pick (their own and their
@@ -450,6 +484,7 @@ var funcs = template.FuncMap{
 	},
 	"scopeLabel":   scopeLabel,
 	"classHelp":    classHelp,
+	"kindHelp":     kindClassHelp,
 	"eventHelp":    func(t notifytype.EventType) string { return eventHelp[t] },
 	"itoa":         itoa,
 	"scopeOfHuman": notifytype.Human,
@@ -500,7 +535,7 @@ func scopeLabel(s notifytype.OwnerScope) string {
 
 // pageNames are the page templates; each defines "content" inside the
 // layout.
-var pageNames = []string{"login", "login_confirm", "error", "sinks", "sink", "connections", "endpoints", "consent", "credential", "ops",
+var pageNames = []string{"login", "login_confirm", "error", "sinks", "sink", "connections", "connection", "endpoints", "consent", "credential", "ops",
 	"confirm", "queues", "queue", "board_todo", "board_queue", "board_notifications", "shell"}
 
 func parsePages() map[string]*template.Template {

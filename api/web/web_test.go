@@ -112,7 +112,11 @@ func TestPagesNeedSession(t *testing.T) {
 			if path == "/" {
 				continue // / always goes to /sinks, which needs the session
 			}
-			require.Equal(t, "/login", res.header.Get("Location"), path)
+			want := "/login?next=" + url.QueryEscape(path)
+			if path == "/sinks" {
+				want = "/login" // the page a sign-in lands on anyway
+			}
+			require.Equal(t, want, res.header.Get("Location"), path)
 		}
 		posts := []string{"/sinks", "/sinks/" + strconv.FormatInt(sink, 10) + "/delete",
 			"/sinks/" + strconv.FormatInt(sink, 10) + "/disable", "/connections", "/endpoints/quick", "/endpoints/vend"}
@@ -130,7 +134,7 @@ func TestPagesNeedSession(t *testing.T) {
 	login := anon.get("/login")
 	require.Equal(t, http.StatusOK, login.status)
 	require.Contains(t, login.body, "switchboard-notify demo")
-	require.Contains(t, login.body, "one-time login link")
+	require.Contains(t, login.body, "one-time sign-in link")
 }
 
 func TestCrossOriginPostIsRefused(t *testing.T) {
@@ -692,7 +696,7 @@ func TestSinkPages(t *testing.T) {
 		require.Contains(t, res.body, "Test message delivered.")
 	}
 	require.Len(t, gotify.Requests(), 1, "a reload sends nothing")
-	require.Contains(t, res.body, "<td>test message</td>")
+	require.Contains(t, res.body, `<td data-label="Event">test message</td>`)
 	require.Contains(t, res.body, "<strong>network</strong>", "the failed test's record shows its class")
 
 	// Disable and enable.

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -159,7 +158,7 @@ func runLoginLink(ctx context.Context, cfg config, _ *slog.Logger, args []string
 			return fmt.Errorf("error minting a login link: %w", err)
 		}
 		_, err = fmt.Fprintf(stdout, "One-time login link for %s (valid until %s):\n%s/login/%s\n",
-			h.Email, expires.Local().Format(time.TimeOnly), strings.TrimRight(base, "/"), link.Reveal())
+			h.Email, expires.Local().Format("15:04 MST"), strings.TrimRight(base, "/"), link.Reveal())
 		return err
 	})
 }

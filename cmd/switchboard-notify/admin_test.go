@@ -52,6 +52,9 @@ func TestAdminCommands(t *testing.T) {
 	out = cmd("login-link", "ada@example.net")
 	link := regexp.MustCompile(`https://notify.example.net/login/(sbl_\S+)`).FindStringSubmatch(out)
 	require.NotNil(t, link, out)
+	// When it stops working, with its zone (issue 25): "16:28 UTC", not
+	// a bare "16:28:17".
+	require.Regexp(t, `\(valid until \d\d:\d\d (?:[A-Z]{2,5}|[+-]\d{4})\):`, out)
 	h, err = accounts.UseLoginLink(ctx, link[1])
 	require.NoError(t, err)
 	require.Equal(t, "ada@example.net", h.Email)

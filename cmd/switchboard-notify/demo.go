@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -62,6 +61,6 @@ Demo human %s (id %d) %s.
   Operator API token (shown once; send as "Authorization: Bearer <token>"):
     %s
 
-`, h.Email, h.ID, state, expires.Local().Format(time.TimeOnly), baseURL, link.Reveal(), token.Reveal())
+`, h.Email, h.ID, state, expires.Local().Format("15:04 MST"), baseURL, link.Reveal(), token.Reveal())
 	return err
 }

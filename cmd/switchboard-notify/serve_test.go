@@ -181,6 +181,7 @@ func TestServe(t *testing.T) {
 		var out strings.Builder
 		require.NoError(t, run(context.Background(), args, bare, &out, io.Discard), "%v", args)
 		require.Regexp(t, `(?m)^\s*http://notify\.test/login/sbl_\S+$`, out.String(), "%v", args)
+		require.Regexp(t, `valid until \d\d:\d\d (?:[A-Z]{2,5}|[+-]\d{4})\):`, out.String(), "%v: the expiry has its zone", args)
 	}
 	// Their own setting wins.
 	var out strings.Builder
