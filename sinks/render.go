@@ -32,6 +32,7 @@ const (
 const (
 	AttemptSummaryLabel = "Last attempt's summary (agent-written): "
 	ExcerptLabel        = "Sender wrote: "
+	SubjectLabel        = "About: "
 	TestTitle           = "Switchboard test message"
 	AgentPagePrefix     = "Agent page: "
 	CoalescedLinkPath   = "/board/notifications"
@@ -158,7 +159,8 @@ func Render(c Content, m Meta) Message {
 	default:
 		add("", sentence(Clean(c.Summary, fieldMaxRunes)))
 	}
-	if md := digestMarkdown(c.Lines); md != "" {
+	add(SubjectLabel, Clean(c.Subject, fieldMaxRunes))
+	if md := digestMarkdown(c.Lines, m.BaseURL); md != "" {
 		var plain []string
 		for _, l := range c.Lines[:min(len(c.Lines), DigestMaxLines)] {
 			if l = Clean(l, DigestLineMaxRunes); l != "" {
@@ -236,8 +238,15 @@ func message(title string, lines []line, link string, sev notifytype.Severity) M
 
 // digestMarkdown is a digest's lines as one Markdown block: a line "- x"
 // is a list item (its text escaped), any other line a paragraph of its
-// own, so a list ends before the next heading line.
-func digestMarkdown(ls []string) string {
+// own, so a list ends before the next heading line. A line that ends in
+// ": " and a board link of this instance (baseURL + /board/…, as the
+// digest builder writes them) links its words instead: "- Nightly build
+// failed: https://h/board/todos/12" becomes "- [Nightly build
+// failed](https://h/board/todos/12)". Only a URL under this instance's
+// board becomes a link, and the words stay escaped, so sender-written
+// text can neither make a link nor point one elsewhere.
+func digestMarkdown(ls []string, baseURL string) string {
+	board := strings.TrimRight(baseURL, "/") + "/board/"
 	var b strings.Builder
 	for _, l := range ls[:min(len(ls), DigestMaxLines)] {
 		l = Clean(l, DigestLineMaxRunes)
@@ -252,11 +261,19 @@ func digestMarkdown(ls []string) string {
 		default:
 			b.WriteString("\n\n")
 		}
-		if isItem {
-			b.WriteString("- " + mdEscape(item))
-		} else {
-			b.WriteString(mdEscape(l))
+		if !isItem {
+			item = l
 		}
+		md := mdEscape(item)
+		if i := strings.LastIndex(item, ": "); i > 0 {
+			if url := item[i+2:]; strings.HasPrefix(url, board) && !strings.ContainsAny(url, " ") {
+				md = mdLink(item[:i], url)
+			}
+		}
+		if isItem {
+			md = "- " + md
+		}
+		b.WriteString(md)
 	}
 	return b.String()
 }
