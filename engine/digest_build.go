@@ -206,7 +206,7 @@ func (e *Engine) sendReport(ctx context.Context, d store.Digest, r digest.Report
 			log.Warn("digest not published to cairn; sinks get the full digest", "class", cairn.ClassOf(err), "err", err)
 		} else {
 			run.ArtifactURL = artifact.URL
-			content.Summary = r.HeadlineText()
+			content.Summary = r.Lead()
 			content.Lines = []string{
 				"Full digest: " + artifact.URL,
 				"Available until " + artifact.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC") + ".",

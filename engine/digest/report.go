@@ -265,13 +265,16 @@ func (r Report) Lines(f Format, baseURL string) []string {
 		lines = append(lines, "# Digest "+text(r.Name, 64))
 	}
 	lines = append(lines, r.Lead())
-	period := "Since the previous digest at " + r.Since.UTC().Format("2006-01-02 15:04 UTC")
-	if r.First {
-		period = "Over the last 24 hours"
+	if f == Markdown {
+		lines = append(lines, "")
 	}
-	lines = append(lines, period+", "+Count(len(r.Queues), "queue", "queues")+".")
+	period := "since the previous digest at " + r.Since.UTC().Format("2006-01-02 15:04 UTC")
+	if r.First {
+		period = "over the last 24 hours"
+	}
+	lines = append(lines, "Covers "+Count(len(r.Queues), "queue", "queues")+" "+period+".")
 	if r.QueuesUnavailable != "" {
-		lines = append(lines, "", "Queues unavailable ("+text(r.QueuesUnavailable, 200)+"): no queue figures.")
+		lines = append(lines, "", "Queues unavailable, "+text(r.QueuesUnavailable, 200)+": no queue figures.")
 	}
 
 	quietQueues := []string{}
@@ -291,7 +294,7 @@ func (r Report) Lines(f Format, baseURL string) []string {
 		}
 		if r.Pending.Available() {
 			if p := r.Pending.Data[q.ID]; p.Count > 0 {
-				items = append(items, "- "+Count(p.Count, "todo waiting", "todos waiting")+", the oldest for "+Age(p.OldestAge))
+				items = append(items, "- "+Count(p.Count, "todo waiting", "todos waiting")+", the oldest for "+ageOrJust(p.OldestAge))
 			}
 		}
 		if r.Claimed.Available() && r.Claimed.Data[q.ID] > 0 {
@@ -336,7 +339,7 @@ func (r Report) Lines(f Format, baseURL string) []string {
 		if u.reason == NotMeasured {
 			lines = append(lines, "", "Not measured here: "+strings.Join(u.titles, ", ")+".")
 		} else {
-			lines = append(lines, "", "Unavailable ("+text(u.reason, 200)+"): "+strings.Join(u.titles, ", ")+".")
+			lines = append(lines, "", "Unavailable, "+text(u.reason, 200)+": "+strings.Join(u.titles, ", ")+".")
 		}
 	}
 	if r.DigestID > 0 && f == Markdown {
@@ -373,6 +376,14 @@ func (r Report) Lead() string {
 		return "Nothing needs attention in what was measured; " + Count(un, "section", "sections") + " could not be measured."
 	}
 	return "Nothing needs attention."
+}
+
+// ageOrJust is Age, or "under a minute" for an age Age shows as "0m".
+func ageOrJust(d time.Duration) string {
+	if d < time.Minute {
+		return "under a minute"
+	}
+	return Age(d)
 }
 
 // Count says n of a noun in words: "1 queue", "3 queues", "no queues".
