@@ -736,9 +736,9 @@ type TestDelivery struct {
 	WouldNotify []NotifyRequest `json:"would_notify,omitempty"`
 	// Summary says what would happen in words: "would notify phone; would
 	// create no todo".
-	Summary string `json:"summary"`
-	Rules       []RuleResult    `json:"rules,omitempty"`
-	Faults      []string        `json:"faults,omitempty"`
+	Summary string       `json:"summary"`
+	Rules   []RuleResult `json:"rules,omitempty"`
+	Faults  []string     `json:"faults,omitempty"`
 }
 
 // TestReport is test_webhook_rules' answer.

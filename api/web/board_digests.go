@@ -25,9 +25,9 @@ type digestPageData struct {
 	Runs       []engine.DigestRun
 	// Report is the preview as a readable report.
 	Report *reportView
-	// NextSend and LastSent are in words, in the schedule's zone;
-	// LastSentHow says how the last send came (by schedule or by hand).
-	NextSend, LastSent, LastSentHow string
+	// Facts are next and last send in the schedule's zone, and the
+	// targets by name, as the digests list says them.
+	digestFacts
 }
 
 type digestPageState struct {
@@ -75,16 +75,8 @@ func (s *server) renderDigest(w http.ResponseWriter, r *http.Request, a *actor, 
 		s.fail(w, r, a, err)
 		return
 	}
-	loc := schedulePlace(d)
-	data.NextSend = inZone(d.NextSendAt, loc)
-	if run, ok := lastSent(data.Runs); ok {
-		data.LastSent = inZone(run.RanAt, loc)
-		data.LastSentHow = map[string]string{"manual": "sent by hand (Send now)", "scheduled": "on schedule"}[run.Kind]
-	} else if d.LastSentAt != nil {
-		data.LastSent = inZone(*d.LastSentAt, loc)
-	} else {
-		data.LastSent = "never"
-	}
+	data.digestFacts = factsOf(d, data.Runs, data.Choices)
+	loc := data.Loc
 	if data.Preview != nil {
 		rv := reportOf(data.Preview.Report, loc)
 		data.Report = &rv
