@@ -83,7 +83,7 @@ func TestDigestCairnLinked(t *testing.T) {
 	content := body["content"].(string)
 	require.Contains(t, content, "# Digest morning")
 	require.Contains(t, content, "## Queue forge")
-	require.Regexp(t, `\[nightly build\]\(https://switchboard.example.net/board/todos/\d+\)`, content, "a Markdown link")
+	require.Regexp(t, `\[Dead letter: nightly build\]\(https://switchboard.example.net/board/todos/\d+\)`, content, "a Markdown link")
 
 	msg := deliverDigest(t, d)
 	require.Equal(t, "Queue digest: morning", msg.Title)
@@ -110,7 +110,7 @@ func TestDigestCairnDownSendsTheFullDigestAndRecordsIt(t *testing.T) {
 
 	msg := deliverDigest(t, d)
 	require.Contains(t, msg.Message, "Queue forge:")
-	require.Regexp(t, `- \[nightly build\]\(https://switchboard.example.net/board/todos/\d+\)`, msg.Message, "the title links its board page")
+	require.Regexp(t, `- \[Dead letter: nightly build\]\(https://switchboard.example.net/board/todos/\d+\)`, msg.Message, "the title links its board page")
 	require.Contains(t, msg.Message, "Needs attention: 2 dead letters.")
 	require.False(t, strings.Contains(d.w.Logs.String(), "cairn-bearer-"), "the bearer never reaches a log")
 }

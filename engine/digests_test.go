@@ -416,7 +416,7 @@ func TestDigestAnotherOwnersQueues(t *testing.T) {
 	require.Zero(t, r.StalledLeases.Data[d.queue])
 	require.Len(t, r.Pending.Data, 1)
 	require.NotContains(t, pv.Text, "b's")
-	require.Contains(t, pv.Text, "- a's dead letter: https://switchboard.example.net/board/todos/")
+	require.Contains(t, pv.Text, "- Dead letter: a's dead letter: https://switchboard.example.net/board/todos/")
 	require.Contains(t, pv.Text, "- 2 todos waiting, the oldest for under a minute")
 }
 
@@ -462,9 +462,10 @@ func TestDigestSections(t *testing.T) {
 	require.Contains(t, pv.Text, "- 1 todo waiting, the oldest for 2h 5m")
 	require.Contains(t, pv.Text, fmt.Sprintf("https://switchboard.example.net/board/todos/%d", titles[6]))
 	require.NotContains(t, pv.Text, fmt.Sprintf("/board/todos/%d\n", titles[0]), "only five titles")
+	require.Contains(t, pv.Text, "- 7 dead letters in all, the latest 5 above")
 	require.NotContains(t, pv.Text, "\x1b")
 	for _, l := range strings.Split(pv.Text, "\n") {
-		if title, ok := strings.CutPrefix(l, "- dead "); ok {
+		if title, ok := strings.CutPrefix(l, "- Dead letter: "); ok {
 			title, _, _ = strings.Cut(title, ": https://")
 			require.LessOrEqual(t, len([]rune(title)), 120, "titles are truncated (REQ-9)")
 		}

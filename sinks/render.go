@@ -197,7 +197,10 @@ func deadLetterSentence(t notifytype.EventType, place string, attempts int, caus
 	var p strings.Builder
 	what, did := "A todo", " dead-lettered"
 	if t == notifytype.EventRelayExhausted {
-		what, did = "A relay todo", " ran out of attempts"
+		what, did = "A relay todo", " gave up"
+		if attempts <= 0 {
+			did = " ran out of attempts"
+		}
 	}
 	p.WriteString(what)
 	if place != "" {
@@ -378,7 +381,7 @@ func RenderCoalesced(counts map[notifytype.EventType]int, baseURL string) Messag
 	lines = append([]line{{lead, mdEscape(lead)}}, lines...)
 	link := Clean(joinLink(baseURL, CoalescedLinkPath), 2*fieldMaxRunes)
 	lines = append(lines, line{LinkLabel + link, mdLink(BoardLinkText, link)})
-	return message(fmt.Sprintf("Switchboard: %d %s held while this sink's budget was spent", total, noun), lines, link, sev)
+	return message(fmt.Sprintf("Switchboard: %d %s waited while this sink's budget was spent", total, noun), lines, link, sev)
 }
 
 // RenderTest builds the message a sink's send test delivers (REQ-5, D14).

@@ -282,11 +282,16 @@ func (r Report) Lines(f Format, baseURL string) []string {
 		var items []string
 		if r.DeadLetters.Available() {
 			d := r.DeadLetters.Data[q.ID]
-			if d.Count > 0 {
-				items = append(items, "- "+Count(d.Count, "dead letter", "dead letters"))
-				for _, t := range d.Recent[:min(len(d.Recent), MaxDeadLetterTitles)] {
-					items = append(items, "- "+link(text(t.Title, sinks.TitleMaxRunes), "/board/todos/"+strconv.FormatInt(t.ID, 10)))
+			shown := d.Recent[:min(len(d.Recent), MaxDeadLetterTitles)]
+			for _, t := range shown {
+				items = append(items, "- "+link("Dead letter: "+text(t.Title, sinks.TitleMaxRunes), "/board/todos/"+strconv.FormatInt(t.ID, 10)))
+			}
+			if d.Count > len(shown) {
+				more := Count(d.Count, "dead letter", "dead letters")
+				if len(shown) > 0 {
+					more += " in all, the latest " + strconv.Itoa(len(shown)) + " above"
 				}
+				items = append(items, "- "+more)
 			}
 		}
 		if r.StalledLeases.Available() && r.StalledLeases.Data[q.ID] > 0 {
