@@ -391,3 +391,18 @@ func TestRenderProperties(t *testing.T) {
 		}
 	})
 }
+
+// TestRenderDigestLinksOnlyItsOwnBoard: a digest line ending in one of
+// this instance's board links reads as a Markdown link on its words
+// (issue 25: Gotify renders them); a link elsewhere, or markup in a
+// sender's title, stays text.
+func TestRenderDigestLinksOnlyItsOwnBoard(t *testing.T) {
+	m := sinks.Render(sinks.Content{Place: "morning", Lines: []string{
+		"Queue forge:",
+		"- Dead letter: [win](https://evil.example): https://sb.example/board/todos/1",
+		"- elsewhere: https://evil.example/board/todos/2",
+	}}, sinks.Meta{EventType: notifytype.EventDigest, BaseURL: "https://sb.example"})
+	require.Contains(t, m.Markdown, "\n- [Dead letter: \\[win\\](https://evil.example)](https://sb.example/board/todos/1)\n")
+	require.Contains(t, m.Markdown, "\n- elsewhere: https://evil.example/board/todos/2")
+	require.Contains(t, m.Body, "- Dead letter: [win](https://evil.example): https://sb.example/board/todos/1", "plain text stays text")
+}
