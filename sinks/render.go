@@ -161,11 +161,17 @@ func Render(c Content, m Meta) Message {
 	}
 	add(SubjectLabel, Clean(c.Subject, fieldMaxRunes))
 	if md := digestMarkdown(c.Lines, m.BaseURL); md != "" {
+		// Plain text keeps one blank line where the digest separates its
+		// sections, so a plain-text client shows them apart.
 		var plain []string
 		for _, l := range c.Lines[:min(len(c.Lines), DigestMaxLines)] {
-			if l = Clean(l, DigestLineMaxRunes); l != "" {
+			l = Clean(l, DigestLineMaxRunes)
+			if l != "" || (len(plain) > 0 && plain[len(plain)-1] != "") {
 				plain = append(plain, l)
 			}
+		}
+		for len(plain) > 0 && plain[len(plain)-1] == "" {
+			plain = plain[:len(plain)-1]
 		}
 		lines = append(lines, line{strings.Join(plain, "\n"), md})
 	}
