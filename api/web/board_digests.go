@@ -2,11 +2,11 @@ package web
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digest"
 )
 
 // The board page of one digest, /board/digests/<id> (D13): the link every
@@ -162,7 +162,7 @@ func sentNotice(runs []engine.DigestRun) string {
 		if run.Kind != "manual" {
 			continue
 		}
-		notice := "Sent now to " + strconv.Itoa(run.SinksQueued) + " sink(s); the scheduled send is unchanged."
+		notice := "Sent now to " + digest.Count(run.SinksQueued, "sink", "sinks") + "; the scheduled send is unchanged."
 		if run.ArtifactURL != "" {
 			notice += " Published to Cairn."
 		}

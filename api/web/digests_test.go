@@ -62,7 +62,7 @@ func TestDigestPagesCreatePreviewSendNow(t *testing.T) {
 	for range 2 {
 		page := c.get(after)
 		require.Equal(t, http.StatusOK, page.status, page.body)
-		require.Contains(t, page.body, "Sent now to 1 sink(s); the scheduled send is unchanged.")
+		require.Contains(t, page.body, "Sent now to 1 sink; the scheduled send is unchanged.")
 	}
 	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.outbox WHERE event_type = 'digest'`))
 	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.digests WHERE last_sent_at IS NULL AND last_slot_at IS NULL`),
