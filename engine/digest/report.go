@@ -224,14 +224,15 @@ const (
 //
 //   - (Markdown only: a heading with the digest's name);
 //   - one sentence saying what needs attention ("Needs attention: 1 dead
-//     letter, 2 stalled leases.", or "Nothing needs attention.");
+//     letter, 2 stalled todos.", or "Nothing needs attention."): Lead;
 //   - the period and how many queues it covers;
-//   - only the queues and sections with something to say;
+//   - only the queues and sections with something to say (a queue with
+//     nothing is named in one "Nothing to report in …" line);
 //   - every section that could not be computed, folded into one line per
-//     reason: "Not measured here: unheard doorbells, …" for sections this
-//     instance does not measure, "Unavailable (timed out after 2s): dead
-//     letters." otherwise. A section not computed is never shown as zero
-//     and makes the lead say so (REQ-13).
+//     reason: "Not measured here: unanswered agent wake-ups, …" for
+//     sections this instance does not measure, "Unavailable, timed out
+//     after 2s: dead letters." otherwise. A section not computed is never
+//     shown as zero and makes the lead say so (REQ-13).
 //
 // Board links are baseURL + /board/todos/<id> and /board/digests/<id>
 // (D13), each at the end of its line after the words it links, so that a
