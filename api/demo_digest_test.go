@@ -78,7 +78,7 @@ func TestDemoDigestPublishesToCairnAndLinksIt(t *testing.T) {
 	buf := new(strings.Builder)
 	_, _ = io.Copy(buf, art.Body)
 	require.Contains(t, buf.String(), "# Digest demo-morning")
-	require.Contains(t, buf.String(), "## Queue forge")
+	require.Contains(t, buf.String(), "Covers 1 queue over the last 24 hours.", "a queue with nothing to say has no section of its own")
 }
 
 func jsonID(id int64) string { return strconv.FormatInt(id, 10) }

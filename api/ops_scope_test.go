@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -92,7 +93,9 @@ func TestOpsViewsAreScopedToTheirHumans(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		var ids []int64
-		for _, m := range regexp.MustCompile(`<tr>\s*<td>(\d+)</td>`).FindAllStringSubmatch(string(body), -1) {
+		_, actors, _ := strings.Cut(string(body), `id="actors"`)
+		for _, m := range regexp.MustCompile(`<tr>\s*<td>(?:<a href="/sinks/(\d+)">|sink (\d+) )`).FindAllStringSubmatch(actors, -1) {
+			m[1] += m[2]
 			id, _ := strconv.ParseInt(m[1], 10, 64)
 			ids = append(ids, id)
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -119,4 +120,80 @@ func deliveryOut(r store.DeliveryRecord) DeliveryRecord {
 		CoalescedRows: r.CoalescedRows, Status: r.Status, Class: notifytype.ErrorClass(r.Class),
 		HTTPStatus: r.HTTPStatus, SentAt: r.SentAt,
 	}
+}
+
+// NotificationEvent is one event as the board lists it (issue 25): what
+// it was about, once, and the notification each sink got, with its state.
+// Title is the item's title while any of its rows keeps one; a finished
+// row keeps none (REQ-1), so a host may fill it from the item its link
+// names (the reference host's web UI does).
+type NotificationEvent struct {
+	EventType notifytype.EventType  `json:"event_type"`
+	Owner     notifytype.OwnerScope `json:"owner"`
+	Title     string                `json:"title"`
+	Place     string                `json:"place"`
+	Summary   string                `json:"summary"`
+	LinkPath  string                `json:"link_path"`
+	CreatedAt time.Time             `json:"created_at"`
+	// Sinks are the event's notifications, one per sink, by sink name.
+	Sinks []Notification `json:"sinks"`
+}
+
+// RecentNotificationEvents is RecentNotifications grouped by event: the
+// latest limit events of the scopes, newest first, each with the
+// notification of every sink it went to.
+func (e *Engine) RecentNotificationEvents(ctx context.Context, p Principal, scopes []notifytype.OwnerScope, linkPath string, limit int) ([]NotificationEvent, error) {
+	owners := make([]string, 0, len(scopes))
+	for _, sc := range scopes {
+		if err := e.authorize(ctx, p, sc, false); err != nil {
+			return nil, wrapErr(err, "listing notifications")
+		}
+		owners = append(owners, sc.String())
+	}
+	if limit <= 0 || limit > NotificationsShownMax {
+		limit = 50
+	}
+	groups, err := store.RecentNotificationEvents(ctx, e.cfg.Pool, owners, linkPath, limit)
+	if err != nil {
+		return nil, wrapErr(err, "listing notifications")
+	}
+	var ids []int64
+	for _, g := range groups {
+		for _, r := range g {
+			ids = append(ids, r.ID)
+		}
+	}
+	records, err := store.DeliveryRecordsOf(ctx, e.cfg.Pool, ids)
+	if err != nil {
+		return nil, wrapErr(err, "listing notifications")
+	}
+	byRow := map[int64][]DeliveryRecord{}
+	for _, d := range records {
+		byRow[d.OutboxID] = append(byRow[d.OutboxID], deliveryOut(d))
+	}
+	out := make([]NotificationEvent, 0, len(groups))
+	for _, g := range groups {
+		owner, err := notifytype.ParseOwnerScope(g[0].Owner)
+		if err != nil {
+			return nil, wrapErr(err, "listing notifications")
+		}
+		ev := NotificationEvent{
+			EventType: notifytype.EventType(g[0].EventType), Owner: owner,
+			LinkPath: g[0].LinkPath, CreatedAt: g[0].CreatedAt,
+		}
+		for _, r := range g {
+			ev.Title = cmp.Or(ev.Title, r.Title)
+			ev.Place = cmp.Or(ev.Place, r.Place)
+			ev.Summary = cmp.Or(ev.Summary, r.Summary)
+			ev.Sinks = append(ev.Sinks, Notification{
+				ID: r.ID, SinkID: r.SinkID, SinkName: r.SinkName, Owner: owner,
+				EventType: ev.EventType, Severity: notifytype.Severity(r.Severity),
+				State: r.State, Count: r.Count, Attempts: r.Attempts, LastClass: notifytype.ErrorClass(r.LastClass),
+				Title: r.Title, Place: r.Place, Summary: r.Summary, LinkPath: r.LinkPath,
+				CreatedAt: r.CreatedAt, DueAt: r.DueAt, Deliveries: byRow[r.ID],
+			})
+		}
+		out = append(out, ev)
+	}
+	return out, nil
 }

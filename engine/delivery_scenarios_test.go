@@ -405,7 +405,7 @@ func TestDeliveryBudgetExhausted(t *testing.T) {
 	msgs := g.received()
 	require.Len(t, msgs, len(individual)+1)
 	last := msgs[len(msgs)-1]
-	require.Equal(t, fmt.Sprintf("Switchboard: %d notifications held while this sink's budget was spent", todos-engine.BudgetBurstDefault), last.Title)
+	require.Equal(t, fmt.Sprintf("Switchboard: %d notifications waited while this sink's budget was spent", todos-engine.BudgetBurstDefault), last.Title)
 	lines := strings.Split(last.Message, "\n\n")
 	require.Equal(t, []string{
 		fmt.Sprintf("This sink's budget was spent, so %d notifications waited; here is how many of each.", todos-engine.BudgetBurstDefault),

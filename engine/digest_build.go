@@ -187,7 +187,7 @@ func (e *Engine) unavailable(log *slog.Logger, name string, err error) string {
 // go through the outbox (budgets, retries and records apply), written in
 // the run's transaction.
 func (e *Engine) sendReport(ctx context.Context, d store.Digest, r digest.Report, run DigestRun) (DigestRun, error) {
-	run.DigestID, run.Owner, run.Outcome, run.Headline = d.ID, d.Owner, "sent", r.HeadlineText()
+	run.DigestID, run.Owner, run.Outcome, run.Headline = d.ID, d.Owner, "sent", r.Lead()
 	log := e.log.With("digest_id", d.ID, "owner", d.Owner.String())
 
 	// The digest's name is the message's place ("Queue digest: morning"); the
@@ -206,7 +206,7 @@ func (e *Engine) sendReport(ctx context.Context, d store.Digest, r digest.Report
 			log.Warn("digest not published to cairn; sinks get the full digest", "class", cairn.ClassOf(err), "err", err)
 		} else {
 			run.ArtifactURL = artifact.URL
-			content.Summary = r.HeadlineText()
+			content.Summary = r.Lead()
 			content.Lines = []string{
 				"Full digest: " + artifact.URL,
 				"Available until " + artifact.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC") + ".",

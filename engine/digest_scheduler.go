@@ -93,7 +93,7 @@ func (e *Engine) runClaimed(ctx context.Context, id int64, slot time.Time, c sto
 	}
 	r := e.buildReport(ctx, d, c.PrevSentAt, c.SentAt)
 	if d.SkipWhenQuiet && r.Quiet() {
-		run.Outcome, run.Headline = "quiet", r.HeadlineText()
+		run.Outcome, run.Headline = "quiet", r.Lead()
 		return store.InsertDigestRun(ctx, e.cfg.Pool, run)
 	}
 	_, err = e.sendReport(ctx, d, r, run)

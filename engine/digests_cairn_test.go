@@ -83,12 +83,12 @@ func TestDigestCairnLinked(t *testing.T) {
 	content := body["content"].(string)
 	require.Contains(t, content, "# Digest morning")
 	require.Contains(t, content, "## Queue forge")
-	require.Contains(t, content, "Title: nightly build")
+	require.Regexp(t, `\[Dead letter: nightly build\]\(https://switchboard.example.net/board/todos/\d+\)`, content, "a Markdown link")
 
 	msg := deliverDigest(t, d)
 	require.Equal(t, "Queue digest: morning", msg.Title)
 	require.Contains(t, msg.Message, srv.URL+"/a/art-7", "the artifact's link")
-	require.Contains(t, msg.Message, "2 dead letters", "the headline counts")
+	require.Contains(t, msg.Message, "Needs attention: 2 dead letters.", "the headline counts")
 	require.NotContains(t, msg.Message, "Queue forge", "a short message, not the full digest")
 	require.NotContains(t, msg.Message, "nightly build")
 
@@ -110,7 +110,7 @@ func TestDigestCairnDownSendsTheFullDigestAndRecordsIt(t *testing.T) {
 
 	msg := deliverDigest(t, d)
 	require.Contains(t, msg.Message, "Queue forge:")
-	require.Contains(t, msg.Message, "Title: nightly build")
-	require.Contains(t, msg.Message, "2 dead letters")
+	require.Regexp(t, `- \[Dead letter: nightly build\]\(https://switchboard.example.net/board/todos/\d+\)`, msg.Message, "the title links its board page")
+	require.Contains(t, msg.Message, "Needs attention: 2 dead letters.")
 	require.False(t, strings.Contains(d.w.Logs.String(), "cairn-bearer-"), "the bearer never reaches a log")
 }

@@ -327,9 +327,12 @@ func TestDigestUnmeasuredIsNotZero(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, digest.NotMeasured, pv.Report.UnheardDoorbells.Unavailable)
 	require.False(t, pv.Quiet, "an unavailable section makes a digest not quiet")
-	require.Contains(t, pv.Text, "Unheard doorbells:\n- unavailable: not measured on this instance")
-	require.Contains(t, pv.Text, "unheard doorbells unavailable", "the headline says so too")
-	require.NotContains(t, pv.Text, "0 unheard doorbells")
+	// Every unmeasured section is folded into one line, never shown as
+	// zero, and the lead does not promise quiet (issue 25 item 4).
+	require.Contains(t, pv.Text, "\nNot measured here: unanswered agent wake-ups, endpoints clocked out, work deferred by queue budgets.")
+	require.True(t, strings.HasPrefix(pv.Text, "Nothing needs attention in what was measured; 3 sections could not be measured.\n"), pv.Text)
+	require.NotContains(t, pv.Text, "0 unanswered")
+	require.NotContains(t, pv.Text, "no unanswered")
 
 	// So a digest with nothing else to say is still sent.
 	backdate(t, d.w, dg.ID)
@@ -413,8 +416,8 @@ func TestDigestAnotherOwnersQueues(t *testing.T) {
 	require.Zero(t, r.StalledLeases.Data[d.queue])
 	require.Len(t, r.Pending.Data, 1)
 	require.NotContains(t, pv.Text, "b's")
-	require.Contains(t, pv.Text, "Title: a's dead letter")
-	require.Contains(t, pv.Text, "- Pending: 2, oldest")
+	require.Contains(t, pv.Text, "- Dead letter: a's dead letter: https://switchboard.example.net/board/todos/")
+	require.Contains(t, pv.Text, "- 2 todos waiting, the oldest for under a minute")
 }
 
 func TestDigestSections(t *testing.T) {
@@ -455,12 +458,15 @@ func TestDigestSections(t *testing.T) {
 	require.Equal(t, 2, r.StalledLeases.Data[d.queue])
 	require.Equal(t, 7, r.DeadLetters.Data[other].Count)
 	require.Len(t, r.DeadLetters.Data[other].Recent, digest.MaxDeadLetterTitles)
-	require.Contains(t, pv.Text, "- Pending: 1, oldest 2h 5m")
+	require.Contains(t, pv.Text, "Needs attention: 7 dead letters, 2 stalled todos, a todo waiting 2h 5m.\n")
+	require.Contains(t, pv.Text, "- 1 todo waiting, the oldest for 2h 5m")
 	require.Contains(t, pv.Text, fmt.Sprintf("https://switchboard.example.net/board/todos/%d", titles[6]))
-	require.NotContains(t, pv.Text, fmt.Sprintf("/board/todos/%d ", titles[0]), "only five titles")
+	require.NotContains(t, pv.Text, fmt.Sprintf("/board/todos/%d\n", titles[0]), "only five titles")
+	require.Contains(t, pv.Text, "- 7 dead letters in all, the latest 5 above")
 	require.NotContains(t, pv.Text, "\x1b")
 	for _, l := range strings.Split(pv.Text, "\n") {
-		if _, title, ok := strings.Cut(l, "Title: "); ok {
+		if title, ok := strings.CutPrefix(l, "- Dead letter: "); ok {
+			title, _, _ = strings.Cut(title, ": https://")
 			require.LessOrEqual(t, len([]rune(title)), 120, "titles are truncated (REQ-9)")
 		}
 	}
@@ -499,8 +505,9 @@ func TestDigestSourceThatFailsOrTimesOutIsUnavailable(t *testing.T) {
 	require.Equal(t, "timed out after 2s", pv.Report.DeadLetters.Unavailable)
 	require.True(t, pv.Report.Claimed.Available(), "other sections stand")
 	require.False(t, pv.Quiet)
-	require.Contains(t, pv.Text, "- Pending: unavailable: its source failed")
-	require.Contains(t, pv.Text, "- Dead letters: unavailable: timed out after 2s")
+	require.Contains(t, pv.Text, "\nUnavailable, its source failed (the instance's log says why): waiting todos.")
+	require.Contains(t, pv.Text, "\nUnavailable, timed out after 2s: dead letters.")
+	require.NotContains(t, pv.Text, "no dead letters")
 	require.NotContains(t, pv.Text, canary, "a source's error text never reaches the digest")
 	require.Contains(t, d.w.Logs.String(), canary, "it is logged")
 }
@@ -565,8 +572,8 @@ func TestDigestSinkDownAppearsInTheNextDigest(t *testing.T) {
 		}
 	}
 	require.Equal(t, "Queue digest: next", msg.Title)
-	require.Contains(t, msg.Message, "Could not deliver:\n- Notifications recorded undeliverable: 1")
-	require.Contains(t, msg.Message, "1 could not deliver")
+	require.Contains(t, msg.Message, "Needs attention: 1 notification not delivered.")
+	require.Contains(t, msg.Message, "\n\n1 notification could not be delivered.")
 }
 
 func TestDigestCountsQuarantineOfItsOwnWebhooks(t *testing.T) {
@@ -590,8 +597,8 @@ func TestDigestCountsQuarantineOfItsOwnWebhooks(t *testing.T) {
 	pv, err := d.eng.PreviewDigest(d.w.Ctx, d.p, dg.ID)
 	require.NoError(t, err)
 	require.Equal(t, []digest.NamedCount{{Name: "github", Count: 3}}, pv.Report.Quarantined.Data)
-	require.Contains(t, pv.Text, "Quarantined deliveries:\n- github: 3")
-	require.Contains(t, pv.Text, "3 quarantined")
+	require.Contains(t, pv.Text, "Quarantined deliveries (from senders not trusted yet):\n- github: 3 deliveries")
+	require.Contains(t, pv.Text, "Needs attention: 3 quarantined deliveries.")
 	require.False(t, pv.Quiet)
 }
 

@@ -76,10 +76,113 @@ type Trace struct {
 	Faults   []string       `json:"faults,omitempty"`
 }
 
-// Received is what Receive made of a delivery.
+// Received is what Receive made of a delivery. Outcome is the machine
+// value (stable for API clients, documented in the README); Summary says
+// the same for a person: "notified phone; no todo created".
 type Received struct {
 	DeliveryID int64   `json:"delivery_id"`
 	Outcome    Outcome `json:"outcome"`
+	Summary    string  `json:"summary"`
+}
+
+// Describe says what became of a delivery in words a person knows (issue
+// 25): who was notified and whether a todo was created, "notified phone;
+// no todo created", "created todo 12; nobody notified", "quarantined: the
+// sender is not trusted". Outcome's machine value "unrouted" reads "no
+// todo created": it says nothing about notifying.
+func Describe(o Outcome, todoID int64, notified []string) string {
+	switch o {
+	case OutcomeQuarantined:
+		return "quarantined: the sender is not trusted; nobody notified"
+	case OutcomeDuplicate:
+		return "already received; nothing was done again"
+	}
+	var todo string
+	switch o {
+	case OutcomeRouted:
+		todo = "created a todo"
+		if todoID > 0 {
+			todo = "created todo " + strconv.FormatInt(todoID, 10)
+		}
+	case OutcomeDropped:
+		todo = "dropped by a rule"
+	default:
+		todo = "no todo created"
+	}
+	if len(notified) == 0 {
+		return todo + "; nobody notified"
+	}
+	return "notified " + strings.Join(notified, ", ") + "; " + todo
+}
+
+// Summary is Describe for a stored delivery.
+func (d Delivery) Summary() string {
+	return Describe(d.Outcome, d.TodoID, d.Trace.NotifiedSinks())
+}
+
+// NotifiedSinks names the sinks a rule.notify was enqueued for, each once.
+func (t Trace) NotifiedSinks() []string {
+	var out []string
+	for _, n := range t.Notified {
+		if !slices.Contains(out, n.Sink) {
+			out = append(out, n.Sink)
+		}
+	}
+	return out
+}
+
+// describeWould is Describe for a dry run: what would happen.
+func describeWould(o Outcome, notify []NotifyRequest) string {
+	var names []string
+	for _, n := range notify {
+		if !slices.Contains(names, n.Sink) {
+			names = append(names, n.Sink)
+		}
+	}
+	var todo string
+	switch o {
+	case OutcomeQuarantined:
+		return "would be quarantined: the sender is not trusted"
+	case OutcomeRouted:
+		todo = "would create a todo"
+	case OutcomeDropped:
+		todo = "would be dropped"
+	default:
+		todo = "would create no todo"
+	}
+	if len(names) == 0 {
+		return todo + "; would notify nobody"
+	}
+	return "would notify " + strings.Join(names, ", ") + "; " + todo
+}
+
+// subjectWords names what a delivery is about, from its payload, in
+// words: its sender, repository and issue or pull request ("octocat ·
+// org/repo · issue #12"); only the parts the payload has. Sender-written:
+// a message shows it on its own labelled line, cleaned and cut.
+func subjectWords(sender string, payload map[string]any) string {
+	var parts []string
+	if sender != "" {
+		parts = append(parts, sender)
+	}
+	if repo, ok := payload["repository"].(map[string]any); ok {
+		if name, ok := repo["full_name"].(string); ok && name != "" {
+			parts = append(parts, name)
+		}
+	}
+	for _, k := range []struct{ key, words string }{{"issue", "issue"}, {"pull_request", "pull request"}} {
+		if item, ok := payload[k.key].(map[string]any); ok {
+			if n, ok := item["number"].(json.Number); ok {
+				parts = append(parts, k.words+" #"+n.String())
+				break
+			}
+			if n, ok := item["number"].(float64); ok {
+				parts = append(parts, k.words+" #"+strconv.FormatFloat(n, 'f', -1, 64))
+				break
+			}
+		}
+	}
+	return strings.Join(parts, " · ")
 }
 
 // asText is a sender or subject expression's answer as text ("" for none,
@@ -352,7 +455,7 @@ func (s *Webhooks) Receive(ctx context.Context, id int64, body []byte, env Envel
 	// A repeat is answered before its payload is run through the rules
 	// again; TakeMessageID below is what decides when two race.
 	if first, seen, err := store.MessageDelivery(ctx, s.pool, w.ID, env.MessageID); err != nil || seen {
-		return Received{DeliveryID: first, Outcome: OutcomeDuplicate}, err
+		return Received{DeliveryID: first, Outcome: OutcomeDuplicate, Summary: Describe(OutcomeDuplicate, 0, nil)}, err
 	}
 	if bytes.Contains(body, []byte(`\u0000`)) {
 		return Received{}, notifytype.InvalidArgument("body", "must not contain NUL characters")
@@ -383,7 +486,7 @@ func (s *Webhooks) Receive(ctx context.Context, id int64, body []byte, env Envel
 	}
 	if errors.Is(err, errMessageTaken) {
 		first, _, err := store.MessageDelivery(ctx, s.pool, w.ID, env.MessageID)
-		return Received{DeliveryID: first, Outcome: OutcomeDuplicate}, err
+		return Received{DeliveryID: first, Outcome: OutcomeDuplicate, Summary: Describe(OutcomeDuplicate, 0, nil)}, err
 	}
 	if err != nil {
 		return Received{}, err
@@ -470,7 +573,7 @@ func (s *Webhooks) quarantine(ctx context.Context, w store.WebhookRow, msg messa
 	if err != nil {
 		return Received{}, wrap(err, "quarantining delivery")
 	}
-	return Received{DeliveryID: id, Outcome: OutcomeQuarantined}, nil
+	return Received{DeliveryID: id, Outcome: OutcomeQuarantined, Summary: Describe(OutcomeQuarantined, 0, nil)}, nil
 }
 
 // route applies an evaluation in tx: the todo, the rule notifies and the
@@ -527,6 +630,17 @@ func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w store.WebhookRow, msg
 		if err != nil {
 			return Received{}, err
 		}
+		// The message says what the rule matched and what became of the
+		// delivery besides this message: whether a todo was created.
+		var todoWords string
+		switch outcome {
+		case OutcomeRouted:
+			todoWords = "a todo was created"
+		case OutcomeDropped:
+			todoWords = "the delivery was dropped"
+		default:
+			todoWords = "no todo was created"
+		}
 		for _, n := range ev.notify {
 			ref, ok := found[n.Sink]
 			switch {
@@ -542,7 +656,8 @@ func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w store.WebhookRow, msg
 				QueueID: queueID, RuleID: n.RuleID, SubjectKey: subj.key, EventID: id,
 				Content: sinks.Content{
 					Title: deliveryTitle(subj.title, id), Place: w.Name,
-					Summary:  fmt.Sprintf("rule %q matched; the delivery was %s", n.Rule, outcome),
+					Summary:  fmt.Sprintf("rule %q matched; %s", n.Rule, todoWords),
+					Subject:  subjectWords(subj.sender, subj.payload),
 					LinkPath: boardLink(w.ID, id), Body: subj.body,
 				},
 			})
@@ -571,7 +686,7 @@ func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w store.WebhookRow, msg
 	}); err != nil {
 		return Received{}, err
 	}
-	return Received{DeliveryID: id, Outcome: outcome}, nil
+	return Received{DeliveryID: id, Outcome: outcome, Summary: Describe(outcome, todoID, trace.NotifiedSinks())}, nil
 }
 
 // TestDelivery is how candidate rules score on one stored delivery.
@@ -584,8 +699,11 @@ type TestDelivery struct {
 	// DecidedBy names the rule that would decide routing.
 	DecidedBy   string          `json:"decided_by,omitempty"`
 	WouldNotify []NotifyRequest `json:"would_notify,omitempty"`
-	Rules       []RuleResult    `json:"rules,omitempty"`
-	Faults      []string        `json:"faults,omitempty"`
+	// Summary says what would happen in words: "would notify phone; would
+	// create no todo".
+	Summary string       `json:"summary"`
+	Rules   []RuleResult `json:"rules,omitempty"`
+	Faults  []string     `json:"faults,omitempty"`
 }
 
 // TestReport is test_webhook_rules' answer.
@@ -664,12 +782,14 @@ func (s *Webhooks) TestRules(ctx context.Context, p engine.Principal, id int64, 
 		td := TestDelivery{DeliveryID: d.ID, Sender: d.Sender}
 		if d.Sender == "" || !slices.Contains(w.TrustedSenders, d.Sender) {
 			td.Outcome = OutcomeQuarantined
+			td.Summary = describeWould(td.Outcome, nil)
 			report.Deliveries = append(report.Deliveries, td)
 			continue
 		}
 		if _, err := decodePayload(d.Payload); err != nil {
 			td.Outcome = OutcomeUnrouted
 			td.Faults = append(td.Faults, "stored payload is not a JSON object")
+			td.Summary = describeWould(td.Outcome, nil)
 			report.Deliveries = append(report.Deliveries, td)
 			continue
 		}
@@ -700,6 +820,7 @@ func (s *Webhooks) TestRules(ctx context.Context, p engine.Principal, id int64, 
 				td.Faults = append(td.Faults, fmt.Sprintf("rule %q: %s", r.Name, r.Fault))
 			}
 		}
+		td.Summary = describeWould(td.Outcome, td.WouldNotify)
 		report.Deliveries = append(report.Deliveries, td)
 	}
 	return report, nil

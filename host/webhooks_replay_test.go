@@ -39,7 +39,7 @@ func TestReplayedDeliveryChangesNothing(t *testing.T) {
 		w.clock.Advance(4 * time.Minute)
 		replayed, err := w.hooks.Receive(ctx, hook.ID, body, captured)
 		require.NoError(t, err)
-		require.Equal(t, host.Received{DeliveryID: first.DeliveryID, Outcome: host.OutcomeDuplicate}, replayed)
+		require.Equal(t, host.Received{DeliveryID: first.DeliveryID, Outcome: host.OutcomeDuplicate, Summary: "already received; nothing was done again"}, replayed)
 		retried, err := w.hooks.Receive(ctx, hook.ID, body, host.Sign(secret, captured.MessageID, w.clock.Now(), body))
 		require.NoError(t, err)
 		require.Equal(t, replayed, retried, "a retry with the same id is the same duplicate")

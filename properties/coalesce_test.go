@@ -28,7 +28,7 @@ func quarantined(owner notifytype.OwnerScope, webhook int64) engine.Event {
 
 var (
 	singleTitle    = regexp.MustCompile(`^(` + strings.Join(titlePrefixes(), "|") + `)(?:[: ].*?)?(?: \(and (\d+) more\))?$`)
-	coalescedTitle = regexp.MustCompile(`^Switchboard: (\d+) notifications? held while this sink's budget was spent$`)
+	coalescedTitle = regexp.MustCompile(`^Switchboard: (\d+) notifications? waited while this sink's budget was spent$`)
 	coalescedLine  = regexp.MustCompile(`^([A-Za-z ._]+): (\d+)$`)
 	// byPrefix and byLabel read an event type back from a message's title
 	// prefix and a coalesced message's label.

@@ -23,6 +23,12 @@ type Content struct {
 	// at the cap", "endpoint revoked", "interrupted".
 	Cause string `json:"cause,omitempty"`
 
+	// Subject names what a webhook delivery is about, in words: its
+	// sender, repository and issue ("octocat · org/repo · issue #12").
+	// Read from the payload, so sender-written: shown on its own labelled
+	// line ("About: "), cleaned and cut.
+	Subject string `json:"subject,omitempty"`
+
 	// LinkPath is the board path of the item (D13), "/board/todos/12";
 	// rendering prefixes SWITCHBOARD_BASE_URL.
 	LinkPath string `json:"link_path,omitempty"`

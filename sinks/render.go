@@ -32,6 +32,7 @@ const (
 const (
 	AttemptSummaryLabel = "Last attempt's summary (agent-written): "
 	ExcerptLabel        = "Sender wrote: "
+	SubjectLabel        = "About: "
 	TestTitle           = "Switchboard test message"
 	AgentPagePrefix     = "Agent page: "
 	CoalescedLinkPath   = "/board/notifications"
@@ -158,12 +159,19 @@ func Render(c Content, m Meta) Message {
 	default:
 		add("", sentence(Clean(c.Summary, fieldMaxRunes)))
 	}
-	if md := digestMarkdown(c.Lines); md != "" {
+	add(SubjectLabel, Clean(c.Subject, fieldMaxRunes))
+	if md := digestMarkdown(c.Lines, m.BaseURL); md != "" {
+		// Plain text keeps one blank line where the digest separates its
+		// sections, so a plain-text client shows them apart.
 		var plain []string
 		for _, l := range c.Lines[:min(len(c.Lines), DigestMaxLines)] {
-			if l = Clean(l, DigestLineMaxRunes); l != "" {
+			l = Clean(l, DigestLineMaxRunes)
+			if l != "" || (len(plain) > 0 && plain[len(plain)-1] != "") {
 				plain = append(plain, l)
 			}
+		}
+		for len(plain) > 0 && plain[len(plain)-1] == "" {
+			plain = plain[:len(plain)-1]
 		}
 		lines = append(lines, line{strings.Join(plain, "\n"), md})
 	}
@@ -195,7 +203,10 @@ func deadLetterSentence(t notifytype.EventType, place string, attempts int, caus
 	var p strings.Builder
 	what, did := "A todo", " dead-lettered"
 	if t == notifytype.EventRelayExhausted {
-		what, did = "A relay todo", " ran out of attempts"
+		what, did = "A relay todo", " gave up"
+		if attempts <= 0 {
+			did = " ran out of attempts"
+		}
 	}
 	p.WriteString(what)
 	if place != "" {
@@ -236,8 +247,15 @@ func message(title string, lines []line, link string, sev notifytype.Severity) M
 
 // digestMarkdown is a digest's lines as one Markdown block: a line "- x"
 // is a list item (its text escaped), any other line a paragraph of its
-// own, so a list ends before the next heading line.
-func digestMarkdown(ls []string) string {
+// own, so a list ends before the next heading line. A line that ends in
+// ": " and a board link of this instance (baseURL + /board/…, as the
+// digest builder writes them) links its words instead: "- Nightly build
+// failed: https://h/board/todos/12" becomes "- [Nightly build
+// failed](https://h/board/todos/12)". Only a URL under this instance's
+// board becomes a link, and the words stay escaped, so sender-written
+// text can neither make a link nor point one elsewhere.
+func digestMarkdown(ls []string, baseURL string) string {
+	board := strings.TrimRight(baseURL, "/") + "/board/"
 	var b strings.Builder
 	for _, l := range ls[:min(len(ls), DigestMaxLines)] {
 		l = Clean(l, DigestLineMaxRunes)
@@ -252,11 +270,19 @@ func digestMarkdown(ls []string) string {
 		default:
 			b.WriteString("\n\n")
 		}
-		if isItem {
-			b.WriteString("- " + mdEscape(item))
-		} else {
-			b.WriteString(mdEscape(l))
+		if !isItem {
+			item = l
 		}
+		md := mdEscape(item)
+		if i := strings.LastIndex(item, ": "); i > 0 {
+			if url := item[i+2:]; strings.HasPrefix(url, board) && !strings.ContainsAny(url, " ") {
+				md = mdLink(item[:i], url)
+			}
+		}
+		if isItem {
+			md = "- " + md
+		}
+		b.WriteString(md)
 	}
 	return b.String()
 }
@@ -361,7 +387,7 @@ func RenderCoalesced(counts map[notifytype.EventType]int, baseURL string) Messag
 	lines = append([]line{{lead, mdEscape(lead)}}, lines...)
 	link := Clean(joinLink(baseURL, CoalescedLinkPath), 2*fieldMaxRunes)
 	lines = append(lines, line{LinkLabel + link, mdLink(BoardLinkText, link)})
-	return message(fmt.Sprintf("Switchboard: %d %s held while this sink's budget was spent", total, noun), lines, link, sev)
+	return message(fmt.Sprintf("Switchboard: %d %s waited while this sink's budget was spent", total, noun), lines, link, sev)
 }
 
 // RenderTest builds the message a sink's send test delivers (REQ-5, D14).

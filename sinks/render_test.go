@@ -76,7 +76,7 @@ func TestRenderDeadLetterSentences(t *testing.T) {
 			"A todo dead-lettered after 2 attempts: the endpoint working on it was revoked."},
 		{notifytype.EventRelayExhausted, sinks.Content{Title: "Reply to #41", Place: "replies", Attempts: 7, Cause: "fail at the cap"},
 			"Relay out of attempts in replies: Reply to #41",
-			"A relay todo in queue replies ran out of attempts after 7 attempts: its last attempt failed and no attempts were left."},
+			"A relay todo in queue replies gave up after 7 attempts: its last attempt failed and no attempts were left."},
 	} {
 		msg := sinks.Render(tc.c, sinks.Meta{EventType: tc.typ})
 		require.Equal(t, tc.title, msg.Title)
@@ -231,14 +231,14 @@ func TestRenderCoalesced(t *testing.T) {
 		"zz.other":                          1,
 		notifytype.EventAgentNotify:         2,
 	}, "https://sb.example/")
-	require.Equal(t, "Switchboard: 19 notifications held while this sink's budget was spent", msg.Title)
+	require.Equal(t, "Switchboard: 19 notifications waited while this sink's budget was spent", msg.Title)
 	require.Equal(t, "This sink's budget was spent, so 19 notifications waited; here is how many of each.\n"+
 		"Dead letters: 12\nRule matches: 4\nAgent pages: 2\nzz.other: 1\nLink: https://sb.example/board/notifications", msg.Body)
 	require.Equal(t, "https://sb.example/board/notifications", msg.Link)
 	require.Equal(t, notifytype.SeverityHigh, msg.Severity)
 
 	one := sinks.RenderCoalesced(map[notifytype.EventType]int{notifytype.EventDigest: 1}, "https://sb.example")
-	require.Equal(t, "Switchboard: 1 notification held while this sink's budget was spent", one.Title)
+	require.Equal(t, "Switchboard: 1 notification waited while this sink's budget was spent", one.Title)
 	require.Equal(t, notifytype.SeverityLow, one.Severity)
 }
 
@@ -390,4 +390,19 @@ func TestRenderProperties(t *testing.T) {
 			require.Contains(t, lines, sinks.ExcerptLabel+e)
 		}
 	})
+}
+
+// TestRenderDigestLinksOnlyItsOwnBoard: a digest line ending in one of
+// this instance's board links reads as a Markdown link on its words
+// (issue 25: Gotify renders them); a link elsewhere, or markup in a
+// sender's title, stays text.
+func TestRenderDigestLinksOnlyItsOwnBoard(t *testing.T) {
+	m := sinks.Render(sinks.Content{Place: "morning", Lines: []string{
+		"Queue forge:",
+		"- Dead letter: [win](https://evil.example): https://sb.example/board/todos/1",
+		"- elsewhere: https://evil.example/board/todos/2",
+	}}, sinks.Meta{EventType: notifytype.EventDigest, BaseURL: "https://sb.example"})
+	require.Contains(t, m.Markdown, "\n- [Dead letter: \\[win\\](https://evil.example)](https://sb.example/board/todos/1)\n")
+	require.Contains(t, m.Markdown, "\n- elsewhere: https://evil.example/board/todos/2")
+	require.Contains(t, m.Body, "- Dead letter: [win](https://evil.example): https://sb.example/board/todos/1", "plain text stays text")
 }

@@ -325,3 +325,36 @@ func oldScheme(secret notifytype.Secret, body []byte) string {
 	mac.Write(body)
 	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
 }
+
+// TestNotifyOnlyRuleSaysWhatHappened: a rule that only notifies leaves
+// the delivery "unrouted" for API clients (a machine value, documented),
+// but the answer's summary, and the message the phone gets, say what
+// happened in words and name what matched (issue 25 item 6).
+func TestNotifyOnlyRuleSaysWhatHappened(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	g := sinktest.NewServer(t, nil)
+	_, p, scope := b.w.Human()
+	sinkID := b.w.Sink(b.eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.words"})
+	_, err := b.w.Pool.Exec(b.w.Ctx, `UPDATE switchboard.sinks SET name = 'phone' WHERE id = $1`, sinkID)
+	require.NoError(t, err)
+	hook, secret, err := b.hooks.Create(b.w.Ctx, p, host.WebhookInput{Owner: scope, Name: "forge", TrustedSenders: []string{"octocat"}})
+	require.NoError(t, err)
+	_, err = b.hooks.SetRules(b.w.Ctx, p, hook.ID, []host.RuleInput{{
+		Name: "new issues", Expr: `.issue != null`, Action: host.RuleAction{Notify: "phone"},
+	}})
+	require.NoError(t, err)
+	status, out := b.post(t, hook.ID, secret, payload("octocat", 42))
+	require.Equal(t, http.StatusAccepted, status, out)
+	require.Equal(t, "unrouted", out["outcome"], "the machine value stays")
+	require.Equal(t, "notified phone; no todo created", out["summary"])
+
+	b.w.FanOut(b.eng)
+	b.w.Wait()
+	msgs := messages(t, g)
+	require.Len(t, msgs, 1)
+	require.Equal(t, "Rule matched on forge: issue 42", msgs[0].Title)
+	require.Contains(t, msgs[0].Message, `Rule "new issues" matched; no todo was created.`)
+	require.Contains(t, msgs[0].Message, "About: octocat · acme/forge · issue #42")
+	require.NotContains(t, msgs[0].Message, "unrouted")
+}

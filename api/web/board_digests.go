@@ -2,11 +2,11 @@ package web
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digest"
 )
 
 // The board page of one digest, /board/digests/<id> (D13): the link every
@@ -25,9 +25,9 @@ type digestPageData struct {
 	Runs       []engine.DigestRun
 	// Report is the preview as a readable report.
 	Report *reportView
-	// NextSend and LastSent are in words, in the schedule's zone;
-	// LastSentHow says how the last send came (by schedule or by hand).
-	NextSend, LastSent, LastSentHow string
+	// Facts are next and last send in the schedule's zone, and the
+	// targets by name, as the digests list says them.
+	digestFacts
 }
 
 type digestPageState struct {
@@ -75,16 +75,8 @@ func (s *server) renderDigest(w http.ResponseWriter, r *http.Request, a *actor, 
 		s.fail(w, r, a, err)
 		return
 	}
-	loc := schedulePlace(d)
-	data.NextSend = inZone(d.NextSendAt, loc)
-	if run, ok := lastSent(data.Runs); ok {
-		data.LastSent = inZone(run.RanAt, loc)
-		data.LastSentHow = map[string]string{"manual": "sent by hand (Send now)", "scheduled": "on schedule"}[run.Kind]
-	} else if d.LastSentAt != nil {
-		data.LastSent = inZone(*d.LastSentAt, loc)
-	} else {
-		data.LastSent = "never"
-	}
+	data.digestFacts = factsOf(d, data.Runs, data.Choices)
+	loc := data.Loc
 	if data.Preview != nil {
 		rv := reportOf(data.Preview.Report, loc)
 		data.Report = &rv
@@ -170,7 +162,7 @@ func sentNotice(runs []engine.DigestRun) string {
 		if run.Kind != "manual" {
 			continue
 		}
-		notice := "Sent now to " + strconv.Itoa(run.SinksQueued) + " sink(s); the scheduled send is unchanged."
+		notice := "Sent now to " + digest.Count(run.SinksQueued, "sink", "sinks") + "; the scheduled send is unchanged."
 		if run.ArtifactURL != "" {
 			notice += " Published to Cairn."
 		}

@@ -11,7 +11,7 @@ import (
 // boardTodoData is a todo's board page.
 type boardTodoData struct {
 	Todo          host.TodoDetail
-	Notifications []engine.Notification
+	Notifications []engine.NotificationEvent
 }
 
 // boardTodo is /board/todos/<id>, where every dead-letter message links:
@@ -32,7 +32,7 @@ func (s *server) boardTodo(w http.ResponseWriter, r *http.Request, a *actor) {
 }
 
 func (s *server) renderBoardTodo(w http.ResponseWriter, r *http.Request, a *actor, status int, detail host.TodoDetail, refusal error) {
-	notes, err := s.d.Engine.RecentNotifications(r.Context(), a.P, []notifytype.OwnerScope{detail.Owner},
+	notes, err := s.notificationEvents(r.Context(), a, []notifytype.OwnerScope{detail.Owner},
 		"/board/todos/"+itoa(detail.ID), 0)
 	if err != nil {
 		s.fail(w, r, a, err)

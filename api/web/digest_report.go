@@ -3,6 +3,7 @@ package web
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/switchboard/notify/engine"
@@ -69,7 +70,7 @@ func ageWords(d time.Duration) string {
 // reportOf turns a built digest into its readable report, shown in loc
 // (the schedule's zone).
 func reportOf(r digest.Report, loc *time.Location) reportView {
-	v := reportView{Headline: r.HeadlineText()}
+	v := reportView{Headline: r.Lead()}
 	if r.First {
 		v.Period = "Over the last 24 hours (this digest has not been sent yet)."
 	} else {
@@ -96,7 +97,7 @@ func reportOf(r digest.Report, loc *time.Location) reportView {
 		}
 		if r.StalledLeases.Available() {
 			qr.Lines = append(qr.Lines, sentence(count(r.StalledLeases.Data[q.ID], "stalled lease", "stalled leases")+
-				" (claimed, but its endpoint has gone quiet)"))
+				" (claimed, but its worker has gone quiet)"))
 		} else {
 			qr.Lines = append(qr.Lines, "Stalled leases: "+unavailable(r.StalledLeases.Unavailable))
 		}
@@ -110,9 +111,9 @@ func reportOf(r digest.Report, loc *time.Location) reportView {
 			qr.Lines = append(qr.Lines, "Dead letters: "+unavailable(r.DeadLetters.Unavailable))
 		}
 		if r.AdmissionDeferred.Available() {
-			qr.Lines = append(qr.Lines, sentence(count(r.AdmissionDeferred.Data[q.ID], "todo", "todos")+" deferred by its admission budget"))
+			qr.Lines = append(qr.Lines, sentence(count(r.AdmissionDeferred.Data[q.ID], "todo", "todos")+" deferred by the queue's budget"))
 		} else {
-			qr.Lines = append(qr.Lines, "Deferred by its admission budget: "+unavailable(r.AdmissionDeferred.Unavailable))
+			qr.Lines = append(qr.Lines, "Deferred by the queue's budget: "+unavailable(r.AdmissionDeferred.Unavailable))
 		}
 		v.Queues = append(v.Queues, qr)
 	}
@@ -130,7 +131,7 @@ func reportOf(r digest.Report, loc *time.Location) reportView {
 		v.Sections = append(v.Sections, sec)
 	}
 	named("Quarantined deliveries", r.Quarantined, "delivery", "deliveries", "None: every delivery came from a trusted sender.")
-	named("Unheard doorbells", r.UnheardDoorbells, "doorbell", "doorbells", "None.")
+	named("Agents that did not answer a wake-up", r.UnheardDoorbells, "unanswered wake-up", "unanswered wake-ups", "None.")
 	clocked := sectionReport{Title: "Endpoints clocked out"}
 	switch {
 	case !r.ClockedOut.Available():
@@ -163,6 +164,9 @@ func schedulePlace(d engine.Digest) *time.Location {
 // inZone is t in loc for a person, with the zone's name: "Mon 7 Dec
 // 09:00 PST (America/Los_Angeles)".
 func inZone(t time.Time, loc *time.Location) string {
+	if loc == nil {
+		loc = time.UTC
+	}
 	if t.IsZero() {
 		return "never"
 	}
@@ -171,6 +175,51 @@ func inZone(t time.Time, loc *time.Location) string {
 		s += " (" + loc.String() + ")"
 	}
 	return s
+}
+
+// digestFacts are what the digests list and a digest's page both say of
+// a digest, in words, from one function so that they never disagree
+// (issue 25 item 3): when it sends next and when it last sent, in the
+// schedule's zone, and where it goes, by name.
+type digestFacts struct {
+	Loc                             *time.Location
+	NextSend, LastSent, LastSentHow string
+	Targets                         string
+}
+
+// factsOf says a digest's facts; runs are its latest runs, newest first,
+// ch the scope's sinks and connections (for their names).
+func factsOf(d engine.Digest, runs []engine.DigestRun, ch digestChoices) digestFacts {
+	f := digestFacts{Loc: schedulePlace(d)}
+	f.NextSend = inZone(d.NextSendAt, f.Loc)
+	if run, ok := lastSent(runs); ok {
+		f.LastSent = inZone(run.RanAt, f.Loc)
+		f.LastSentHow = map[string]string{"manual": "sent by hand (Send now)", "scheduled": "on schedule"}[run.Kind]
+	} else if d.LastSentAt != nil {
+		f.LastSent = inZone(*d.LastSentAt, f.Loc)
+	} else {
+		f.LastSent = "never"
+	}
+	var names []string
+	for _, id := range d.SinkIDs {
+		name := "a deleted sink"
+		if i := slices.IndexFunc(ch.Sinks, func(s engine.Sink) bool { return s.ID == id }); i >= 0 {
+			name = ch.Sinks[i].Name
+		}
+		names = append(names, name)
+	}
+	if d.CairnConnectionID > 0 {
+		name := "Cairn"
+		if i := slices.IndexFunc(ch.Connections, func(c engine.Connection) bool { return c.ID == d.CairnConnectionID }); i >= 0 {
+			name = "Cairn (" + ch.Connections[i].Name + ")"
+		}
+		names = append(names, "published to "+name)
+	}
+	f.Targets = strings.Join(names, ", ")
+	if f.Targets == "" {
+		f.Targets = "nowhere yet"
+	}
+	return f
 }
 
 // lastSent is the newest run that sent the digest, by schedule or by

@@ -132,7 +132,7 @@ func (s *server) choices(r *http.Request, a *actor, scope notifytype.OwnerScope)
 
 // digestsData is the digests page.
 type digestsData struct {
-	Digests []engine.Digest
+	Digests []digestRow
 	Choices digestChoices
 	Form    digestForm
 	Max     int
@@ -164,9 +164,18 @@ func (s *server) renderDigests(w http.ResponseWriter, r *http.Request, a *actor,
 		s.fail(w, r, a, err)
 		return
 	}
+	rows := make([]digestRow, len(ds))
+	for i, d := range ds {
+		runs, err := s.d.Engine.DigestRuns(ctx, a.P, d.ID, 10)
+		if err != nil {
+			s.fail(w, r, a, err)
+			return
+		}
+		rows[i] = digestRow{Digest: d, digestFacts: factsOf(d, runs, ch)}
+	}
 	s.render(w, r, status, "digests", a, view{
 		Title: "Digests", Nav: "digests", Scope: scope, CanWrite: canWrite, ReadOnly: readOnly,
-		Notice: noticeOf(r), Err: s.public(r, refusal), Data: digestsData{Digests: ds, Choices: ch, Form: form, Max: engine.MaxDigestsPerScope},
+		Notice: noticeOf(r), Err: s.public(r, refusal), Data: digestsData{Digests: rows, Choices: ch, Form: form, Max: engine.MaxDigestsPerScope},
 	})
 }
 
@@ -196,7 +205,16 @@ func (s *server) createDigest(w http.ResponseWriter, r *http.Request, a *actor) 
 	seeOther(w, r, "/board/digests/"+strconv.FormatInt(d.ID, 10))
 }
 
+// digestRow is one digest of the list, with the facts its page shows.
+type digestRow struct {
+	engine.Digest
+	digestFacts
+}
+
 // has reports whether ids holds id, for checkboxes.
 func has(ids []int64, id int64) bool { return slices.Contains(ids, id) }
 
-func init() { funcs["has"] = has }
+func init() {
+	funcs["has"] = has
+	funcs["inZone"] = inZone
+}

@@ -48,8 +48,8 @@ func TestDigestPagesCreatePreviewSendNow(t *testing.T) {
 	board := c.get(loc)
 	require.Equal(t, http.StatusOK, board.status, board.body)
 	require.Contains(t, board.body, `id="digest-preview"`)
-	require.Contains(t, board.body, "Queue forge:")
-	require.Contains(t, board.body, "unavailable: not measured on this instance")
+	require.Contains(t, board.body, "Not measured here: unanswered agent wake-ups")
+	require.Contains(t, board.body, "Unavailable: not measured on this instance.")
 	require.Contains(t, board.body, "Not sent yet.")
 
 	// Post-redirect-get: "Send now" answers with a redirect, and the page it
@@ -62,7 +62,7 @@ func TestDigestPagesCreatePreviewSendNow(t *testing.T) {
 	for range 2 {
 		page := c.get(after)
 		require.Equal(t, http.StatusOK, page.status, page.body)
-		require.Contains(t, page.body, "Sent now to 1 sink(s); the scheduled send is unchanged.")
+		require.Contains(t, page.body, "Sent now to 1 sink; the scheduled send is unchanged.")
 	}
 	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.outbox WHERE event_type = 'digest'`))
 	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.digests WHERE last_sent_at IS NULL AND last_slot_at IS NULL`),
@@ -160,7 +160,8 @@ func TestDigestPageReadsForAPerson(t *testing.T) {
 	require.Contains(t, report, "No todos wait to be claimed.")
 	require.Contains(t, report, "1 dead letter since then.")
 	require.Contains(t, report, `<a href="/board/todos/`+strconv.FormatInt(todo.ID, 10)+`">Nightly build &lt;failed&gt;</a>`)
-	require.Contains(t, report, "<h3>Unheard doorbells</h3>")
+	require.Contains(t, report, "<h3>Agents that did not answer a wake-up</h3>")
+	require.NotContains(t, report, "doorbell", "no jargon")
 	require.Contains(t, report, "Unavailable: not measured on this instance.")
 	require.NotContains(t, report, "Pending: 0", "figures in words, not the sink's text")
 
@@ -172,4 +173,45 @@ func TestDigestPageReadsForAPerson(t *testing.T) {
 	require.NotContains(t, last, "never")
 	require.Contains(t, last, "sent by hand")
 	require.Contains(t, last, time.Now().In(la).Format("Mon 2 Jan 2006"))
+}
+
+// TestDigestListAgreesWithItsPage: the digests list says what the digest
+// page says (issue 25 item 3): the owner by name, the next send in the
+// schedule's zone, "Last sent" read from the runs (a Send now counts),
+// the sinks by name; the page's latest runs are in the schedule's zone.
+func TestDigestListAgreesWithItsPage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withDigestSources)
+	id := b.f.Human("Grace Hopper")
+	c := b.login(t, id)
+	scope := notifytype.Human(id)
+	conn := b.gotifyConnection(t, id, scope, "https://push.example.net", "gtfya.web")
+	phone := b.gotifySink(t, id, scope, conn.ID, "phone")
+	pager := b.gotifySink(t, id, scope, conn.ID, "pager")
+	dg, err := b.eng.CreateDigest(b.ctx, engine.HumanPrincipal(id), engine.DigestInput{Owner: scope, Name: "morning",
+		Schedule: "TZ=America/Los_Angeles Mon-Fri 09:00", SinkIDs: []int64{phone.ID, pager.ID}})
+	require.NoError(t, err)
+	loc := "/board/digests/" + strconv.FormatInt(dg.ID, 10)
+	sent := c.post(loc+"/send", nil)
+	require.Equal(t, http.StatusSeeOther, sent.status, sent.body)
+
+	list := c.get("/digests")
+	require.Equal(t, http.StatusOK, list.status, list.body)
+	require.Contains(t, list.body, "Digests of Grace Hopper", "the owner by name")
+	require.NotContains(t, list.body, "Digests of human")
+	row := between(t, list.body, `href="`+loc+`"`, `</tr>`)
+	page := c.get(loc)
+	require.Equal(t, http.StatusOK, page.status, page.body)
+	pageNext := between(t, page.body, `id="next-send">`, `</dd>`)
+	require.Contains(t, pageNext, "(America/Los_Angeles)")
+	require.Contains(t, row, `<td class="next-send">`+pageNext+`</td>`, "the same next send as the page")
+	pageLast, _, _ := strings.Cut(between(t, page.body, `id="last-sent">`, `</dd>`), " <span")
+	require.NotEqual(t, "never", pageLast)
+	require.Contains(t, row, `<td class="last-sent">`+pageLast+`</td>`, "Last sent from the runs, as on the page")
+	require.Contains(t, row, `<td class="targets">phone, pager</td>`)
+	require.NotContains(t, row, "sink(s)")
+	require.Contains(t, between(t, page.body, `id="digest-targets">`, `</dd>`), "phone, pager")
+	runs := between(t, page.body, `<h2>Latest runs</h2>`, `</table>`)
+	require.Contains(t, runs, "(America/Los_Angeles)", "the runs in the schedule's zone")
+	require.NotContains(t, runs, " UTC")
 }

@@ -250,7 +250,7 @@ func (s *server) credentialPage(w http.ResponseWriter, r *http.Request, a *actor
 	}
 	mcpURL := strings.TrimSuffix(s.d.BaseURL, "/") + "/mcp"
 	s.render(w, r, http.StatusOK, "credential", a, view{
-		Title: "Endpoint vended", Nav: "endpoints", Scope: scope,
+		Title: "Endpoint created", Nav: "endpoints", Scope: scope,
 		Data: credentialData{Endpoint: eps[i], Credential: f.Credential, MCPURL: mcpURL,
 			ClientConfig: clientConfig(mcpURL, f.Credential)},
 	})

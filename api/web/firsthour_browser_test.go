@@ -145,9 +145,9 @@ func TestBrowserFirstHour(t *testing.T) {
 	notes := text(t, ctx, "#notifications")
 	require.Contains(t, notes, "todo.dead_lettered")
 	require.Contains(t, notes, "A todo dead-lettered", "the kind in words")
-	// The delivered row keeps no title (the sender's text is not
-	// retained): its link still reads as the item it names.
-	require.Regexp(t, `^todo \d+$`, text(t, ctx, "#notifications p.wrap a"))
+	// The delivered notification keeps its title (issue 25 item 5: read
+	// from the todo; the finished row itself keeps none).
+	require.Equal(t, "Nightly build failed on main", text(t, ctx, "#notifications .event-title"))
 	require.Contains(t, notes, "phone")
 	require.Contains(t, notes, "delivered")
 	shots("board.png")
@@ -155,7 +155,7 @@ func TestBrowserFirstHour(t *testing.T) {
 	// The notifications board, for the README.
 	step(t, ctx, chromedp.Navigate(b.srv.URL+"/board/notifications"))
 	require.Contains(t, text(t, ctx, "#notifications"), "delivered")
-	require.Regexp(t, `^todo \d+$`, text(t, ctx, "#notifications p.wrap a"), "no empty link")
+	require.Equal(t, "Nightly build failed on main", text(t, ctx, "#notifications .event-title"), "the title, not \"todo 2\"")
 	check("/board/notifications")
 	shots("notifications.png")
 

@@ -384,7 +384,7 @@ func TestOpsShowsLastDeliveryFromTheDatabase(t *testing.T) {
 
 	page := c.get("/ops").body
 	require.Contains(t, page, `id="no-actors"`)
-	require.Contains(t, page, "retired after an idle period")
+	require.Contains(t, page, "stops after a while")
 	states := between(t, page, `<table id="sink-states">`, "</table>")
 	pager := between(t, states, ">pager</a>", "</tr>")
 	require.Contains(t, pager, "<strong>undeliverable</strong>, class <strong")

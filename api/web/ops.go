@@ -12,7 +12,12 @@ import (
 // opsRow is one sink actor of this instance, as the ops page shows it.
 type opsRow struct {
 	engine.ActorStatus
-	TokensText string
+	// SinkName is the sink's name when it is one of the viewer's own
+	// sinks; an operator sees other owners' sinks by id only (D26).
+	SinkName string
+	// SendsLeft is how many messages the sink's budget lets it send right
+	// away (its whole tokens), in words.
+	SendsLeft string
 }
 
 // opsSinkRow is one sink of the viewer's scopes: its last delivery state
@@ -51,7 +56,12 @@ func (s *server) opsPage(w http.ResponseWriter, r *http.Request, a *actor) {
 	slices.SortFunc(status, func(x, y engine.ActorStatus) int { return cmp.Compare(x.SinkID, y.SinkID) })
 	data := opsData{Actors: make([]opsRow, len(status))}
 	for i, st := range status {
-		data.Actors[i] = opsRow{ActorStatus: st, TokensText: strconv.FormatFloat(st.Tokens, 'f', 1, 64)}
+		n := int(st.Tokens)
+		left := strconv.Itoa(n) + " messages"
+		if n == 1 {
+			left = "1 message"
+		}
+		data.Actors[i] = opsRow{ActorStatus: st, SendsLeft: left}
 	}
 	scopes, err := s.scopeOptions(r.Context(), a)
 	if err != nil {
@@ -76,9 +86,10 @@ func (s *server) opsPage(w http.ResponseWriter, r *http.Request, a *actor) {
 			}
 			if i := slices.IndexFunc(data.Actors, func(x opsRow) bool { return x.SinkID == sk.ID }); i >= 0 {
 				row.Actor, row.Active = &data.Actors[i], true
+				data.Actors[i].SinkName = sk.Name
 			}
 			data.Sinks = append(data.Sinks, row)
 		}
 	}
-	s.render(w, r, http.StatusOK, "ops", a, view{Title: "Ops: sinks and actors", Nav: "ops", Data: data})
+	s.render(w, r, http.StatusOK, "ops", a, view{Title: "Ops: how your sinks are doing", Nav: "ops", Data: data})
 }

@@ -249,7 +249,7 @@ var notices = map[string]string{
 	"digest_saved":         "Saved.",
 	"digest_sent":          "Sent now; the scheduled send is unchanged.",
 	"secret_shown":         "The secret was shown once and is not shown again. Rotate it for a new one.",
-	"credential_shown":     "The credential was shown once and is not shown again. Vend a new endpoint for a new one.",
+	"credential_shown":     "The credential was shown once and is not shown again. Create a new endpoint for a new one.",
 	"endpoint_revoked":     "Endpoint revoked. Its credential no longer works, and todos it held have dead-lettered.",
 	"queue_created":        "Queue created.",
 	"todo_enqueued":        "Todo enqueued.",

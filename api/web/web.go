@@ -470,8 +470,10 @@ func clip(s string, n int) string {
 }
 
 var funcs = template.FuncMap{
-	"when":      when,
-	"noteLabel": noteLabel,
+	"when":       when,
+	"noteLabel":  noteLabel,
+	"eventLabel": eventLabel,
+	"stateWords": stateWords,
 	"ids": func(ids []int64) string {
 		if len(ids) == 0 {
 			return "any"

@@ -839,7 +839,7 @@ func TestOpsPage(t *testing.T) {
 	sink := b.gotifySink(t, owner, notifytype.Human(owner), conn.ID, "ops-phone")
 	b.f.Subscription(storetestSub(sink.ID))
 
-	require.Contains(t, c.get("/ops").body, "an actor with nothing to do is retired after an idle period, and starts again")
+	require.Contains(t, c.get("/ops").body, "a sink's sender with nothing to do stops after a while, and starts again")
 
 	ctx, cancel := context.WithCancel(b.ctx)
 	done := make(chan error, 1)
@@ -859,8 +859,12 @@ func TestOpsPage(t *testing.T) {
 	}
 	page := c.get("/ops")
 	require.Equal(t, http.StatusOK, page.status)
-	row := between(t, page.body, "<td>"+strconv.FormatInt(sink.ID, 10)+"</td>", "</tr>")
+	// The senders table names the sink, not its id (issue 25 item 7).
+	actors := between(t, page.body, `id="actors"`, `</table>`)
+	row := between(t, actors, `<a href="/sinks/`+strconv.FormatInt(sink.ID, 10)+`">ops-phone</a>`, "</tr>")
 	require.Contains(t, row, ">auth</span></td>")
+	require.NotContains(t, actors, "<td>"+strconv.FormatInt(sink.ID, 10)+"</td>")
+	require.NotContains(t, page.body, "Tokens")
 	require.Contains(t, page.body, ">ops-phone</a>", "the owner's own sink, by name, with its last delivery")
 	strangers := stranger.get("/ops").body
 	require.NotContains(t, strangers, "ops-phone", "no other tenant's names")

@@ -223,6 +223,24 @@ func (d webhookData) FormFor(r host.Rule) ruleForm {
 	return f
 }
 
+// SubjectWords says in words what the webhook reads as a delivery's
+// subject and sender: the default expressions by what they read, a custom
+// one as written.
+func (d webhookData) SubjectWords() string {
+	if d.Webhook.SubjectExpr == host.SubjectExprDefault {
+		return "the repository and the issue or pull request number (for example org/repo#12)"
+	}
+	return ""
+}
+
+// SenderWords is SubjectWords for the sender expression.
+func (d webhookData) SenderWords() string {
+	if d.Webhook.SenderExpr == host.SenderExprDefault {
+		return "the sender's login (GitHub's sender.login)"
+	}
+	return ""
+}
+
 // QueueName names a queue a rule routes to, by its name; a queue no
 // longer routable is named by id.
 func (d webhookData) QueueName(id int64) string {

@@ -146,17 +146,8 @@ func namedSum(s Section[[]NamedCount]) Figure {
 // Unavailable lists the sections that could not be computed, by title.
 func (r Report) Unavailable() []string {
 	var out []string
-	for _, s := range []struct {
-		title string
-		ok    bool
-	}{
-		{"pending", r.Pending.Available()}, {"claimed", r.Claimed.Available()},
-		{"stalled leases", r.StalledLeases.Available()}, {"dead letters", r.DeadLetters.Available()},
-		{"quarantined deliveries", r.Quarantined.Available()}, {"unheard doorbells", r.UnheardDoorbells.Available()},
-		{"endpoints clocked out", r.ClockedOut.Available()}, {"deferred by admission budgets", r.AdmissionDeferred.Available()},
-		{"could not deliver", r.Undeliverable.Available()},
-	} {
-		if !s.ok {
+	for _, s := range r.sections() {
+		if s.reason != "" {
 			out = append(out, s.title)
 		}
 	}
@@ -228,12 +219,26 @@ const (
 	Markdown
 )
 
-// Lines renders the report, one line each, in the given format: (Markdown
-// only: a heading), the period and headline, one block per queue, the
-// scope-wide sections, (Markdown only: the board link). Board links are
-// baseURL + /board/todos/<id> and /board/digests/<id> (D13).
-// Only counts, ages, names, truncated titles and board links appear
-// (REQ-13).
+// Lines renders the report for a person reading it on a phone, one line
+// each, in the given format (issue 25):
+//
+//   - (Markdown only: a heading with the digest's name);
+//   - one sentence saying what needs attention ("Needs attention: 1 dead
+//     letter, 2 stalled todos.", or "Nothing needs attention."): Lead;
+//   - the period and how many queues it covers;
+//   - only the queues and sections with something to say (a queue with
+//     nothing is named in one "Nothing to report in …" line);
+//   - every section that could not be computed, folded into one line per
+//     reason: "Not measured here: unanswered agent wake-ups, …" for
+//     sections this instance does not measure, "Unavailable, timed out
+//     after 2s: dead letters." otherwise. A section not computed is never
+//     shown as zero and makes the lead say so (REQ-13).
+//
+// Board links are baseURL + /board/todos/<id> and /board/digests/<id>
+// (D13), each at the end of its line after the words it links, so that a
+// renderer that knows its base URL makes them links (sinks.Render does,
+// for Gotify); in Markdown they are links already. Only counts, ages,
+// names, truncated titles and board links appear (REQ-13).
 func (r Report) Lines(f Format, baseURL string) []string {
 	text := func(s string, limit int) string {
 		s = sinks.Clean(s, limit)
@@ -242,7 +247,13 @@ func (r Report) Lines(f Format, baseURL string) []string {
 		}
 		return s
 	}
-	link := func(path string) string { return strings.TrimRight(baseURL, "/") + path }
+	link := func(words, path string) string {
+		url := strings.TrimRight(baseURL, "/") + path
+		if f == Markdown {
+			return "[" + words + "](" + url + ")"
+		}
+		return words + ": " + url
+	}
 	h2 := func(s string) string {
 		if f == Markdown {
 			return "## " + s
@@ -250,88 +261,193 @@ func (r Report) Lines(f Format, baseURL string) []string {
 		return s + ":"
 	}
 
-	period := "since the previous digest at " + r.Since.UTC().Format("2006-01-02 15:04 UTC")
-	if r.First {
-		period = "over the last 24 hours"
-	}
-	// A sink's message names the digest in its title and links the board
-	// itself; the Markdown document carries both.
 	var lines []string
 	if f == Markdown {
 		lines = append(lines, "# Digest "+text(r.Name, 64))
 	}
-	lines = append(lines, "For "+strconv.Itoa(len(r.Queues))+" queues, "+period+".", r.HeadlineText()+".")
+	lines = append(lines, r.Lead())
+	if f == Markdown {
+		lines = append(lines, "")
+	}
+	period := "since the previous digest at " + r.Since.UTC().Format("2006-01-02 15:04 UTC")
+	if r.First {
+		period = "over the last 24 hours"
+	}
+	lines = append(lines, "Covers "+Count(len(r.Queues), "queue", "queues")+" "+period+".")
 	if r.QueuesUnavailable != "" {
-		lines = append(lines, "", h2("Queues"), "- unavailable: "+text(r.QueuesUnavailable, 200))
+		lines = append(lines, "", "Queues unavailable, "+text(r.QueuesUnavailable, 200)+": no queue figures.")
 	}
 
+	quietQueues := []string{}
 	for _, q := range r.Queues {
-		lines = append(lines, "", h2("Queue "+text(q.Name, 64)))
-		lines = append(lines, "- Pending: "+queueFig(r.Pending, q.ID, func(p Pending) string {
-			if p.Count == 0 {
-				return "0"
-			}
-			return strconv.Itoa(p.Count) + ", oldest " + Age(p.OldestAge)
-		}))
-		lines = append(lines, "- Claimed: "+queueFig(r.Claimed, q.ID, strconv.Itoa))
-		lines = append(lines, "- Stalled leases: "+queueFig(r.StalledLeases, q.ID, strconv.Itoa))
-		lines = append(lines, "- Dead letters: "+queueFig(r.DeadLetters, q.ID, func(d DeadLetters) string { return strconv.Itoa(d.Count) }))
+		var items []string
 		if r.DeadLetters.Available() {
-			for _, t := range r.DeadLetters.Data[q.ID].Recent[:min(len(r.DeadLetters.Data[q.ID].Recent), MaxDeadLetterTitles)] {
-				lines = append(lines, "  - Todo "+strconv.FormatInt(t.ID, 10)+" "+link("/board/todos/"+strconv.FormatInt(t.ID, 10))+" Title: "+text(t.Title, sinks.TitleMaxRunes))
+			d := r.DeadLetters.Data[q.ID]
+			shown := d.Recent[:min(len(d.Recent), MaxDeadLetterTitles)]
+			for _, t := range shown {
+				items = append(items, "- "+link("Dead letter: "+text(t.Title, sinks.TitleMaxRunes), "/board/todos/"+strconv.FormatInt(t.ID, 10)))
+			}
+			if d.Count > len(shown) {
+				more := Count(d.Count, "dead letter", "dead letters")
+				if len(shown) > 0 {
+					more += " in all, the latest " + strconv.Itoa(len(shown)) + " above"
+				}
+				items = append(items, "- "+more)
 			}
 		}
-		lines = append(lines, "- Deferred by admission budget: "+queueFig(r.AdmissionDeferred, q.ID, strconv.Itoa))
+		if r.StalledLeases.Available() && r.StalledLeases.Data[q.ID] > 0 {
+			items = append(items, "- "+Count(r.StalledLeases.Data[q.ID], "stalled todo", "stalled todos")+" (claimed, but its worker went quiet)")
+		}
+		if r.Pending.Available() {
+			if p := r.Pending.Data[q.ID]; p.Count > 0 {
+				items = append(items, "- "+Count(p.Count, "todo waiting", "todos waiting")+", the oldest for "+ageOrJust(p.OldestAge))
+			}
+		}
+		if r.Claimed.Available() && r.Claimed.Data[q.ID] > 0 {
+			items = append(items, "- "+Count(r.Claimed.Data[q.ID], "todo", "todos")+" being worked on")
+		}
+		if r.AdmissionDeferred.Available() && r.AdmissionDeferred.Data[q.ID] > 0 {
+			items = append(items, "- "+Count(r.AdmissionDeferred.Data[q.ID], "todo", "todos")+" deferred by the queue's budget")
+		}
+		if len(items) == 0 {
+			quietQueues = append(quietQueues, text(q.Name, 64))
+			continue
+		}
+		lines = append(lines, "", h2("Queue "+text(q.Name, 64)))
+		lines = append(lines, items...)
+	}
+	if len(quietQueues) > 0 && len(quietQueues) < len(r.Queues) {
+		lines = append(lines, "", "Nothing to report in "+strings.Join(quietQueues, ", ")+".")
 	}
 
-	named := func(title string, s Section[[]NamedCount], none string) {
+	named := func(title string, s Section[[]NamedCount], one, many string) {
+		if !s.Available() || len(s.Data) == 0 {
+			return
+		}
 		lines = append(lines, "", h2(title))
-		switch {
-		case !s.Available():
-			lines = append(lines, "- unavailable: "+text(s.Unavailable, 200))
-		case len(s.Data) == 0:
-			lines = append(lines, "- "+none)
-		default:
-			for _, n := range s.Data {
-				lines = append(lines, "- "+text(n.Name, 64)+": "+strconv.Itoa(n.Count))
-			}
+		for _, n := range s.Data {
+			lines = append(lines, "- "+text(n.Name, 64)+": "+Count(n.Count, one, many))
 		}
 	}
-	named("Quarantined deliveries", r.Quarantined, "none")
-	named("Unheard doorbells", r.UnheardDoorbells, "none")
-	lines = append(lines, "", h2("Endpoints clocked out"))
-	switch {
-	case !r.ClockedOut.Available():
-		lines = append(lines, "- unavailable: "+text(r.ClockedOut.Unavailable, 200))
-	case len(r.ClockedOut.Data) == 0:
-		lines = append(lines, "- none")
-	default:
+	named("Quarantined deliveries (from senders not trusted yet)", r.Quarantined, "delivery", "deliveries")
+	named("Agents that did not answer a wake-up", r.UnheardDoorbells, "unanswered wake-up", "unanswered wake-ups")
+	if r.ClockedOut.Available() && len(r.ClockedOut.Data) > 0 {
+		lines = append(lines, "", h2("Endpoints clocked out (not taking work)"))
 		for _, n := range r.ClockedOut.Data {
 			lines = append(lines, "- "+text(n, 64))
 		}
 	}
-	lines = append(lines, "", h2("Could not deliver"))
-	if !r.Undeliverable.Available() {
-		lines = append(lines, "- unavailable: "+text(r.Undeliverable.Unavailable, 200))
-	} else {
-		lines = append(lines, "- Notifications recorded undeliverable: "+strconv.Itoa(r.Undeliverable.Data))
+	if r.Undeliverable.Available() && r.Undeliverable.Data > 0 {
+		lines = append(lines, "", Count(r.Undeliverable.Data, "notification", "notifications")+" could not be delivered.")
+	}
+
+	for _, u := range r.unavailableByReason() {
+		if u.reason == NotMeasured {
+			lines = append(lines, "", "Not measured here: "+strings.Join(u.titles, ", ")+".")
+		} else {
+			lines = append(lines, "", "Unavailable, "+text(u.reason, 200)+": "+strings.Join(u.titles, ", ")+".")
+		}
 	}
 	if r.DigestID > 0 && f == Markdown {
-		lines = append(lines, "", "Board: "+link("/board/digests/"+strconv.FormatInt(r.DigestID, 10)))
+		lines = append(lines, "", link("Open on the board", "/board/digests/"+strconv.FormatInt(r.DigestID, 10)))
 	}
 	return lines
+}
+
+// Lead is the digest's first sentence: what needs attention, in words
+// ("Needs attention: 1 dead letter, a todo waiting 2h 5m."), or that
+// nothing does; when a section could not be computed, it says so rather
+// than promising quiet (REQ-13).
+func (r Report) Lead() string {
+	h := r.Headline()
+	var trouble []string
+	add := func(f Figure, one, many string) {
+		if !f.Unavailable && f.N > 0 {
+			trouble = append(trouble, Count(int(f.N), one, many))
+		}
+	}
+	add(h.DeadLetters, "dead letter", "dead letters")
+	add(h.StalledLeases, "stalled todo", "stalled todos")
+	if !h.OldestPending.Unavailable && time.Duration(h.OldestPending.N)*time.Second > r.Threshold {
+		trouble = append(trouble, "a todo waiting "+Age(time.Duration(h.OldestPending.N)*time.Second))
+	}
+	add(h.Quarantined, "quarantined delivery", "quarantined deliveries")
+	add(h.UnheardDoorbells, "unanswered agent wake-up", "unanswered agent wake-ups")
+	add(h.Undeliverable, "notification not delivered", "notifications not delivered")
+	un := len(r.Unavailable())
+	switch {
+	case len(trouble) > 0:
+		return "Needs attention: " + strings.Join(trouble, ", ") + "."
+	case un > 0 || r.QueuesUnavailable != "":
+		return "Nothing needs attention in what was measured; " + Count(un, "section", "sections") + " could not be measured."
+	}
+	return "Nothing needs attention."
+}
+
+// ageOrJust is Age, or "under a minute" for an age Age shows as "0m".
+func ageOrJust(d time.Duration) string {
+	if d < time.Minute {
+		return "under a minute"
+	}
+	return Age(d)
+}
+
+// Count says n of a noun in words: "1 queue", "3 queues", "no queues".
+func Count(n int, one, many string) string {
+	switch n {
+	case 0:
+		return "no " + many
+	case 1:
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+type unavailableGroup struct {
+	reason string
+	titles []string
+}
+
+// unavailableByReason groups the sections not computed by their reason,
+// in the order of Unavailable.
+func (r Report) unavailableByReason() []unavailableGroup {
+	var out []unavailableGroup
+	for _, s := range r.sections() {
+		if s.reason == "" {
+			continue
+		}
+		i := slices.IndexFunc(out, func(g unavailableGroup) bool { return g.reason == s.reason })
+		if i < 0 {
+			out = append(out, unavailableGroup{reason: s.reason})
+			i = len(out) - 1
+		}
+		out[i].titles = append(out[i].titles, s.words)
+	}
+	return out
+}
+
+// sectionState is a section's title (stable: the API lists it), its
+// name in words for a person, and its reason when it is unavailable.
+type sectionState struct{ title, words, reason string }
+
+// sections names every section, with its reason when it is unavailable.
+func (r Report) sections() []sectionState {
+	return []sectionState{
+		{"pending", "waiting todos", r.Pending.Unavailable},
+		{"claimed", "todos being worked on", r.Claimed.Unavailable},
+		{"stalled leases", "stalled todos", r.StalledLeases.Unavailable},
+		{"dead letters", "dead letters", r.DeadLetters.Unavailable},
+		{"quarantined deliveries", "quarantined deliveries", r.Quarantined.Unavailable},
+		{"unheard doorbells", "unanswered agent wake-ups", r.UnheardDoorbells.Unavailable},
+		{"endpoints clocked out", "endpoints clocked out", r.ClockedOut.Unavailable},
+		{"deferred by admission budgets", "work deferred by queue budgets", r.AdmissionDeferred.Unavailable},
+		{"could not deliver", "undelivered notifications", r.Undeliverable.Unavailable},
+	}
 }
 
 // Text is Lines joined by newlines.
 func (r Report) Text(f Format, baseURL string) string {
 	return strings.Join(r.Lines(f, baseURL), "\n")
-}
-
-func queueFig[T any](s Section[map[int64]T], id int64, show func(T) string) string {
-	if !s.Available() {
-		return "unavailable: " + sinks.Clean(s.Unavailable, 200)
-	}
-	return show(s.Data[id])
 }
 
 var markdownSpecial = strings.NewReplacer(
