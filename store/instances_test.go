@@ -37,7 +37,7 @@ func TestAnInstanceWhoseHeartbeatLapsedStartsNoAttempt(t *testing.T) {
 		store.QueueStartAttempts(b, []store.Start{{Row: row, TAT: now}}, lapsed, now, time.Minute, 7, &started, time.Time{})
 		require.NoError(t, pool.SendBatch(ctx, b).Close())
 		_, _, single = store.StartAttempt(ctx, pool, row, lapsed, now, time.Minute, 7)
-		rows, err := store.ClaimHeld(ctx, pool, sink, lapsed, now, time.Minute, time.Time{})
+		rows, err := store.ClaimHeld(ctx, pool, sink, lapsed, now, time.Minute, 7, time.Time{})
 		require.NoError(t, err)
 		return len(started), single, len(rows)
 	}
