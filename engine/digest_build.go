@@ -175,7 +175,7 @@ func (e *Engine) unavailable(log *slog.Logger, name string, err error) string {
 		return "timed out after " + e.cfg.DigestSectionTimeout.String()
 	default:
 		log.Warn("digest section failed", "section", name, "err", err)
-		return "its source failed (the instance's log says why)"
+		return "its source failed, the instance's log says why"
 	}
 }
 

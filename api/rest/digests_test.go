@@ -72,7 +72,7 @@ func TestDigestLifecycle(t *testing.T) {
 	b.ok(t, http.StatusOK, tok, "POST", digestPath(d.ID, "/preview"), nil).into(t, &pv)
 	require.False(t, pv.Quiet)
 	require.Contains(t, pv.Unavailable, "unheard doorbells")
-	require.Contains(t, pv.Text, "Not measured here: ", "unmeasured sections read as such, never as zero")
+	require.Contains(t, pv.Text, "Unavailable (not measured on this instance): ", "unmeasured sections read as such, never as zero")
 
 	var run struct {
 		Outcome     string `json:"outcome"`

@@ -48,7 +48,7 @@ func TestDigestPagesCreatePreviewSendNow(t *testing.T) {
 	board := c.get(loc)
 	require.Equal(t, http.StatusOK, board.status, board.body)
 	require.Contains(t, board.body, `id="digest-preview"`)
-	require.Contains(t, board.body, "Not measured here: unanswered agent wake-ups")
+	require.Contains(t, board.body, "Unavailable (not measured on this instance): unanswered agent wake-ups")
 	require.Contains(t, board.body, "Unavailable: not measured on this instance.")
 	require.Contains(t, board.body, "Not sent yet.")
 

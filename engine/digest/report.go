@@ -229,9 +229,9 @@ const (
 //   - only the queues and sections with something to say (a queue with
 //     nothing is named in one "Nothing to report in …" line);
 //   - every section that could not be computed, folded into one line per
-//     reason: "Not measured here: unanswered agent wake-ups, …" for
-//     sections this instance does not measure, "Unavailable, timed out
-//     after 2s: dead letters." otherwise. A section not computed is never
+//     reason: "Unavailable (not measured on this instance): unanswered agent
+//     wake-ups, …" or "Unavailable (timed out after 2s): dead letters.",
+//     the spec's word and its reason (REQ-13). A section not computed is never
 //     shown as zero and makes the lead say so (REQ-13).
 //
 // Board links are baseURL + /board/todos/<id> and /board/digests/<id>
@@ -342,11 +342,7 @@ func (r Report) Lines(f Format, baseURL string) []string {
 	}
 
 	for _, u := range r.unavailableByReason() {
-		if u.reason == NotMeasured {
-			lines = append(lines, "", "Not measured here: "+strings.Join(u.titles, ", ")+".")
-		} else {
-			lines = append(lines, "", "Unavailable, "+text(u.reason, 200)+": "+strings.Join(u.titles, ", ")+".")
-		}
+		lines = append(lines, "", "Unavailable ("+text(u.reason, 200)+"): "+strings.Join(u.titles, ", ")+".")
 	}
 	if r.DigestID > 0 && f == Markdown {
 		lines = append(lines, "", link("Open on the board", "/board/digests/"+strconv.FormatInt(r.DigestID, 10)))
