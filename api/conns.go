@@ -197,14 +197,16 @@ func (g *connGuard) reap(now time.Time) int {
 	for _, b := range bodies {
 		b.tighten(now, grace)
 	}
+	// Counted before they close: a client served in a freed slot then
+	// reads counters that already include its freeing.
+	g.reaped.Add(int64(len(stale)))
+	g.evicted.Add(int64(len(evict)))
 	for _, c := range stale {
 		_ = c.Close()
 	}
 	for _, c := range evict {
 		_ = c.Close()
 	}
-	g.reaped.Add(int64(len(stale)))
-	g.evicted.Add(int64(len(evict)))
 	return len(stale) + len(evict)
 }
 
