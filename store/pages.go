@@ -33,7 +33,7 @@ func CountTestsSince(ctx context.Context, db DBTX, sinkID int64, since time.Time
 // waited). Nothing outside schema switchboard is read or locked: an
 // embedder's endpoints need no table of any name.
 func RecordAgentPage(ctx context.Context, tx DBTX, endpointID int64, now, since time.Time, limit int) (bool, time.Time, error) {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2::text))`, LockFamilyAgentPage, endpointID); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2::bigint::text))`, LockFamilyAgentPage, endpointID); err != nil {
 		return false, time.Time{}, fmt.Errorf("error locking endpoint's page count: %w", err)
 	}
 	var n int
