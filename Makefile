@@ -25,10 +25,13 @@ run: build
 ## test: vet, then every test with the race detector (PostgreSQL required); the
 ## reliability suite's short version (faults/) runs after the rest, so its
 ## processes and loads do not compete with the other packages for the cores;
-## then examples/migrationtools (a module of its own: golang-migrate and goose)
+## then examples/migrationtools (a module of its own: golang-migrate and goose). The rule
+## workers' limit tests (host/rulesandbox) run without -race: they are what the race
+## detector's shadow memory and slowdown would change
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/faults')
+	$(GO) test -count=1 ./host/rulesandbox/
 	$(GO) test -race -count=1 ./faults/...
 	@if [ -f bench/go.mod ]; then echo "cd bench && $(GO) vet ./..."; cd bench && $(GO) vet ./...; fi
 	cd examples/migrationtools && $(GO) vet ./... && $(GO) test -count=1 ./...

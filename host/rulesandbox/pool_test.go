@@ -1,3 +1,10 @@
+//go:build !race
+
+// The worker's limits are what these tests prove, and the race detector
+// changes both: ThreadSanitizer's shadow memory counts against
+// RLIMIT_DATA and every program runs several times slower. They run
+// without -race (make test runs this package once more without it).
+
 package rulesandbox
 
 import (

@@ -72,6 +72,12 @@ func setLimits(memory int64) error {
 		// The runtime collects hard before the kernel refuses memory;
 		// past RLIMIT_DATA an allocation fails and the runtime dies with
 		// "out of memory".
+		if raceBuild {
+			// ThreadSanitizer maps shadow memory, several times the
+			// heap, inside the same limit: a race-built worker (a test
+			// binary of another package, under -race) gets room for it.
+			memory *= 16
+		}
 		base, err := vmData()
 		if err != nil {
 			return err
