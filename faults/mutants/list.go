@@ -228,8 +228,8 @@ var List = []Mutant{
 		ID:    "coalesced-per-row-outcome",
 		Guard: "each row of a coalesced message takes its outcome from its own attempts and schedule (not rows[0]'s: an old row at its 7th attempt would end every newer row)",
 		Edits: []Edit{{File: "engine/delivery.go",
-			Old: "next := nextStep(r, result, at)",
-			New: "next := nextStep(res.rows[0], result, at)"}},
+			Old: "for i, r := range res.rows {\n\t\tnext := nextStep(r, result, at)",
+			New: "for i := range res.rows {\n\t\tnext := nextStep(res.rows[0], result, at)"}},
 		Package: "./engine/", Run: "^TestCoalescedMessageRowsKeepTheirOwnOutcome$", Fast: true,
 	},
 
