@@ -28,7 +28,7 @@ func TestAnInstanceWhoseHeartbeatLapsedStartsNoAttempt(t *testing.T) {
 	require.NoError(t, store.Beat(ctx, pool, lapsed, now.Add(-30*time.Second), 20*time.Second, 23*time.Second))
 	row := claimedRow(t, pool, sink, lapsed, 2001, "", false)
 	_, err := pool.Exec(ctx, `INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, payload, due_at, state)
-		VALUES ($1, 'human:1', 'todo.dead_lettered', 'normal', '{}', now(), 'held')`, sink)
+		VALUES ($1, 'human:1', 'todo.dead_lettered', 'normal', '{}', now() - interval '1 minute', 'held')`, sink) // due before now: ClaimHeld takes only due rows
 	require.NoError(t, err)
 
 	starts := func() (group int, single error, held int) {
