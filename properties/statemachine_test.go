@@ -100,7 +100,7 @@ func (f smAdapter) Deliver(ctx context.Context, m sinks.Message) sinks.Result { 
 
 var (
 	smSingle    = regexp.MustCompile(`: e(\d+)(?: \(and (\d+) more\))?$`)
-	smCoalesced = regexp.MustCompile(`^Switchboard: (\d+) notifications? held`)
+	smCoalesced = coalescedTitle // one pattern for the coalesced title (coalesce_test.go)
 )
 
 // smReceiver is a Gotify stand-in for one sink.
