@@ -176,8 +176,16 @@ func TestHostileDryRunsCannotStarveTheServerOrAnotherOwner(t *testing.T) {
 	assert.Equal(t, 8*rounds, routed, "every other owner's delivery is routed by its rules")
 	assert.Positive(t, faulted, "the hostile rules fault")
 	assert.Less(t, peak, uint64(300<<20), "the server's RSS reached %d MiB", peak>>20)
-	assert.Less(t, slowestDry, 2*time.Second, "every dry run answers under 2 s")
-	assert.Less(t, slowestDelivery, 100*time.Millisecond, "the other owner's deliveries answer under 100 ms")
+	// The bounds hold in the full run (make faults, no race
+	// detector). The short run (make test: -race, race-built workers
+	// several times slower, the CI box) checks that nothing stalls: every
+	// answer well inside the 30 s a dry run took on e6a7fa7.
+	dryBound, deliveryBound := 2*time.Second, 100*time.Millisecond
+	if !faults.Full() {
+		dryBound, deliveryBound = 10*time.Second, 5*time.Second
+	}
+	assert.Less(t, slowestDry, dryBound, "every dry run answers under %v", dryBound)
+	assert.Less(t, slowestDelivery, deliveryBound, "the other owner's deliveries answer under %v", deliveryBound)
 	row.Failed = t.Failed()
 	faults.Report(t, row)
 }
