@@ -94,9 +94,13 @@ func TestSlowBodiesUnderPressureAreCutAndAnotherClientIsServed(t *testing.T) {
 	require.Equal(t, http.StatusOK, getWith(other, "/api/v1/sinks", s.token), "another client is served")
 
 	for _, br := range readers {
-		resp, err := http.ReadResponse(br, nil)
-		require.NoError(t, err, "the slow body is answered")
-		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "a body that could not be read")
+		// Cut: answered 400 for a body that could not be read, or, when
+		// the reaper freed its slot first on a busy machine, closed.
+		if resp, err := http.ReadResponse(br, nil); err == nil {
+			require.Equal(t, http.StatusBadRequest, resp.StatusCode, "a body that could not be read")
+		} else {
+			require.ErrorIs(t, err, io.ErrUnexpectedEOF, "the slow body is answered or its connection closed")
+		}
 		requireClosedByServer(t, br)
 	}
 	require.EqualValues(t, len(readers), srv.SlowBodies(), "every slow body was cut for its rate")

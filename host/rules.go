@@ -148,8 +148,8 @@ func (s *Webhooks) compileRules(ctx context.Context, owner string, rules []check
 		exprs[i] = r.in.Expr
 	}
 	// A program's compile limit is CPU time; the wall clock of all of
-	// them is bounded too, at twice the rules' budget.
-	cctx, cancel := context.WithTimeout(ctx, 2*s.budget)
+	// them is bounded too (compileWall).
+	cctx, cancel := context.WithTimeout(ctx, s.compileWall())
 	defer cancel()
 	for i, res := range s.sandbox.Compile(cctx, owner, exprs) {
 		if msg := compileFault(res); msg != "" {

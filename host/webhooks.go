@@ -324,7 +324,7 @@ func (s *Webhooks) compileSettings(ctx context.Context, owner string, in Webhook
 			fields, exprs = append(fields, f.field), append(exprs, f.expr)
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, 2*s.budget)
+	cctx, cancel := context.WithTimeout(ctx, s.compileWall())
 	defer cancel()
 	for i, res := range s.sandbox.Compile(cctx, owner, exprs) {
 		if msg := compileFault(res); msg != "" {
@@ -853,3 +853,12 @@ func (s *Webhooks) Delivery(ctx context.Context, p engine.Principal, webhookID, 
 	}
 	return deliveryOut(r)
 }
+
+// compileWallMin is the least wall time a save's compiling may take: a
+// program's own compile limit is CPU time (the worker's), and a busy
+// server may take longer than the rules' budget to start a worker and
+// give it that much CPU, which must not refuse a good rule.
+const compileWallMin = 10 * time.Second
+
+// compileWall bounds the wall time of compiling one save's expressions.
+func (s *Webhooks) compileWall() time.Duration { return max(2*s.budget, compileWallMin) }

@@ -145,7 +145,8 @@ func TestSlowRegexIsAFaultOfItsRuleNotAStall(t *testing.T) {
 // it was (they were cached there by rule id, for good).
 func TestCompiledRulesAreNotKeptInTheServer(t *testing.T) {
 	t.Parallel()
-	w, _, ctx := sandboxedHookWorld(t, time.Second)
+	// A budget no busy CI box runs out of: this test is about the heap.
+	w, _, ctx := sandboxedHookWorld(t, 30*time.Second)
 	hook, secret, p := w.hook(t, ctx)
 	var in []host.RuleInput
 	for i := range 20 {
