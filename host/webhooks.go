@@ -854,11 +854,6 @@ func (s *Webhooks) Delivery(ctx context.Context, p engine.Principal, webhookID, 
 	return deliveryOut(r)
 }
 
-// compileWallMin is the least wall time a save's compiling may take: a
-// program's own compile limit is CPU time (the worker's), and a busy
-// server may take longer than the rules' budget to start a worker and
-// give it that much CPU, which must not refuse a good rule.
-const compileWallMin = 10 * time.Second
-
-// compileWall bounds the wall time of compiling one save's expressions.
-func (s *Webhooks) compileWall() time.Duration { return max(2*s.budget, compileWallMin) }
+// compileWall bounds the wall time of compiling one save's expressions:
+// twice the rules' budget.
+func (s *Webhooks) compileWall() time.Duration { return 2 * s.budget }
