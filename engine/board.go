@@ -45,15 +45,9 @@ type Notification struct {
 // A linkPath keeps only the notifications about that board item
 // ("/board/todos/12").
 func (e *Engine) RecentNotifications(ctx context.Context, p Principal, scopes []notifytype.OwnerScope, linkPath string, limit int) ([]Notification, error) {
-	owners := make([]string, 0, len(scopes))
-	for _, sc := range scopes {
-		if err := e.authorize(ctx, p, sc, false); err != nil {
-			return nil, wrapErr(err, "listing notifications")
-		}
-		owners = append(owners, sc.String())
-	}
-	if limit <= 0 || limit > NotificationsShownMax {
-		limit = 50
+	owners, limit, err := e.notificationScopes(ctx, p, scopes, limit)
+	if err != nil {
+		return nil, err
 	}
 	rows, err := store.RecentNotifications(ctx, e.cfg.Pool, owners, linkPath, limit)
 	if err != nil {
@@ -143,15 +137,9 @@ type NotificationEvent struct {
 // latest limit events of the scopes, newest first, each with the
 // notification of every sink it went to.
 func (e *Engine) RecentNotificationEvents(ctx context.Context, p Principal, scopes []notifytype.OwnerScope, linkPath string, limit int) ([]NotificationEvent, error) {
-	owners := make([]string, 0, len(scopes))
-	for _, sc := range scopes {
-		if err := e.authorize(ctx, p, sc, false); err != nil {
-			return nil, wrapErr(err, "listing notifications")
-		}
-		owners = append(owners, sc.String())
-	}
-	if limit <= 0 || limit > NotificationsShownMax {
-		limit = 50
+	owners, limit, err := e.notificationScopes(ctx, p, scopes, limit)
+	if err != nil {
+		return nil, err
 	}
 	groups, err := store.RecentNotificationEvents(ctx, e.cfg.Pool, owners, linkPath, limit)
 	if err != nil {
@@ -196,4 +184,20 @@ func (e *Engine) RecentNotificationEvents(ctx context.Context, p Principal, scop
 		out = append(out, ev)
 	}
 	return out, nil
+}
+
+// notificationScopes checks that p may read every scope and clamps limit
+// (1..NotificationsShownMax; default 50): what both notification lists ask.
+func (e *Engine) notificationScopes(ctx context.Context, p Principal, scopes []notifytype.OwnerScope, limit int) ([]string, int, error) {
+	owners := make([]string, 0, len(scopes))
+	for _, sc := range scopes {
+		if err := e.authorize(ctx, p, sc, false); err != nil {
+			return nil, 0, wrapErr(err, "listing notifications")
+		}
+		owners = append(owners, sc.String())
+	}
+	if limit <= 0 || limit > NotificationsShownMax {
+		limit = 50
+	}
+	return owners, limit, nil
 }
