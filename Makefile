@@ -6,6 +6,9 @@ BIN       := bin/switchboard-notify
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 BENCHTIME ?= 2s
+# TEST_TIMEOUT: go test's -timeout in make test. A package's tests run their waits until 90 s
+# before it (properties/waits_test.go), so a busy machine gets time, not failures
+TEST_TIMEOUT ?= 30m
 
 .PHONY: all build run test lint bench bench-go bench-short bench-drivers clean faults faults-short faults-fuzz mutants mutants-fast
 
@@ -30,9 +33,9 @@ run: build
 ## detector's shadow memory and slowdown would change
 test:
 	$(GO) vet ./...
-	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/faults')
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/faults')
 	$(GO) test -count=1 ./host/rulesandbox/
-	$(GO) test -race -count=1 ./faults/...
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./faults/...
 	@if [ -f bench/go.mod ]; then echo "cd bench && $(GO) vet ./..."; cd bench && $(GO) vet ./...; fi
 	cd examples/migrationtools && $(GO) vet ./... && $(GO) test -count=1 ./...
 
