@@ -274,16 +274,11 @@ func (p *Pool) acquire(ctx context.Context, owner string) (*worker, error) {
 				return w, nil
 			}
 			if p.total < p.cfg.Workers {
+				// No warming here: the processes would start alongside
+				// this one, which its caller waits for.
 				p.total++
 				p.owners[owner]++
-				warm := 0
-				if !suspect {
-					warm = p.warmLocked()
-				}
 				p.mu.Unlock()
-				for range warm {
-					go p.warmOne()
-				}
 				w, err := p.spawn()
 				if err != nil {
 					p.release(owner, nil, false)
@@ -365,8 +360,8 @@ func (p *Pool) release(owner string, w *worker, healthy bool) {
 // them as warming) so that Warm wait idle: then an owner's evaluation
 // finds a started worker and pays no process start, even while another
 // owner's workers are being killed and replaced. Called with p.mu held,
-// by acquire and release (so a pool that never served a request starts
-// nothing).
+// by release and by acquire when it takes an idle worker (so a pool that
+// never served a request starts nothing).
 func (p *Pool) warmLocked() int {
 	n := 0
 	for !p.closed && len(p.idle)+p.warming < p.cfg.Warm && p.total < p.cfg.Workers {
