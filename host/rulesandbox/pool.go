@@ -323,9 +323,11 @@ func (p *Pool) release(owner string, w *worker, healthy bool) {
 	if p.owners[owner]--; p.owners[owner] <= 0 {
 		delete(p.owners, owner)
 	}
-	if w != nil && (!healthy || w.demoted.Load()) {
-		// Its program used a limit, or demoteCPU: the owner's next
-		// requests start workers of their own for a while (acquire).
+	if w != nil && (w.limited || w.demoted.Load()) {
+		// Its program passed a limit, or used demoteCPU: the owner's
+		// next requests start workers of their own for a while
+		// (acquire). A worker stopped by its caller's budget does not
+		// count: on a loaded machine an ordinary owner's can run out.
 		now := time.Now()
 		if len(p.suspects) >= suspectsPrune {
 			for o, until := range p.suspects {
@@ -412,6 +414,8 @@ type worker struct {
 	dead     bool
 	// demoted: its priority was lowered (watchCPU); it is not reused.
 	demoted atomic.Bool
+	// limited: a program of its passed one of its limits (death).
+	limited bool
 }
 
 func (p *Pool) spawn() (*worker, error) {
@@ -623,10 +627,13 @@ func (p *Pool) death(ctx context.Context, w *worker, err error, per time.Duratio
 	_ = w.cmd.Process.Kill()
 	_ = w.cmd.Wait()
 	w.dead = true
-	switch {
-	case ctx.Err() != nil || (timedOut && isBudget):
+	if ctx.Err() != nil || (timedOut && isBudget) {
+		// The caller's budget, not a limit of its program's: on a loaded
+		// machine an ordinary rule's can run out.
 		return Result{Kind: Stopped, Detail: "stopped: the rules' time budget ran out"}
-	case timedOut:
+	}
+	w.limited = true
+	if timedOut {
 		return Result{Kind: Stopped, Detail: fmt.Sprintf("stopped: ran past its time limit of %v", per)}
 	}
 	why := ""
