@@ -127,3 +127,71 @@ func TestIdleConnectionsAreReapedUnderPressure(t *testing.T) {
 	_, ok = get(conn)
 	require.True(t, ok)
 }
+
+// At the cap, a new client does not wait behind the connections of a
+// client that holds many (issue 24 item 5, row 7d): it takes the oldest
+// connection without a credential of the client holding the most, at once
+// (on main it waited in the kernel's queue until a slot freed: here, the
+// reaper and the reserve off, never). A client holding about as many as the
+// others waits for a slot instead, in order, and is served when one
+// frees.
+func TestANewClientTakesTheHeaviestClientsOldestConnectionAtTheCap(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	c := api.ServerConfig{MaxConns: 8, MaxConnsPerClient: 8, PressureConns: 8, ReservedConns: -1,
+		PressureIdleTimeout: time.Hour, IdleTimeout: time.Hour}
+	srv, addr := serveServer(t, handler, c)
+
+	var holders []*bufio.Reader
+	for range 8 {
+		conn, err := dialFrom(t, "127.0.0.2", addr)
+		require.NoError(t, err)
+		_, err = io.WriteString(conn, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+		require.NoError(t, err)
+		holders = append(holders, bufio.NewReader(conn))
+	}
+	// Every slot is taken once the server has them all (a request on
+	// each is being served).
+	deadline := time.Now().Add(safety)
+	for srv.ConnsEvicted() == 0 {
+		newcomer, err := dialFrom(t, "127.0.0.3", addr)
+		require.NoError(t, err)
+		_, ok := get(newcomer)
+		require.True(t, ok, "a new client is served at the cap")
+		_ = newcomer.Close()
+		require.True(t, time.Now().Before(deadline), "no connection was taken for the new client")
+	}
+	require.EqualValues(t, 1, srv.ConnsEvicted(), "one of the heavy client's connections made room")
+	evicted := 0
+	for _, br := range holders {
+		if _, err := http.ReadResponse(br, nil); err != nil {
+			evicted++
+			break // the oldest, closed; the others still wait on /slow
+		}
+	}
+	require.Equal(t, 1, evicted, "the heavy client's oldest connection was closed")
+
+	// The heavy client's next connection waits for a slot, and is served
+	// once one frees.
+	again, err := dialFrom(t, "127.0.0.2", addr)
+	require.NoError(t, err)
+	_, err = io.WriteString(again, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	free()
+	resp, err := http.ReadResponse(bufio.NewReader(again), nil)
+	require.NoError(t, err, "the waiting connection is served when a slot frees")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Zero(t, srv.ConnsFull())
+}
