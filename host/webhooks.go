@@ -92,6 +92,8 @@ type Webhooks struct {
 	vault   *vault.Vault
 	timeout time.Duration
 	budget  time.Duration
+	// compile bounds a save's compiling (WebhooksConfig.CompileBudget).
+	compile time.Duration
 	// sandbox runs the rules and the sender and subject expressions, in
 	// worker processes (rulesandbox): nothing compiles or runs them here.
 	sandbox *rulesandbox.Pool
@@ -127,6 +129,10 @@ type WebhooksConfig struct {
 	// delivery's, or a whole dry run's; rules past it are faults ("not
 	// run"). Defaults to RulesBudgetDefault (1 s).
 	RulesBudget time.Duration
+	// CompileBudget bounds the wall time of compiling one save's
+	// expressions (rules, sender and subject) in a worker. Defaults to
+	// twice RulesBudget.
+	CompileBudget time.Duration
 	// Sandbox is the rule workers' pool. Defaults to rulesandbox.Default(),
 	// the process's shared pool.
 	Sandbox *rulesandbox.Pool
@@ -146,9 +152,12 @@ func NewWebhooks(cfg WebhooksConfig) *Webhooks {
 	if cfg.RulesBudget <= 0 {
 		cfg.RulesBudget = RulesBudgetDefault
 	}
+	if cfg.CompileBudget <= 0 {
+		cfg.CompileBudget = 2 * cfg.RulesBudget
+	}
 	s := &Webhooks{
 		pool: cfg.Pool, emitter: cfg.Emitter, clock: cfg.Clock, vault: vault.New(cfg.SecretKey),
-		timeout: cfg.RuleTimeout, budget: cfg.RulesBudget, sandbox: cfg.Sandbox,
+		timeout: cfg.RuleTimeout, budget: cfg.RulesBudget, compile: cfg.CompileBudget, sandbox: cfg.Sandbox,
 	}
 	if s.sandbox == nil {
 		s.sandbox = rulesandbox.Default()
@@ -854,6 +863,6 @@ func (s *Webhooks) Delivery(ctx context.Context, p engine.Principal, webhookID, 
 	return deliveryOut(r)
 }
 
-// compileWall bounds the wall time of compiling one save's expressions:
-// twice the rules' budget.
-func (s *Webhooks) compileWall() time.Duration { return 2 * s.budget }
+// compileWall bounds the wall time of compiling one save's expressions
+// (WebhooksConfig.CompileBudget: twice the rules' budget by default).
+func (s *Webhooks) compileWall() time.Duration { return s.compile }
