@@ -269,18 +269,27 @@ func (r *Rig) Commits(ctx context.Context) (int64, error) {
 }
 
 // Tracer counts the statements of a pool by their text and sums their
-// time: pgx's QueryTracer, set on the engine's pool by the drain driver.
+// time, and counts the round trips: pgx's QueryTracer and BatchTracer, set
+// on the engine's pool by the drain driver. A statement sent alone (Query,
+// QueryRow, Exec, and BEGIN and COMMIT of pgx.BeginFunc) is one round trip,
+// timed from send to its result read; a pgx.Batch is one round trip for
+// all its statements, each timed from when pgx began reading its result to
+// when it was read (TraceBatchQueryData.ReadStartTime: the server's time
+// for it and the wire's, plus, for one read through Rows, the caller's).
 type Tracer struct {
-	mu    sync.Mutex
-	stats map[string]*Stat
-	on    atomic.Bool
+	mu         sync.Mutex
+	stats      map[string]*Stat
+	roundTrips int64
+	on         atomic.Bool
 }
 
-// Stat is one statement's count and time.
+// Stat is one statement's count and time; Batched of the calls were sent
+// in a pgx.Batch.
 type Stat struct {
-	SQL   string
-	Calls int64
-	Time  time.Duration
+	SQL     string
+	Calls   int64
+	Batched int64
+	Time    time.Duration
 }
 
 type traceKey struct{}
@@ -297,8 +306,17 @@ func NewTracer() *Tracer { return &Tracer{stats: map[string]*Stat{}} }
 func (t *Tracer) Start() {
 	t.mu.Lock()
 	t.stats = map[string]*Stat{}
+	t.roundTrips = 0
 	t.mu.Unlock()
 	t.on.Store(true)
+}
+
+// RoundTrips is how many round trips were counted: statements sent alone
+// and batches.
+func (t *Tracer) RoundTrips() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.roundTrips
 }
 
 // Stop turns counting off and returns the statements, most time first.
@@ -328,8 +346,39 @@ func (t *Tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQuer
 	if !ok {
 		return
 	}
-	d := time.Since(s.at)
-	key := strings.Join(strings.Fields(s.sql), " ")
+	t.count(s.sql, time.Since(s.at), false)
+}
+
+type batchKey struct{}
+
+// TraceBatchStart implements pgx.BatchTracer.
+func (t *Tracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	if !t.on.Load() {
+		return ctx
+	}
+	t.mu.Lock()
+	t.roundTrips++
+	t.mu.Unlock()
+	return context.WithValue(ctx, batchKey{}, true)
+}
+
+// TraceBatchQuery implements pgx.BatchTracer.
+func (t *Tracer) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	if ctx.Value(batchKey{}) == nil {
+		return
+	}
+	var took time.Duration
+	if !d.ReadStartTime.IsZero() {
+		took = time.Since(d.ReadStartTime)
+	}
+	t.count(d.SQL, took, true)
+}
+
+// TraceBatchEnd implements pgx.BatchTracer.
+func (t *Tracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+func (t *Tracer) count(sql string, d time.Duration, batched bool) {
+	key := strings.Join(strings.Fields(sql), " ")
 	t.mu.Lock()
 	st := t.stats[key]
 	if st == nil {
@@ -338,6 +387,11 @@ func (t *Tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQuer
 	}
 	st.Calls++
 	st.Time += d
+	if batched {
+		st.Batched++
+	} else {
+		t.roundTrips++
+	}
 	t.mu.Unlock()
 }
 
