@@ -116,6 +116,7 @@ type world struct {
 	stats              []rig.Stat
 	commitsPerDelivery float64
 	roundTrips         int64
+	batches            []rig.Stat
 }
 
 func run(ctx context.Context) (err error) {
@@ -289,10 +290,17 @@ func run(ctx context.Context) (err error) {
 		}
 		fmt.Printf("per delivery: %.3f statements, %.3f round trips (a batch is one), %.3f transactions committed (pg_stat_database)\n",
 			float64(calls)/float64(*backlog), float64(w.roundTrips)/float64(*backlog), w.commitsPerDelivery)
+		fmt.Printf("(time: of the statements sent alone; a batch's statements are timed with their batch, below)\n")
 		fmt.Printf("%9s %10s %8s %10s %9s  %s\n", "calls", "per deliv", "batched", "total ms", "mean ms", "statement")
+		slices.SortStableFunc(w.stats, func(a, b rig.Stat) int { return cmp.Compare(b.Calls, a.Calls) })
 		for _, s := range w.stats {
 			fmt.Printf("%9d %10.4f %8d %10.0f %9.3f  %s\n", s.Calls, float64(s.Calls)/float64(*backlog), s.Batched, rig.Ms(s.Time),
-				rig.Ms(s.Time)/float64(s.Calls), statementLabel(s.SQL))
+				rig.Ms(s.Time)/max(float64(s.Calls-s.Batched), 1), statementLabel(s.SQL))
+		}
+		fmt.Printf("\n%9s %10s %10s %9s  %s\n", "batches", "per deliv", "total ms", "mean ms", "batch (its statements; BEGIN, COMMIT, SET LOCAL left out)")
+		for _, s := range w.batches {
+			fmt.Printf("%9d %10.4f %10.0f %9.3f  %s\n", s.Calls, float64(s.Calls)/float64(*backlog), rig.Ms(s.Time),
+				rig.Ms(s.Time)/float64(s.Calls), s.SQL)
 		}
 	}
 	return notOnce
@@ -396,7 +404,7 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 		if err := writeAllocs(*memprofile); err != nil {
 			return outcome{}, err
 		}
-		w.roundTrips = tracer.RoundTrips()
+		w.roundTrips, w.batches = tracer.RoundTrips(), tracer.Batches()
 		w.stats = tracer.Stop()
 		w.profiled = true
 	}
@@ -569,6 +577,9 @@ func statementLabel(sql string) string {
 	}
 	var writes []string
 	for _, m := range writesRE.FindAllStringSubmatch(sql, -1) {
+		if m[2] == strings.ToUpper(m[2]) {
+			continue // FOR UPDATE OF, SKIP LOCKED, DO UPDATE SET
+		}
 		w := strings.ToLower(strings.Fields(m[1])[0]) + " " + m[2]
 		if !slices.Contains(writes, w) {
 			writes = append(writes, w)

@@ -273,18 +273,19 @@ func (r *Rig) Commits(ctx context.Context) (int64, error) {
 // on the engine's pool by the drain driver. A statement sent alone (Query,
 // QueryRow, Exec, and BEGIN and COMMIT of pgx.BeginFunc) is one round trip,
 // timed from send to its result read; a pgx.Batch is one round trip for
-// all its statements, each timed from when pgx began reading its result to
-// when it was read (TraceBatchQueryData.ReadStartTime: the server's time
-// for it and the wire's, plus, for one read through Rows, the caller's).
+// all its statements, counted each and timed as a whole (Batches): the
+// server sends a batch's results when it has run them all, so the time of
+// one statement in it cannot be told from the wire.
 type Tracer struct {
 	mu         sync.Mutex
 	stats      map[string]*Stat
+	batches    map[string]*Stat
 	roundTrips int64
 	on         atomic.Bool
 }
 
-// Stat is one statement's count and time; Batched of the calls were sent
-// in a pgx.Batch.
+// Stat is one statement's (or batch's) count and time; Batched of the
+// calls were sent in a pgx.Batch (their time is their batch's).
 type Stat struct {
 	SQL     string
 	Calls   int64
@@ -300,15 +301,30 @@ type traceStart struct {
 }
 
 // NewTracer returns a tracer, off until Start.
-func NewTracer() *Tracer { return &Tracer{stats: map[string]*Stat{}} }
+func NewTracer() *Tracer { return &Tracer{stats: map[string]*Stat{}, batches: map[string]*Stat{}} }
 
 // Start turns counting on (and forgets what was counted).
 func (t *Tracer) Start() {
 	t.mu.Lock()
 	t.stats = map[string]*Stat{}
+	t.batches = map[string]*Stat{}
 	t.roundTrips = 0
 	t.mu.Unlock()
 	t.on.Store(true)
+}
+
+// Batches returns the batches counted, by their statements (each
+// statement's first 40 characters, BEGIN, COMMIT and SET LOCAL left out),
+// most time first; a batch's time is from SendBatch to its results read.
+func (t *Tracer) Batches() []Stat {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Stat
+	for _, s := range t.batches {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Time > out[j].Time })
+	return out
 }
 
 // RoundTrips is how many round trips were counted: statements sent alone
@@ -351,6 +367,11 @@ func (t *Tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQuer
 
 type batchKey struct{}
 
+type batchTrace struct {
+	at    time.Time
+	shape []string
+}
+
 // TraceBatchStart implements pgx.BatchTracer.
 func (t *Tracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
 	if !t.on.Load() {
@@ -359,23 +380,40 @@ func (t *Tracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBa
 	t.mu.Lock()
 	t.roundTrips++
 	t.mu.Unlock()
-	return context.WithValue(ctx, batchKey{}, true)
+	return context.WithValue(ctx, batchKey{}, &batchTrace{at: time.Now()})
 }
 
 // TraceBatchQuery implements pgx.BatchTracer.
 func (t *Tracer) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
-	if ctx.Value(batchKey{}) == nil {
+	bt, ok := ctx.Value(batchKey{}).(*batchTrace)
+	if !ok {
 		return
 	}
-	var took time.Duration
-	if !d.ReadStartTime.IsZero() {
-		took = time.Since(d.ReadStartTime)
+	t.count(d.SQL, 0, true)
+	sql := strings.Join(strings.Fields(d.SQL), " ")
+	if u := strings.ToUpper(sql); u == "BEGIN" || u == "COMMIT" || strings.HasPrefix(u, "SET LOCAL") {
+		return
 	}
-	t.count(d.SQL, took, true)
+	bt.shape = append(bt.shape, sql[:min(len(sql), 40)])
 }
 
 // TraceBatchEnd implements pgx.BatchTracer.
-func (t *Tracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+func (t *Tracer) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchEndData) {
+	bt, ok := ctx.Value(batchKey{}).(*batchTrace)
+	if !ok {
+		return
+	}
+	key := strings.Join(bt.shape, " ; ")
+	t.mu.Lock()
+	st := t.batches[key]
+	if st == nil {
+		st = &Stat{SQL: key}
+		t.batches[key] = st
+	}
+	st.Calls++
+	st.Time += time.Since(bt.at)
+	t.mu.Unlock()
+}
 
 func (t *Tracer) count(sql string, d time.Duration, batched bool) {
 	key := strings.Join(strings.Fields(sql), " ")
