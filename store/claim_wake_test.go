@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,4 +55,30 @@ func TestFanOutClaimAndWakeReadsWhatTheCycleLeft(t *testing.T) {
 	require.Empty(t, w.HeldSinks)
 	require.True(t, w.HasNext)
 	require.True(t, w.Next.Equal(now.Add(10*time.Minute)), "the claim's expiry: %v", w.Next)
+}
+
+// The claim locks the rows it picked by their primary key: with a deep
+// backlog, a join of its few hundred picks against the outbox was planned
+// as a hash join over a scan of the whole outbox (20,000 rows read for
+// each claim of 256, 40 or 8 rows: most of a drain's claim time).
+func TestTheClaimLocksItsPicksByID(t *testing.T) {
+	t.Parallel()
+	pool, sink := newHeldRowsDB(t)
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, `
+		INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, payload, due_at)
+		SELECT $1, 'human:1', 'dead_letter', 'normal', '{"title": "t"}', now() - interval '1 hour' + g * interval '1 ms'
+		FROM generate_series(1, 20000) g`, sink)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `ANALYZE switchboard.outbox`)
+	require.NoError(t, err)
+	for _, limit := range []int{8, 256} {
+		sql, args := store.ClaimDueForTest(store.ClaimParams{Instance: "instance-a", Now: time.Now(), TTL: time.Minute, Limit: limit, PerSink: limit})
+		text := explain(t, pool, sql, args...)
+		start, end := strings.Index(text, "CTE chosen"), strings.Index(text, "CTE claimed")
+		require.True(t, start >= 0 && end > start, text)
+		chosen := text[start:end]
+		require.Contains(t, chosen, "Index Scan using outbox_pkey on outbox o", "limit %d: the picks are locked by id:\n%s", limit, text)
+		require.NotContains(t, chosen, "Seq Scan", "limit %d:\n%s", limit, text)
+	}
 }

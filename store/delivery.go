@@ -220,9 +220,10 @@ const claimDueSQL = `
 		), picked AS (
 		    SELECT id FROM ranked WHERE n <= $5 ORDER BY due_at, id LIMIT $4
 		), chosen AS (
-		    SELECT o.id FROM picked JOIN switchboard.outbox o ON o.id = picked.id
-		    WHERE (o.state = 'pending' AND o.due_at <= $2)
-		       OR (o.state = 'claimed' AND (o.claim_expires_at <= $2 OR o.claimed_by IN (SELECT name FROM dead)))
+		    SELECT o.id FROM switchboard.outbox o
+		    WHERE o.id = ANY (ARRAY(SELECT id FROM picked))
+		      AND ((o.state = 'pending' AND o.due_at <= $2)
+		       OR (o.state = 'claimed' AND (o.claim_expires_at <= $2 OR o.claimed_by IN (SELECT name FROM dead))))
 		    FOR UPDATE OF o SKIP LOCKED
 		), claimed AS (
 		    UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval,
