@@ -187,6 +187,10 @@ func queueClaimDue(b *pgx.Batch, p ClaimParams, rows *[]OutboxRow) {
 // latest version and checks the condition again), and an instance cannot
 // beat, and so start an attempt, until the claim that judged it dead has
 // committed. The instance's own starts then find its rows' tokens changed.
+//
+// "chosen" locks the picks by primary key (id = ANY of them): a join of
+// the picks against the outbox was planned, with a backlog's statistics,
+// as a hash join over a scan of the whole outbox (TestTheClaimLocksItsPicksByID).
 const claimDueSQL = `
 		WITH dead AS MATERIALIZED (
 		    SELECT name FROM switchboard.outbox_instances WHERE alive_until <= $2 AND name <> $1
