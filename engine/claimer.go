@@ -101,7 +101,9 @@ func (c *claimer) Serve(ctx context.Context) error {
 
 // cycle fans out committed events, claims what is due and there is room for, wakes the actors of sinks
 // whose held rows have a token again, and says when to look next. claimed,
-// when not nil, is told of each row claimed.
+// when not nil, is told of each row claimed. A cycle whose first claim
+// takes all there was room for, as most do, is one round trip: the held
+// sinks and the next wake are read in the claim's batch, after it.
 func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (next time.Time, full bool, err error) {
 	e := c.e
 	now, err := e.now(ctx)
@@ -109,6 +111,13 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 		return time.Time{}, false, err
 	}
 	fannedOut := false
+	// wake is what the cycle's first claim read after it, in its round
+	// trip (held sinks due, next wake); valid while nothing was written
+	// since: a further claim, a fan-out or a row given back reads it again.
+	var (
+		wake      store.Wake
+		wakeValid bool
+	)
 	for {
 		free, fullSinks := e.actors.Room()
 		if free == 0 {
@@ -135,11 +144,12 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 			// The first claim of a cycle fans out the committed events in
 			// the same round trip and commit.
 			var fr store.FanOutResult
-			fr, rows, err = store.FanOutAndClaim(ctx, e.cfg.Pool, fanOutBatch, p)
+			fr, rows, wake, err = store.FanOutClaimAndWake(ctx, e.cfg.Pool, fanOutBatch, p, claimBatch)
 			e.fannedOut(fr)
-			fannedOut, moreEvents = true, fr.Events == fanOutBatch
+			fannedOut, moreEvents, wakeValid = true, fr.Events == fanOutBatch, true
 		} else {
 			rows, err = store.ClaimDue(ctx, e.cfg.Pool, p)
+			wakeValid = false
 		}
 		if err != nil {
 			return time.Time{}, false, err
@@ -159,6 +169,7 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 				// Handed already (ClaimParams.Handed keeps the claim from
 				// taking such a row: a safety net): the copy goes on,
 				// under its claim.
+				wakeValid = false
 				if _, err := store.RestoreClaim(ctx, e.cfg.Pool, r.Claim(), prev, e.instance); err != nil {
 					return time.Time{}, false, err
 				}
@@ -166,6 +177,7 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 			}
 			if !e.actors.Dispatch(r) {
 				e.handed.done(r.Claim())
+				wakeValid = false
 				// Its mailbox filled meanwhile, or the actors are stopping:
 				// give the row back as it was.
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
@@ -179,6 +191,7 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 		if moreEvents {
 			// More events wait than one batch takes: fan them all out,
 			// and claim again.
+			wakeValid = false
 			if _, err := e.fanOut(ctx); err != nil {
 				return time.Time{}, full, err
 			}
@@ -193,18 +206,21 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 			return time.Time{}, full, err
 		}
 	}
-	sinkIDs, err := store.HeldDueSinks(ctx, e.cfg.Pool, now, claimBatch)
-	if err != nil {
-		return time.Time{}, full, err
+	if !wakeValid {
+		if wake.HeldSinks, err = store.HeldDueSinks(ctx, e.cfg.Pool, now, claimBatch); err != nil {
+			return time.Time{}, full, err
+		}
+		if wake.Next, wake.HasNext, err = store.NextWake(ctx, e.cfg.Pool); err != nil {
+			return time.Time{}, full, err
+		}
 	}
-	for _, id := range sinkIDs {
+	for _, id := range wake.HeldSinks {
 		e.actors.Poke(id)
 	}
-	next, ok, err := store.NextWake(ctx, e.cfg.Pool)
-	if err != nil || !ok {
-		return time.Time{}, full, err
+	if !wake.HasNext {
+		return time.Time{}, full, nil
 	}
-	return next, full, nil
+	return wake.Next, full, nil
 }
 
 // claimOnce runs one pass of the claimer, as Serve's claimer does on each

@@ -187,6 +187,10 @@ func queueClaimDue(b *pgx.Batch, p ClaimParams, rows *[]OutboxRow) {
 // latest version and checks the condition again), and an instance cannot
 // beat, and so start an attempt, until the claim that judged it dead has
 // committed. The instance's own starts then find its rows' tokens changed.
+//
+// "chosen" locks the picks by primary key (id = ANY of them): a join of
+// the picks against the outbox was planned, with a backlog's statistics,
+// as a hash join over a scan of the whole outbox (TestTheClaimLocksItsPicksByID).
 const claimDueSQL = `
 		WITH dead AS MATERIALIZED (
 		    SELECT name FROM switchboard.outbox_instances WHERE alive_until <= $2 AND name <> $1
@@ -220,9 +224,10 @@ const claimDueSQL = `
 		), picked AS (
 		    SELECT id FROM ranked WHERE n <= $5 ORDER BY due_at, id LIMIT $4
 		), chosen AS (
-		    SELECT o.id FROM picked JOIN switchboard.outbox o ON o.id = picked.id
-		    WHERE (o.state = 'pending' AND o.due_at <= $2)
-		       OR (o.state = 'claimed' AND (o.claim_expires_at <= $2 OR o.claimed_by IN (SELECT name FROM dead)))
+		    SELECT o.id FROM switchboard.outbox o
+		    WHERE o.id = ANY (ARRAY(SELECT id FROM picked))
+		      AND ((o.state = 'pending' AND o.due_at <= $2)
+		       OR (o.state = 'claimed' AND (o.claim_expires_at <= $2 OR o.claimed_by IN (SELECT name FROM dead))))
 		    FOR UPDATE OF o SKIP LOCKED
 		), claimed AS (
 		    UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval,
@@ -272,47 +277,99 @@ func AnalyzeOutbox(ctx context.Context, db BatchSender) error {
 // trip and one implicit transaction: the claimers' usual cycle, which
 // would otherwise pay a commit for each.
 func FanOutAndClaim(ctx context.Context, db BatchSender, fanOutLimit int, p ClaimParams) (FanOutResult, []OutboxRow, error) {
+	fr, rows, _, err := fanOutAndClaim(ctx, db, fanOutLimit, p, 0)
+	return fr, rows, err
+}
+
+// Wake is what a claimer reads once it has claimed: the sinks whose held
+// rows have a token again (HeldDueSinks) and when to look next (NextWake;
+// HasNext false when nothing is due, held or claimed).
+type Wake struct {
+	HeldSinks []int64
+	Next      time.Time
+	HasNext   bool
+}
+
+// FanOutClaimAndWake is FanOutAndClaim followed, in the same round trip
+// and implicit transaction, by HeldDueSinks (at most heldLimit, due at
+// p.Now) and NextWake, read after the claim: a claimer's whole cycle in
+// one round trip when one claim takes every row there was room for.
+func FanOutClaimAndWake(ctx context.Context, db BatchSender, fanOutLimit int, p ClaimParams, heldLimit int) (FanOutResult, []OutboxRow, Wake, error) {
+	return fanOutAndClaim(ctx, db, fanOutLimit, p, heldLimit)
+}
+
+// fanOutAndClaim is FanOutAndClaim, and FanOutClaimAndWake when heldLimit
+// is above 0.
+func fanOutAndClaim(ctx context.Context, db BatchSender, fanOutLimit int, p ClaimParams, heldLimit int) (FanOutResult, []OutboxRow, Wake, error) {
 	var (
 		fr   FanOutResult
 		rows []OutboxRow
+		w    Wake
 	)
 	b := &pgx.Batch{}
 	b.Queue(fanOutSQL, fanOutLimit, p.Now).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&fr.Events, &fr.Rows, &fr.Gone)
 	})
 	queueClaimDue(b, p, &rows)
-	if err := db.SendBatch(ctx, b).Close(); err != nil {
-		return FanOutResult{}, nil, fmt.Errorf("error fanning out and claiming outbox rows: %w", err)
+	if heldLimit > 0 {
+		queueHeldDueSinks(b, p.Now, heldLimit, &w.HeldSinks)
+		queueNextWake(b, &w)
 	}
-	return fr, rows, nil
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
+		return FanOutResult{}, nil, Wake{}, fmt.Errorf("error fanning out and claiming outbox rows: %w", err)
+	}
+	return fr, rows, w, nil
 }
 
 // HeldDueSinks lists sinks with held rows whose token has returned.
-func HeldDueSinks(ctx context.Context, db DBTX, now time.Time, limit int) ([]int64, error) {
-	ids, err := collectIDs(db.Query(ctx, `
-		SELECT DISTINCT sink_id FROM switchboard.outbox WHERE state = 'held' AND due_at <= $1 LIMIT $2`, now, limit))
-	if err != nil {
-		return nil, fmt.Errorf("error listing sinks with held rows: %w", err)
+func HeldDueSinks(ctx context.Context, db BatchSender, now time.Time, limit int) ([]int64, error) {
+	var ids []int64
+	b := &pgx.Batch{}
+	queueHeldDueSinks(b, now, limit, &ids)
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
 	}
 	return ids, nil
 }
 
+func queueHeldDueSinks(b *pgx.Batch, now time.Time, limit int, ids *[]int64) {
+	b.Queue(`
+		SELECT DISTINCT sink_id FROM switchboard.outbox WHERE state = 'held' AND due_at <= $1 LIMIT $2`, now, limit).Query(func(rs pgx.Rows) error {
+		var err error
+		if *ids, err = collectIDs(rs, nil); err != nil {
+			return fmt.Errorf("error listing sinks with held rows: %w", err)
+		}
+		return nil
+	})
+}
+
 // NextWake returns the earliest time a row becomes due (pending or held) or
 // a claim expires; ok is false when there is none.
-func NextWake(ctx context.Context, db DBTX) (t time.Time, ok bool, err error) {
-	var next *time.Time
-	err = db.QueryRow(ctx, `
+func NextWake(ctx context.Context, db BatchSender) (t time.Time, ok bool, err error) {
+	var w Wake
+	b := &pgx.Batch{}
+	queueNextWake(b, &w)
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
+		return time.Time{}, false, err
+	}
+	return w.Next, w.HasNext, nil
+}
+
+func queueNextWake(b *pgx.Batch, w *Wake) {
+	b.Queue(`
 		SELECT least(
 		    (SELECT min(due_at) FROM switchboard.outbox WHERE state = 'pending'),
 		    (SELECT min(due_at) FROM switchboard.outbox WHERE state = 'held'),
-		    (SELECT min(claim_expires_at) FROM switchboard.outbox WHERE state = 'claimed'))`).Scan(&next)
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("error reading next due time: %w", err)
-	}
-	if next == nil {
-		return time.Time{}, false, nil
-	}
-	return *next, true, nil
+		    (SELECT min(claim_expires_at) FROM switchboard.outbox WHERE state = 'claimed'))`).QueryRow(func(row pgx.Row) error {
+		var next *time.Time
+		if err := row.Scan(&next); err != nil {
+			return fmt.Errorf("error reading next due time: %w", err)
+		}
+		if next != nil {
+			w.Next, w.HasNext = *next, true
+		}
+		return nil
+	})
 }
 
 // SinkForDelivery is what delivering needs of a sink and its connection.

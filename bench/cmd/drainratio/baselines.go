@@ -87,7 +87,7 @@ func handLoad(ctx context.Context, pool *pgxpool.Pool, js []job) error {
 // LOCKED); POST each, one after another; mark them delivered and insert
 // one record each (one pgx.Batch: one round trip); COMMIT; until a claim
 // finds nothing. One transaction per batch, rows locked while posted.
-func hand(ctx context.Context, url, base string, batch, conc int) (int64, error) {
+func hand(ctx context.Context, url, base string, batch, conc int, meter *rig.CPUMeter) (int64, error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return 0, err
@@ -122,6 +122,7 @@ func hand(ctx context.Context, url, base string, batch, conc int) (int64, error)
 		})
 	}
 	wg.Wait()
+	meter.Sample(ctx)
 	return done.Load(), first
 }
 
@@ -213,8 +214,10 @@ func (s riverSettings) String() string {
 // River reported the last job completed (its completion persisted), and
 // the time from Start to that.
 // It returns the time from Start to the last job completed, and the
-// machine's busy CPU over it (benchdb.BusyCPU).
-func riverRun(ctx context.Context, url, base string, js []job, s riverSettings) (took, cpu time.Duration, err error) {
+// machine's busy CPU over it (benchdb.BusyCPU); meter is called as the
+// client starts, and what it returns once the last job completed (the
+// pool still open: a rig.CPUMeter's start and stop).
+func riverRun(ctx context.Context, url, base string, js []job, s riverSettings, meter func() (stop func())) (took, cpu time.Duration, err error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return 0, 0, err
@@ -251,7 +254,7 @@ func riverRun(ctx context.Context, url, base string, js []job, s riverSettings) 
 	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: len(js) + 16,
 		Kinds: []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed}})
 	defer cancel()
-	start, cpu0 := time.Now(), busyCPU()
+	start, cpu0, stopMeter := time.Now(), busyCPU(), meter()
 	if err := client.Start(ctx); err != nil {
 		return 0, 0, fmt.Errorf("error starting River: %w", err)
 	}
@@ -269,6 +272,7 @@ wait:
 		}
 	}
 	took, cpu = time.Since(start), busyCPU()-cpu0
+	stopMeter()
 	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer scancel()
 	if err := client.Stop(sctx); err != nil {

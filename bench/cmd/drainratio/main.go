@@ -18,12 +18,26 @@
 //     inserted before the client starts, tuned (-river-workers 2000,
 //     FetchCooldown 2 ms, FetchPollInterval 20 ms); timed from Start to
 //     River reporting the last job completed.
+//   - budgeted: baseline (c), the hand loop that keeps the engine's
+//     promises (issue 26; budgeted.go): a transaction claims a batch FOR
+//     UPDATE SKIP LOCKED, locks the rows' sinks in id order, advances each
+//     sink's GCRA time per row and writes one `sending` record per row;
+//     16 POSTs at a time; one statement finishes every record and marks the
+//     rows delivered. Batch and workers chosen by a sweep of its own (or
+//     -budget-batch/-budget-workers).
+//
+// Every measurement reports its rate and two figures of CPU per delivery:
+// the machine's busy CPU (/proc/stat: every process, other tenants' too)
+// and its own (this process's CPU, the contender's and the stand-in's, plus
+// the CPU of the PostgreSQL backends serving the database: rig.CPUMeter),
+// which another tenant of a shared machine does not change.
 //
 // The measurements run interleaved in rounds (order reversed every other
 // round); figures are medians over rounds and ratios medians of per-round
 // ratios. The first engine_1 of the run is profiled (-cpuprofile) and its
-// statements counted on its pool (pgx tracer) with the transactions
-// committed (pg_stat_database). -short runs a small version for CI.
+// statements counted on its pool (pgx tracer: statements sent alone and in
+// batches, and round trips) with the transactions committed
+// (pg_stat_database). -short runs a small version for CI.
 package main
 
 import (
@@ -32,6 +46,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -53,6 +68,8 @@ var (
 	instFlag     = flag.String("instances", "1,2,3", "engine instance counts, comma separated")
 	handBatch    = flag.Int("hand-batch", 0, "hand loop batch (0: chosen by the sweep)")
 	handConc     = flag.Int("hand-conc", 0, "hand loop concurrency (0: chosen by the sweep)")
+	budgetBatch  = flag.Int("budget-batch", 0, "budgeted loop (c) batch (0: chosen by its sweep)")
+	budgetWork   = flag.Int("budget-workers", 0, "budgeted loop (c) workers, each with 16 POSTs in flight (0: chosen by its sweep)")
 	riverWorkers = flag.Int("river-workers", 2000, "River MaxWorkers")
 	riverConns   = flag.Int("river-conns", 16, "River's pool size")
 	engineConns  = flag.Int("engine-conns", 0, "each engine's pool size (0: the server binary's default, store.PoolMaxConnsDefault)")
@@ -60,7 +77,7 @@ var (
 	cpuprofile   = flag.String("cpuprofile", "", "write a CPU profile of the first engine_1 drain to this file")
 	memprofile   = flag.String("memprofile", "", "write the allocations of the process to this file before the first engine_1 drain (suffix .base) and after it: go tool pprof -base F.base F")
 	keep         = flag.Bool("keep", false, "keep the database at the end")
-	baselines    = flag.Bool("baselines", true, "run the hand loop and River beside the engine (false: the engine alone, for a quick look while changing it)")
+	baselines    = flag.Bool("baselines", true, "run the hand loops and River beside the engine (false: the engine alone, for a quick look while changing it)")
 )
 
 func main() {
@@ -68,6 +85,7 @@ func main() {
 	if *short {
 		*rounds, *sinksN, *backlog, *instFlag = 1, 50, 500, "1,2"
 		*handBatch, *handConc, *timeoutFlag = cmp.Or(*handBatch, 50), cmp.Or(*handConc, 16), 60*time.Second
+		*budgetBatch, *budgetWork = cmp.Or(*budgetBatch, 100), cmp.Or(*budgetWork, 2)
 	}
 	if err := run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "drainratio:", err)
@@ -79,6 +97,8 @@ func main() {
 type outcome struct {
 	rate       float64 // deliveries/s
 	cpuPer     float64 // the machine's busy CPU per delivery, µs (benchdb.BusyCPU)
+	ownPer     float64 // this process's CPU and the database's backends' per delivery, µs (rig.CPUMeter)
+	dbPer      float64 // of which the backends', µs
 	n          int
 	distinct   int // distinct messages the stand-in received
 	duplicated int // messages received more than once
@@ -95,6 +115,8 @@ type world struct {
 	profiled           bool
 	stats              []rig.Stat
 	commitsPerDelivery float64
+	roundTrips         int64
+	batches            []rig.Stat
 }
 
 func run(ctx context.Context) (err error) {
@@ -127,7 +149,7 @@ func run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if _, err := r.Pool.Exec(ctx, handSchema); err != nil {
+	if _, err := r.Pool.Exec(ctx, handSchema+budgetedSchema); err != nil {
 		return err
 	}
 	w := &world{r: r, f: f, tracer: rig.NewTracer()}
@@ -149,8 +171,16 @@ func run(ctx context.Context) (err error) {
 		}
 		*handBatch, *handConc = cmp.Or(*handBatch, b), cmp.Or(*handConc, c)
 	}
+	if *baselines && (*budgetBatch == 0 || *budgetWork == 0) {
+		b, c, err := w.budgetSweep(ctx)
+		if err != nil {
+			return fmt.Errorf("budgeted sweep: %w", err)
+		}
+		*budgetBatch, *budgetWork = cmp.Or(*budgetBatch, b), cmp.Or(*budgetWork, c)
+	}
 	rs := riverSettings{MaxWorkers: *riverWorkers, FetchCooldown: 2 * time.Millisecond, FetchPollInterval: 20 * time.Millisecond, PoolConns: int32(*riverConns)}
 	fmt.Printf("hand:    batch %d, concurrency %d (pool of %d)\nriver:   %s\n", *handBatch, *handConc, *handConc, rs)
+	fmt.Printf("budget:  batch %d, %d workers of %d POSTs in flight each (pool of %d)\n", *budgetBatch, *budgetWork, budgetedPosts, *budgetWork)
 	fmt.Printf("run:     %d rounds, backlog %d deliveries per measurement\n\n", *rounds, *backlog)
 
 	type item struct {
@@ -163,7 +193,8 @@ func run(ctx context.Context) (err error) {
 		if k == 1 && *baselines {
 			items = append(items,
 				item{"hand", func(ctx context.Context) (outcome, error) { return w.handDrain(ctx) }},
-				item{"river", func(ctx context.Context) (outcome, error) { return w.riverDrain(ctx, rs) }})
+				item{"river", func(ctx context.Context) (outcome, error) { return w.riverDrain(ctx, rs) }},
+				item{"budgeted", func(ctx context.Context) (outcome, error) { return w.budgetedDrain(ctx) }})
 		}
 	}
 	res := map[string][]outcome{}
@@ -186,8 +217,8 @@ func run(ctx context.Context) (err error) {
 				notOnce = fmt.Errorf("round %d, %s: not exactly once: %d distinct of %d, %d duplicated, %d rows delivered twice, %d sent but not recorded (sent again when their claim expires)",
 					round+1, it.name, o.distinct, o.n, o.duplicated, o.dbDouble, o.unfinished)
 			}
-			fmt.Printf("round %d %-9s %8.0f deliveries/s  %5.0f µs CPU each  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)\n",
-				round+1, it.name, o.rate, o.cpuPer, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds())
+			fmt.Printf("round %d %-9s %8.0f deliveries/s  %5.0f µs machine CPU, %5.0f own (db %4.0f) each  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)\n",
+				round+1, it.name, o.rate, o.cpuPer, o.ownPer, o.dbPer, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds())
 		}
 	}
 
@@ -198,13 +229,16 @@ func run(ctx context.Context) (err error) {
 		}
 		return benchdb.Median(xs)
 	}
-	medCPU := func(name string) float64 {
+	medOf := func(name string, f func(outcome) float64) float64 {
 		var xs []float64
 		for _, o := range res[name] {
-			xs = append(xs, o.cpuPer)
+			xs = append(xs, f(o))
 		}
 		return benchdb.Median(xs)
 	}
+	medCPU := func(name string) float64 { return medOf(name, func(o outcome) float64 { return o.cpuPer }) }
+	medOwn := func(name string) float64 { return medOf(name, func(o outcome) float64 { return o.ownPer }) }
+	medDB := func(name string) float64 { return medOf(name, func(o outcome) float64 { return o.dbPer }) }
 	ratio := func(a, b string) float64 {
 		var xs []float64
 		for i := range min(len(res[a]), len(res[b])) {
@@ -214,11 +248,21 @@ func run(ctx context.Context) (err error) {
 	}
 	verdict := func(ok bool) string { return map[bool]string{true: "PASS", false: "MISS"}[ok] }
 	fmt.Printf("\n== Drain of %d deliveries across %d sinks (median of %d rounds; ratios: median of per-round ratios)\n", *backlog, f.Sinks, *rounds)
-	fmt.Printf("%-10s %14s %10s %12s %8s %16s\n", "", "deliveries/s", "ratio", "target", "verdict", "µs CPU/delivery")
-	fmt.Printf("%-10s %14.0f %41.0f\n", "engine_1", med("engine_1"), medCPU("engine_1"))
-	rh, rr := ratio("engine_1", "hand"), ratio("engine_1", "river")
-	fmt.Printf("%-10s %14.0f %9.3fx %12s %8s %16.0f\n", "hand (a)", med("hand"), rh, ">= 0.75x", verdict(rh >= 0.75), medCPU("hand"))
-	fmt.Printf("%-10s %14.0f %9.3fx %12s %8s %16.0f\n", "river (b)", med("river"), rr, ">= 1.1x", verdict(rr >= 1.1), medCPU("river"))
+	fmt.Printf("(ratio: engine_1 / the baseline, per round; µs of CPU per delivery: the machine's, and own = process + database backends)\n")
+	fmt.Printf("%-13s %14s %10s %12s %8s %10s %10s %8s\n", "", "deliveries/s", "ratio", "target", "verdict", "machine µs", "own µs", "db µs")
+	fmt.Printf("%-13s %14.0f %42.0f %10.0f %8.0f\n", "engine_1", med("engine_1"), medCPU("engine_1"), medOwn("engine_1"), medDB("engine_1"))
+	if *baselines {
+		for _, b := range []struct {
+			name, label, target string
+			min                 float64
+		}{{"hand", "hand (a)", "-", 0}, {"river", "river (b)", ">= 1.5x", 1.5}, {"budgeted", "budgeted (c)", ">= 0.8x", 0.8}} {
+			rb, v := ratio("engine_1", b.name), "-"
+			if b.min > 0 {
+				v = verdict(rb >= b.min)
+			}
+			fmt.Printf("%-13s %14.0f %9.3fx %12s %8s %10.0f %10.0f %8.0f\n", b.label, med(b.name), rb, b.target, v, medCPU(b.name), medOwn(b.name), medDB(b.name))
+		}
+	}
 
 	fmt.Printf("\n== Instances on one database, one backlog (aggregate; ratio to engine_1 of the same round)\n")
 	fmt.Printf("%-10s %14s %10s %12s %10s %11s %8s\n", "", "deliveries/s", "/ 1 inst", "duplicated", "db double", "unrecorded", "verdict")
@@ -239,19 +283,24 @@ func run(ctx context.Context) (err error) {
 	}
 
 	if len(w.stats) > 0 {
-		fmt.Printf("\n== Engine statements during the first engine_1 drain (%d deliveries; pgx tracer on the engine's pool)\n", *backlog)
-		fmt.Printf("transactions committed per delivery (pg_stat_database): %.2f\n", w.commitsPerDelivery)
-		fmt.Printf("%9s %10s %10s %9s  %s\n", "calls", "per deliv", "total ms", "mean ms", "statement")
-		for i, s := range w.stats {
-			if i == 15 {
-				break
-			}
-			sql := s.SQL
-			if len(sql) > 110 {
-				sql = sql[:110] + "…"
-			}
-			fmt.Printf("%9d %10.3f %10.0f %9.3f  %s\n", s.Calls, float64(s.Calls)/float64(*backlog), rig.Ms(s.Time),
-				rig.Ms(s.Time)/float64(s.Calls), sql)
+		fmt.Printf("\n== Engine statements during the first engine_1 drain (%d deliveries; pgx tracer on the engine's pool: every statement, alone or in a batch)\n", *backlog)
+		var calls int64
+		for _, s := range w.stats {
+			calls += s.Calls
+		}
+		fmt.Printf("per delivery: %.3f statements, %.3f round trips (a batch is one), %.3f transactions committed (pg_stat_database)\n",
+			float64(calls)/float64(*backlog), float64(w.roundTrips)/float64(*backlog), w.commitsPerDelivery)
+		fmt.Printf("(time: of the statements sent alone; a batch's statements are timed with their batch, below)\n")
+		fmt.Printf("%9s %10s %8s %10s %9s  %s\n", "calls", "per deliv", "batched", "total ms", "mean ms", "statement")
+		slices.SortStableFunc(w.stats, func(a, b rig.Stat) int { return cmp.Compare(b.Calls, a.Calls) })
+		for _, s := range w.stats {
+			fmt.Printf("%9d %10.4f %8d %10.0f %9.3f  %s\n", s.Calls, float64(s.Calls)/float64(*backlog), s.Batched, rig.Ms(s.Time),
+				rig.Ms(s.Time)/max(float64(s.Calls-s.Batched), 1), statementLabel(s.SQL))
+		}
+		fmt.Printf("\n%9s %10s %10s %9s  %s\n", "batches", "per deliv", "total ms", "mean ms", "batch (its statements; BEGIN, COMMIT, SET LOCAL left out)")
+		for _, s := range w.batches {
+			fmt.Printf("%9d %10.4f %10.0f %9.3f  %s\n", s.Calls, float64(s.Calls)/float64(*backlog), rig.Ms(s.Time),
+				rig.Ms(s.Time)/float64(s.Calls), s.SQL)
 		}
 	}
 	return notOnce
@@ -303,7 +352,7 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 		return first
 	}
 	defer func() { _ = stopAll() }()
-	start, cpu0 := time.Now(), busyCPU()
+	start, cpu0, meter := time.Now(), busyCPU(), w.r.StartCPU(ctx)
 	for i := range k {
 		in, err := w.r.Serve(w.r.Config(nil, true), fmt.Sprintf("bench-%d", i+1), int32(*engineConns), tracer)
 		if err != nil {
@@ -349,18 +398,20 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	took, cpu := time.Since(start), busyCPU()-cpu0
+	proc, db := meter.Stop(ctx)
 	if profile {
 		pprof.StopCPUProfile()
 		if err := writeAllocs(*memprofile); err != nil {
 			return outcome{}, err
 		}
+		w.roundTrips, w.batches = tracer.RoundTrips(), tracer.Batches()
 		w.stats = tracer.Stop()
 		w.profiled = true
 	}
 	if err := stopAll(); err != nil {
 		return outcome{}, err
 	}
-	o := outcome{rate: float64(n) / took.Seconds(), cpuPer: perDelivery(cpu, n), n: n}
+	o := outcome{rate: float64(n) / took.Seconds(), cpuPer: perDelivery(cpu, n), ownPer: perDelivery(proc+db, n), dbPer: perDelivery(db, n), n: n}
 	o.distinct, o.duplicated = w.r.GS.Counts()
 	if err := w.r.Pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT outbox_id FROM switchboard.delivery_records
 		WHERE status = 'delivered' GROUP BY outbox_id HAVING count(*) > 1) d`).Scan(&o.dbDouble); err != nil {
@@ -396,13 +447,14 @@ func (w *world) handRun(ctx context.Context, n, batch, conc int) (outcome, error
 		return outcome{}, err
 	}
 	w.r.GS.Reset()
-	start, cpu0 := time.Now(), busyCPU()
-	got, err := hand(ctx, w.r.URL, w.r.GS.URL, batch, conc)
+	start, cpu0, meter := time.Now(), busyCPU(), w.r.StartCPU(ctx)
+	got, err := hand(ctx, w.r.URL, w.r.GS.URL, batch, conc, meter)
 	took, cpu := time.Since(start), busyCPU()-cpu0
+	proc, db := meter.Stop(ctx)
 	if err != nil {
 		return outcome{}, err
 	}
-	o := outcome{rate: float64(got) / took.Seconds(), cpuPer: perDelivery(cpu, int(got)), n: int(got)}
+	o := outcome{rate: float64(got) / took.Seconds(), cpuPer: perDelivery(cpu, int(got)), ownPer: perDelivery(proc+db, int(got)), dbPer: perDelivery(db, int(got)), n: int(got)}
 	o.distinct, o.duplicated = w.r.GS.Counts()
 	if int(got) != n {
 		return o, fmt.Errorf("hand loop recorded %d of %d", got, n)
@@ -417,13 +469,77 @@ func (w *world) riverDrain(ctx context.Context, s riverSettings) (outcome, error
 	}
 	js := jobs(w.f, w.keys, w.r, *backlog)
 	w.r.GS.Reset()
-	took, cpu, err := riverRun(ctx, w.r.URL, w.r.GS.URL, js, s)
+	var proc, db time.Duration
+	took, cpu, err := riverRun(ctx, w.r.URL, w.r.GS.URL, js, s, func() func() {
+		m := w.r.StartCPU(ctx)
+		return func() { proc, db = m.Stop(ctx) }
+	})
 	if err != nil {
 		return outcome{}, err
 	}
-	o := outcome{rate: float64(len(js)) / took.Seconds(), cpuPer: perDelivery(cpu, len(js)), n: len(js)}
+	o := outcome{rate: float64(len(js)) / took.Seconds(), cpuPer: perDelivery(cpu, len(js)), ownPer: perDelivery(proc+db, len(js)), dbPer: perDelivery(db, len(js)), n: len(js)}
 	o.distinct, o.duplicated = w.r.GS.Counts()
 	return o, nil
+}
+
+// budgetedDrain times baseline (c) over a backlog of the same size.
+func (w *world) budgetedDrain(ctx context.Context) (outcome, error) {
+	return w.budgetedRun(ctx, *backlog, *budgetBatch, *budgetWork)
+}
+
+func (w *world) budgetedRun(ctx context.Context, n, batch, workers int) (outcome, error) {
+	if err := w.r.Truncate(ctx, "bench_budget_sinks", "bench_budget_jobs", "bench_budget_records"); err != nil {
+		return outcome{}, err
+	}
+	if err := budgetedLoad(ctx, w.r.Pool, jobs(w.f, w.keys, w.r, n), w.keys); err != nil {
+		return outcome{}, err
+	}
+	if _, err := w.r.Pool.Exec(ctx, `ANALYZE bench_budget_sinks, bench_budget_jobs`); err != nil {
+		return outcome{}, err
+	}
+	w.r.GS.Reset()
+	start, cpu0, meter := time.Now(), busyCPU(), w.r.StartCPU(ctx)
+	got, err := budgeted(ctx, w.r.URL, w.r.GS.URL, batch, workers, meter)
+	took, cpu := time.Since(start), busyCPU()-cpu0
+	proc, db := meter.Stop(ctx)
+	if err != nil {
+		return outcome{}, err
+	}
+	o := outcome{rate: float64(got) / took.Seconds(), cpuPer: perDelivery(cpu, int(got)), ownPer: perDelivery(proc+db, int(got)), dbPer: perDelivery(db, int(got)), n: int(got)}
+	o.distinct, o.duplicated = w.r.GS.Counts()
+	if err := w.r.Pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT job_id FROM bench_budget_records
+		WHERE status = 'delivered' GROUP BY job_id HAVING count(*) > 1) d`).Scan(&o.dbDouble); err != nil {
+		return o, err
+	}
+	if err := w.r.Pool.QueryRow(ctx, `SELECT count(*) FROM bench_budget_jobs WHERE state <> 'delivered'`).Scan(&o.unfinished); err != nil {
+		return o, err
+	}
+	if int(got) != n || o.unfinished > 0 || o.dbDouble > 0 {
+		return o, fmt.Errorf("budgeted loop delivered %d of %d (%d rows not delivered, %d delivered twice)", got, n, o.unfinished, o.dbDouble)
+	}
+	return o, nil
+}
+
+// budgetSweep runs baseline (c) over a few batch sizes and worker counts
+// on a smaller backlog and returns the fastest.
+func (w *world) budgetSweep(ctx context.Context) (batch, workers int, err error) {
+	n := min(*backlog, 6000)
+	best := 0.0
+	fmt.Printf("budgeted sweep (%d deliveries each):", n)
+	for _, c := range []int{1, 2, 4} {
+		for _, b := range []int{50, 100, 200} {
+			o, err := w.budgetedRun(ctx, n, b, c)
+			if err != nil {
+				return 0, 0, err
+			}
+			fmt.Printf(" b%d/w%d %.0f", b, c, o.rate)
+			if o.rate > best {
+				best, batch, workers = o.rate, b, c
+			}
+		}
+	}
+	fmt.Println()
+	return batch, workers, nil
 }
 
 // sweep runs the hand loop over a few batch sizes and concurrencies on a
@@ -446,6 +562,33 @@ func (w *world) sweep(ctx context.Context) (batch, conc int, err error) {
 	}
 	fmt.Println()
 	return batch, conc, nil
+}
+
+// writesRE finds the tables a statement writes.
+var writesRE = regexp.MustCompile(`(?i)\b(UPDATE|INSERT INTO|DELETE FROM)\s+(?:switchboard\.)?(\w+)`)
+
+// statementLabel is a statement's first 90 characters and, for one that
+// writes, the tables it writes (statements of one shape, WITH … AS
+// MATERIALIZED, differ only there).
+func statementLabel(sql string) string {
+	label := sql
+	if len(label) > 90 {
+		label = label[:90] + "…"
+	}
+	var writes []string
+	for _, m := range writesRE.FindAllStringSubmatch(sql, -1) {
+		if m[2] == strings.ToUpper(m[2]) {
+			continue // FOR UPDATE OF, SKIP LOCKED, DO UPDATE SET
+		}
+		w := strings.ToLower(strings.Fields(m[1])[0]) + " " + m[2]
+		if !slices.Contains(writes, w) {
+			writes = append(writes, w)
+		}
+	}
+	if len(writes) > 0 {
+		label += " [" + strings.Join(writes, ", ") + "]"
+	}
+	return label
 }
 
 // busyCPU is the machine's busy CPU so far (benchdb.BusyCPU; 0 where it

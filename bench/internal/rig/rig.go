@@ -269,18 +269,28 @@ func (r *Rig) Commits(ctx context.Context) (int64, error) {
 }
 
 // Tracer counts the statements of a pool by their text and sums their
-// time: pgx's QueryTracer, set on the engine's pool by the drain driver.
+// time, and counts the round trips: pgx's QueryTracer and BatchTracer, set
+// on the engine's pool by the drain driver. A statement sent alone (Query,
+// QueryRow, Exec, and BEGIN and COMMIT of pgx.BeginFunc) is one round trip,
+// timed from send to its result read; a pgx.Batch is one round trip for
+// all its statements, counted each and timed as a whole (Batches): the
+// server sends a batch's results when it has run them all, so the time of
+// one statement in it cannot be told from the wire.
 type Tracer struct {
-	mu    sync.Mutex
-	stats map[string]*Stat
-	on    atomic.Bool
+	mu         sync.Mutex
+	stats      map[string]*Stat
+	batches    map[string]*Stat
+	roundTrips int64
+	on         atomic.Bool
 }
 
-// Stat is one statement's count and time.
+// Stat is one statement's (or batch's) count and time; Batched of the
+// calls were sent in a pgx.Batch (their time is their batch's).
 type Stat struct {
-	SQL   string
-	Calls int64
-	Time  time.Duration
+	SQL     string
+	Calls   int64
+	Batched int64
+	Time    time.Duration
 }
 
 type traceKey struct{}
@@ -291,14 +301,38 @@ type traceStart struct {
 }
 
 // NewTracer returns a tracer, off until Start.
-func NewTracer() *Tracer { return &Tracer{stats: map[string]*Stat{}} }
+func NewTracer() *Tracer { return &Tracer{stats: map[string]*Stat{}, batches: map[string]*Stat{}} }
 
 // Start turns counting on (and forgets what was counted).
 func (t *Tracer) Start() {
 	t.mu.Lock()
 	t.stats = map[string]*Stat{}
+	t.batches = map[string]*Stat{}
+	t.roundTrips = 0
 	t.mu.Unlock()
 	t.on.Store(true)
+}
+
+// Batches returns the batches counted, by their statements (each
+// statement's first 40 characters, BEGIN, COMMIT and SET LOCAL left out),
+// most time first; a batch's time is from SendBatch to its results read.
+func (t *Tracer) Batches() []Stat {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Stat
+	for _, s := range t.batches {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Time > out[j].Time })
+	return out
+}
+
+// RoundTrips is how many round trips were counted: statements sent alone
+// and batches.
+func (t *Tracer) RoundTrips() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.roundTrips
 }
 
 // Stop turns counting off and returns the statements, most time first.
@@ -328,8 +362,61 @@ func (t *Tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQuer
 	if !ok {
 		return
 	}
-	d := time.Since(s.at)
-	key := strings.Join(strings.Fields(s.sql), " ")
+	t.count(s.sql, time.Since(s.at), false)
+}
+
+type batchKey struct{}
+
+type batchTrace struct {
+	at    time.Time
+	shape []string
+}
+
+// TraceBatchStart implements pgx.BatchTracer.
+func (t *Tracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	if !t.on.Load() {
+		return ctx
+	}
+	t.mu.Lock()
+	t.roundTrips++
+	t.mu.Unlock()
+	return context.WithValue(ctx, batchKey{}, &batchTrace{at: time.Now()})
+}
+
+// TraceBatchQuery implements pgx.BatchTracer.
+func (t *Tracer) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	bt, ok := ctx.Value(batchKey{}).(*batchTrace)
+	if !ok {
+		return
+	}
+	t.count(d.SQL, 0, true)
+	sql := strings.Join(strings.Fields(d.SQL), " ")
+	if u := strings.ToUpper(sql); u == "BEGIN" || u == "COMMIT" || strings.HasPrefix(u, "SET LOCAL") {
+		return
+	}
+	bt.shape = append(bt.shape, sql[:min(len(sql), 40)])
+}
+
+// TraceBatchEnd implements pgx.BatchTracer.
+func (t *Tracer) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchEndData) {
+	bt, ok := ctx.Value(batchKey{}).(*batchTrace)
+	if !ok {
+		return
+	}
+	key := strings.Join(bt.shape, " ; ")
+	t.mu.Lock()
+	st := t.batches[key]
+	if st == nil {
+		st = &Stat{SQL: key}
+		t.batches[key] = st
+	}
+	st.Calls++
+	st.Time += time.Since(bt.at)
+	t.mu.Unlock()
+}
+
+func (t *Tracer) count(sql string, d time.Duration, batched bool) {
+	key := strings.Join(strings.Fields(sql), " ")
 	t.mu.Lock()
 	st := t.stats[key]
 	if st == nil {
@@ -338,6 +425,11 @@ func (t *Tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQuer
 	}
 	st.Calls++
 	st.Time += d
+	if batched {
+		st.Batched++
+	} else {
+		t.roundTrips++
+	}
 	t.mu.Unlock()
 }
 
