@@ -8,7 +8,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
-	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -24,7 +24,7 @@ func TestJanitorPrunesHistoryPastRetention(t *testing.T) {
 	// Batches of 2: every table below has more old rows than one batch.
 	eng := w.Engine(func(c *engine.Config) { c.JanitorBatch = 2 })
 	h := w.F.Human("")
-	scope := notifytype.Human(h)
+	scope := hostid.Human(h)
 	hook := w.F.Webhook(scope, "forge")
 	var digest int64
 	require.NoError(t, w.Pool.QueryRow(w.Ctx, `INSERT INTO switchboard.digests (owner, name, schedule) VALUES ($1, 'morning', 'daily 09:00')
