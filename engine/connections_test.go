@@ -27,7 +27,7 @@ func TestCreateConnectionSealsTheSecretToItsRow(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.True(t, c.HasSecret)
-	require.Equal(t, h, c.CreatedByHumanID)
+	require.Equal(t, hostid.String(h), c.CreatedByHumanID)
 
 	var sealed []byte
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT secret FROM switchboard.connections WHERE id = $1`, c.ID).Scan(&sealed))

@@ -35,7 +35,7 @@ func TestJanitorPrunesHistoryPastRetention(t *testing.T) {
 	for i, age := range ages {
 		at := w.Clock.Now().Add(-age)
 		_, err := w.Pool.Exec(w.Ctx, `INSERT INTO switchboard.write_log (at, owner, action, object_kind, object_id, acting_human_id)
-			VALUES ($1, $2, 'sink.create', 'sink', $3, $4)`, at, scope.String(), i+1, h)
+			VALUES ($1, $2, 'sink.create', 'sink', $3, $4)`, at, scope.String(), i+1, hostid.String(h))
 		require.NoError(t, err)
 		_, err = w.Pool.Exec(w.Ctx, `INSERT INTO switchboard.digest_runs (digest_id, owner, kind, outcome, slot_at, ran_at)
 			VALUES ($1, $2, 'scheduled', 'sent', $3, $3)`, digest, scope.String(), at)

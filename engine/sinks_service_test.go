@@ -32,7 +32,7 @@ func TestCreateSinkStoresNormalisedOptions(t *testing.T) {
 	require.Equal(t, engine.BudgetPerHourDefault, s.BudgetPerHour)
 	require.Equal(t, engine.BudgetBurstDefault, s.BudgetBurst)
 	require.JSONEq(t, `{"priorities":{"low":2,"normal":5,"high":10}}`, string(s.Options))
-	require.Equal(t, h, s.UpdatedByHumanID)
+	require.Equal(t, hostid.String(h), s.UpdatedByHumanID)
 	require.Zero(t, s.UpdatedByEndpointID)
 
 	got, err := b.eng.GetSink(b.ctx, p, s.ID)
@@ -471,18 +471,18 @@ func TestEndpointPrincipal(t *testing.T) {
 
 	s, err := b.eng.CreateSink(b.ctx, p, engine.SinkInput{Owner: owner, Name: "phone", Kind: engine.KindGotify, ConnectionID: conn})
 	require.NoError(t, err)
-	require.Equal(t, h, s.UpdatedByHumanID)
+	require.Equal(t, hostid.String(h), s.UpdatedByHumanID)
 	require.Equal(t, endpoint, s.UpdatedByEndpointID)
-	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.sinks WHERE id = $1 AND updated_by_human_id = $2 AND updated_by_endpoint_id = $3`, s.ID, h, endpoint))
+	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.sinks WHERE id = $1 AND updated_by_human_id = $2 AND updated_by_endpoint_id = $3`, s.ID, hostid.String(h), endpoint))
 
 	subs, err := b.eng.SetSubscriptions(b.ctx, p, s.ID, []engine.SubscriptionInput{{
 		EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}, Queues: []int64{queue},
 	}})
 	require.NoError(t, err)
 	require.Len(t, subs, 1)
-	require.Equal(t, h, subs[0].CreatedByHumanID)
+	require.Equal(t, hostid.String(h), subs[0].CreatedByHumanID)
 	require.Equal(t, endpoint, subs[0].CreatedByEndpointID)
-	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.subscriptions WHERE id = $1 AND created_by_human_id = $2 AND created_by_endpoint_id = $3`, subs[0].ID, h, endpoint))
+	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.subscriptions WHERE id = $1 AND created_by_human_id = $2 AND created_by_endpoint_id = $3`, subs[0].ID, hostid.String(h), endpoint))
 
 	// A human's later write clears the endpoint from the record.
 	u, err := b.eng.SetSinkEnabled(b.ctx, human, s.ID, false)

@@ -41,7 +41,7 @@ func TestSubscriptions(t *testing.T) {
 	require.Equal(t, notifytype.SeverityHigh, first.MinSeverity)
 	require.True(t, first.IncludeExcerpt)
 	require.Equal(t, owner, first.Owner)
-	require.Equal(t, h, first.CreatedByHumanID)
+	require.Equal(t, hostid.String(h), first.CreatedByHumanID)
 	require.Zero(t, first.CreatedByEndpointID)
 	second := subs[1]
 	require.Equal(t, notifytype.SeverityLow, second.MinSeverity, "min_severity defaults to low")

@@ -11,7 +11,10 @@ import (
 )
 
 // Directory answers the engine's questions about owners and ownership over
-// the reference host's tables. It implements engine.Directory.
+// the reference host's tables. It implements engine.Directory. Human and
+// team ids come from the engine as strings and the host's tables key them
+// by bigint (hostid): an id that is not one of the host's names nobody (no
+// role, no actor, no teams).
 type Directory struct {
 	db store.DBTX
 }
@@ -44,9 +47,6 @@ func (d *Directory) TeamRole(ctx context.Context, humanID, teamID string) (engin
 	}
 	return engine.Role(role), nil
 }
-
-// Human and team ids come from the engine as strings; the host's are
-// integers (hostid), so an id that is not one names nobody here.
 
 // KnownActor reports whether humanID is a human and, when endpointID is
 // not 0, whether endpointID is an endpoint accountable to that human.

@@ -36,7 +36,7 @@ func TestEndpointWritesRecordTheirAuthor(t *testing.T) {
 	require.Len(t, writes, 2)
 	for i, action := range []string{host.WriteEndpointVend, host.WriteEndpointRevoke} {
 		require.Equal(t, action, writes[i].Action)
-		require.Equal(t, h, writes[i].HumanID)
+		require.Equal(t, hostid.String(h), writes[i].HumanID)
 		require.Zero(t, writes[i].EndpointID)
 		require.Equal(t, hostid.Human(h).String(), writes[i].Owner)
 	}

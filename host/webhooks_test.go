@@ -196,7 +196,7 @@ func TestAnotherOwnersSinkName(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, rules, after)
 	require.Equal(t, agent, after[0].UpdatedByEndpointID, "the write records the endpoint")
-	require.Equal(t, hook.Owner.ID, after[0].UpdatedByHumanID, "and its human")
+	require.Equal(t, hostid.Number(hook.Owner.ID), after[0].UpdatedByHumanID, "and its human")
 }
 
 func TestRuleSaveRefusesBadInputNamingTheRule(t *testing.T) {

@@ -72,16 +72,17 @@ func TestGrantedEndpointAddsSubscription(t *testing.T) {
 	// The stored row records the endpoint and its accountable human, and
 	// replaced the sink's earlier subscription.
 	var (
-		types            []string
-		queues           []int64
-		byHuman, byEndpt int64
+		types   []string
+		queues  []int64
+		byHuman string
+		byEndpt int64
 	)
 	require.NoError(t, w.Pool.QueryRow(w.Ctx, `
 		SELECT event_types, queue_ids, created_by_human_id, created_by_endpoint_id
 		FROM switchboard.subscriptions WHERE sink_id = $1`, sink).Scan(&types, &queues, &byHuman, &byEndpt))
 	require.Equal(t, []string{"todo.dead_lettered"}, types)
 	require.Equal(t, []int64{forge}, queues)
-	require.Equal(t, human, byHuman)
+	require.Equal(t, hostid.String(human), byHuman)
 	require.Equal(t, endpoint, byEndpt)
 
 	// Another owner's sink is not_found, and is left as it was.

@@ -214,7 +214,7 @@ func TestBadConnectionInput(t *testing.T) {
 	}
 	const bad, invalid = http.StatusBadRequest, "invalid_argument"
 	b.requireRefusals(t, tok, []refusal{
-		post("owner malformed", conn(map[string]any{"owner": "human:x"}), bad, invalid, "owner"),
+		post("owner malformed", conn(map[string]any{"owner": "human:not an id"}), bad, invalid, "owner"),
 		post("owner of another", conn(map[string]any{"owner": human(other)}), http.StatusNotFound, "not_found", ""),
 		post("kind unknown", conn(map[string]any{"kind": "slack"}), bad, invalid, "kind"),
 		post("name taken", conn(map[string]any{"name": "taken"}), bad, invalid, "name"),

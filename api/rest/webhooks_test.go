@@ -164,12 +164,12 @@ func TestDeleteWebhook(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, writes, 2)
 	require.Equal(t, []string{host.WriteWebhookCreate, host.WriteWebhookDelete}, []string{writes[0].Action, writes[1].Action})
-	require.Equal(t, owner, writes[1].HumanID)
+	require.Equal(t, hostid.String(owner), writes[1].HumanID)
 	require.Zero(t, writes[1].EndpointID)
 	require.Equal(t, human(owner), writes[1].Owner)
 	teamWrites, err := store.ListWrites(b.w.Ctx, b.w.Pool, host.ObjectWebhook, teamHook.ID)
 	require.NoError(t, err)
-	require.Equal(t, admin, teamWrites[len(teamWrites)-1].HumanID)
+	require.Equal(t, hostid.String(admin), teamWrites[len(teamWrites)-1].HumanID)
 	require.Equal(t, team(tm), teamWrites[len(teamWrites)-1].Owner)
 }
 

@@ -173,7 +173,7 @@ func TestWebhookDeleteAsksFirst(t *testing.T) {
 	writes, err := store.ListWrites(b.ctx, b.pool, host.ObjectWebhook, hook.ID)
 	require.NoError(t, err)
 	require.Equal(t, host.WriteWebhookDelete, writes[len(writes)-1].Action)
-	require.Equal(t, human, writes[len(writes)-1].HumanID)
+	require.Equal(t, hostid.String(human), writes[len(writes)-1].HumanID)
 }
 
 // The rule form picks its queue and its sink by name (issue 19 item 7):
