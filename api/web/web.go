@@ -490,7 +490,7 @@ var funcs = template.FuncMap{
 	"kindHelp":     kindClassHelp,
 	"eventHelp":    func(t notifytype.EventType) string { return eventHelp[t] },
 	"itoa":         itoa,
-	"scopeOfHuman": notifytype.Human,
+	"scopeOfHuman": hostid.Human,
 	// dict builds a map for a partial: dict "Key" value "Key2" value2.
 	"dict": func(kv ...any) map[string]any {
 		m := make(map[string]any, len(kv)/2)
