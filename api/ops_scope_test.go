@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -48,8 +49,8 @@ func TestOpsViewsAreScopedToTheirHumans(t *testing.T) {
 		require.NoError(t, err)
 		tok, err := accounts.MintAPIToken(s.w.Ctx, h.ID)
 		require.NoError(t, err)
-		scope := notifytype.Human(h.ID)
-		sink := s.w.Sink(s.eng, engine.HumanPrincipal(h.ID), scope, enginetest.SinkOpts{BaseURL: gotify.URL, Secret: "gtfya.token"})
+		scope := hostid.Human(h.ID)
+		sink := s.w.Sink(s.eng, engine.HumanPrincipal(hostid.String(h.ID)), scope, enginetest.SinkOpts{BaseURL: gotify.URL, Secret: "gtfya.token"})
 		people[i] = person{id: h.ID, email: email, token: tok.Reveal(), sink: sink}
 		s.w.Emit(s.eng, engine.Event{
 			Type: notifytype.EventTodoDeadLettered, Owner: scope, TodoID: int64(100 + i), DeadLetterCount: 1,
@@ -154,10 +155,10 @@ func TestOpsActorsOfATeam(t *testing.T) {
 		human int64
 		scope notifytype.OwnerScope
 	}{
-		{member, notifytype.Human(member)}, {member, notifytype.Team(team)},
-		{outsider, notifytype.Human(outsider)}, {outsider, notifytype.Team(theirs)},
+		{member, hostid.Human(member)}, {member, hostid.Team(team)},
+		{outsider, hostid.Human(outsider)}, {outsider, hostid.Team(theirs)},
 	} {
-		sinkOf[o.scope] = s.w.Sink(s.eng, engine.HumanPrincipal(o.human), o.scope, enginetest.SinkOpts{BaseURL: gotify.URL, Secret: "gtfya.token"})
+		sinkOf[o.scope] = s.w.Sink(s.eng, engine.HumanPrincipal(hostid.String(o.human)), o.scope, enginetest.SinkOpts{BaseURL: gotify.URL, Secret: "gtfya.token"})
 		s.w.Emit(s.eng, engine.Event{
 			Type: notifytype.EventTodoDeadLettered, Owner: o.scope, TodoID: sinkOf[o.scope], DeadLetterCount: 1,
 			Content: sinks.Content{Title: "build failed", Place: "forge"},
@@ -179,8 +180,8 @@ func TestOpsActorsOfATeam(t *testing.T) {
 		}
 		return ids
 	}
-	require.Equal(t, []int64{sinkOf[notifytype.Human(member)], sinkOf[notifytype.Team(team)]}, actorsOf(memberTok))
-	require.Equal(t, []int64{sinkOf[notifytype.Human(outsider)], sinkOf[notifytype.Team(theirs)]}, actorsOf(outsiderTok))
+	require.Equal(t, []int64{sinkOf[hostid.Human(member)], sinkOf[hostid.Team(team)]}, actorsOf(memberTok))
+	require.Equal(t, []int64{sinkOf[hostid.Human(outsider)], sinkOf[hostid.Team(theirs)]}, actorsOf(outsiderTok))
 
 	_, err := accounts.GrantOperator(s.w.Ctx, "outsider@example.net")
 	require.NoError(t, err)

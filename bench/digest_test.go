@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -31,8 +32,8 @@ func BenchmarkDigestBuild(b *testing.B) {
 	b.Cleanup(pool.Close)
 	f := storetest.NewFactory(b, pool)
 	humanID := f.Human("")
-	owner := notifytype.Human(humanID)
-	other := notifytype.Human(f.Human(""))
+	owner := hostid.Human(humanID)
+	other := hostid.Human(f.Human(""))
 	for _, o := range []notifytype.OwnerScope{owner, other} {
 		for range 50 {
 			f.Queue(o, "")
@@ -58,7 +59,7 @@ func BenchmarkDigestBuild(b *testing.B) {
 		b.Fatal(err)
 	}
 	sink := f.Sink(storetest.SinkOpts{Owner: owner})
-	p := engine.HumanPrincipal(humanID)
+	p := engine.HumanPrincipal(hostid.String(humanID))
 	d, err := eng.CreateDigest(ctx, p, engine.DigestInput{Owner: owner, Name: "bench", Schedule: "* 09:00", SinkIDs: []int64{sink}})
 	if err != nil {
 		b.Fatal(err)

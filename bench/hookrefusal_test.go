@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -39,7 +40,7 @@ func BenchmarkHookRefusal(b *testing.B) {
 	_, _ = rand.Read(key)
 	svc := host.NewWebhooks(host.WebhooksConfig{Pool: pool, Emitter: eng, SecretKey: key})
 	human := f.Human("")
-	hook, _, err := svc.Create(ctx, engine.HumanPrincipal(human), host.WebhookInput{Owner: notifytype.Human(human), Name: "forge"})
+	hook, _, err := svc.Create(ctx, engine.HumanPrincipal(hostid.String(human)), host.WebhookInput{Owner: hostid.Human(human), Name: "forge"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -306,16 +306,16 @@ func (e *Engine) sendTestSettings(ctx context.Context, p Principal, in TestSetti
 // last minute, in this instance (nothing is stored to count them by).
 type testWindow struct {
 	mu   sync.Mutex
-	sent map[int64][]time.Time
+	sent map[string][]time.Time
 }
 
 // allow records a test at now for human and reports whether it is within
 // SendTestsPerMinute of the last minute.
-func (w *testWindow) allow(human int64, now time.Time) bool {
+func (w *testWindow) allow(human string, now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.sent == nil {
-		w.sent = map[int64][]time.Time{}
+		w.sent = map[string][]time.Time{}
 	}
 	recent := w.sent[human][:0]
 	for _, t := range w.sent[human] {

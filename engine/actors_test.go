@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -18,12 +19,12 @@ func TestUnknownActorIsNotFound(t *testing.T) {
 	t.Parallel()
 	b := setupService(t)
 	known, ada := b.human()
-	conn := b.gotifyConnection(t, ada, notifytype.Human(known))
-	sink := b.gotifySink(t, ada, notifytype.Human(known), conn, "phone")
-	endpoint := b.f.Endpoint(storetest.EndpointOpts{Owner: notifytype.Human(known), Human: known})
+	conn := b.gotifyConnection(t, ada, hostid.Human(known))
+	sink := b.gotifySink(t, ada, hostid.Human(known), conn, "phone")
+	endpoint := b.f.Endpoint(storetest.EndpointOpts{Owner: hostid.Human(known), Human: known})
 	writes := b.count(t, "write_log")
 
-	const nobody = 987654321
+	const nobody = "987654321"
 	ghost := engine.HumanPrincipal(nobody)
 	_, err := b.eng.CreateConnection(b.ctx, ghost, engine.ConnectionInput{
 		Owner: notifytype.Human(nobody), Kind: engine.KindGotify, Name: "home",
@@ -37,13 +38,13 @@ func TestUnknownActorIsNotFound(t *testing.T) {
 	requireRefusal(t, err, notifytype.CodeNotFound, "")
 
 	// An endpoint that is not the acting human's, or is no endpoint at all.
-	for _, id := range []int64{nobody, b.f.Endpoint(storetest.EndpointOpts{})} {
-		agent := engine.EndpointPrincipal(id, known, notifytype.Human(known), notifytype.GrantNotifications)
+	for _, id := range []int64{987654321, b.f.Endpoint(storetest.EndpointOpts{})} {
+		agent := engine.EndpointPrincipal(id, hostid.String(known), hostid.Human(known), notifytype.GrantNotifications)
 		_, err = b.eng.UpdateSink(b.ctx, agent, sink.ID, engine.SinkPatch{Name: ptr("renamed")})
 		e = requireRefusal(t, err, notifytype.CodeNotFound, "")
 		require.Equal(t, "acting endpoint not found", e.Message)
 	}
-	agent := engine.EndpointPrincipal(endpoint, known, notifytype.Human(known), notifytype.GrantNotifications)
+	agent := engine.EndpointPrincipal(endpoint, hostid.String(known), hostid.Human(known), notifytype.GrantNotifications)
 	_, err = b.eng.UpdateSink(b.ctx, agent, sink.ID, engine.SinkPatch{Name: ptr("renamed")})
 	require.NoError(t, err, "the endpoint the Directory knows acts")
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/apprise"
@@ -95,7 +96,7 @@ func TestSavingAppriseURLsParsersReadDifferentlyIsRefused(t *testing.T) {
 	h, p := b.human()
 	save := func(u string) error {
 		_, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{
-			Owner: notifytype.Human(h), Kind: engine.KindApprise, Name: "apprise", AccountKey: "https://apprise.example.net",
+			Owner: hostid.Human(h), Kind: engine.KindApprise, Name: "apprise", AccountKey: "https://apprise.example.net",
 			Secret: notifytype.NewSecret(`{"urls":[` + strconv.Quote(u) + `]}`),
 		})
 		return err

@@ -63,8 +63,11 @@ func (e *Engine) authorizeScope(ctx context.Context, p Principal, scope notifyty
 // the Directory does not know: owners and actors are opaque ids the engine records without a
 // foreign key, so this is what keeps a write from naming nobody.
 func (e *Engine) checkActor(ctx context.Context, p Principal) error {
-	if p.HumanID <= 0 {
+	if p.HumanID == "" {
 		return notifytype.Forbidden("no acting human")
+	}
+	if !notifytype.ValidOwnerID(p.HumanID) {
+		return notifytype.InvalidArgument("human_id", "not a human id (1 to 128 of A-Z a-z 0-9 . _ ~ : @ -)")
 	}
 	if p.EndpointID != 0 && !p.Has(notifytype.GrantNotifications) {
 		return notifytype.Forbidden("this endpoint's grant lacks the notifications verbs")

@@ -71,7 +71,7 @@ type Connection struct {
 	AccountKey       string
 	HasSecret        bool
 	CreatedAt        time.Time
-	CreatedByHumanID int64
+	CreatedByHumanID string
 }
 
 func connectionOut(c store.Connection) Connection {

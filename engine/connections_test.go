@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/vault"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -17,7 +18,7 @@ func TestCreateConnectionSealsTheSecretToItsRow(t *testing.T) {
 	t.Parallel()
 	b := setupService(t)
 	h, p := b.human()
-	owner := notifytype.Human(h)
+	owner := hostid.Human(h)
 	const token = "gtfya.sealed-token-1"
 
 	c, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{
@@ -26,7 +27,7 @@ func TestCreateConnectionSealsTheSecretToItsRow(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.True(t, c.HasSecret)
-	require.Equal(t, h, c.CreatedByHumanID)
+	require.Equal(t, hostid.String(h), c.CreatedByHumanID)
 
 	var sealed []byte
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT secret FROM switchboard.connections WHERE id = $1`, c.ID).Scan(&sealed))
@@ -54,7 +55,7 @@ func TestCreateConnectionSealsTheSecretToItsRow(t *testing.T) {
 	require.NotContains(t, err.Error(), token)
 
 	// Every use re-checks scope and kind.
-	_, err = b.eng.OpenConnectionForTest(b.ctx, c.ID, notifytype.Human(h+1000), engine.KindGotify)
+	_, err = b.eng.OpenConnectionForTest(b.ctx, c.ID, hostid.Human(h+1000), engine.KindGotify)
 	requireRefusal(t, err, notifytype.CodeForbidden, "connection_id")
 	_, err = b.eng.OpenConnectionForTest(b.ctx, c.ID, owner, engine.KindApprise)
 	requireRefusal(t, err, notifytype.CodeForbidden, "connection_id")
@@ -68,7 +69,7 @@ func TestCreateConnectionWithoutKeyStoresNothing(t *testing.T) {
 	h, p := b.human()
 
 	_, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{
-		Owner: notifytype.Human(h), Kind: engine.KindGotify, Name: "phone",
+		Owner: hostid.Human(h), Kind: engine.KindGotify, Name: "phone",
 		AccountKey: "https://gotify.example.net", Secret: notifytype.NewSecret("gtfya.no-key"),
 	})
 	requireRefusal(t, err, notifytype.CodeEncryptionRequired, "")
@@ -77,7 +78,7 @@ func TestCreateConnectionWithoutKeyStoresNothing(t *testing.T) {
 
 	// A connection with no secret needs no key: a stateful Apprise server.
 	c, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{
-		Owner: notifytype.Human(h), Kind: engine.KindApprise, Name: "apprise", AccountKey: "https://apprise.example.net",
+		Owner: hostid.Human(h), Kind: engine.KindApprise, Name: "apprise", AccountKey: "https://apprise.example.net",
 	})
 	require.NoError(t, err)
 	require.False(t, c.HasSecret)
@@ -90,7 +91,7 @@ func TestCreateConnectionRefusals(t *testing.T) {
 	other, _ := b.human()
 	team := b.f.Team("")
 	b.f.Member(team, h, "member")
-	mine := notifytype.Human(h)
+	mine := hostid.Human(h)
 	endpoint := b.f.Endpoint(storetest.EndpointOpts{Owner: mine, Human: h})
 
 	good := engine.ConnectionInput{
@@ -105,9 +106,9 @@ func TestCreateConnectionRefusals(t *testing.T) {
 		field string
 	}{
 		{"no owner", p, func(in *engine.ConnectionInput) { in.Owner = notifytype.OwnerScope{} }, notifytype.CodeInvalidArgument, "owner"},
-		{"another human's scope", p, func(in *engine.ConnectionInput) { in.Owner = notifytype.Human(other) }, notifytype.CodeNotFound, ""},
-		{"a team where a member", p, func(in *engine.ConnectionInput) { in.Owner = notifytype.Team(team) }, notifytype.CodeForbidden, ""},
-		{"an endpoint", engine.EndpointPrincipal(endpoint, h, mine), func(*engine.ConnectionInput) {}, notifytype.CodeForbidden, ""},
+		{"another human's scope", p, func(in *engine.ConnectionInput) { in.Owner = hostid.Human(other) }, notifytype.CodeNotFound, ""},
+		{"a team where a member", p, func(in *engine.ConnectionInput) { in.Owner = hostid.Team(team) }, notifytype.CodeForbidden, ""},
+		{"an endpoint", engine.EndpointPrincipal(endpoint, hostid.String(h), mine), func(*engine.ConnectionInput) {}, notifytype.CodeForbidden, ""},
 		{"unknown kind", p, func(in *engine.ConnectionInput) { in.Kind = "slack" }, notifytype.CodeInvalidArgument, "kind"},
 		{"no name", p, func(in *engine.ConnectionInput) { in.Name = "" }, notifytype.CodeInvalidArgument, "name"},
 		{"no base URL", p, func(in *engine.ConnectionInput) { in.AccountKey = "" }, notifytype.CodeInvalidArgument, "account_key"},
@@ -147,7 +148,7 @@ func TestHTTPBaseURLUnderTheOptIn(t *testing.T) {
 	b := setupService(t, func(c *engine.Config) { c.PushAllowHTTP = true })
 	h, p := b.human()
 	_, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{
-		Owner: notifytype.Human(h), Kind: engine.KindGotify, Name: "lan",
+		Owner: hostid.Human(h), Kind: engine.KindGotify, Name: "lan",
 		AccountKey: "http://gotify.lan", Secret: notifytype.NewSecret("gtfya.token"),
 	})
 	require.NoError(t, err)
@@ -158,7 +159,7 @@ func TestDeleteConnection(t *testing.T) {
 	b := setupService(t)
 	h, p := b.human()
 	_, stranger := b.human()
-	owner := notifytype.Human(h)
+	owner := hostid.Human(h)
 	conn := b.gotifyConnection(t, p, owner)
 	sink := b.gotifySink(t, p, owner, conn, "phone")
 

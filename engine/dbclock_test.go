@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -29,7 +30,7 @@ func TestEmitReadsTheDatabaseClockInTheHostTransaction(t *testing.T) {
 	t.Cleanup(pool.Close)
 	f := storetest.NewFactory(t, pool)
 	human := f.Human("")
-	sink := f.Sink(storetest.SinkOpts{Owner: notifytype.Human(human)})
+	sink := f.Sink(storetest.SinkOpts{Owner: hostid.Human(human)})
 	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
 
 	eng, err := engine.New(engine.Config{Pool: pool, Directory: emitDirectory{}}) // production: the database's clock
@@ -41,7 +42,7 @@ func TestEmitReadsTheDatabaseClockInTheHostTransaction(t *testing.T) {
 		if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&before); err != nil {
 			return err
 		}
-		return eng.Emit(ctx, tx, deadLetterOf(notifytype.Human(human), 1))
+		return eng.Emit(ctx, tx, deadLetterOf(hostid.Human(human), 1))
 	}))
 	require.NoError(t, pool.QueryRow(ctx, `SELECT due_at FROM switchboard.outbox_events`).Scan(&due))
 	require.WithinDuration(t, before, due, time.Second, "due at the database's now")

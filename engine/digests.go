@@ -79,7 +79,7 @@ type Digest struct {
 	NextSendAt          time.Time
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
-	UpdatedByHumanID    int64
+	UpdatedByHumanID    string
 	UpdatedByEndpointID int64
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard/notify/engine/digest"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
@@ -276,14 +277,14 @@ func TestDigestValidatesTargetsAndPermissions(t *testing.T) {
 
 	// A team member reads the team's digests but may not write them (D2).
 	team := d.w.F.Team("")
-	d.w.F.Member(team, d.p.HumanID, "admin")
+	d.w.F.Member(team, hostid.Number(d.p.HumanID), "admin")
 	memberID := d.w.F.Human("")
 	d.w.F.Member(team, memberID, "member")
-	teamScope := notifytype.Team(team)
+	teamScope := hostid.Team(team)
 	teamSink := d.w.F.Sink(storetest.SinkOpts{Owner: teamScope})
 	tdg, err := d.eng.CreateDigest(d.w.Ctx, d.p, engine.DigestInput{Owner: teamScope, Name: "team", Schedule: "* 09:00", SinkIDs: []int64{teamSink}})
 	require.NoError(t, err)
-	member := engine.HumanPrincipal(memberID)
+	member := engine.HumanPrincipal(hostid.String(memberID))
 	_, err = d.eng.GetDigest(d.w.Ctx, member, tdg.ID)
 	require.NoError(t, err)
 	requireCode(t, d.eng.DeleteDigest(d.w.Ctx, member, tdg.ID), notifytype.CodeForbidden, "")

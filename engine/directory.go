@@ -33,22 +33,24 @@ const (
 )
 
 // SoleOwner is the one owner of an engine configured without a Directory
-// (Config.Directory nil): human 1. Such an engine knows one acting human,
+// (Config.Directory nil): human "1". Such an engine knows one acting human,
 // SoleOwner.ID (HumanPrincipal(SoleOwner.ID)), no endpoint and no team (a
 // team scope is not_found), and takes every id a subscription or digest
 // names as the owner's own queue, endpoint, webhook or todo: the host has
 // no one else. Emit events with Owner SoleOwner.
-var SoleOwner = notifytype.Human(1)
+var SoleOwner = notifytype.Human("1")
 
 // soleOwnerDirectory is the Directory of an engine configured without
 // one: SoleOwner alone, no teams.
 type soleOwnerDirectory struct{}
 
-func (soleOwnerDirectory) TeamRole(context.Context, int64, int64) (Role, error) { return RoleNone, nil }
+func (soleOwnerDirectory) TeamRole(context.Context, string, string) (Role, error) {
+	return RoleNone, nil
+}
 
-func (soleOwnerDirectory) MemberTeams(context.Context, int64) ([]int64, error) { return nil, nil }
+func (soleOwnerDirectory) MemberTeams(context.Context, string) ([]string, error) { return nil, nil }
 
-func (soleOwnerDirectory) KnownActor(_ context.Context, humanID, endpointID int64) (bool, error) {
+func (soleOwnerDirectory) KnownActor(_ context.Context, humanID string, endpointID int64) (bool, error) {
 	return humanID == SoleOwner.ID && endpointID == 0, nil
 }
 
@@ -72,7 +74,7 @@ func (soleOwnerDirectory) Owned(_ context.Context, scope notifytype.OwnerScope, 
 type Directory interface {
 	// TeamRole returns the human's role in the team, RoleNone when the
 	// human is not a member.
-	TeamRole(ctx context.Context, humanID, teamID int64) (Role, error)
+	TeamRole(ctx context.Context, humanID, teamID string) (Role, error)
 
 	// Owned returns which of ids are objects of the given kind in scope.
 	// The engine refuses a filter naming any id not returned.
@@ -85,5 +87,9 @@ type Directory interface {
 	// with no foreign key into the host's tables: it asks here before
 	// every read and write of the management service, and refuses an
 	// actor the host does not know with not_found.
-	KnownActor(ctx context.Context, humanID, endpointID int64) (bool, error)
+	//
+	// Human and team ids are the host's own, as opaque strings (a uuid, an
+	// integer, a slug: notifytype.ValidOwnerID): the same ids it puts in
+	// notifytype.Human and notifytype.Team. Endpoint ids are int64.
+	KnownActor(ctx context.Context, humanID string, endpointID int64) (bool, error)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 )
@@ -13,13 +14,13 @@ import (
 // tests; the host's Directory is the real one.
 type tableDirectory struct{ db store.DBTX }
 
-func (d tableDirectory) TeamRole(ctx context.Context, humanID, teamID int64) (engine.Role, error) {
-	role, err := store.TeamRole(ctx, d.db, teamID, humanID)
+func (d tableDirectory) TeamRole(ctx context.Context, humanID, teamID string) (engine.Role, error) {
+	role, err := store.TeamRole(ctx, d.db, hostid.Number(teamID), hostid.Number(humanID))
 	return engine.Role(role), err
 }
 
-func (d tableDirectory) KnownActor(ctx context.Context, humanID, endpointID int64) (bool, error) {
-	return store.KnownActor(ctx, d.db, humanID, endpointID)
+func (d tableDirectory) KnownActor(ctx context.Context, humanID string, endpointID int64) (bool, error) {
+	return store.KnownActor(ctx, d.db, hostid.Number(humanID), endpointID)
 }
 
 func (d tableDirectory) Owned(ctx context.Context, scope notifytype.OwnerScope, kind engine.Resource, ids []int64) ([]int64, error) {

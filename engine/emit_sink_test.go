@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store/storetest"
@@ -34,7 +35,7 @@ func ruleNotify(owner notifytype.OwnerScope, rule int64, subject string) engine.
 func TestEmitToSinkReachesOnlyTheNamedSinkOfItsScope(t *testing.T) {
 	t.Parallel()
 	b := setupEmit(t)
-	alice, bob := notifytype.Human(b.f.Human("")), notifytype.Human(b.f.Human(""))
+	alice, bob := hostid.Human(b.f.Human("")), hostid.Human(b.f.Human(""))
 	phone := b.f.Sink(storetest.SinkOpts{Owner: alice})
 	// A sink of the same scope subscribed to rule.notify is not the one named.
 	other := b.f.Sink(storetest.SinkOpts{Owner: alice})
@@ -61,7 +62,7 @@ func TestEmitToSinkReachesOnlyTheNamedSinkOfItsScope(t *testing.T) {
 func TestEmitToSinkRollsBackWithItsTransaction(t *testing.T) {
 	t.Parallel()
 	b := setupEmit(t)
-	alice := notifytype.Human(b.f.Human(""))
+	alice := hostid.Human(b.f.Human(""))
 	phone := b.f.Sink(storetest.SinkOpts{Owner: alice})
 	boom := errors.New("the routed insert failed")
 	err := pgx.BeginFunc(context.Background(), b.pool, func(tx pgx.Tx) error {

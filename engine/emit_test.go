@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store/storetest"
@@ -22,7 +23,7 @@ import (
 // emitDirectory answers nothing: Emit never asks the directory.
 type emitDirectory struct{}
 
-func (emitDirectory) TeamRole(context.Context, int64, int64) (engine.Role, error) {
+func (emitDirectory) TeamRole(context.Context, string, string) (engine.Role, error) {
 	return engine.RoleNone, nil
 }
 
@@ -30,7 +31,7 @@ func (emitDirectory) Owned(context.Context, notifytype.OwnerScope, engine.Resour
 	return nil, nil
 }
 
-func (emitDirectory) KnownActor(context.Context, int64, int64) (bool, error) { return true, nil }
+func (emitDirectory) KnownActor(context.Context, string, int64) (bool, error) { return true, nil }
 
 type emitBundle struct {
 	pool *pgxpool.Pool
@@ -96,7 +97,7 @@ func deadLetter(owner notifytype.OwnerScope, queue, todo int64, n int) engine.Ev
 func TestEmitOneRowPerMatchingSink(t *testing.T) {
 	t.Parallel()
 	b := setupEmit(t)
-	alice := notifytype.Human(b.f.Human("alice"))
+	alice := hostid.Human(b.f.Human("alice"))
 	q := b.f.Queue(alice, "forge")
 	sink := b.f.Sink(storetest.SinkOpts{Owner: alice})
 	// Two subscriptions of one sink match: still one row.
@@ -122,7 +123,7 @@ func TestEmitOneRowPerMatchingSink(t *testing.T) {
 func TestEmitWritesNothingWithoutAMatch(t *testing.T) {
 	t.Parallel()
 	b := setupEmit(t)
-	alice := notifytype.Human(b.f.Human(""))
+	alice := hostid.Human(b.f.Human(""))
 	q := b.f.Queue(alice, "")
 	otherQ := b.f.Queue(alice, "")
 	wrongType := b.f.Sink(storetest.SinkOpts{Owner: alice})
@@ -137,7 +138,7 @@ func TestEmitWritesNothingWithoutAMatch(t *testing.T) {
 	b.emit(t, deadLetter(alice, q, 1, 1))
 	b.emit(t, engine.Event{Type: notifytype.EventAgentNotify, Owner: alice, Content: sinks.Content{Title: "look"}})
 	// An event of a scope with no sinks at all.
-	b.emit(t, deadLetter(notifytype.Team(99), 0, 2, 1))
+	b.emit(t, deadLetter(notifytype.Team("99"), 0, 2, 1))
 
 	require.Empty(t, b.rows(t))
 }
@@ -145,8 +146,8 @@ func TestEmitWritesNothingWithoutAMatch(t *testing.T) {
 func TestEmitReachesOnlyTheEventsScope(t *testing.T) {
 	t.Parallel()
 	b := setupEmit(t)
-	alice := notifytype.Human(b.f.Human(""))
-	bob := notifytype.Human(b.f.Human(""))
+	alice := hostid.Human(b.f.Human(""))
+	bob := hostid.Human(b.f.Human(""))
 	aliceSink := b.f.Sink(storetest.SinkOpts{Owner: alice})
 	bobSink := b.f.Sink(storetest.SinkOpts{Owner: bob})
 	for _, s := range []int64{aliceSink, bobSink} {
@@ -161,7 +162,7 @@ func TestEmitReachesOnlyTheEventsScope(t *testing.T) {
 func TestEmitExcerptOnlyForOptedInSubscriptions(t *testing.T) {
 	t.Parallel()
 	b := setupEmit(t)
-	alice := notifytype.Human(b.f.Human(""))
+	alice := hostid.Human(b.f.Human(""))
 	plain := b.f.Sink(storetest.SinkOpts{Owner: alice})
 	b.f.Subscription(storetest.SubscriptionOpts{Sink: plain, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
 	optedIn := b.f.Sink(storetest.SinkOpts{Owner: alice})
@@ -182,7 +183,7 @@ func TestEmitExcerptOnlyForOptedInSubscriptions(t *testing.T) {
 func TestEmitRelayExhaustionReplacesTheDeadLetter(t *testing.T) {
 	t.Parallel()
 	b := setupEmit(t)
-	alice := notifytype.Human(b.f.Human(""))
+	alice := hostid.Human(b.f.Human(""))
 	both := b.f.Sink(storetest.SinkOpts{Owner: alice})
 	b.f.Subscription(storetest.SubscriptionOpts{Sink: both, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted}})
 	deadOnly := b.f.Sink(storetest.SinkOpts{Owner: alice})
@@ -210,7 +211,7 @@ func TestEmitRelayExhaustionReplacesTheDeadLetter(t *testing.T) {
 func TestEmitQuarantineStormIsOneRowWithACount(t *testing.T) {
 	t.Parallel()
 	b := setupEmit(t)
-	alice := notifytype.Human(b.f.Human(""))
+	alice := hostid.Human(b.f.Human(""))
 	hook := b.f.Webhook(alice, "github")
 	sink := b.f.Sink(storetest.SinkOpts{Owner: alice})
 	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventDeliveryQuarantined}, Webhooks: []int64{hook}})
@@ -228,7 +229,7 @@ func TestEmitQuarantineStormIsOneRowWithACount(t *testing.T) {
 func TestEmitRefusesAnIncompleteEvent(t *testing.T) {
 	t.Parallel()
 	b := setupEmit(t)
-	alice := notifytype.Human(1)
+	alice := notifytype.Human("1")
 	for name, tc := range map[string]struct {
 		ev    engine.Event
 		field string
@@ -254,7 +255,7 @@ func TestEmitRefusesAnIncompleteEvent(t *testing.T) {
 func TestEmitRolledBackLeavesNoRow(t *testing.T) {
 	t.Parallel()
 	b := setupEmit(t)
-	alice := notifytype.Human(b.f.Human(""))
+	alice := hostid.Human(b.f.Human(""))
 	sink := b.f.Sink(storetest.SinkOpts{Owner: alice})
 	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: notifytype.EventTypes})
 	ctx := context.Background()

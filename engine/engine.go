@@ -302,7 +302,7 @@ func (e *Engine) StatusOf(sinkIDs ...int64) []ActorStatus { return e.actors.Stat
 type TeamLister interface {
 	// MemberTeams returns the ids of the teams the human is a member of,
 	// in any role.
-	MemberTeams(ctx context.Context, humanID int64) ([]int64, error)
+	MemberTeams(ctx context.Context, humanID string) ([]string, error)
 }
 
 // StatusFor is Status limited to the sinks p may read: a human's own
@@ -334,7 +334,7 @@ func (e *Engine) StatusFor(ctx context.Context, p Principal) ([]ActorStatus, err
 func (e *Engine) readableScopes(ctx context.Context, p Principal, lister TeamLister) ([]string, error) {
 	var candidates []notifytype.OwnerScope
 	switch {
-	case p.HumanID <= 0:
+	case p.HumanID == "":
 		return nil, nil
 	case p.EndpointID != 0:
 		candidates = []notifytype.OwnerScope{p.EndpointScope}

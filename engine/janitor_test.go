@@ -8,7 +8,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
-	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -24,7 +24,7 @@ func TestJanitorPrunesHistoryPastRetention(t *testing.T) {
 	// Batches of 2: every table below has more old rows than one batch.
 	eng := w.Engine(func(c *engine.Config) { c.JanitorBatch = 2 })
 	h := w.F.Human("")
-	scope := notifytype.Human(h)
+	scope := hostid.Human(h)
 	hook := w.F.Webhook(scope, "forge")
 	var digest int64
 	require.NoError(t, w.Pool.QueryRow(w.Ctx, `INSERT INTO switchboard.digests (owner, name, schedule) VALUES ($1, 'morning', 'daily 09:00')
@@ -35,7 +35,7 @@ func TestJanitorPrunesHistoryPastRetention(t *testing.T) {
 	for i, age := range ages {
 		at := w.Clock.Now().Add(-age)
 		_, err := w.Pool.Exec(w.Ctx, `INSERT INTO switchboard.write_log (at, owner, action, object_kind, object_id, acting_human_id)
-			VALUES ($1, $2, 'sink.create', 'sink', $3, $4)`, at, scope.String(), i+1, h)
+			VALUES ($1, $2, 'sink.create', 'sink', $3, $4)`, at, scope.String(), i+1, hostid.String(h))
 		require.NoError(t, err)
 		_, err = w.Pool.Exec(w.Ctx, `INSERT INTO switchboard.digest_runs (digest_id, owner, kind, outcome, slot_at, ran_at)
 			VALUES ($1, $2, 'scheduled', 'sent', $3, $3)`, digest, scope.String(), at)

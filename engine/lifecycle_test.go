@@ -135,8 +135,8 @@ func TestNilDirectoryMeansOneOwnerNoTeams(t *testing.T) {
 		p     engine.Principal
 		scope notifytype.OwnerScope
 	}{
-		{engine.HumanPrincipal(2), notifytype.Human(2)},
-		{owner, notifytype.Team(1)},
+		{engine.HumanPrincipal("2"), notifytype.Human("2")},
+		{owner, notifytype.Team("1")},
 		{engine.EndpointPrincipal(1, engine.SoleOwner.ID, engine.SoleOwner, notifytype.GrantNotifications), engine.SoleOwner},
 	} {
 		_, err := eng.ListSinks(ctx, refused.p, refused.scope)

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store/storetest"
@@ -18,7 +19,7 @@ import (
 func TestARepeatFannedOutLaterJoinsTheOpenRowOfItsKey(t *testing.T) {
 	t.Parallel()
 	b := setupEmit(t)
-	alice := notifytype.Human(b.f.Human(""))
+	alice := hostid.Human(b.f.Human(""))
 	hook := b.f.Webhook(alice, "github")
 	sink := b.f.Sink(storetest.SinkOpts{Owner: alice})
 	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventDeliveryQuarantined}, Webhooks: []int64{hook}})

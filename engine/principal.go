@@ -10,8 +10,10 @@ import (
 // operator API), or an endpoint with its accountable human (MCP). Every
 // write records both where an endpoint acted (REQ-5).
 type Principal struct {
-	// HumanID is the acting human, or the endpoint's accountable human.
-	HumanID int64
+	// HumanID is the acting human, or the endpoint's accountable human:
+	// the host's id for them, the ID of their scope notifytype.Human(HumanID)
+	// (an opaque string, notifytype.ValidOwnerID).
+	HumanID string
 
 	// EndpointID is set when an endpoint acts; zero for a human.
 	EndpointID int64
@@ -32,10 +34,10 @@ func (p Principal) Has(g notifytype.Grant) bool {
 }
 
 // HumanPrincipal is a human acting for themself.
-func HumanPrincipal(humanID int64) Principal { return Principal{HumanID: humanID} }
+func HumanPrincipal(humanID string) Principal { return Principal{HumanID: humanID} }
 
 // EndpointPrincipal is an endpoint acting in its owner scope for its
 // accountable human.
-func EndpointPrincipal(endpointID, accountableHumanID int64, scope notifytype.OwnerScope, grants ...notifytype.Grant) Principal {
+func EndpointPrincipal(endpointID int64, accountableHumanID string, scope notifytype.OwnerScope, grants ...notifytype.Grant) Principal {
 	return Principal{HumanID: accountableHumanID, EndpointID: endpointID, EndpointScope: scope, Grants: grants}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store/storetest"
@@ -56,7 +57,7 @@ func eventRows(t *testing.T, b *emitBundle) []string {
 func TestQueueEmitRolledBackLeavesNothing(t *testing.T) {
 	t.Parallel()
 	b := setupEmit(t)
-	alice := notifytype.Human(b.f.Human(""))
+	alice := hostid.Human(b.f.Human(""))
 	sink := b.f.Sink(storetest.SinkOpts{Owner: alice})
 	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: notifytype.EventTypes})
 
@@ -68,7 +69,7 @@ func TestQueueEmitRolledBackLeavesNothing(t *testing.T) {
 func TestQueueEmitCommitWritesWhatEmitWrites(t *testing.T) {
 	t.Parallel()
 	b := setupEmit(t)
-	alice := notifytype.Human(b.f.Human(""))
+	alice := hostid.Human(b.f.Human(""))
 	q := b.f.Queue(alice, "")
 	sink := b.f.Sink(storetest.SinkOpts{Owner: alice})
 	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
@@ -97,7 +98,7 @@ func TestQueueEmitCommitWritesWhatEmitWrites(t *testing.T) {
 func TestQueueEmitRefusesABadEventBeforeTheBatchIsSent(t *testing.T) {
 	t.Parallel()
 	b := setupEmit(t)
-	alice := notifytype.Human(1)
+	alice := notifytype.Human("1")
 	for name, tc := range map[string]struct {
 		ev    engine.Event
 		field string
@@ -132,7 +133,7 @@ func TestQueueEmitUsesTheDatabasesClock(t *testing.T) {
 	eng, err := engine.New(engine.Config{Pool: pool, Directory: emitDirectory{}})
 	require.NoError(t, err)
 	b := &emitBundle{pool: pool, f: f, eng: eng}
-	alice := notifytype.Human(f.Human(""))
+	alice := hostid.Human(f.Human(""))
 	hook := f.Webhook(alice, "")
 	sink := f.Sink(storetest.SinkOpts{Owner: alice})
 	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: notifytype.EventTypes})
@@ -171,7 +172,7 @@ func TestQueueEmitWakesTheClaimersAtCommit(t *testing.T) {
 	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clock, NotifyDebounce: -1}, clock))
 	require.NoError(t, err)
 	b := &emitBundle{pool: pool, f: f, eng: eng}
-	alice := notifytype.Human(f.Human(""))
+	alice := hostid.Human(f.Human(""))
 	sink := f.Sink(storetest.SinkOpts{Owner: alice})
 	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: notifytype.EventTypes})
 
@@ -200,7 +201,7 @@ func TestQueueEmitDatabaseErrorComesBackFromTheBatch(t *testing.T) {
 	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: b.pool, Directory: emitDirectory{}, NotifyDebounce: -1}, clockwork.NewFakeClockAt(b.now)))
 	require.NoError(t, err)
 	b.eng = eng
-	alice := notifytype.Human(b.f.Human(""))
+	alice := hostid.Human(b.f.Human(""))
 	sink := b.f.Sink(storetest.SinkOpts{Owner: alice})
 	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: notifytype.EventTypes})
 	ctx := context.Background()
@@ -283,7 +284,7 @@ func TestQueueEmitEquivalentToEmit(t *testing.T) {
 	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clock}, clock))
 	require.NoError(t, err)
 	b := &emitBundle{pool: pool, f: f, eng: eng, now: clock.Now()}
-	scopes := []notifytype.OwnerScope{notifytype.Human(f.Human("")), notifytype.Human(f.Human("")), notifytype.Team(f.Team(""))}
+	scopes := []notifytype.OwnerScope{hostid.Human(f.Human("")), hostid.Human(f.Human("")), hostid.Team(f.Team(""))}
 	types := []notifytype.EventType{notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted,
 		notifytype.EventDeliveryQuarantined, notifytype.EventRuleNotify, notifytype.EventAgentNotify}
 	obj := func(rt *rapid.T, label string) int64 { return int64(rapid.IntRange(1, 3).Draw(rt, label)) }

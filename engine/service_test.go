@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -53,7 +54,7 @@ func (b *svcBundle) engine(t *testing.T, configure ...func(*engine.Config)) *eng
 // human inserts a human and returns it acting for themself.
 func (b *svcBundle) human() (int64, engine.Principal) {
 	id := b.f.Human("")
-	return id, engine.HumanPrincipal(id)
+	return id, engine.HumanPrincipal(hostid.String(id))
 }
 
 // gotifyConnection creates a Gotify connection in owner through the

@@ -32,13 +32,16 @@ const SignInEventType = "sign_in_link"
 // (counted with the sink's test messages, SendTestsPerMinute a minute per
 // sink) and bypasses subscriptions and the budget. It returns how many
 // sinks accepted the message; the link is never logged.
-func (e *Engine) SendSignInLink(ctx context.Context, humanID int64, link, until string) (int, error) {
+func (e *Engine) SendSignInLink(ctx context.Context, humanID string, link, until string) (int, error) {
 	n, err := e.sendSignInLink(ctx, humanID, link, until)
 	return n, wrapErr(err, "sending a sign-in link")
 }
 
-func (e *Engine) sendSignInLink(ctx context.Context, humanID int64, link, until string) (int, error) {
+func (e *Engine) sendSignInLink(ctx context.Context, humanID string, link, until string) (int, error) {
 	owner := notifytype.Human(humanID)
+	if !owner.Valid() {
+		return 0, notifytype.InvalidArgument("human_id", "not a human id (1 to 128 of A-Z a-z 0-9 . _ ~ : @ -)")
+	}
 	all, err := store.ListSinks(ctx, e.cfg.Pool, owner)
 	if err != nil {
 		return 0, err

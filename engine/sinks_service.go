@@ -70,7 +70,7 @@ type Sink struct {
 	BudgetBurst         int
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
-	UpdatedByHumanID    int64
+	UpdatedByHumanID    string
 	UpdatedByEndpointID int64
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/apprise"
 	"github.com/switchboard/notify/store/storetest"
@@ -19,7 +20,7 @@ func TestCreateSinkStoresNormalisedOptions(t *testing.T) {
 	t.Parallel()
 	b := setupService(t)
 	h, p := b.human()
-	owner := notifytype.Human(h)
+	owner := hostid.Human(h)
 	conn := b.gotifyConnection(t, p, owner)
 
 	s, err := b.eng.CreateSink(b.ctx, p, engine.SinkInput{
@@ -31,7 +32,7 @@ func TestCreateSinkStoresNormalisedOptions(t *testing.T) {
 	require.Equal(t, engine.BudgetPerHourDefault, s.BudgetPerHour)
 	require.Equal(t, engine.BudgetBurstDefault, s.BudgetBurst)
 	require.JSONEq(t, `{"priorities":{"low":2,"normal":5,"high":10}}`, string(s.Options))
-	require.Equal(t, h, s.UpdatedByHumanID)
+	require.Equal(t, hostid.String(h), s.UpdatedByHumanID)
 	require.Zero(t, s.UpdatedByEndpointID)
 
 	got, err := b.eng.GetSink(b.ctx, p, s.ID)
@@ -47,7 +48,7 @@ func TestStatefulAppriseSink(t *testing.T) {
 	t.Parallel()
 	b := setupService(t)
 	h, p := b.human()
-	owner := notifytype.Human(h)
+	owner := hostid.Human(h)
 	stateful := b.appriseConnection(t, b.eng, p, owner, `{"authorization":"Basic eA=="}`)
 	stateless := b.appriseConnection(t, b.eng, p, owner, `{"urls":["tgram://bot/chat"]}`)
 
@@ -75,7 +76,7 @@ func TestGenericHTTPSchemeRefused(t *testing.T) {
 	// Scenario: Generic HTTP scheme refused
 	b := setupService(t)
 	h, p := b.human()
-	owner := notifytype.Human(h)
+	owner := hostid.Human(h)
 	const url = "json://hooks.example.net/collect?token=leak-me"
 
 	_, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{
@@ -111,10 +112,10 @@ func TestCrossScopeConnection(t *testing.T) {
 	admin, p := b.human()
 	team := b.f.Team("")
 	b.f.Member(team, admin, "admin")
-	personal := b.gotifyConnection(t, p, notifytype.Human(admin))
+	personal := b.gotifyConnection(t, p, hostid.Human(admin))
 
 	_, err := b.eng.CreateSink(b.ctx, p, engine.SinkInput{
-		Owner: notifytype.Team(team), Name: "team-phone", Kind: engine.KindGotify, ConnectionID: personal,
+		Owner: hostid.Team(team), Name: "team-phone", Kind: engine.KindGotify, ConnectionID: personal,
 	})
 	requireRefusal(t, err, notifytype.CodeForbidden, "connection_id")
 	require.ErrorIs(t, err, notifytype.ErrForbidden)
@@ -122,17 +123,17 @@ func TestCrossScopeConnection(t *testing.T) {
 
 	// A connection of the right scope but another kind, or none at all, is
 	// refused the same way.
-	teamApprise := b.appriseConnection(t, b.eng, p, notifytype.Team(team), "")
+	teamApprise := b.appriseConnection(t, b.eng, p, hostid.Team(team), "")
 	for _, conn := range []int64{teamApprise, 1 << 40} {
 		_, err := b.eng.CreateSink(b.ctx, p, engine.SinkInput{
-			Owner: notifytype.Team(team), Name: "team-phone", Kind: engine.KindGotify, ConnectionID: conn,
+			Owner: hostid.Team(team), Name: "team-phone", Kind: engine.KindGotify, ConnectionID: conn,
 		})
 		requireRefusal(t, err, notifytype.CodeForbidden, "connection_id")
 	}
 
 	// Moving a team sink onto the personal connection is refused too.
-	teamConn := b.gotifyConnection(t, p, notifytype.Team(team))
-	s := b.gotifySink(t, p, notifytype.Team(team), teamConn, "team-phone")
+	teamConn := b.gotifyConnection(t, p, hostid.Team(team))
+	s := b.gotifySink(t, p, hostid.Team(team), teamConn, "team-phone")
 	_, err = b.eng.UpdateSink(b.ctx, p, s.ID, engine.SinkPatch{ConnectionID: &personal})
 	requireRefusal(t, err, notifytype.CodeForbidden, "connection_id")
 	got, err := b.eng.GetSink(b.ctx, p, s.ID)
@@ -144,7 +145,7 @@ func TestSinkBadInput(t *testing.T) {
 	t.Parallel()
 	b := setupService(t)
 	h, p := b.human()
-	owner := notifytype.Human(h)
+	owner := hostid.Human(h)
 	conn := b.gotifyConnection(t, p, owner)
 	apprise := b.appriseConnection(t, b.eng, p, owner, "")
 	existing := b.gotifySink(t, p, owner, conn, "taken")
@@ -216,7 +217,7 @@ func TestUpdateSink(t *testing.T) {
 	t.Parallel()
 	b := setupService(t)
 	h, p := b.human()
-	owner := notifytype.Human(h)
+	owner := hostid.Human(h)
 	conn := b.gotifyConnection(t, p, owner)
 	conn2 := b.gotifyConnection(t, p, owner)
 	s := b.gotifySink(t, p, owner, conn, "phone")
@@ -249,7 +250,7 @@ func TestDisablingAlwaysWorksButEnablingRechecksSchemes(t *testing.T) {
 		c.AppriseSchemesAllowed = append(slices.Clone(apprise.DefaultAllowedSchemes), "json", "form")
 	})
 	h, p := b.human()
-	owner := notifytype.Human(h)
+	owner := hostid.Human(h)
 	conn := b.appriseConnection(t, b.eng, p, owner, `{"urls":["form://hooks.example.net"]}`)
 	s, err := b.eng.CreateSink(b.ctx, p, engine.SinkInput{Owner: owner, Name: "hooks", Kind: engine.KindApprise, ConnectionID: conn})
 	require.NoError(t, err)
@@ -273,7 +274,7 @@ func TestTeamRoles(t *testing.T) {
 	t.Parallel()
 	b := setupService(t)
 	team := b.f.Team("")
-	scope := notifytype.Team(team)
+	scope := hostid.Team(team)
 	principals := map[string]engine.Principal{}
 	for _, role := range []string{"owner", "admin", "member"} {
 		h, p := b.human()
@@ -360,8 +361,8 @@ func TestAnotherOwnersSinkIsNotFound(t *testing.T) {
 	b := setupService(t)
 	a, pa := b.human()
 	_, pb := b.human()
-	conn := b.gotifyConnection(t, pa, notifytype.Human(a))
-	s := b.gotifySink(t, pa, notifytype.Human(a), conn, "phone")
+	conn := b.gotifyConnection(t, pa, hostid.Human(a))
+	s := b.gotifySink(t, pa, hostid.Human(a), conn, "phone")
 
 	_, err := b.eng.GetSink(b.ctx, pb, s.ID)
 	e := requireRefusal(t, err, notifytype.CodeNotFound, "")
@@ -369,9 +370,9 @@ func TestAnotherOwnersSinkIsNotFound(t *testing.T) {
 	missing := requireRefusal(t, errMissing, notifytype.CodeNotFound, "")
 	require.Equal(t, missing.Error(), e.Error(), "another's sink and no sink must read the same")
 
-	_, err = b.eng.ListSinks(b.ctx, pb, notifytype.Human(a))
+	_, err = b.eng.ListSinks(b.ctx, pb, hostid.Human(a))
 	requireRefusal(t, err, notifytype.CodeNotFound, "")
-	_, err = b.eng.CreateSink(b.ctx, pb, engine.SinkInput{Owner: notifytype.Human(a), Name: "x", Kind: engine.KindGotify, ConnectionID: conn})
+	_, err = b.eng.CreateSink(b.ctx, pb, engine.SinkInput{Owner: hostid.Human(a), Name: "x", Kind: engine.KindGotify, ConnectionID: conn})
 	requireRefusal(t, err, notifytype.CodeNotFound, "")
 }
 
@@ -379,7 +380,7 @@ func TestSinkCeiling(t *testing.T) {
 	t.Parallel()
 	b := setupService(t)
 	h, p := b.human()
-	owner := notifytype.Human(h)
+	owner := hostid.Human(h)
 	conn := b.gotifyConnection(t, p, owner)
 	for i := range engine.MaxSinksPerScopeDefault {
 		b.gotifySink(t, p, owner, conn, "sink-"+string(rune('a'+i)))
@@ -391,14 +392,14 @@ func TestSinkCeiling(t *testing.T) {
 
 	// Another scope has its own ceiling.
 	h2, p2 := b.human()
-	b.gotifySink(t, p2, notifytype.Human(h2), b.gotifyConnection(t, p2, notifytype.Human(h2)), "phone")
+	b.gotifySink(t, p2, hostid.Human(h2), b.gotifyConnection(t, p2, hostid.Human(h2)), "phone")
 }
 
 func TestSinkCeilingUnderConcurrentCreates(t *testing.T) {
 	t.Parallel()
 	b := setupService(t)
 	h, p := b.human()
-	owner := notifytype.Human(h)
+	owner := hostid.Human(h)
 	conn := b.gotifyConnection(t, p, owner)
 
 	const creators = 12
@@ -428,7 +429,7 @@ func TestDeleteSinkKeepsDeliveryRecords(t *testing.T) {
 	t.Parallel()
 	b := setupService(t)
 	h, p := b.human()
-	owner := notifytype.Human(h)
+	owner := hostid.Human(h)
 	s := b.gotifySink(t, p, owner, b.gotifyConnection(t, p, owner), "phone")
 	_, err := b.eng.SetSubscriptions(b.ctx, p, s.ID, []engine.SubscriptionInput{
 		{EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}},
@@ -453,15 +454,15 @@ func TestEndpointPrincipal(t *testing.T) {
 	t.Parallel()
 	b := setupService(t)
 	h, human := b.human()
-	owner := notifytype.Human(h)
+	owner := hostid.Human(h)
 	endpoint := b.f.Endpoint(storetest.EndpointOpts{Owner: owner, Human: h, Grants: []string{"notifications"}})
-	p := engine.EndpointPrincipal(endpoint, h, owner, notifytype.GrantNotifications)
+	p := engine.EndpointPrincipal(endpoint, hostid.String(h), owner, notifytype.GrantNotifications)
 	conn := b.gotifyConnection(t, human, owner)
 	queue := b.f.Queue(owner, "forge")
 
 	// Without the notifications grant (the default), every verb is
 	// forbidden (REQ-5).
-	ungranted := engine.EndpointPrincipal(endpoint, h, owner, notifytype.DefaultGrants...)
+	ungranted := engine.EndpointPrincipal(endpoint, hostid.String(h), owner, notifytype.DefaultGrants...)
 	_, err := b.eng.ListSinks(b.ctx, ungranted, owner)
 	require.ErrorIs(t, err, notifytype.ErrForbidden)
 	_, err = b.eng.CreateSink(b.ctx, ungranted, engine.SinkInput{Owner: owner, Name: "phone", Kind: engine.KindGotify, ConnectionID: conn})
@@ -470,18 +471,18 @@ func TestEndpointPrincipal(t *testing.T) {
 
 	s, err := b.eng.CreateSink(b.ctx, p, engine.SinkInput{Owner: owner, Name: "phone", Kind: engine.KindGotify, ConnectionID: conn})
 	require.NoError(t, err)
-	require.Equal(t, h, s.UpdatedByHumanID)
+	require.Equal(t, hostid.String(h), s.UpdatedByHumanID)
 	require.Equal(t, endpoint, s.UpdatedByEndpointID)
-	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.sinks WHERE id = $1 AND updated_by_human_id = $2 AND updated_by_endpoint_id = $3`, s.ID, h, endpoint))
+	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.sinks WHERE id = $1 AND updated_by_human_id = $2 AND updated_by_endpoint_id = $3`, s.ID, hostid.String(h), endpoint))
 
 	subs, err := b.eng.SetSubscriptions(b.ctx, p, s.ID, []engine.SubscriptionInput{{
 		EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}, Queues: []int64{queue},
 	}})
 	require.NoError(t, err)
 	require.Len(t, subs, 1)
-	require.Equal(t, h, subs[0].CreatedByHumanID)
+	require.Equal(t, hostid.String(h), subs[0].CreatedByHumanID)
 	require.Equal(t, endpoint, subs[0].CreatedByEndpointID)
-	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.subscriptions WHERE id = $1 AND created_by_human_id = $2 AND created_by_endpoint_id = $3`, subs[0].ID, h, endpoint))
+	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.subscriptions WHERE id = $1 AND created_by_human_id = $2 AND created_by_endpoint_id = $3`, subs[0].ID, hostid.String(h), endpoint))
 
 	// A human's later write clears the endpoint from the record.
 	u, err := b.eng.SetSinkEnabled(b.ctx, human, s.ID, false)
@@ -491,14 +492,14 @@ func TestEndpointPrincipal(t *testing.T) {
 	// Another owner's sink, and any scope but its own, is not_found, even a
 	// team where its human is an admin.
 	o, po := b.human()
-	theirs := b.gotifySink(t, po, notifytype.Human(o), b.gotifyConnection(t, po, notifytype.Human(o)), "theirs")
+	theirs := b.gotifySink(t, po, hostid.Human(o), b.gotifyConnection(t, po, hostid.Human(o)), "theirs")
 	team := b.f.Team("")
 	b.f.Member(team, h, "admin")
 	_, err = b.eng.SetSubscriptions(b.ctx, p, theirs.ID, []engine.SubscriptionInput{{EventTypes: []notifytype.EventType{notifytype.EventDigest}}})
 	requireRefusal(t, err, notifytype.CodeNotFound, "")
 	_, err = b.eng.GetSink(b.ctx, p, theirs.ID)
 	requireRefusal(t, err, notifytype.CodeNotFound, "")
-	for _, scope := range []notifytype.OwnerScope{notifytype.Human(o), notifytype.Team(team)} {
+	for _, scope := range []notifytype.OwnerScope{hostid.Human(o), hostid.Team(team)} {
 		_, err = b.eng.ListSinks(b.ctx, p, scope)
 		requireRefusal(t, err, notifytype.CodeNotFound, "")
 		_, err = b.eng.CreateSink(b.ctx, p, engine.SinkInput{Owner: scope, Name: "x", Kind: engine.KindGotify, ConnectionID: conn})
@@ -518,10 +519,10 @@ func TestEndpointPrincipal(t *testing.T) {
 	// A team endpoint acts with its human's role in the team.
 	member, _ := b.human()
 	b.f.Member(team, member, "member")
-	teamScope := notifytype.Team(team)
-	teamConn := b.gotifyConnection(t, engine.HumanPrincipal(h), teamScope)
-	asMember := engine.EndpointPrincipal(b.f.Endpoint(storetest.EndpointOpts{Owner: teamScope, Human: member}), member, teamScope, notifytype.GrantNotifications)
-	asAdmin := engine.EndpointPrincipal(b.f.Endpoint(storetest.EndpointOpts{Owner: teamScope, Human: h}), h, teamScope, notifytype.GrantNotifications)
+	teamScope := hostid.Team(team)
+	teamConn := b.gotifyConnection(t, engine.HumanPrincipal(hostid.String(h)), teamScope)
+	asMember := engine.EndpointPrincipal(b.f.Endpoint(storetest.EndpointOpts{Owner: teamScope, Human: member}), hostid.String(member), teamScope, notifytype.GrantNotifications)
+	asAdmin := engine.EndpointPrincipal(b.f.Endpoint(storetest.EndpointOpts{Owner: teamScope, Human: h}), hostid.String(h), teamScope, notifytype.GrantNotifications)
 	_, err = b.eng.CreateSink(b.ctx, asMember, engine.SinkInput{Owner: teamScope, Name: "x", Kind: engine.KindGotify, ConnectionID: teamConn})
 	requireRefusal(t, err, notifytype.CodeForbidden, "")
 	_, err = b.eng.ListSinks(b.ctx, asMember, teamScope)
@@ -534,7 +535,7 @@ func TestSinkOutputsCarryNoSecret(t *testing.T) {
 	t.Parallel()
 	b := setupService(t)
 	h, p := b.human()
-	owner := notifytype.Human(h)
+	owner := hostid.Human(h)
 	conn := b.appriseConnection(t, b.eng, p, owner, `{"urls":["tgram://SECRETBOT/SECRETCHAT"],"authorization":"Bearer SECRETAUTH"}`)
 	s, err := b.eng.CreateSink(b.ctx, p, engine.SinkInput{Owner: owner, Name: "tg", Kind: engine.KindApprise, ConnectionID: conn})
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -42,7 +43,7 @@ func newStatusWorld(t *testing.T, configure ...func(*engine.Config)) *statusWorl
 	s.bob, bp, bobScope = w.Human()
 	outsider, op, _ := w.Human()
 	team := w.F.Team("")
-	s.team = notifytype.Team(team)
+	s.team = hostid.Team(team)
 	w.F.Member(team, s.alice, "member")
 	w.F.Member(team, s.bob, "owner") // the team's sink is made by its owner
 	strangers := w.F.Team("")
@@ -52,8 +53,8 @@ func newStatusWorld(t *testing.T, configure ...func(*engine.Config)) *statusWorl
 	s.aliceSink = w.Sink(s.eng, ap, aliceScope, opts)
 	s.teamSink = w.Sink(s.eng, bp, s.team, opts)
 	s.bobSink = w.Sink(s.eng, bp, bobScope, opts)
-	s.other = w.Sink(s.eng, op, notifytype.Team(strangers), opts)
-	for i, scope := range []notifytype.OwnerScope{aliceScope, s.team, bobScope, notifytype.Team(strangers)} {
+	s.other = w.Sink(s.eng, op, hostid.Team(strangers), opts)
+	for i, scope := range []notifytype.OwnerScope{aliceScope, s.team, bobScope, hostid.Team(strangers)} {
 		w.Emit(s.eng, deadLetterOf(scope, int64(i+1)))
 	}
 	for range 4 {
@@ -98,16 +99,16 @@ func TestStatusForIsScoped(t *testing.T) {
 				require.NotNil(t, st, "an empty table, not null")
 				return sinkIDs(st)
 			}
-			require.Equal(t, []int64{s.aliceSink, s.teamSink}, statusFor(engine.HumanPrincipal(s.alice)))
-			require.Equal(t, []int64{s.teamSink, s.bobSink}, statusFor(engine.HumanPrincipal(s.bob)))
+			require.Equal(t, []int64{s.aliceSink, s.teamSink}, statusFor(engine.HumanPrincipal(hostid.String(s.alice))))
+			require.Equal(t, []int64{s.teamSink, s.bobSink}, statusFor(engine.HumanPrincipal(hostid.String(s.bob))))
 			loner, _, _ := s.w.Human()
-			require.Empty(t, statusFor(engine.HumanPrincipal(loner)), "no sinks, no teams: nothing")
+			require.Empty(t, statusFor(engine.HumanPrincipal(hostid.String(loner))), "no sinks, no teams: nothing")
 			require.Empty(t, statusFor(engine.Principal{}), "no acting human: nothing")
 
 			ep := s.w.F.Endpoint(storetest.EndpointOpts{Owner: s.team, Human: s.alice})
-			require.Equal(t, []int64{s.teamSink}, statusFor(engine.EndpointPrincipal(ep, s.alice, s.team, notifytype.GrantNotifications)),
+			require.Equal(t, []int64{s.teamSink}, statusFor(engine.EndpointPrincipal(ep, hostid.String(s.alice), s.team, notifytype.GrantNotifications)),
 				"an endpoint sees its own scope only")
-			require.Empty(t, statusFor(engine.EndpointPrincipal(ep, s.alice, s.team, notifytype.GrantTodos)),
+			require.Empty(t, statusFor(engine.EndpointPrincipal(ep, hostid.String(s.alice), s.team, notifytype.GrantTodos)),
 				"an endpoint without the notifications verbs sees nothing")
 		})
 	}

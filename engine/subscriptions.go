@@ -41,7 +41,7 @@ type Subscription struct {
 	MinSeverity         notifytype.Severity
 	IncludeExcerpt      bool
 	CreatedAt           time.Time
-	CreatedByHumanID    int64
+	CreatedByHumanID    string
 	CreatedByEndpointID int64
 }
 

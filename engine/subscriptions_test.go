@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -14,7 +15,7 @@ func TestSubscriptions(t *testing.T) {
 	t.Parallel()
 	b := setupService(t)
 	h, p := b.human()
-	owner := notifytype.Human(h)
+	owner := hostid.Human(h)
 	conn := b.gotifyConnection(t, p, owner)
 	s := b.gotifySink(t, p, owner, conn, "phone")
 	other := b.gotifySink(t, p, owner, conn, "other")
@@ -40,7 +41,7 @@ func TestSubscriptions(t *testing.T) {
 	require.Equal(t, notifytype.SeverityHigh, first.MinSeverity)
 	require.True(t, first.IncludeExcerpt)
 	require.Equal(t, owner, first.Owner)
-	require.Equal(t, h, first.CreatedByHumanID)
+	require.Equal(t, hostid.String(h), first.CreatedByHumanID)
 	require.Zero(t, first.CreatedByEndpointID)
 	second := subs[1]
 	require.Equal(t, notifytype.SeverityLow, second.MinSeverity, "min_severity defaults to low")
@@ -72,18 +73,18 @@ func TestSubscriptionBadInput(t *testing.T) {
 	t.Parallel()
 	b := setupService(t)
 	h, p := b.human()
-	owner := notifytype.Human(h)
+	owner := hostid.Human(h)
 	s := b.gotifySink(t, p, owner, b.gotifyConnection(t, p, owner), "phone")
 	queue := b.f.Queue(owner, "forge")
 
 	// Objects of another human, and of a team the human belongs to, are
 	// not the sink's.
 	o := b.f.Human("")
-	theirs := notifytype.Human(o)
+	theirs := hostid.Human(o)
 	team := b.f.Team("")
 	b.f.Member(team, h, "owner")
 	foreignQueue := b.f.Queue(theirs, "forge")
-	teamQueue := b.f.Queue(notifytype.Team(team), "forge")
+	teamQueue := b.f.Queue(hostid.Team(team), "forge")
 	foreignEndpoint := b.f.Endpoint(storetest.EndpointOpts{Owner: theirs, Human: o})
 	foreignWebhook := b.f.Webhook(theirs, "")
 

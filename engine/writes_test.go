@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
@@ -20,9 +21,9 @@ func TestEveryWriteRecordsItsAuthor(t *testing.T) {
 	t.Parallel()
 	b := setupService(t)
 	h, human := b.human()
-	owner := notifytype.Human(h)
+	owner := hostid.Human(h)
 	epID := b.f.Endpoint(storetest.EndpointOpts{Owner: owner, Human: h, Grants: []string{"notifications", "notify_owner"}})
-	ep := engine.EndpointPrincipal(epID, h, owner, notifytype.GrantNotifications, notifytype.GrantNotifyOwner)
+	ep := engine.EndpointPrincipal(epID, hostid.String(h), owner, notifytype.GrantNotifications, notifytype.GrantNotifyOwner)
 
 	writes := func(kind string, id int64) []store.Write {
 		t.Helper()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -50,7 +51,7 @@ func SeedSinks(ctx context.Context, pool *pgxpool.Pool, key []byte, baseURL, tok
 		"faults-"+strings.ToLower(rand.Text()[:8])+"@example.test").Scan(&humanID); err != nil {
 		return nil, fmt.Errorf("error inserting the human: %w", err)
 	}
-	p, owner := engine.HumanPrincipal(humanID), notifytype.Human(humanID)
+	p, owner := engine.HumanPrincipal(hostid.String(humanID)), hostid.Human(humanID)
 	ids := make([]int64, 0, n)
 	for i := range n {
 		c, err := eng.CreateConnection(ctx, p, engine.ConnectionInput{

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -23,8 +23,8 @@ func TestDigestSectionQueriesUseIndexes(t *testing.T) {
 	pool := storetest.New(t)
 	f := storetest.NewFactory(t, pool)
 	ctx := context.Background()
-	owner := notifytype.Human(f.Human(""))
-	other := notifytype.Human(f.Human(""))
+	owner := hostid.Human(f.Human(""))
+	other := hostid.Human(f.Human(""))
 	var queues []int64
 	for range 50 {
 		queues = append(queues, f.Queue(owner, ""))

@@ -5,12 +5,16 @@ import (
 	"fmt"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 )
 
 // Directory answers the engine's questions about owners and ownership over
-// the reference host's tables. It implements engine.Directory.
+// the reference host's tables. It implements engine.Directory. Human and
+// team ids come from the engine as strings and the host's tables key them
+// by bigint (hostid): an id that is not one of the host's names nobody (no
+// role, no actor, no teams).
 type Directory struct {
 	db store.DBTX
 }
@@ -31,8 +35,13 @@ func NewDirectory(db store.DBTX) *Directory {
 
 // TeamRole returns the human's role in the team, engine.RoleNone when the
 // human is not a member (or the team does not exist).
-func (d *Directory) TeamRole(ctx context.Context, humanID, teamID int64) (engine.Role, error) {
-	role, err := store.TeamRole(ctx, d.db, teamID, humanID)
+func (d *Directory) TeamRole(ctx context.Context, humanID, teamID string) (engine.Role, error) {
+	h, okH := hostid.Parse(humanID)
+	t, okT := hostid.Parse(teamID)
+	if !okH || !okT {
+		return engine.RoleNone, nil
+	}
+	role, err := store.TeamRole(ctx, d.db, t, h)
 	if err != nil {
 		return engine.RoleNone, err
 	}
@@ -41,15 +50,31 @@ func (d *Directory) TeamRole(ctx context.Context, humanID, teamID int64) (engine
 
 // KnownActor reports whether humanID is a human and, when endpointID is
 // not 0, whether endpointID is an endpoint accountable to that human.
-func (d *Directory) KnownActor(ctx context.Context, humanID, endpointID int64) (bool, error) {
-	return store.KnownActor(ctx, d.db, humanID, endpointID)
+func (d *Directory) KnownActor(ctx context.Context, humanID string, endpointID int64) (bool, error) {
+	h, ok := hostid.Parse(humanID)
+	if !ok {
+		return false, nil
+	}
+	return store.KnownActor(ctx, d.db, h, endpointID)
 }
 
 // MemberTeams returns the ids of the teams the human is a member of, in
 // any role: the engine's TeamLister, which scopes the ops view by the
 // human's sinks (read by index) rather than every actor.
-func (d *Directory) MemberTeams(ctx context.Context, humanID int64) ([]int64, error) {
-	return store.MemberTeamIDs(ctx, d.db, humanID)
+func (d *Directory) MemberTeams(ctx context.Context, humanID string) ([]string, error) {
+	h, ok := hostid.Parse(humanID)
+	if !ok {
+		return nil, nil
+	}
+	ids, err := store.MemberTeamIDs(ctx, d.db, h)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = hostid.String(id)
+	}
+	return out, nil
 }
 
 // Owned returns, in ascending order and without repeats, which of ids are

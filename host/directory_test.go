@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -38,11 +39,11 @@ func TestDirectory(t *testing.T) {
 		for human, want := range map[int64]engine.Role{
 			owner: engine.RoleOwner, admin: engine.RoleAdmin, member: engine.RoleMember, outsider: engine.RoleNone,
 		} {
-			got, err := b.dir.TeamRole(ctx, human, team)
+			got, err := b.dir.TeamRole(ctx, hostid.String(human), hostid.String(team))
 			require.NoError(t, err)
 			require.Equal(t, want, got)
 		}
-		got, err := b.dir.TeamRole(ctx, owner, 999999)
+		got, err := b.dir.TeamRole(ctx, hostid.String(owner), "999999")
 		require.NoError(t, err)
 		require.Equal(t, engine.RoleNone, got)
 	})
@@ -50,7 +51,7 @@ func TestDirectory(t *testing.T) {
 	t.Run("Owned", func(t *testing.T) {
 		t.Parallel()
 		b, ctx := setup(t)
-		a, other := notifytype.Human(b.f.Human("")), notifytype.Team(b.f.Team(""))
+		a, other := hostid.Human(b.f.Human("")), hostid.Team(b.f.Team(""))
 
 		mk := map[engine.Resource]func(notifytype.OwnerScope) int64{
 			engine.ResourceQueue: func(s notifytype.OwnerScope) int64 { return b.f.Queue(s, "") },

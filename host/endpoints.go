@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 )
@@ -77,10 +78,10 @@ func endpointOut(e store.Endpoint) Endpoint {
 // own scope, or a team they own or administer. Another scope is not_found.
 func (s *Endpoints) mayManage(ctx context.Context, humanID int64, scope notifytype.OwnerScope) error {
 	switch {
-	case scope.Kind == notifytype.ScopeHuman && scope.ID == humanID:
+	case scope == hostid.Human(humanID):
 		return nil
 	case scope.Kind == notifytype.ScopeTeam:
-		role, err := s.dir.TeamRole(ctx, humanID, scope.ID)
+		role, err := s.dir.TeamRole(ctx, hostid.String(humanID), scope.ID)
 		if err != nil {
 			return err
 		}
@@ -137,7 +138,7 @@ func (s *Endpoints) Vend(ctx context.Context, humanID int64, scope notifytype.Ow
 		if err != nil {
 			return err
 		}
-		return engine.RecordWrite(ctx, tx, engine.HumanPrincipal(humanID), scope, WriteEndpointVend, ObjectEndpoint, e.ID)
+		return engine.RecordWrite(ctx, tx, engine.HumanPrincipal(hostid.String(humanID)), scope, WriteEndpointVend, ObjectEndpoint, e.ID)
 	})
 	if errors.Is(err, store.ErrEndpointNameTaken) {
 		return Endpoint{}, notifytype.Secret{}, notifytype.InvalidArgument("name", "an endpoint of this name exists in this owner scope")
@@ -151,14 +152,14 @@ func (s *Endpoints) Vend(ctx context.Context, humanID int64, scope notifytype.Ow
 // List lists scope's endpoints for a human who may see them.
 func (s *Endpoints) List(ctx context.Context, humanID int64, scope notifytype.OwnerScope) ([]Endpoint, error) {
 	if scope.Kind == notifytype.ScopeTeam {
-		role, err := s.dir.TeamRole(ctx, humanID, scope.ID)
+		role, err := s.dir.TeamRole(ctx, hostid.String(humanID), scope.ID)
 		if err != nil {
 			return nil, err
 		}
 		if role == engine.RoleNone {
 			return nil, notifytype.NotFound("owner scope")
 		}
-	} else if scope.ID != humanID {
+	} else if scope != hostid.Human(humanID) {
 		return nil, notifytype.NotFound("owner scope")
 	}
 	rows, err := store.ListEndpoints(ctx, s.pool, scope.String())
@@ -190,7 +191,7 @@ func (s *Endpoints) Revoke(ctx context.Context, humanID, endpointID int64) error
 		return err
 	}
 	return s.todos.revokeEndpoint(ctx, endpointID, func(tx pgx.Tx) error {
-		return engine.RecordWrite(ctx, tx, engine.HumanPrincipal(humanID), scope, WriteEndpointRevoke, ObjectEndpoint, endpointID)
+		return engine.RecordWrite(ctx, tx, engine.HumanPrincipal(hostid.String(humanID)), scope, WriteEndpointRevoke, ObjectEndpoint, endpointID)
 	})
 }
 
@@ -212,7 +213,7 @@ func (s *Endpoints) Authenticate(ctx context.Context, credential string) (engine
 	// checked at every use: once the human has left the team, the
 	// credential stops working, whatever verb it calls.
 	if out.Owner.Kind == notifytype.ScopeTeam {
-		role, err := s.dir.TeamRole(ctx, e.AccountableHumanID, out.Owner.ID)
+		role, err := s.dir.TeamRole(ctx, hostid.String(e.AccountableHumanID), out.Owner.ID)
 		if err != nil {
 			return engine.Principal{}, Endpoint{}, err
 		}
@@ -220,7 +221,7 @@ func (s *Endpoints) Authenticate(ctx context.Context, credential string) (engine
 			return engine.Principal{}, Endpoint{}, notifytype.NotFound("endpoint")
 		}
 	}
-	return engine.EndpointPrincipal(e.ID, e.AccountableHumanID, out.Owner, out.Grants...), out, nil
+	return engine.EndpointPrincipal(e.ID, hostid.String(e.AccountableHumanID), out.Owner, out.Grants...), out, nil
 }
 
 // StartSession spends a one-time login link and returns a new session's

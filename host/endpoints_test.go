@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
@@ -26,7 +27,7 @@ func TestEndpointWritesRecordTheirAuthor(t *testing.T) {
 	endpoints := host.NewEndpoints(pool, dir, host.NewTodos(pool, eng, nil), nil)
 	h := f.Human("")
 
-	ep, _, err := endpoints.Vend(ctx, h, notifytype.Human(h), "agent", nil)
+	ep, _, err := endpoints.Vend(ctx, h, hostid.Human(h), "agent", nil)
 	require.NoError(t, err)
 	require.NoError(t, endpoints.Revoke(ctx, h, ep.ID))
 
@@ -35,13 +36,13 @@ func TestEndpointWritesRecordTheirAuthor(t *testing.T) {
 	require.Len(t, writes, 2)
 	for i, action := range []string{host.WriteEndpointVend, host.WriteEndpointRevoke} {
 		require.Equal(t, action, writes[i].Action)
-		require.Equal(t, h, writes[i].HumanID)
+		require.Equal(t, hostid.String(h), writes[i].HumanID)
 		require.Zero(t, writes[i].EndpointID)
-		require.Equal(t, notifytype.Human(h).String(), writes[i].Owner)
+		require.Equal(t, hostid.Human(h).String(), writes[i].Owner)
 	}
 
 	// A refused vend records nothing.
-	_, _, err = endpoints.Vend(ctx, h, notifytype.Human(h), "bad\x00name", nil)
+	_, _, err = endpoints.Vend(ctx, h, hostid.Human(h), "bad\x00name", nil)
 	require.ErrorIs(t, err, notifytype.ErrInvalidArgument)
 	require.Equal(t, 2, f.Count(`SELECT count(*) FROM switchboard.write_log`))
 }
@@ -62,7 +63,7 @@ func TestTeamEndpointOutlivesNoMembership(t *testing.T) {
 
 	h, team := f.Human(""), f.Team("")
 	f.Member(team, h, "admin")
-	scope := notifytype.Team(team)
+	scope := hostid.Team(team)
 	sink := f.Sink(storetest.SinkOpts{Owner: scope})
 	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventAgentNotify}})
 	_, credential, err := endpoints.Vend(ctx, h, scope, "pager", []notifytype.Grant{notifytype.GrantNotifyOwner})

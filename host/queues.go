@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 )
@@ -68,11 +69,15 @@ type TodoDetail struct {
 func roleIn(ctx context.Context, db store.DBTX, humanID int64, scope notifytype.OwnerScope, what string) (engine.Role, error) {
 	switch scope.Kind {
 	case notifytype.ScopeHuman:
-		if scope.ID == humanID {
+		if scope == hostid.Human(humanID) {
 			return engine.RoleOwner, nil
 		}
 	case notifytype.ScopeTeam:
-		role, err := store.TeamRole(ctx, db, scope.ID, humanID)
+		team, ok := hostid.Of(scope, notifytype.ScopeTeam)
+		if !ok {
+			break
+		}
+		role, err := store.TeamRole(ctx, db, team, humanID)
 		if err != nil {
 			return engine.RoleNone, err
 		}
@@ -115,10 +120,7 @@ func (t *Todos) ClaimableQueues(ctx context.Context, endpointID int64) ([]Queue,
 		if err != nil {
 			return err
 		}
-		var memberOf int64
-		if scope.Kind == notifytype.ScopeHuman {
-			memberOf = scope.ID
-		}
+		memberOf, _ := hostid.Of(scope, notifytype.ScopeHuman)
 		rows, err := store.ListClaimableQueues(ctx, tx, ep.Owner, memberOf)
 		if err != nil {
 			return err
@@ -325,7 +327,7 @@ type TeamOf struct {
 }
 
 // Scope is the team's owner scope.
-func (t TeamOf) Scope() notifytype.OwnerScope { return notifytype.Team(t.ID) }
+func (t TeamOf) Scope() notifytype.OwnerScope { return hostid.Team(t.ID) }
 
 // TeamsOf returns the teams the human is a member of, by name: the "my
 // teams" a scope picker lists.

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -37,7 +38,7 @@ func FuzzRuleSave(f *testing.F) {
 	ctx := context.Background()
 	hook, _, p := w.hook(f, ctx)
 	w.f.Sink(storetest.SinkOpts{Owner: hook.Owner, Name: "phone"})
-	w.f.Sink(storetest.SinkOpts{Owner: notifytype.Human(w.f.Human("")), Name: "their-phone"})
+	w.f.Sink(storetest.SinkOpts{Owner: hostid.Human(w.f.Human("")), Name: "their-phone"})
 	queue := w.f.Queue(hook.Owner, "forge")
 	seed, err := w.hooks.SetRules(ctx, p, hook.ID, []host.RuleInput{{Name: "seed", Expr: "true", Action: host.RuleAction{Drop: true}}})
 	require.NoError(f, err)

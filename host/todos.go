@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store"
@@ -322,10 +323,7 @@ func (t *Todos) Claim(ctx context.Context, endpointID, queueID int64, opts ...Cl
 		if err != nil {
 			return err
 		}
-		var memberOf int64
-		if scope.Kind == notifytype.ScopeHuman {
-			memberOf = scope.ID
-		}
+		memberOf, _ := hostid.Of(scope, notifytype.ScopeHuman)
 		claimable, err := store.QueueClaimable(ctx, tx, queueID, ep.Owner, memberOf)
 		if err != nil {
 			return err
@@ -688,11 +686,15 @@ func lockTodoFor(ctx context.Context, tx pgx.Tx, humanID, todoID int64) (store.T
 	}
 	switch scope.Kind {
 	case notifytype.ScopeHuman:
-		if scope.ID == humanID {
+		if scope == hostid.Human(humanID) {
 			return row, nil
 		}
 	case notifytype.ScopeTeam:
-		role, err := store.TeamRole(ctx, tx, scope.ID, humanID)
+		team, ok := hostid.Of(scope, notifytype.ScopeTeam)
+		if !ok {
+			break
+		}
+		role, err := store.TeamRole(ctx, tx, team, humanID)
 		if err != nil {
 			return row, err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -91,7 +92,7 @@ type person struct {
 func (w *todoWorld) person(t *testing.T, queueName string) person {
 	t.Helper()
 	h := w.f.Human("")
-	scope := notifytype.Human(h)
+	scope := hostid.Human(h)
 	return person{
 		human:    h,
 		endpoint: w.f.Endpoint(storetest.EndpointOpts{Human: h}),

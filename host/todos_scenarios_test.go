@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -99,7 +100,7 @@ func TestScenarioTeamTodo(t *testing.T) {
 	w, ctx := newTodoWorld(t)
 	m := w.person(t, "")
 	teamID := w.f.Team("")
-	team := notifytype.Team(teamID)
+	team := hostid.Team(teamID)
 	w.f.Member(teamID, m.human, "member")
 	teamQueue := w.f.Queue(team, "team-forge")
 	teamSink := w.subscribedSink(team, storetest.SubscriptionOpts{}, notifytype.EventTodoDeadLettered)

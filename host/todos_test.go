@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store/storetest"
@@ -24,7 +25,7 @@ func TestTodosEnqueue(t *testing.T) {
 	t.Run("DefaultsAndQueueOwner", func(t *testing.T) {
 		t.Parallel()
 		w, ctx := newTodoWorld(t)
-		team := notifytype.Team(w.f.Team(""))
+		team := hostid.Team(w.f.Team(""))
 		queue := w.f.Queue(team, "forge")
 
 		todo := w.enqueue(t, ctx, queue, host.TodoInput{Title: "  triage #12  "})
@@ -43,7 +44,7 @@ func TestTodosEnqueue(t *testing.T) {
 		t.Parallel()
 		w, ctx := newTodoWorld(t)
 		p := w.person(t, "")
-		webhook := w.f.Webhook(notifytype.Human(w.f.Human("")), "")
+		webhook := w.f.Webhook(hostid.Human(w.f.Human("")), "")
 
 		todo := w.enqueue(t, ctx, p.queue, host.TodoInput{
 			Title: "t", Payload: json.RawMessage(`{"body":"hello"}`), AttemptCap: 5, LeaseTTL: 1500 * time.Millisecond,
@@ -143,7 +144,7 @@ func TestTodosClaim(t *testing.T) {
 		w, ctx := newTodoWorld(t)
 		a, b := w.person(t, ""), w.person(t, "")
 		teamID := w.f.Team("")
-		team := notifytype.Team(teamID)
+		team := hostid.Team(teamID)
 		w.f.Member(teamID, a.human, "member")
 		teamQueue := w.f.Queue(team, "team-queue")
 		teamEndpoint := w.f.Endpoint(storetest.EndpointOpts{Owner: team, Human: b.human})
@@ -346,7 +347,7 @@ func TestTodosHumanVerbs(t *testing.T) {
 	a, b := w.person(t, ""), w.person(t, "")
 	teamID := w.f.Team("")
 	w.f.Member(teamID, b.human, "member")
-	teamQueue := w.f.Queue(notifytype.Team(teamID), "")
+	teamQueue := w.f.Queue(hostid.Team(teamID), "")
 	mine := w.enqueue(t, ctx, a.queue, host.TodoInput{})
 	theirs := w.enqueue(t, ctx, teamQueue, host.TodoInput{})
 

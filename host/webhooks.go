@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/vault"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/rulesandbox"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
@@ -233,7 +234,8 @@ type WebhookSettings struct {
 // acts only in its own scope with its human's permissions there (D5). A
 // scope the caller has no part in is not_found (D3).
 func (s *Webhooks) authorize(ctx context.Context, p engine.Principal, scope notifytype.OwnerScope, write bool) error {
-	if p.HumanID <= 0 {
+	human, ok := hostid.Parse(p.HumanID)
+	if !ok {
 		return notifytype.Forbidden("no acting human")
 	}
 	if p.EndpointID != 0 && !p.Has(notifytype.GrantRules) {
@@ -244,12 +246,16 @@ func (s *Webhooks) authorize(ctx context.Context, p engine.Principal, scope noti
 	}
 	switch scope.Kind {
 	case notifytype.ScopeHuman:
-		if scope.ID != p.HumanID {
+		if scope != hostid.Human(human) {
 			return notifytype.NotFound("webhook")
 		}
 		return nil
 	case notifytype.ScopeTeam:
-		role, err := store.TeamRole(ctx, s.pool, scope.ID, p.HumanID)
+		team, ok := hostid.Of(scope, notifytype.ScopeTeam)
+		if !ok {
+			return notifytype.NotFound("webhook")
+		}
+		role, err := store.TeamRole(ctx, s.pool, team, human)
 		if err != nil {
 			return fmt.Errorf("error reading team role: %w", err)
 		}
@@ -575,10 +581,11 @@ func (s *Webhooks) Rules(ctx context.Context, p engine.Principal, id int64) ([]R
 }
 
 func (s *Webhooks) ruleWrite(p engine.Principal, in RuleInput) store.RuleWrite {
+	human, _ := hostid.Parse(p.HumanID) // authorize parsed it
 	return store.RuleWrite{
 		Name: in.Name, Expr: in.Expr, QueueID: in.Action.Queue, Drop: in.Action.Drop,
 		Notify: in.Action.Notify, NotifySeverity: string(in.Action.NotifySeverity),
-		HumanID: p.HumanID, EndpointID: p.EndpointID, Now: s.clock.Now(),
+		HumanID: human, EndpointID: p.EndpointID, Now: s.clock.Now(),
 	}
 }
 
@@ -757,7 +764,7 @@ func (s *Webhooks) BefriendQueue(ctx context.Context, humanID, queueID int64, fr
 	if err != nil {
 		return err
 	}
-	if err := s.authorize(ctx, engine.HumanPrincipal(humanID), scope, true); err != nil {
+	if err := s.authorize(ctx, engine.HumanPrincipal(hostid.String(humanID)), scope, true); err != nil {
 		if errors.Is(err, notifytype.ErrNotFound) {
 			return notifytype.NotFound("queue")
 		}

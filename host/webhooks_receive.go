@@ -247,7 +247,7 @@ func (r *ReceiveRefusal) Unwrap() error { return r.public() }
 const dummySignatureKey = "sbw_unknown-webhooks-are-checked-against-this"
 
 // dummyScope is the scope the dummy secret is sealed for.
-var dummyScope = notifytype.Human(1)
+var dummyScope = notifytype.Human("1")
 
 // Envelope is what a sender sends beside a delivery's body, the Standard
 // Webhooks headers as they came: MessageID (webhook-id), Timestamp

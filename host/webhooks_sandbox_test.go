@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/rulesandbox"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
@@ -207,7 +208,7 @@ func TestRulesAreCompiledOnlyForTheWebhooksOwner(t *testing.T) {
 	w, sb, ctx := sandboxedHookWorld(t, 0)
 	hook, _, _ := w.hook(t, ctx)
 	spawned := sb.Stats().Spawned // creating the webhook compiled its sender expression
-	stranger := engine.HumanPrincipal(w.f.Human(""))
+	stranger := engine.HumanPrincipal(hostid.String(w.f.Human("")))
 	bomb := []host.RuleInput{{Name: "bomb", Expr: regexBomb(300), Action: host.RuleAction{Drop: true}}}
 	_, err := w.hooks.SetRules(ctx, stranger, hook.ID, bomb)
 	requireCode(t, err, notifytype.CodeNotFound, "")

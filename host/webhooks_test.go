@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
@@ -62,9 +63,9 @@ func newHookWorldOn(t testing.TB, pool *pgxpool.Pool, timeout time.Duration) *ho
 func (w *hookWorld) hook(t testing.TB, ctx context.Context) (host.Webhook, notifytype.Secret, engine.Principal) {
 	t.Helper()
 	h := w.f.Human("")
-	p := engine.HumanPrincipal(h)
+	p := engine.HumanPrincipal(hostid.String(h))
 	hook, secret, err := w.hooks.Create(ctx, p, host.WebhookInput{
-		Owner: notifytype.Human(h), Name: "github-forge", TrustedSenders: []string{"octocat", "dependabot"},
+		Owner: hostid.Human(h), Name: "github-forge", TrustedSenders: []string{"octocat", "dependabot"},
 	})
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(secret.Reveal(), host.WebhookSecretPrefix))
@@ -167,9 +168,9 @@ func TestAnotherOwnersSinkName(t *testing.T) {
 	// Scenario: Another owner's sink name
 	w, ctx := newHookWorld(t)
 	hook, _, _ := w.hook(t, ctx)
-	other := notifytype.Human(w.f.Human(""))
+	other := hostid.Human(w.f.Human(""))
 	w.f.Sink(storetest.SinkOpts{Owner: other, Name: "their-phone"})
-	agent := w.f.Endpoint(storetest.EndpointOpts{Human: hook.Owner.ID})
+	agent := w.f.Endpoint(storetest.EndpointOpts{Human: hostid.Number(hook.Owner.ID)})
 	p := engine.EndpointPrincipal(agent, hook.Owner.ID, hook.Owner, notifytype.GrantTodos, notifytype.GrantRules)
 	good := host.RuleInput{Name: "keep", Expr: `true`, Action: host.RuleAction{Drop: true}}
 	_, err := w.hooks.AddRule(ctx, p, hook.ID, good)
@@ -195,7 +196,7 @@ func TestAnotherOwnersSinkName(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, rules, after)
 	require.Equal(t, agent, after[0].UpdatedByEndpointID, "the write records the endpoint")
-	require.Equal(t, hook.Owner.ID, after[0].UpdatedByHumanID, "and its human")
+	require.Equal(t, hostid.Number(hook.Owner.ID), after[0].UpdatedByHumanID, "and its human")
 }
 
 func TestRuleSaveRefusesBadInputNamingTheRule(t *testing.T) {
@@ -203,7 +204,7 @@ func TestRuleSaveRefusesBadInputNamingTheRule(t *testing.T) {
 	w, ctx := newHookWorld(t)
 	hook, _, p := w.hook(t, ctx)
 	w.f.Sink(storetest.SinkOpts{Owner: hook.Owner, Name: "phone"})
-	theirQueue := w.f.Queue(notifytype.Human(w.f.Human("")), "theirs")
+	theirQueue := w.f.Queue(hostid.Human(w.f.Human("")), "theirs")
 	for _, tc := range []struct {
 		rule  host.RuleInput
 		field string
@@ -498,15 +499,15 @@ func TestWebhookSecretsAreShownOnceAndRotate(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(out), secret.Reveal())
 
-	other := engine.HumanPrincipal(w.f.Human(""))
+	other := engine.HumanPrincipal(hostid.String(w.f.Human("")))
 	_, err = w.hooks.RotateSecret(ctx, other, hook.ID)
 	requireCode(t, err, notifytype.CodeNotFound, "")
 	_, err = w.hooks.Get(ctx, other, hook.ID)
 	requireCode(t, err, notifytype.CodeNotFound, "")
-	agent := engine.EndpointPrincipal(w.f.Endpoint(storetest.EndpointOpts{Human: p.HumanID}), p.HumanID, hook.Owner, notifytype.GrantRules)
+	agent := engine.EndpointPrincipal(w.f.Endpoint(storetest.EndpointOpts{Human: hostid.Number(p.HumanID)}), p.HumanID, hook.Owner, notifytype.GrantRules)
 	_, err = w.hooks.RotateSecret(ctx, agent, hook.ID)
 	requireCode(t, err, notifytype.CodeForbidden, "")
-	noRules := engine.EndpointPrincipal(w.f.Endpoint(storetest.EndpointOpts{Human: p.HumanID}), p.HumanID, hook.Owner, notifytype.GrantTodos)
+	noRules := engine.EndpointPrincipal(w.f.Endpoint(storetest.EndpointOpts{Human: hostid.Number(p.HumanID)}), p.HumanID, hook.Owner, notifytype.GrantTodos)
 	_, err = w.hooks.AddRule(ctx, noRules, hook.ID, host.RuleInput{Name: "x", Expr: "true", Action: host.RuleAction{Drop: true}})
 	requireCode(t, err, notifytype.CodeForbidden, "")
 
@@ -522,13 +523,13 @@ func TestTeamWebhookRoles(t *testing.T) {
 	admin, member := w.f.Human(""), w.f.Human("")
 	w.f.Member(team, admin, "admin")
 	w.f.Member(team, member, "member")
-	hook, _, err := w.hooks.Create(ctx, engine.HumanPrincipal(admin), host.WebhookInput{Owner: notifytype.Team(team), Name: "team-hook"})
+	hook, _, err := w.hooks.Create(ctx, engine.HumanPrincipal(hostid.String(admin)), host.WebhookInput{Owner: hostid.Team(team), Name: "team-hook"})
 	require.NoError(t, err)
-	_, _, err = w.hooks.Create(ctx, engine.HumanPrincipal(member), host.WebhookInput{Owner: notifytype.Team(team), Name: "mine"})
+	_, _, err = w.hooks.Create(ctx, engine.HumanPrincipal(hostid.String(member)), host.WebhookInput{Owner: hostid.Team(team), Name: "mine"})
 	requireCode(t, err, notifytype.CodeForbidden, "")
-	_, err = w.hooks.Rules(ctx, engine.HumanPrincipal(member), hook.ID)
+	_, err = w.hooks.Rules(ctx, engine.HumanPrincipal(hostid.String(member)), hook.ID)
 	require.NoError(t, err, "a member reads")
-	_, err = w.hooks.AddRule(ctx, engine.HumanPrincipal(member), hook.ID, host.RuleInput{Name: "x", Expr: "true", Action: host.RuleAction{Drop: true}})
+	_, err = w.hooks.AddRule(ctx, engine.HumanPrincipal(hostid.String(member)), hook.ID, host.RuleInput{Name: "x", Expr: "true", Action: host.RuleAction{Drop: true}})
 	requireCode(t, err, notifytype.CodeForbidden, "")
 }
 
@@ -555,13 +556,13 @@ func TestDeleteWebhook(t *testing.T) {
 	got := w.post(t, ctx, hook, secret, issue("mallory", 1, "spam"))
 	require.Equal(t, host.OutcomeQuarantined, got.Outcome)
 
-	ep := w.f.Endpoint(storetest.EndpointOpts{Owner: hook.Owner, Human: p.HumanID})
+	ep := w.f.Endpoint(storetest.EndpointOpts{Owner: hook.Owner, Human: hostid.Number(p.HumanID)})
 	agent := engine.EndpointPrincipal(ep, p.HumanID, hook.Owner, notifytype.GrantRules, notifytype.GrantNotifications)
 	err = w.hooks.Delete(ctx, agent, hook.ID)
 	require.ErrorIs(t, err, notifytype.ErrForbidden)
 	require.Equal(t, 1, w.f.Count(`SELECT count(*) FROM webhooks`))
 
-	require.ErrorIs(t, w.hooks.Delete(ctx, engine.HumanPrincipal(w.f.Human("")), hook.ID), notifytype.ErrNotFound,
+	require.ErrorIs(t, w.hooks.Delete(ctx, engine.HumanPrincipal(hostid.String(w.f.Human(""))), hook.ID), notifytype.ErrNotFound,
 		"another human's webhook is not found")
 	require.NoError(t, w.hooks.Delete(ctx, p, hook.ID))
 	require.ErrorIs(t, w.hooks.Delete(ctx, p, hook.ID), notifytype.ErrNotFound)

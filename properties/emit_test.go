@@ -22,7 +22,7 @@ import (
 
 type nopDirectory struct{}
 
-func (nopDirectory) TeamRole(context.Context, int64, int64) (engine.Role, error) {
+func (nopDirectory) TeamRole(context.Context, string, string) (engine.Role, error) {
 	return engine.RoleNone, nil
 }
 
@@ -30,11 +30,11 @@ func (nopDirectory) Owned(context.Context, notifytype.OwnerScope, engine.Resourc
 	return nil, nil
 }
 
-func (nopDirectory) KnownActor(context.Context, int64, int64) (bool, error) { return true, nil }
+func (nopDirectory) KnownActor(context.Context, string, int64) (bool, error) { return true, nil }
 
 // The world each check draws: three owner scopes, each with queues and
 // webhooks of its own, and sinks with random subscriptions.
-var scopes = []notifytype.OwnerScope{notifytype.Human(1), notifytype.Human(2), notifytype.Team(1)}
+var scopes = []notifytype.OwnerScope{notifytype.Human("1"), notifytype.Human("2"), notifytype.Team("1")}
 
 const (
 	queuesPerScope   = 2

@@ -22,7 +22,7 @@ func TestTheEnginesAdvisoryLocksStayOutOfTheOneKeySpace(t *testing.T) {
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(ctx) })
-	require.NoError(t, store.LockOwnerScope(ctx, tx, notifytype.Human(7)))
+	require.NoError(t, store.LockOwnerScope(ctx, tx, notifytype.Human("7")))
 
 	rows, err := tx.Query(ctx, `SELECT classid::bigint, objsubid FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()`)
 	require.NoError(t, err)

@@ -31,10 +31,10 @@ type Connection struct {
 	AccountKey       string
 	Secret           []byte
 	CreatedAt        time.Time
-	CreatedByHumanID int64 // 0 when unknown
+	CreatedByHumanID string // "" when unknown
 }
 
-const connectionColumns = `id, owner, kind, name, account_key, secret, created_at, coalesce(created_by_human_id, 0)`
+const connectionColumns = `id, owner, kind, name, account_key, secret, created_at, coalesce(created_by_human_id, '')`
 
 func scanConnection(row pgx.Row) (Connection, error) {
 	var (
@@ -56,7 +56,7 @@ func scanConnection(row pgx.Row) (Connection, error) {
 // same transaction). It fills c.ID and c.CreatedAt.
 func InsertConnection(ctx context.Context, db DBTX, c Connection) (Connection, error) {
 	row := db.QueryRow(ctx, `INSERT INTO switchboard.connections (owner, kind, name, account_key, created_by_human_id)
-		VALUES ($1, $2, $3, $4, NULLIF($5::bigint, 0)) RETURNING `+connectionColumns,
+		VALUES ($1, $2, $3, $4, NULLIF($5::text, '')) RETURNING `+connectionColumns,
 		c.Owner.String(), c.Kind, c.Name, c.AccountKey, c.CreatedByHumanID)
 	out, err := scanConnection(row)
 	if isUniqueViolation(err, "connections_owner_name_key") {

@@ -30,13 +30,13 @@ type Digest struct {
 	LastSlotAt          *time.Time
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
-	UpdatedByHumanID    int64
+	UpdatedByHumanID    string
 	UpdatedByEndpointID int64
 }
 
 const digestColumns = `id, owner, name, schedule, queue_ids, sink_ids, coalesce(cairn_connection_id, 0), skip_when_quiet,
 	quiet_threshold_secs, last_sent_at, last_slot_at, created_at, updated_at,
-	coalesce(updated_by_human_id, 0), coalesce(updated_by_endpoint_id, 0)`
+	coalesce(updated_by_human_id, ''), coalesce(updated_by_endpoint_id, 0)`
 
 func scanDigest(row pgx.Row) (Digest, error) {
 	var (
@@ -78,7 +78,7 @@ func InsertDigest(ctx context.Context, db DBTX, d Digest) (Digest, error) {
 		                     quiet_threshold_secs, updated_by_human_id, updated_by_endpoint_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING `+digestColumns,
 		d.Owner.String(), d.Name, d.Schedule, ids(d.QueueIDs), ids(d.SinkIDs), nullID(d.CairnConnectionID), d.SkipWhenQuiet,
-		d.QuietThresholdSecs, nullID(d.UpdatedByHumanID), nullID(d.UpdatedByEndpointID)))
+		d.QuietThresholdSecs, nullText(d.UpdatedByHumanID), nullID(d.UpdatedByEndpointID)))
 	if isUniqueViolation(err, "digests_owner_name_key") {
 		return Digest{}, ErrDigestNameTaken
 	}
@@ -127,7 +127,7 @@ func UpdateDigest(ctx context.Context, db DBTX, d Digest) (Digest, error) {
 		       updated_by_human_id = $9, updated_by_endpoint_id = $10
 		WHERE id = $1 RETURNING `+digestColumns,
 		d.ID, d.Name, d.Schedule, ids(d.QueueIDs), ids(d.SinkIDs), nullID(d.CairnConnectionID), d.SkipWhenQuiet,
-		d.QuietThresholdSecs, nullID(d.UpdatedByHumanID), nullID(d.UpdatedByEndpointID)))
+		d.QuietThresholdSecs, nullText(d.UpdatedByHumanID), nullID(d.UpdatedByEndpointID)))
 	if isUniqueViolation(err, "digests_owner_name_key") {
 		return Digest{}, ErrDigestNameTaken
 	}

@@ -217,5 +217,5 @@ func newHeldRowsDB(t *testing.T) (*pgxpool.Pool, int64) {
 	// instance-a, which these tests hold rows as, beats: its starts pass
 	// the dispatch fence, and what they test is the rest of each statement.
 	require.NoError(t, store.Beat(context.Background(), pool, "instance-a", time.Now(), time.Hour, time.Minute))
-	return pool, f.Sink(storetest.SinkOpts{Owner: notifytype.Human(1)})
+	return pool, f.Sink(storetest.SinkOpts{Owner: notifytype.Human("1")})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/vault"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store"
@@ -128,7 +129,7 @@ func TestLegacyDatabaseIsConvertedInPlace(t *testing.T) {
 	// The world as the old build left it, in the old tables.
 	var human, endpoint, conn, sink int64
 	require.NoError(t, pool.QueryRow(ctx, `INSERT INTO humans (name, email) VALUES ('Ada', 'ada@example.test') RETURNING id`).Scan(&human))
-	owner := notifytype.Human(human)
+	owner := hostid.Human(human)
 	require.NoError(t, pool.QueryRow(ctx, `INSERT INTO endpoints (owner, name, accountable_human_id, grants, credential_hash)
 		VALUES ($1, 'agent', $2, '{todos}', 'h') RETURNING id`, owner.String(), human).Scan(&endpoint))
 	require.NoError(t, pool.QueryRow(ctx, `INSERT INTO connections (owner, kind, name, account_key, created_by_human_id)
@@ -151,6 +152,14 @@ func TestLegacyDatabaseIsConvertedInPlace(t *testing.T) {
 	var queue int64
 	require.NoError(t, pool.QueryRow(ctx, `INSERT INTO queues (owner, name) VALUES ($1, 'builds') RETURNING id`, owner.String()).Scan(&queue))
 	legacyRows := dumpRows(t, pool, "public")
+	// Owner and actor ids became opaque strings (0025): the engine's
+	// columns naming the acting human keep its id, as text.
+	for table, rows := range legacyRows {
+		for _, col := range []string{"created_by_human_id", "updated_by_human_id", "acting_human_id"} {
+			rows = strings.ReplaceAll(rows, fmt.Sprintf(`"%s": %d`, col, human), fmt.Sprintf(`"%s": "%d"`, col, human))
+		}
+		legacyRows[table] = rows
+	}
 
 	require.NoError(t, host.Migrate(ctx, pool))
 	require.NoError(t, host.Migrate(ctx, pool), "a second run finds nothing to do")
@@ -185,7 +194,7 @@ func TestLegacyDatabaseIsConvertedInPlace(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the converted sink got nothing")
 	}
-	s2, err := eng.CreateSink(ctx, engine.HumanPrincipal(human), engine.SinkInput{Owner: owner, Name: "tablet", Kind: engine.KindGotify, ConnectionID: conn})
+	s2, err := eng.CreateSink(ctx, engine.HumanPrincipal(hostid.String(human)), engine.SinkInput{Owner: owner, Name: "tablet", Kind: engine.KindGotify, ConnectionID: conn})
 	require.NoError(t, err)
 	require.Greater(t, s2.ID, sink)
 }

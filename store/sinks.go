@@ -29,12 +29,12 @@ type Sink struct {
 	BudgetBurst         int
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
-	UpdatedByHumanID    int64
+	UpdatedByHumanID    string
 	UpdatedByEndpointID int64
 }
 
 const sinkColumns = `id, owner, name, kind, connection_id, enabled, options, budget_per_hour, budget_burst,
-	created_at, updated_at, coalesce(updated_by_human_id, 0), coalesce(updated_by_endpoint_id, 0)`
+	created_at, updated_at, coalesce(updated_by_human_id, ''), coalesce(updated_by_endpoint_id, 0)`
 
 func scanSink(row pgx.Row) (Sink, error) {
 	var (
@@ -66,7 +66,7 @@ func CountSinks(ctx context.Context, db DBTX, owner notifytype.OwnerScope) (int,
 func InsertSink(ctx context.Context, db DBTX, s Sink) (Sink, error) {
 	out, err := scanSink(db.QueryRow(ctx, `INSERT INTO switchboard.sinks (owner, name, kind, connection_id, enabled, options,
 			budget_per_hour, budget_burst, updated_by_human_id, updated_by_endpoint_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9::bigint, 0), NULLIF($10::bigint, 0)) RETURNING `+sinkColumns,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9::text, ''), NULLIF($10::bigint, 0)) RETURNING `+sinkColumns,
 		s.Owner.String(), s.Name, s.Kind, s.ConnectionID, s.Enabled, s.Options,
 		s.BudgetPerHour, s.BudgetBurst, s.UpdatedByHumanID, s.UpdatedByEndpointID))
 	if isUniqueViolation(err, "sinks_owner_name_key") {
@@ -115,7 +115,7 @@ func ListSinks(ctx context.Context, db DBTX, owner notifytype.OwnerScope) ([]Sin
 // change. A duplicate name is ErrSinkNameTaken; a missing row pgx.ErrNoRows.
 func UpdateSink(ctx context.Context, db DBTX, s Sink) (Sink, error) {
 	out, err := scanSink(db.QueryRow(ctx, `UPDATE switchboard.sinks SET name = $2, connection_id = $3, enabled = $4, options = $5,
-			budget_per_hour = $6, budget_burst = $7, updated_by_human_id = NULLIF($8::bigint, 0), updated_by_endpoint_id = NULLIF($9::bigint, 0),
+			budget_per_hour = $6, budget_burst = $7, updated_by_human_id = NULLIF($8::text, ''), updated_by_endpoint_id = NULLIF($9::bigint, 0),
 			updated_at = now()
 		WHERE id = $1 RETURNING `+sinkColumns,
 		s.ID, s.Name, s.ConnectionID, s.Enabled, s.Options, s.BudgetPerHour, s.BudgetBurst,

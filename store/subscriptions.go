@@ -23,12 +23,12 @@ type Subscription struct {
 	MinSeverityRank     int
 	IncludeExcerpt      bool
 	CreatedAt           time.Time
-	CreatedByHumanID    int64
+	CreatedByHumanID    string
 	CreatedByEndpointID int64
 }
 
 const subscriptionColumns = `id, sink_id, owner, event_types, queue_ids, endpoint_ids, webhook_ids,
-	min_severity_rank, include_excerpt, created_at, coalesce(created_by_human_id, 0), coalesce(created_by_endpoint_id, 0)`
+	min_severity_rank, include_excerpt, created_at, coalesce(created_by_human_id, ''), coalesce(created_by_endpoint_id, 0)`
 
 func scanSubscription(row pgx.Row) (Subscription, error) {
 	var (
@@ -54,7 +54,7 @@ func InsertSubscription(ctx context.Context, db DBTX, s Subscription) (Subscript
 			queue_ids, endpoint_ids, webhook_ids, min_severity_rank, include_excerpt,
 			created_by_human_id, created_by_endpoint_id)
 		VALUES ($1, $2, $3, coalesce($4::bigint[], '{}'), coalesce($5::bigint[], '{}'), coalesce($6::bigint[], '{}'),
-			$7, $8, NULLIF($9::bigint, 0), NULLIF($10::bigint, 0))
+			$7, $8, NULLIF($9::text, ''), NULLIF($10::bigint, 0))
 		RETURNING `+subscriptionColumns,
 		s.SinkID, s.Owner.String(), s.EventTypes, s.QueueIDs, s.EndpointIDs, s.WebhookIDs,
 		s.MinSeverityRank, s.IncludeExcerpt, s.CreatedByHumanID, s.CreatedByEndpointID))

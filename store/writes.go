@@ -18,7 +18,7 @@ type Write struct {
 	Action     string
 	ObjectKind string
 	ObjectID   int64
-	HumanID    int64
+	HumanID    string
 	EndpointID int64
 }
 
@@ -26,7 +26,7 @@ type Write struct {
 func InsertWrite(ctx context.Context, db DBTX, w Write) error {
 	_, err := db.Exec(ctx, `
 		INSERT INTO switchboard.write_log (owner, action, object_kind, object_id, acting_human_id, acting_endpoint_id)
-		VALUES ($1, $2, $3, $4, nullif($5, 0), nullif($6, 0))`,
+		VALUES ($1, $2, $3, $4, nullif($5::text, ''), nullif($6::bigint, 0))`,
 		w.Owner, w.Action, w.ObjectKind, w.ObjectID, w.HumanID, w.EndpointID)
 	if err != nil {
 		return fmt.Errorf("error recording write: %w", err)
@@ -37,7 +37,7 @@ func InsertWrite(ctx context.Context, db DBTX, w Write) error {
 // ListWrites lists an object's recorded writes, oldest first.
 func ListWrites(ctx context.Context, db DBTX, objectKind string, objectID int64) ([]Write, error) {
 	rows, err := db.Query(ctx, `
-		SELECT id, at, owner, action, object_kind, object_id, coalesce(acting_human_id, 0), coalesce(acting_endpoint_id, 0)
+		SELECT id, at, owner, action, object_kind, object_id, coalesce(acting_human_id, ''), coalesce(acting_endpoint_id, 0)
 		FROM switchboard.write_log WHERE object_kind = $1 AND object_id = $2 ORDER BY id`, objectKind, objectID)
 	if err != nil {
 		return nil, fmt.Errorf("error listing writes: %w", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard/notify/api/web"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 )
@@ -43,7 +44,7 @@ type World struct {
 // dead letters, relay exhaustion and agent pages; a queue; and an endpoint
 // to claim its todos with. The engine must allow plain HTTP to loopback.
 func Setup(ctx context.Context, d httpx.Deps, rec *Receivers, humanID int64) (*World, error) {
-	p, owner := engine.HumanPrincipal(humanID), notifytype.Human(humanID)
+	p, owner := engine.HumanPrincipal(hostid.String(humanID)), hostid.Human(humanID)
 	sinks, err := d.Engine.ListSinks(ctx, p, owner)
 	if err != nil {
 		return nil, fmt.Errorf("error listing demo sinks: %w", err)
@@ -162,11 +163,11 @@ func Handler(d httpx.Deps, w *World) http.Handler {
 // redirects to /login when it is not.
 func (w *World) allowed(d httpx.Deps, rw http.ResponseWriter, r *http.Request) (store.Human, bool) {
 	p, err := d.Auth.Session(r.Context(), r)
-	if err != nil || p.HumanID != w.HumanID {
+	if err != nil || hostid.Number(p.HumanID) != w.HumanID {
 		http.Redirect(rw, r, "/login", http.StatusSeeOther)
 		return store.Human{}, false
 	}
-	hum, err := store.HumanByID(r.Context(), d.Pool, p.HumanID)
+	hum, err := store.HumanByID(r.Context(), d.Pool, hostid.Number(p.HumanID))
 	if err != nil {
 		httpx.WriteError(rw, r, d.Logger, err)
 		return store.Human{}, false

@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -22,7 +23,7 @@ const (
 // demo sinks and to a local Cairn stand-in (replacing those of an earlier
 // run, whose ports are gone), and returns its id.
 func setupDigest(ctx context.Context, d httpx.Deps, rec *Receivers, humanID int64) (int64, error) {
-	p, owner := engine.HumanPrincipal(humanID), notifytype.Human(humanID)
+	p, owner := engine.HumanPrincipal(hostid.String(humanID)), hostid.Human(humanID)
 	digests, err := d.Engine.ListDigests(ctx, p, owner)
 	if err != nil {
 		return 0, fmt.Errorf("error listing demo digests: %w", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -64,7 +65,7 @@ func (a *Auth) Human(ctx context.Context, r *http.Request) (engine.Principal, er
 		return engine.Principal{}, err
 	}
 	Authenticated(r.Context())
-	return engine.HumanPrincipal(h.ID), nil
+	return engine.HumanPrincipal(hostid.String(h.ID)), nil
 }
 
 // failed spends a failure of r's address and of cred: the answer is
@@ -90,7 +91,7 @@ func (a *Auth) Session(ctx context.Context, r *http.Request) (engine.Principal, 
 		return engine.Principal{}, err
 	}
 	Authenticated(r.Context())
-	return engine.HumanPrincipal(h.ID), nil
+	return engine.HumanPrincipal(hostid.String(h.ID)), nil
 }
 
 // Endpoint resolves an endpoint's vended bearer credential.

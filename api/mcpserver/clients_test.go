@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard/notify/api/mcpserver"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -391,7 +392,7 @@ func TestTypeScriptClientListsAndPaths(t *testing.T) {
 	human, scope := w.person()
 	queue := w.F.Queue(scope, "forge")
 	w.F.Todo(storetest.TodoOpts{Queue: queue, Title: "build 812"})
-	p := engine.HumanPrincipal(human)
+	p := engine.HumanPrincipal(hostid.String(human))
 	conn, err := w.eng.CreateConnection(w.Ctx, p, engine.ConnectionInput{
 		Owner: scope, Kind: engine.KindGotify, Name: "phone", AccountKey: "https://push.example.net", Secret: notifytype.NewSecret(gotifyToken),
 	})

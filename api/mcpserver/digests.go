@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 )
 
 // Digest verbs, in the notifications family (off by default, D5): thin over
@@ -43,7 +44,7 @@ func digestOut(d engine.Digest) DigestOut {
 		QueueIDs: nonNil(d.QueueIDs), SinkIDs: nonNil(d.SinkIDs), CairnConnectionID: d.CairnConnectionID,
 		SkipWhenQuiet: d.SkipWhenQuiet, QuietThresholdSeconds: int64(d.QuietThreshold / time.Second),
 		LastSentAt: d.LastSentAt, NextSendAt: timePtr(d.NextSendAt),
-		UpdatedByHumanID: d.UpdatedByHumanID, UpdatedByEndpointID: d.UpdatedByEndpointID,
+		UpdatedByHumanID: hostid.Number(d.UpdatedByHumanID), UpdatedByEndpointID: d.UpdatedByEndpointID,
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -87,7 +88,7 @@ func (w *world) endpointAs(t *testing.T, owner notifytype.OwnerScope, human int6
 // sink makes a Gotify sink of scope at baseURL through the engine, as the
 // human would, subscribed to events, and returns its id.
 func (w *world) sink(human int64, scope notifytype.OwnerScope, baseURL string, events ...notifytype.EventType) int64 {
-	return w.Sink(w.eng, engine.HumanPrincipal(human), scope, enginetest.SinkOpts{
+	return w.Sink(w.eng, engine.HumanPrincipal(hostid.String(human)), scope, enginetest.SinkOpts{
 		BaseURL: baseURL, Secret: gotifyToken, Events: events,
 	})
 }

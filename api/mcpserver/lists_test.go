@@ -9,6 +9,7 @@ import (
 	"github.com/switchboard/notify/api/mcpserver"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -21,9 +22,9 @@ func TestListVerbsDiscoverIds(t *testing.T) {
 	w := rulesWorld(t)
 	human, scope := w.person()
 	other, otherScope := w.person()
-	team := notifytype.Team(w.F.Team(""))
-	w.F.Member(team.ID, human, "member")
-	p, theirP := engine.HumanPrincipal(human), engine.HumanPrincipal(other)
+	team := hostid.Team(w.F.Team(""))
+	w.F.Member(hostid.Number(team.ID), human, "member")
+	p, theirP := engine.HumanPrincipal(hostid.String(human)), engine.HumanPrincipal(hostid.String(other))
 
 	mine := w.F.Queue(scope, "forge")
 	teamQueue := w.F.Queue(team, "team-forge")
@@ -102,11 +103,11 @@ func TestListVerbsFollowScopeAndGrant(t *testing.T) {
 	t.Parallel()
 	w := rulesWorld(t)
 	human, personal := w.person()
-	team := notifytype.Team(w.F.Team(""))
-	w.F.Member(team.ID, human, "member")
+	team := hostid.Team(w.F.Team(""))
+	w.F.Member(hostid.Number(team.ID), human, "member")
 	w.F.Queue(personal, "mine")
 	teamQueue := w.F.Queue(team, "ours")
-	personalHook, _, err := w.deps.Webhooks.Create(w.Ctx, engine.HumanPrincipal(human), host.WebhookInput{Owner: personal, Name: "mine"})
+	personalHook, _, err := w.deps.Webhooks.Create(w.Ctx, engine.HumanPrincipal(hostid.String(human)), host.WebhookInput{Owner: personal, Name: "mine"})
 	require.NoError(t, err)
 
 	// A team endpoint lists its team's queues only, and a member may read.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -251,7 +252,7 @@ func (s *surface) guard(next mcp.MethodHandler) mcp.MethodHandler {
 					"this endpoint's grant lacks the " + string(fam) + " verbs, so it may not call " + name)}), nil
 			}
 			if fam == notifytype.GrantNotifications {
-				if wait, ok := s.d.Limiter.Take(c.p.HumanID); !ok {
+				if wait, ok := s.d.Limiter.Take(hostid.Number(c.p.HumanID)); !ok {
 					return toolError(rec, &handlerError{notifytype.RateLimitedFor("too many requests", wait)}), nil
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -47,7 +48,7 @@ func sinkOut(s engine.Sink) (SinkOut, error) {
 		ID: s.ID, Owner: s.Owner.String(), Name: s.Name, Kind: s.Kind, ConnectionID: s.ConnectionID,
 		Enabled: s.Enabled, Options: opts, BudgetPerHour: s.BudgetPerHour, BudgetBurst: s.BudgetBurst,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
-		UpdatedByHumanID: s.UpdatedByHumanID, UpdatedByEndpointID: s.UpdatedByEndpointID,
+		UpdatedByHumanID: hostid.Number(s.UpdatedByHumanID), UpdatedByEndpointID: s.UpdatedByEndpointID,
 	}, nil
 }
 
@@ -137,7 +138,7 @@ func subscriptionOut(s engine.Subscription) SubscriptionOut {
 		ID: s.ID, SinkID: s.SinkID, Owner: s.Owner.String(), EventTypes: types,
 		Queues: nonNil(s.Queues), Endpoints: nonNil(s.Endpoints), Webhooks: nonNil(s.Webhooks),
 		MinSeverity: string(s.MinSeverity), IncludeExcerpt: s.IncludeExcerpt, CreatedAt: s.CreatedAt,
-		CreatedByHumanID: s.CreatedByHumanID, CreatedByEndpointID: s.CreatedByEndpointID,
+		CreatedByHumanID: hostid.Number(s.CreatedByHumanID), CreatedByEndpointID: s.CreatedByEndpointID,
 	}
 }
 

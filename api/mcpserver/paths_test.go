@@ -8,6 +8,7 @@ import (
 	"github.com/switchboard/notify/api/mcpserver"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -21,7 +22,7 @@ func TestNestedArgumentErrorsNameTheirPath(t *testing.T) {
 	sink := w.sink(human, scope, "https://push.example.net", notifytype.EventDigest)
 	queue := w.F.Queue(scope, "forge")
 	theirQueue := w.F.Queue(otherScope, "theirs")
-	hook, _, err := w.deps.Webhooks.Create(w.Ctx, engine.HumanPrincipal(human), host.WebhookInput{Owner: scope, Name: "forge"})
+	hook, _, err := w.deps.Webhooks.Create(w.Ctx, engine.HumanPrincipal(hostid.String(human)), host.WebhookInput{Owner: scope, Name: "forge"})
 	require.NoError(t, err)
 	_, cred := w.vend(t, human, scope, notifytype.Grants...)
 	cs := w.connect(t, cred)
@@ -83,7 +84,7 @@ func TestWrongConnectionIsAnInvalidArgument(t *testing.T) {
 	other, otherScope := w.person()
 	conn := func(p int64, owner notifytype.OwnerScope, kind, name string) int64 {
 		t.Helper()
-		c, err := w.eng.CreateConnection(w.Ctx, engine.HumanPrincipal(p), engine.ConnectionInput{
+		c, err := w.eng.CreateConnection(w.Ctx, engine.HumanPrincipal(hostid.String(p)), engine.ConnectionInput{
 			Owner: owner, Kind: kind, Name: name, AccountKey: "https://push.example.net", Secret: notifytype.NewSecret(gotifyToken),
 		})
 		require.NoError(t, err)

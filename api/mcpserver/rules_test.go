@@ -11,6 +11,7 @@ import (
 	"github.com/switchboard/notify/api/mcpserver"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -29,7 +30,7 @@ func TestRuleVerbsWithTheDefaultGrant(t *testing.T) {
 	t.Parallel()
 	w := rulesWorld(t)
 	human, scope := w.person()
-	hook, secret, err := w.deps.Webhooks.Create(w.Ctx, engine.HumanPrincipal(human), host.WebhookInput{
+	hook, secret, err := w.deps.Webhooks.Create(w.Ctx, engine.HumanPrincipal(hostid.String(human)), host.WebhookInput{
 		Owner: scope, Name: "forge", TrustedSenders: []string{"octocat", "dependabot"},
 	})
 	require.NoError(t, err)
@@ -82,9 +83,9 @@ func TestRuleVerbsRefuseAnotherOwnersSink(t *testing.T) {
 	w := rulesWorld(t)
 	human, scope := w.person()
 	other, otherScope := w.person()
-	hook, _, err := w.deps.Webhooks.Create(w.Ctx, engine.HumanPrincipal(human), host.WebhookInput{Owner: scope, Name: "forge"})
+	hook, _, err := w.deps.Webhooks.Create(w.Ctx, engine.HumanPrincipal(hostid.String(human)), host.WebhookInput{Owner: scope, Name: "forge"})
 	require.NoError(t, err)
-	theirs, _, err := w.deps.Webhooks.Create(w.Ctx, engine.HumanPrincipal(other), host.WebhookInput{Owner: otherScope, Name: "theirs"})
+	theirs, _, err := w.deps.Webhooks.Create(w.Ctx, engine.HumanPrincipal(hostid.String(other)), host.WebhookInput{Owner: otherScope, Name: "theirs"})
 	require.NoError(t, err)
 	w.F.Sink(storetest.SinkOpts{Owner: otherScope, Name: "their-phone"})
 	_, cred := w.vend(t, human, scope)
@@ -117,7 +118,7 @@ func TestRuleVerbsRefuseExpressionsOutsideTheSubset(t *testing.T) {
 	t.Parallel()
 	w := rulesWorld(t)
 	human, scope := w.person()
-	hook, secret, err := w.deps.Webhooks.Create(w.Ctx, engine.HumanPrincipal(human), host.WebhookInput{
+	hook, secret, err := w.deps.Webhooks.Create(w.Ctx, engine.HumanPrincipal(hostid.String(human)), host.WebhookInput{
 		Owner: scope, Name: "forge", TrustedSenders: []string{"octocat"},
 	})
 	require.NoError(t, err)
@@ -154,7 +155,7 @@ func TestRuleVerbsRefuseExpressionsOutsideTheSubset(t *testing.T) {
 			require.Contains(t, e.Message, "checked subset of jq", "%s %s", c.tool, expr)
 		}
 	}
-	rules, err := w.deps.Webhooks.Rules(w.Ctx, engine.HumanPrincipal(human), hook.ID)
+	rules, err := w.deps.Webhooks.Rules(w.Ctx, engine.HumanPrincipal(hostid.String(human)), hook.ID)
 	require.NoError(t, err)
 	require.Len(t, rules, 1, "nothing refused was saved")
 	require.Equal(t, set.Rules[0].ID, rules[0].ID)

@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard/notify/api/mcpserver"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/sinktest"
 	"github.com/switchboard/notify/store/storetest"
@@ -71,16 +72,17 @@ func TestGrantedEndpointAddsSubscription(t *testing.T) {
 	// The stored row records the endpoint and its accountable human, and
 	// replaced the sink's earlier subscription.
 	var (
-		types            []string
-		queues           []int64
-		byHuman, byEndpt int64
+		types   []string
+		queues  []int64
+		byHuman string
+		byEndpt int64
 	)
 	require.NoError(t, w.Pool.QueryRow(w.Ctx, `
 		SELECT event_types, queue_ids, created_by_human_id, created_by_endpoint_id
 		FROM switchboard.subscriptions WHERE sink_id = $1`, sink).Scan(&types, &queues, &byHuman, &byEndpt))
 	require.Equal(t, []string{"todo.dead_lettered"}, types)
 	require.Equal(t, []int64{forge}, queues)
-	require.Equal(t, human, byHuman)
+	require.Equal(t, hostid.String(human), byHuman)
 	require.Equal(t, endpoint, byEndpt)
 
 	// Another owner's sink is not_found, and is left as it was.
@@ -175,9 +177,9 @@ func TestSetSinkRefusalsMatchTheHumanSurfaces(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	admin, personal := w.person()
-	team := notifytype.Team(w.F.Team(""))
-	w.F.Member(team.ID, admin, "admin")
-	asAdmin := engine.HumanPrincipal(admin)
+	team := hostid.Team(w.F.Team(""))
+	w.F.Member(hostid.Number(team.ID), admin, "admin")
+	asAdmin := engine.HumanPrincipal(hostid.String(admin))
 	personalConn, err := w.eng.CreateConnection(w.Ctx, asAdmin, engine.ConnectionInput{
 		Owner: personal, Kind: engine.KindGotify, Name: "mine", AccountKey: "https://push.example.net",
 		Secret: notifytype.NewSecret(gotifyToken),
@@ -286,9 +288,9 @@ func TestTeamMemberEndpointCannotWrite(t *testing.T) {
 	w := newWorld(t)
 	owner, _ := w.person()
 	member, _ := w.person()
-	team := notifytype.Team(w.F.Team(""))
-	w.F.Member(team.ID, owner, "owner")
-	w.F.Member(team.ID, member, "member")
+	team := hostid.Team(w.F.Team(""))
+	w.F.Member(hostid.Number(team.ID), owner, "owner")
+	w.F.Member(hostid.Number(team.ID), member, "member")
 	sink := w.sink(owner, team, "https://push.example.net")
 	_, cred := w.endpointAs(t, team, member, "notifications")
 	cs := w.connect(t, cred)

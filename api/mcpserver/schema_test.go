@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard/notify/api/mcpserver"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -128,7 +129,7 @@ func TestNullForARequiredListIsRefused(t *testing.T) {
 	w := rulesWorld(t)
 	human, scope := w.person()
 	sink := w.sink(human, scope, "https://push.example.net", notifytype.EventTodoDeadLettered)
-	hook, _, err := w.deps.Webhooks.Create(w.Ctx, engine.HumanPrincipal(human), host.WebhookInput{Owner: scope, Name: "forge"})
+	hook, _, err := w.deps.Webhooks.Create(w.Ctx, engine.HumanPrincipal(hostid.String(human)), host.WebhookInput{Owner: scope, Name: "forge"})
 	require.NoError(t, err)
 	_, cred := w.vend(t, human, scope, notifytype.Grants...)
 	cs := w.connect(t, cred)

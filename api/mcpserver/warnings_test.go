@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchboard/notify/api/mcpserver"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -18,7 +19,7 @@ func TestSetSinkWarnsOfABlockedConnection(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	human, scope := w.person()
-	p := engine.HumanPrincipal(human)
+	p := engine.HumanPrincipal(hostid.String(human))
 	conn := func(name, base string) int64 {
 		t.Helper()
 		c, err := w.eng.CreateConnection(w.Ctx, p, engine.ConnectionInput{

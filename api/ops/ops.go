@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -20,7 +21,7 @@ func New(d httpx.Deps, m *Metrics) http.Handler {
 	mux := http.NewServeMux()
 	metrics := promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
 	mux.Handle("GET /metrics", requireHuman(d, func(w http.ResponseWriter, r *http.Request, p engine.Principal) {
-		operator, err := d.Accounts.IsOperator(r.Context(), p.HumanID)
+		operator, err := d.Accounts.IsOperator(r.Context(), hostid.Number(p.HumanID))
 		if err != nil {
 			httpx.WriteError(w, r, d.Logger, err)
 			return
@@ -47,7 +48,7 @@ func New(d httpx.Deps, m *Metrics) http.Handler {
 // costs p's sinks, not the instance's actors: the engine lists the sinks
 // of p's scopes by index and looks their actors up (Engine.StatusFor).
 func VisibleActors(r *http.Request, d httpx.Deps, p engine.Principal) ([]engine.ActorStatus, error) {
-	operator, err := d.Accounts.IsOperator(r.Context(), p.HumanID)
+	operator, err := d.Accounts.IsOperator(r.Context(), hostid.Number(p.HumanID))
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/apprise"
 )
@@ -32,7 +33,7 @@ type connectionJSON struct {
 func connectionOut(c engine.Connection) connectionJSON {
 	return connectionJSON{
 		ID: c.ID, Owner: c.Owner, Kind: c.Kind, Name: c.Name, AccountKey: c.AccountKey,
-		HasSecret: c.HasSecret, CreatedAt: c.CreatedAt, CreatedByHumanID: c.CreatedByHumanID,
+		HasSecret: c.HasSecret, CreatedAt: c.CreatedAt, CreatedByHumanID: hostid.Number(c.CreatedByHumanID),
 	}
 }
 

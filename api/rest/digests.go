@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -47,7 +48,7 @@ func digestOut(d engine.Digest) digestJSON {
 		CairnConnectionID: d.CairnConnectionID, SkipWhenQuiet: d.SkipWhenQuiet,
 		QuietThresholdSeconds: int64(d.QuietThreshold / time.Second), LastSentAt: d.LastSentAt,
 		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
-		UpdatedByHumanID: d.UpdatedByHumanID, UpdatedByEndpointID: d.UpdatedByEndpointID,
+		UpdatedByHumanID: hostid.Number(d.UpdatedByHumanID), UpdatedByEndpointID: d.UpdatedByEndpointID,
 	}
 	if !d.NextSendAt.IsZero() {
 		out.NextSendAt = &d.NextSendAt

@@ -7,6 +7,7 @@ import (
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -30,7 +31,7 @@ func (s *server) listEndpoints(w http.ResponseWriter, r *http.Request, p engine.
 	if err != nil {
 		return err
 	}
-	eps, err := s.d.Endpoints.List(r.Context(), p.HumanID, owner)
+	eps, err := s.d.Endpoints.List(r.Context(), hostid.Number(p.HumanID), owner)
 	if err != nil {
 		return err
 	}
@@ -54,7 +55,7 @@ func (s *server) vendEndpoint(w http.ResponseWriter, r *http.Request, p engine.P
 			grants = append(grants, g)
 		}
 	}
-	ep, credential, err := s.d.Endpoints.Vend(r.Context(), p.HumanID, owner, in.Name, grants)
+	ep, credential, err := s.d.Endpoints.Vend(r.Context(), hostid.Number(p.HumanID), owner, in.Name, grants)
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func (s *server) revokeEndpoint(w http.ResponseWriter, r *http.Request, p engine
 	if err != nil {
 		return err
 	}
-	if err := s.d.Endpoints.Revoke(r.Context(), p.HumanID, id); err != nil {
+	if err := s.d.Endpoints.Revoke(r.Context(), hostid.Number(p.HumanID), id); err != nil {
 		return err
 	}
 	return noContent(w)

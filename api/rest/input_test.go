@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/apprise"
 	"github.com/switchboard/notify/store/storetest"
@@ -52,8 +53,8 @@ func TestBadSinkInput(t *testing.T) {
 	lax := b.w.Engine(func(c *engine.Config) {
 		c.AppriseSchemesAllowed = append(slices.Clone(apprise.DefaultAllowedSchemes), "json", "form")
 	})
-	jsonConn, err := lax.CreateConnection(b.w.Ctx, engine.HumanPrincipal(a), engine.ConnectionInput{
-		Owner: notifytype.Human(a), Kind: engine.KindApprise, Name: "lax", AccountKey: g.URL,
+	jsonConn, err := lax.CreateConnection(b.w.Ctx, engine.HumanPrincipal(hostid.String(a)), engine.ConnectionInput{
+		Owner: hostid.Human(a), Kind: engine.KindApprise, Name: "lax", AccountKey: g.URL,
 		Secret: notifytype.NewSecret(`{"urls": ["json://hooks.example.net/x"]}`),
 	})
 	require.NoError(t, err)
@@ -137,7 +138,7 @@ func TestBadSubscriptionInput(t *testing.T) {
 	other, _ := b.human(t)
 	sink := b.sink(t, tokA, "", b.connection(t, tokA, "", g.URL))
 	b.subscription(t, tokA, sink)
-	mine, theirs := notifytype.Human(a), notifytype.Human(other)
+	mine, theirs := hostid.Human(a), hostid.Human(other)
 	queue, otherQueue := b.w.F.Queue(mine, ""), b.w.F.Queue(theirs, "")
 	otherEndpoint := b.w.F.Endpoint(storetest.EndpointOpts{Owner: theirs, Human: other})
 	otherWebhook := b.w.F.Webhook(theirs, "")
@@ -213,7 +214,7 @@ func TestBadConnectionInput(t *testing.T) {
 	}
 	const bad, invalid = http.StatusBadRequest, "invalid_argument"
 	b.requireRefusals(t, tok, []refusal{
-		post("owner malformed", conn(map[string]any{"owner": "human:x"}), bad, invalid, "owner"),
+		post("owner malformed", conn(map[string]any{"owner": "human:not an id"}), bad, invalid, "owner"),
 		post("owner of another", conn(map[string]any{"owner": human(other)}), http.StatusNotFound, "not_found", ""),
 		post("kind unknown", conn(map[string]any{"kind": "slack"}), bad, invalid, "kind"),
 		post("name taken", conn(map[string]any{"name": "taken"}), bad, invalid, "name"),

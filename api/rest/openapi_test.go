@@ -15,7 +15,7 @@ import (
 
 	"github.com/switchboard/notify/api/rest"
 	"github.com/switchboard/notify/host"
-	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/host/hostid"
 )
 
 var (
@@ -85,7 +85,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 			endpoint, _ := b.vend(t, tok, "", nil)
 			hook, rule, delivery := b.webhook(t, tok)
 			digest := b.digest(t, tok, sink)
-			queue := b.w.F.Queue(notifytype.Human(hid), "")
+			queue := b.w.F.Queue(hostid.Human(hid), "")
 			todo, err := b.todos.Enqueue(b.w.Ctx, queue, host.TodoInput{Title: "a todo"})
 			require.NoError(t, err)
 			id := map[string]int64{"sinks": sink, "connections": spare, "endpoints": endpoint, "webhooks": hook,

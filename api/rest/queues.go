@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -65,7 +66,7 @@ func (s *server) listQueues(w http.ResponseWriter, r *http.Request, p engine.Pri
 	if err != nil {
 		return err
 	}
-	queues, err := s.d.Todos.ListQueues(r.Context(), p.HumanID, owner)
+	queues, err := s.d.Todos.ListQueues(r.Context(), hostid.Number(p.HumanID), owner)
 	if err != nil {
 		return err
 	}
@@ -81,7 +82,7 @@ func (s *server) createQueue(w http.ResponseWriter, r *http.Request, p engine.Pr
 	if err != nil {
 		return err
 	}
-	q, err := s.d.Todos.CreateQueue(r.Context(), p.HumanID, owner, in.Name)
+	q, err := s.d.Todos.CreateQueue(r.Context(), hostid.Number(p.HumanID), owner, in.Name)
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func (s *server) enqueueTodo(w http.ResponseWriter, r *http.Request, p engine.Pr
 	if in.LeaseTTLSeconds < 0 {
 		return notifytype.InvalidArgument("lease_ttl_seconds", "must be positive")
 	}
-	todo, err := s.d.Todos.EnqueueAs(r.Context(), p.HumanID, id, host.TodoInput{
+	todo, err := s.d.Todos.EnqueueAs(r.Context(), hostid.Number(p.HumanID), id, host.TodoInput{
 		Title: in.Title, Payload: in.Payload, AttemptCap: in.AttemptCap,
 		LeaseTTL:      time.Duration(in.LeaseTTLSeconds) * time.Second,
 		OriginDisplay: in.OriginDisplay, OriginPermalink: in.OriginPermalink,
@@ -127,7 +128,7 @@ func (s *server) todoVerb(w http.ResponseWriter, r *http.Request, p engine.Princ
 	if err != nil {
 		return err
 	}
-	todo, err := verb(r.Context(), p.HumanID, id)
+	todo, err := verb(r.Context(), hostid.Number(p.HumanID), id)
 	if err != nil {
 		return remapField(err, map[string]string{"todo_id": "id"})
 	}

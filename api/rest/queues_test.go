@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/host/hostid"
 )
 
 // TestQueuesAndTodos creates a queue, enqueues a todo, interrupts it (a
@@ -28,7 +28,7 @@ func TestQueuesAndTodos(t *testing.T) {
 	}
 	q.into(t, &queue)
 	require.Equal(t, "builds", queue.Name)
-	require.Equal(t, notifytype.Human(me).String(), queue.Owner)
+	require.Equal(t, hostid.Human(me).String(), queue.Owner)
 
 	var listed struct {
 		Queues []struct {
@@ -100,8 +100,8 @@ func TestQueuesAndTodos(t *testing.T) {
 	other, otherTok := b.human(t)
 	b.ok(t, http.StatusOK, otherTok, "GET", "/api/v1/queues", nil).into(t, &listed)
 	require.Empty(t, listed.Queues)
-	b.refused(t, http.StatusNotFound, "not_found", otherTok, "GET", "/api/v1/queues?owner="+notifytype.Human(me).String(), nil)
-	b.refused(t, http.StatusNotFound, "not_found", otherTok, "POST", "/api/v1/queues", `{"name":"mine","owner":"`+notifytype.Human(me).String()+`"}`)
+	b.refused(t, http.StatusNotFound, "not_found", otherTok, "GET", "/api/v1/queues?owner="+hostid.Human(me).String(), nil)
+	b.refused(t, http.StatusNotFound, "not_found", otherTok, "POST", "/api/v1/queues", `{"name":"mine","owner":"`+hostid.Human(me).String()+`"}`)
 	b.refused(t, http.StatusNotFound, "not_found", otherTok, "POST", qpath, `{"title":"t"}`)
 	b.refused(t, http.StatusNotFound, "not_found", otherTok, "POST", tpath+"/interrupt", nil)
 	b.refused(t, http.StatusNotFound, "not_found", otherTok, "POST", tpath+"/requeue", nil)
@@ -112,7 +112,7 @@ func TestQueuesAndTodos(t *testing.T) {
 	team := b.w.F.Team("")
 	b.w.F.Member(team, me, "owner")
 	b.w.F.Member(team, other, "member")
-	teamScope := notifytype.Team(team).String()
+	teamScope := hostid.Team(team).String()
 	b.ok(t, http.StatusCreated, tok, "POST", "/api/v1/queues", `{"name":"team-builds","owner":"`+teamScope+`"}`).into(t, &queue)
 	b.refused(t, http.StatusForbidden, "forbidden", otherTok, "POST", "/api/v1/queues", `{"name":"nope","owner":"`+teamScope+`"}`)
 	b.ok(t, http.StatusOK, otherTok, "GET", "/api/v1/queues?owner="+teamScope, nil).into(t, &listed)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -136,7 +137,7 @@ func (s *server) authenticate(w http.ResponseWriter, r *http.Request) (engine.Pr
 	case err != nil:
 		httpx.WriteError(w, r, s.log, err)
 		return engine.Principal{}, false
-	case !s.d.Limiter.Allow(p.HumanID):
+	case !s.d.Limiter.Allow(hostid.Number(p.HumanID)):
 		httpx.WriteError(w, r, s.log, notifytype.RateLimited("too many requests; slow down"))
 		return engine.Principal{}, false
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -40,7 +41,7 @@ func sinkOut(s engine.Sink) sinkJSON {
 		ID: s.ID, Owner: s.Owner, Name: s.Name, Kind: s.Kind, ConnectionID: s.ConnectionID, Enabled: s.Enabled,
 		Options: opts, BudgetPerHour: s.BudgetPerHour, BudgetBurst: s.BudgetBurst,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
-		UpdatedByHumanID: s.UpdatedByHumanID, UpdatedByEndpointID: s.UpdatedByEndpointID,
+		UpdatedByHumanID: hostid.Number(s.UpdatedByHumanID), UpdatedByEndpointID: s.UpdatedByEndpointID,
 	}
 }
 
@@ -207,7 +208,7 @@ func subscriptionOut(s engine.Subscription) subscriptionJSON {
 		ID: s.ID, SinkID: s.SinkID, Owner: s.Owner, EventTypes: s.EventTypes,
 		Queues: nonNil(s.Queues), Endpoints: nonNil(s.Endpoints), Webhooks: nonNil(s.Webhooks),
 		MinSeverity: s.MinSeverity, IncludeExcerpt: s.IncludeExcerpt, CreatedAt: s.CreatedAt,
-		CreatedByHumanID: s.CreatedByHumanID, CreatedByEndpointID: s.CreatedByEndpointID,
+		CreatedByHumanID: hostid.Number(s.CreatedByHumanID), CreatedByEndpointID: s.CreatedByEndpointID,
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/host/hostid"
 )
 
 // TestSinkLifecycle creates, reads, lists, changes, tests, and deletes a
@@ -76,7 +76,7 @@ func TestSinkLifecycle(t *testing.T) {
 	require.Equal(t, []int64{}, subs.Subscriptions[0].Queues)
 	require.Equal(t, "low", subs.Subscriptions[0].MinSeverity)
 
-	q := b.w.F.Queue(notifytype.Human(a), "forge")
+	q := b.w.F.Queue(hostid.Human(a), "forge")
 	b.ok(t, http.StatusOK, tok, "PUT", sinkPath(sink.ID, "/subscriptions"), map[string]any{"subscriptions": []any{
 		map[string]any{"event_types": []string{"relay.exhausted", "todo.dead_lettered"}, "queues": []int64{q}, "min_severity": "high"},
 		map[string]any{"event_types": []string{"digest"}},

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
@@ -112,7 +113,7 @@ func TestDeleteWebhook(t *testing.T) {
 	b := setup(t)
 	owner, tok := b.human(t)
 	hook, _, delivery := b.webhook(t, tok)
-	queue := b.w.F.Queue(notifytype.Human(owner), "forge")
+	queue := b.w.F.Queue(hostid.Human(owner), "forge")
 	routed := b.w.F.Todo(storetest.TodoOpts{Queue: queue})
 	_, err := b.w.Pool.Exec(b.w.Ctx, `UPDATE todos SET webhook_id = $1 WHERE id = $2`, hook, routed)
 	require.NoError(t, err)
@@ -163,12 +164,12 @@ func TestDeleteWebhook(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, writes, 2)
 	require.Equal(t, []string{host.WriteWebhookCreate, host.WriteWebhookDelete}, []string{writes[0].Action, writes[1].Action})
-	require.Equal(t, owner, writes[1].HumanID)
+	require.Equal(t, hostid.String(owner), writes[1].HumanID)
 	require.Zero(t, writes[1].EndpointID)
 	require.Equal(t, human(owner), writes[1].Owner)
 	teamWrites, err := store.ListWrites(b.w.Ctx, b.w.Pool, host.ObjectWebhook, teamHook.ID)
 	require.NoError(t, err)
-	require.Equal(t, admin, teamWrites[len(teamWrites)-1].HumanID)
+	require.Equal(t, hostid.String(admin), teamWrites[len(teamWrites)-1].HumanID)
 	require.Equal(t, team(tm), teamWrites[len(teamWrites)-1].Owner)
 }
 

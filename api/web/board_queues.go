@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -26,7 +27,7 @@ func (s *server) boardQueue(w http.ResponseWriter, r *http.Request, a *actor) {
 		scopes = []notifytype.OwnerScope{sc}
 	}
 	for _, sc := range scopes {
-		q, err := s.d.Todos.QueueByName(r.Context(), a.P.HumanID, sc, name)
+		q, err := s.d.Todos.QueueByName(r.Context(), hostid.Number(a.P.HumanID), sc, name)
 		if errors.Is(err, notifytype.ErrNotFound) {
 			continue
 		}
@@ -34,7 +35,7 @@ func (s *server) boardQueue(w http.ResponseWriter, r *http.Request, a *actor) {
 			s.fail(w, r, a, err)
 			return
 		}
-		todos, err := s.d.Todos.ListTodos(r.Context(), a.P.HumanID, q.ID, todosShown)
+		todos, err := s.d.Todos.ListTodos(r.Context(), hostid.Number(a.P.HumanID), q.ID, todosShown)
 		if err != nil {
 			s.fail(w, r, a, err)
 			return

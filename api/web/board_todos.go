@@ -5,6 +5,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -23,7 +24,7 @@ func (s *server) boardTodo(w http.ResponseWriter, r *http.Request, a *actor) {
 		s.fail(w, r, a, err)
 		return
 	}
-	detail, err := s.d.Todos.TodoDetail(r.Context(), a.P.HumanID, id)
+	detail, err := s.d.Todos.TodoDetail(r.Context(), hostid.Number(a.P.HumanID), id)
 	if err != nil {
 		s.fail(w, r, a, err)
 		return

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
-	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/sinks/sinktest"
 )
 
@@ -132,7 +132,7 @@ func TestBrowserSendTest(t *testing.T) {
 	gotify := sinktest.NewServer(t, nil)
 	const token = "gtfya.BrowserToken42"
 	id := b.f.Human("Ada Lovelace")
-	me := notifytype.Human(id)
+	me := hostid.Human(id)
 
 	// Sign in.
 	step(t, ctx, chromedp.Navigate(b.srv.URL+"/login/"+b.loginLink(t, id)))
@@ -149,7 +149,7 @@ func TestBrowserSendTest(t *testing.T) {
 	)
 	require.EqualValues(t, http.StatusOK, submit(t, ctx, chromedp.Click(chromedp.ID("create-connection-button"))))
 	require.Contains(t, text(t, ctx, "table"), "home gotify")
-	conns, err := b.eng.ListConnections(b.ctx, engine.HumanPrincipal(id), me)
+	conns, err := b.eng.ListConnections(b.ctx, engine.HumanPrincipal(hostid.String(id)), me)
 	require.NoError(t, err)
 	require.Len(t, conns, 1)
 	require.True(t, conns[0].HasSecret)
@@ -161,7 +161,7 @@ func TestBrowserSendTest(t *testing.T) {
 		chromedp.SetValue(chromedp.ID("sink-connection"), strconv.FormatInt(conns[0].ID, 10)),
 	)
 	require.EqualValues(t, http.StatusOK, submit(t, ctx, chromedp.Click(chromedp.ID("create-sink-button"))))
-	sinks, err := b.eng.ListSinks(b.ctx, engine.HumanPrincipal(id), me)
+	sinks, err := b.eng.ListSinks(b.ctx, engine.HumanPrincipal(hostid.String(id)), me)
 	require.NoError(t, err)
 	require.Len(t, sinks, 1)
 	sinkURL := b.srv.URL + "/sinks/" + strconv.FormatInt(sinks[0].ID, 10)
@@ -198,7 +198,7 @@ func TestBrowserSendTest(t *testing.T) {
 	step(t, ctx, chromedp.Navigate(attacker.URL))
 	require.EqualValues(t, http.StatusForbidden, submit(t, ctx, chromedp.Click(chromedp.ID("claim"))))
 	require.Contains(t, text(t, ctx, "#refusal"), "posted from another site")
-	_, err = b.eng.GetSink(b.ctx, engine.HumanPrincipal(id), sinks[0].ID)
+	_, err = b.eng.GetSink(b.ctx, engine.HumanPrincipal(hostid.String(id)), sinks[0].ID)
 	require.NoError(t, err, "the sink is still there")
 	require.Equal(t, 1, b.count(t, "sinks"))
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -129,7 +130,7 @@ func (s *server) confirmRevoke(r *http.Request, a *actor) (string, confirmData, 
 	if err != nil {
 		return "", confirmData{}, err
 	}
-	eps, err := s.d.Endpoints.List(r.Context(), a.P.HumanID, scope)
+	eps, err := s.d.Endpoints.List(r.Context(), hostid.Number(a.P.HumanID), scope)
 	if err != nil {
 		return "", confirmData{}, err
 	}

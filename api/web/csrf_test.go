@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/host/hostid"
 )
 
 // stateChangingRoutes are the patterns of every route the web UI
@@ -77,7 +77,7 @@ func TestFormPostWithoutOriginNeedsOurOwnReferer(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	id, c := b.human(t)
-	me := notifytype.Human(id)
+	me := hostid.Human(id)
 	conn := b.gotifyConnection(t, id, me, "https://gotify.example.net", "gtfya.token")
 	sink := b.gotifySink(t, id, me, conn.ID, "phone")
 	sinkID := strconv.FormatInt(sink.ID, 10)

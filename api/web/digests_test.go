@@ -12,7 +12,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
-	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/host/hostid"
 )
 
 func withDigestSources(c *engine.Config) { c.DigestSources = host.NewDigestSources(c.Pool) }
@@ -21,7 +21,7 @@ func TestDigestPagesCreatePreviewSendNow(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withDigestSources)
 	id, c := b.human(t)
-	scope := notifytype.Human(id)
+	scope := hostid.Human(id)
 	conn := b.gotifyConnection(t, id, scope, "https://push.example.net", "gtfya.web")
 	sink := b.gotifySink(t, id, scope, conn.ID, "phone")
 	queue := b.f.Queue(scope, "forge")
@@ -94,7 +94,7 @@ func TestDigestDeleteAsksFirst(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withDigestSources)
 	id, c := b.human(t)
-	scope := notifytype.Human(id)
+	scope := hostid.Human(id)
 	conn := b.gotifyConnection(t, id, scope, "https://push.example.net", "gtfya.web")
 	sink := b.gotifySink(t, id, scope, conn.ID, "phone")
 	res := c.post("/digests", url.Values{"name": {"morning"}, "schedule": {"daily 09:00"}, "sink_ids": {strconv.FormatInt(sink.ID, 10)}, "skip_when_quiet": {"1"}})
@@ -131,7 +131,7 @@ func TestDigestPageReadsForAPerson(t *testing.T) {
 	b := setup(t, withDigestSources)
 	id := b.f.Human("Grace Hopper")
 	c := b.login(t, id)
-	scope := notifytype.Human(id)
+	scope := hostid.Human(id)
 	conn := b.gotifyConnection(t, id, scope, "https://push.example.net", "gtfya.web")
 	sink := b.gotifySink(t, id, scope, conn.ID, "phone")
 	queue := b.f.Queue(scope, "forge")
@@ -139,7 +139,7 @@ func TestDigestPageReadsForAPerson(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.deps.Todos.Interrupt(b.ctx, id, todo.ID)
 	require.NoError(t, err)
-	dg, err := b.eng.CreateDigest(b.ctx, engine.HumanPrincipal(id), engine.DigestInput{Owner: scope, Name: "morning",
+	dg, err := b.eng.CreateDigest(b.ctx, engine.HumanPrincipal(hostid.String(id)), engine.DigestInput{Owner: scope, Name: "morning",
 		Schedule: "TZ=America/Los_Angeles Mon-Fri 09:00", SinkIDs: []int64{sink.ID}})
 	require.NoError(t, err)
 	loc := "/board/digests/" + strconv.FormatInt(dg.ID, 10)
@@ -184,11 +184,11 @@ func TestDigestListAgreesWithItsPage(t *testing.T) {
 	b := setup(t, withDigestSources)
 	id := b.f.Human("Grace Hopper")
 	c := b.login(t, id)
-	scope := notifytype.Human(id)
+	scope := hostid.Human(id)
 	conn := b.gotifyConnection(t, id, scope, "https://push.example.net", "gtfya.web")
 	phone := b.gotifySink(t, id, scope, conn.ID, "phone")
 	pager := b.gotifySink(t, id, scope, conn.ID, "pager")
-	dg, err := b.eng.CreateDigest(b.ctx, engine.HumanPrincipal(id), engine.DigestInput{Owner: scope, Name: "morning",
+	dg, err := b.eng.CreateDigest(b.ctx, engine.HumanPrincipal(hostid.String(id)), engine.DigestInput{Owner: scope, Name: "morning",
 		Schedule: "TZ=America/Los_Angeles Mon-Fri 09:00", SinkIDs: []int64{phone.ID, pager.ID}})
 	require.NoError(t, err)
 	loc := "/board/digests/" + strconv.FormatInt(dg.ID, 10)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -101,7 +102,7 @@ func (s *server) renderEndpoints(w http.ResponseWriter, r *http.Request, a *acto
 		s.fail(w, r, a, err)
 		return
 	}
-	eps, err := s.d.Endpoints.List(r.Context(), a.P.HumanID, scope)
+	eps, err := s.d.Endpoints.List(r.Context(), hostid.Number(a.P.HumanID), scope)
 	if err != nil {
 		s.fail(w, r, a, err)
 		return
@@ -109,7 +110,7 @@ func (s *server) renderEndpoints(w http.ResponseWriter, r *http.Request, a *acto
 	// The wizard offers every scope the human may vend in: their own and
 	// the teams they own or administer.
 	owners := []notifytype.OwnerScope{notifytype.Human(a.P.HumanID)}
-	teams, err := s.dir.TeamsOf(r.Context(), a.P.HumanID)
+	teams, err := s.dir.TeamsOf(r.Context(), hostid.Number(a.P.HumanID))
 	if err != nil {
 		s.fail(w, r, a, err)
 		return
@@ -196,7 +197,7 @@ func (s *server) quickVend(w http.ResponseWriter, r *http.Request, a *actor) {
 
 // doVend vends and shows the credential, once.
 func (s *server) doVend(w http.ResponseWriter, r *http.Request, a *actor, form vendForm) {
-	ep, secret, err := s.d.Endpoints.Vend(r.Context(), a.P.HumanID, form.Owner, form.Name, form.Grants)
+	ep, secret, err := s.d.Endpoints.Vend(r.Context(), hostid.Number(a.P.HumanID), form.Owner, form.Name, form.Grants)
 	if err != nil {
 		if httpx.StatusOf(err) == http.StatusNotFound {
 			s.fail(w, r, a, err)
@@ -238,7 +239,7 @@ func (s *server) credentialPage(w http.ResponseWriter, r *http.Request, a *actor
 		s.fail(w, r, a, err)
 		return
 	}
-	eps, err := s.d.Endpoints.List(r.Context(), a.P.HumanID, scope)
+	eps, err := s.d.Endpoints.List(r.Context(), hostid.Number(a.P.HumanID), scope)
 	if err != nil {
 		s.fail(w, r, a, err)
 		return
@@ -264,7 +265,7 @@ func (s *server) revoke(w http.ResponseWriter, r *http.Request, a *actor) {
 	}
 	id, err := pathID(r, "id", "endpoint")
 	if err == nil {
-		err = s.d.Endpoints.Revoke(r.Context(), a.P.HumanID, id)
+		err = s.d.Endpoints.Revoke(r.Context(), hostid.Number(a.P.HumanID), id)
 	}
 	if err == nil {
 		seeOther(w, r, withNotice("/endpoints", "endpoint_revoked", &scope))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/sinktest"
 )
@@ -294,8 +295,8 @@ func TestBrowserPhoneWidth(t *testing.T) {
 	b.deps.Webhooks = hooks
 	b.serve(t)
 	id := b.f.Human("Katherine Johnson with a rather long name for a phone")
-	me := notifytype.Human(id)
-	p := engine.HumanPrincipal(id)
+	me := hostid.Human(id)
+	p := engine.HumanPrincipal(hostid.String(id))
 	gotify := sinktest.NewServer(t, nil)
 	conn := b.gotifyConnection(t, id, me, gotify.URL+"/a/rather/long/path/that/would/not/fit/on/a/phone/screen", "gtfya.phone")
 	sink := b.gotifySink(t, id, me, conn.ID, "a-sink-with-a-long-name-that-goes-on")

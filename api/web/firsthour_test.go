@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/sinktest"
@@ -26,7 +27,7 @@ func TestBoardPagesAreScopeChecked(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	owner, c := b.human(t)
-	me := notifytype.Human(owner)
+	me := hostid.Human(owner)
 	queue := b.f.Queue(me, "builds")
 	ep := b.f.Endpoint(storetest.EndpointOpts{Owner: me, Human: owner, Name: "builder", Grants: []string{"todos"}})
 	todo, err := b.deps.Todos.Enqueue(b.ctx, queue, host.TodoInput{Title: "Nightly <build> failed", AttemptCap: 1})
@@ -79,7 +80,7 @@ func TestQueuePages(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	id, c := b.human(t)
-	me := notifytype.Human(id)
+	me := hostid.Human(id)
 
 	res := c.post("/queues", url.Values{"owner": {me.String()}, "name": {"deploys"}})
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
@@ -125,10 +126,10 @@ func TestQueuePages(t *testing.T) {
 	// A team member lists the team's queues but may not create one.
 	team := b.f.Team("Platform")
 	b.f.Member(team, id, "member")
-	res = c.get("/queues?owner=" + url.QueryEscape(notifytype.Team(team).String()))
+	res = c.get("/queues?owner=" + url.QueryEscape(hostid.Team(team).String()))
 	require.Equal(t, http.StatusOK, res.status)
 	require.NotContains(t, res.body, `id="create-queue"`)
-	res = c.post("/queues", url.Values{"owner": {notifytype.Team(team).String()}, "name": {"x"}})
+	res = c.post("/queues", url.Values{"owner": {hostid.Team(team).String()}, "name": {"x"}})
 	require.Equal(t, http.StatusForbidden, res.status)
 	require.Zero(t, b.f.Count(`SELECT count(*) FROM queues WHERE name = 'x'`))
 }
@@ -141,13 +142,13 @@ func TestNamesNotIds(t *testing.T) {
 	b := setup(t)
 	id := b.f.Human("Ada Lovelace")
 	c := b.login(t, id)
-	me := notifytype.Human(id)
+	me := hostid.Human(id)
 	team := b.f.Team("Night Shift")
 	b.f.Member(team, id, "admin")
 	b.f.Queue(me, "builds")
 	b.f.Queue(me, "deploys")
 	b.f.Endpoint(storetest.EndpointOpts{Owner: me, Human: id, Name: "ci-agent"})
-	b.f.Queue(notifytype.Team(team), "team-only")
+	b.f.Queue(hostid.Team(team), "team-only")
 	gotify := sinktest.NewServer(t, nil)
 	sink := b.gotifySink(t, id, me, b.gotifyConnection(t, id, me, gotify.URL, "gtfya.n").ID, "phone")
 
@@ -193,7 +194,7 @@ func TestErrorsUnderTheirFields(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	id, c := b.human(t)
-	me := notifytype.Human(id)
+	me := hostid.Human(id)
 	const canary = "canary-Hunter2-0451"
 
 	res := c.post("/connections", url.Values{"owner": {me.String()}, "kind": {"gotify"}, "name": {"home"},
@@ -230,11 +231,11 @@ func TestConfirmBeforeDelete(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	id, c := b.human(t)
-	me := notifytype.Human(id)
+	me := hostid.Human(id)
 	conn := b.gotifyConnection(t, id, me, "https://gotify.example.net", "gtfya.c")
 	spare := b.gotifyConnection(t, id, me, "https://gotify.example.net", "gtfya.s")
 	sink := b.gotifySink(t, id, me, conn.ID, "phone")
-	sub, err := b.eng.AddSubscription(b.ctx, engine.HumanPrincipal(id), sink.ID, engine.SubscriptionInput{
+	sub, err := b.eng.AddSubscription(b.ctx, engine.HumanPrincipal(hostid.String(id)), sink.ID, engine.SubscriptionInput{
 		EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
 	require.NoError(t, err)
 	ep, _, err := b.deps.Endpoints.Vend(b.ctx, id, me, "agent", nil)
@@ -294,7 +295,7 @@ func TestPrivateAddressWarning(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *engine.Config) { c.PrivateHosts = nil })
 	id, c := b.human(t)
-	me := notifytype.Human(id)
+	me := hostid.Human(id)
 	save := func(name, base string) response {
 		t.Helper()
 		res := c.post("/connections", url.Values{"owner": {me.String()}, "kind": {"gotify"}, "name": {name},
@@ -323,7 +324,7 @@ func TestSinkOnAPrivateConnectionWarns(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *engine.Config) { c.PrivateHosts = nil })
 	id, c := b.human(t)
-	me := notifytype.Human(id)
+	me := hostid.Human(id)
 	private := b.gotifyConnection(t, id, me, "http://127.0.0.1:8181", "gtfya.p")
 	public := b.gotifyConnection(t, id, me, "https://93.184.216.34", "gtfya.q")
 	create := func(name string, conn int64) (page response, sinkURL string) {
@@ -373,14 +374,14 @@ func TestOpsShowsLastDeliveryFromTheDatabase(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	id, c := b.human(t)
-	me := notifytype.Human(id)
+	me := hostid.Human(id)
 	down := b.gotifySink(t, id, me, b.gotifyConnection(t, id, me, sinktest.RefusedURL(t), "gtfya.o").ID, "pager")
-	_, err := b.eng.SendTest(b.ctx, engine.HumanPrincipal(id), down.ID)
+	_, err := b.eng.SendTest(b.ctx, engine.HumanPrincipal(hostid.String(id)), down.ID)
 	require.NoError(t, err)
 	b.gotifySink(t, id, me, b.gotifyConnection(t, id, me, "https://gotify.example.net", "gtfya.q").ID, "quiet")
 
 	other := b.f.Human("")
-	b.gotifySink(t, other, notifytype.Human(other), b.gotifyConnection(t, other, notifytype.Human(other), "https://gotify.example.net", "gtfya.x").ID, "someone-elses")
+	b.gotifySink(t, other, hostid.Human(other), b.gotifyConnection(t, other, hostid.Human(other), "https://gotify.example.net", "gtfya.x").ID, "someone-elses")
 
 	page := c.get("/ops").body
 	require.Contains(t, page, `id="no-actors"`)
@@ -433,7 +434,7 @@ func TestSinkGuidedStart(t *testing.T) {
 	const token = "gtfya.GuidedStartToken9"
 	gotify := sinktest.NewServer(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"id":1}`)) })
 	form := func(extra ...string) url.Values {
-		v := url.Values{"owner": {notifytype.Human(human).String()}, "name": {"phone"}, "kind": {"gotify"}, "enabled": {"1"},
+		v := url.Values{"owner": {hostid.Human(human).String()}, "name": {"phone"}, "kind": {"gotify"}, "enabled": {"1"},
 			"connection_id": {"new"}, "conn_name": {"home gotify"}, "account_key": {gotify.URL}, "secret": {token}}
 		for i := 0; i+1 < len(extra); i += 2 {
 			v.Set(extra[i], extra[i+1])
@@ -504,9 +505,9 @@ func TestSinkGuidedStart(t *testing.T) {
 	nothingStored("a refused sink leaves no connection")
 
 	// A connection name taken: said under Connection name, not Name.
-	b.gotifyConnection(t, human, notifytype.Human(human), gotify.URL, "gtfya.other")
+	b.gotifyConnection(t, human, hostid.Human(human), gotify.URL, "gtfya.other")
 	conns := b.count(t, "connections")
-	existing, err := b.eng.ListConnections(b.ctx, engine.HumanPrincipal(human), notifytype.Human(human))
+	existing, err := b.eng.ListConnections(b.ctx, engine.HumanPrincipal(hostid.String(human)), hostid.Human(human))
 	require.NoError(t, err)
 	res = c.post("/sinks", form("conn_name", existing[0].Name))
 	require.Equal(t, http.StatusBadRequest, res.status)
@@ -527,7 +528,7 @@ func TestSubscriptionFormInWords(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	human, c := b.human(t)
-	me := notifytype.Human(human)
+	me := hostid.Human(human)
 	conn := b.gotifyConnection(t, human, me, "https://push.example.net", "gtfya.words")
 	sink := b.gotifySink(t, human, me, conn.ID, "phone")
 	page := c.get("/sinks/" + itoa(sink.ID))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/sinktest"
 	"github.com/switchboard/notify/store/storetest"
@@ -38,8 +39,8 @@ func TestBrowserFirstHourWords(t *testing.T) {
 	b := setupServing(t, func(c *engine.Config) { c.PollInterval = 20 * time.Millisecond })
 	runEngine(t, b)
 	id := b.f.Human("Grace Hopper")
-	me := notifytype.Human(id)
-	p := engine.HumanPrincipal(id)
+	me := hostid.Human(id)
+	p := engine.HumanPrincipal(hostid.String(id))
 	conn := b.gotifyConnection(t, id, me, gotify.URL, "gtfya.words")
 	sink := b.gotifySink(t, id, me, conn.ID, "phone")
 	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink.ID, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})

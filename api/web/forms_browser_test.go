@@ -13,7 +13,7 @@ import (
 
 	"github.com/switchboard/notify/api/web"
 	"github.com/switchboard/notify/host"
-	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/sinks/sinktest"
 	"github.com/switchboard/notify/store"
 )
@@ -91,7 +91,7 @@ func TestBrowserFormsPhoneAndSignIn(t *testing.T) {
 	})
 	b := setupServing(t)
 	id := b.f.Human("Mary Jackson")
-	me := notifytype.Human(id)
+	me := hostid.Human(id)
 	hum, err := store.HumanByID(b.ctx, b.pool, id)
 	require.NoError(t, err)
 	queue := b.f.Queue(me, "builds")

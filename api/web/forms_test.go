@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
-	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/sinks/sinktest"
 )
 
@@ -35,7 +35,7 @@ func TestSinkFormFailedTestMarksItsField(t *testing.T) {
 	status := http.StatusUnauthorized
 	gotify := sinktest.NewServer(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(status) })
 	form := func(extra ...string) url.Values {
-		v := url.Values{"owner": {notifytype.Human(human).String()}, "name": {"phone"}, "kind": {"gotify"},
+		v := url.Values{"owner": {hostid.Human(human).String()}, "name": {"phone"}, "kind": {"gotify"},
 			"connection_id": {"new"}, "account_key": {gotify.URL}, "secret": {"gtfya.Wrong"}}
 		for i := 0; i+1 < len(extra); i += 2 {
 			v.Set(extra[i], extra[i+1])
@@ -67,7 +67,7 @@ func TestSinkFormFailedTestMarksItsField(t *testing.T) {
 	require.True(t, strings.HasPrefix(a.Text, "Not sent: check Token below."), a.Text)
 
 	// On a saved connection the token is not on the form: the picker is.
-	conn := b.gotifyConnection(t, human, notifytype.Human(human), gotify.URL, "gtfya.Saved")
+	conn := b.gotifyConnection(t, human, hostid.Human(human), gotify.URL, "gtfya.Saved")
 	status = http.StatusForbidden
 	a = ask(form("connection_id", itoa(conn.ID)))
 	require.Equal(t, "connection_id", a.Field)
@@ -101,13 +101,13 @@ func TestSinkFormOneChoiceWithHelp(t *testing.T) {
 	}
 
 	// With a connection: a picker of it or a new one, still no "first".
-	b.gotifyConnection(t, human, notifytype.Human(human), "https://gotify.example.net", "gtfya.x")
+	b.gotifyConnection(t, human, hostid.Human(human), "https://gotify.example.net", "gtfya.x")
 	page = c.get("/sinks").body
 	require.Contains(t, page, `<option value="new">New connection…</option>`)
 	require.NotContains(t, page, "first.")
 
 	// A refusal about a folded option opens Options.
-	res := c.post("/sinks", url.Values{"owner": {notifytype.Human(human).String()}, "name": {"p"}, "kind": {"gotify"},
+	res := c.post("/sinks", url.Values{"owner": {hostid.Human(human).String()}, "name": {"p"}, "kind": {"gotify"},
 		"connection_id": {"new"}, "account_key": {"https://gotify.example.net"}, "secret": {"gtfya.y"}, "budget_burst": {"many"}})
 	require.Equal(t, http.StatusBadRequest, res.status)
 	require.Contains(t, res.body, `<details class="options" id="sink-options" open>`)
@@ -121,8 +121,8 @@ func TestConnectionEdit(t *testing.T) {
 	b := setup(t)
 	gotify := sinktest.NewServer(t, nil)
 	human, c := b.human(t)
-	me := notifytype.Human(human)
-	p := engine.HumanPrincipal(human)
+	me := hostid.Human(human)
+	p := engine.HumanPrincipal(hostid.String(human))
 	conn := b.gotifyConnection(t, human, me, gotify.URL, "gtfya.OldToken1")
 	sink := b.gotifySink(t, human, me, conn.ID, "phone")
 	path := "/connections/" + itoa(conn.ID) + "?owner=" + url.QueryEscape(me.String())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -26,7 +27,7 @@ func TestNotificationsOneEntryPerEventWithItsTitle(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	id, c := b.human(t)
-	scope := notifytype.Human(id)
+	scope := hostid.Human(id)
 	conn := b.gotifyConnection(t, id, scope, "https://push.example.net", "gtfya.web")
 	phone := b.gotifySink(t, id, scope, conn.ID, "phone")
 	pager := b.gotifySink(t, id, scope, conn.ID, "pager")

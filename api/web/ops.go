@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 )
 
 // opsRow is one sink actor of this instance, as the ops page shows it.
@@ -42,7 +43,7 @@ func (s *server) opsPage(w http.ResponseWriter, r *http.Request, a *actor) {
 	// The actors are scoped as D26 says: an operator sees every sink actor
 	// of the instance, any other human those of their own scopes' sinks.
 	var status []engine.ActorStatus
-	operator, err := s.d.Accounts.IsOperator(r.Context(), a.P.HumanID)
+	operator, err := s.d.Accounts.IsOperator(r.Context(), hostid.Number(a.P.HumanID))
 	switch {
 	case err == nil && operator:
 		status = s.d.Engine.Status()

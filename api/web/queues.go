@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -59,7 +60,7 @@ func (s *server) renderQueues(w http.ResponseWriter, r *http.Request, a *actor, 
 		s.fail(w, r, a, err)
 		return
 	}
-	queues, err := s.d.Todos.ListQueues(r.Context(), a.P.HumanID, scope)
+	queues, err := s.d.Todos.ListQueues(r.Context(), hostid.Number(a.P.HumanID), scope)
 	if err != nil {
 		s.fail(w, r, a, err)
 		return
@@ -77,7 +78,7 @@ func (s *server) createQueue(w http.ResponseWriter, r *http.Request, a *actor) {
 		return
 	}
 	form := queueForm{Name: r.PostFormValue("name")}
-	q, err := s.d.Todos.CreateQueue(r.Context(), a.P.HumanID, scope, form.Name)
+	q, err := s.d.Todos.CreateQueue(r.Context(), hostid.Number(a.P.HumanID), scope, form.Name)
 	if err == nil {
 		seeOther(w, r, withNotice("/queues/"+itoa(q.ID), "queue_created", nil))
 		return
@@ -95,12 +96,12 @@ func (s *server) renderQueue(w http.ResponseWriter, r *http.Request, a *actor, s
 		s.fail(w, r, a, err)
 		return
 	}
-	q, err := s.d.Todos.GetQueue(r.Context(), a.P.HumanID, id)
+	q, err := s.d.Todos.GetQueue(r.Context(), hostid.Number(a.P.HumanID), id)
 	if err != nil {
 		s.fail(w, r, a, err)
 		return
 	}
-	todos, err := s.d.Todos.ListTodos(r.Context(), a.P.HumanID, id, todosShown)
+	todos, err := s.d.Todos.ListTodos(r.Context(), hostid.Number(a.P.HumanID), id, todosShown)
 	if err != nil {
 		s.fail(w, r, a, err)
 		return
@@ -123,7 +124,7 @@ func (s *server) enqueue(w http.ResponseWriter, r *http.Request, a *actor) {
 		in.Payload = jsonObject("body", b)
 	}
 	if in.AttemptCap, err = budget("attempt_cap", form.AttemptCap); err == nil {
-		_, err = s.d.Todos.EnqueueAs(r.Context(), a.P.HumanID, id, in)
+		_, err = s.d.Todos.EnqueueAs(r.Context(), hostid.Number(a.P.HumanID), id, in)
 	}
 	if err == nil {
 		seeOther(w, r, withNotice("/queues/"+itoa(id), "todo_enqueued", nil))
@@ -153,14 +154,14 @@ func (s *server) todoAction(w http.ResponseWriter, r *http.Request, a *actor, no
 		s.fail(w, r, a, err)
 		return
 	}
-	td, err := act(r.Context(), a.P.HumanID, id)
+	td, err := act(r.Context(), hostid.Number(a.P.HumanID), id)
 	if err != nil {
 		if httpx.StatusOf(err) == http.StatusNotFound {
 			s.fail(w, r, a, err)
 			return
 		}
 		// The todo's own page explains the refusal beside its state.
-		detail, derr := s.d.Todos.TodoDetail(r.Context(), a.P.HumanID, id)
+		detail, derr := s.d.Todos.TodoDetail(r.Context(), hostid.Number(a.P.HumanID), id)
 		if derr != nil {
 			s.fail(w, r, a, derr)
 			return

@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard/notify/api/web"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -206,7 +207,7 @@ func (r response) refusal(t *testing.T) (code, field, scheme string) {
 // gotifyConnection creates a Gotify connection through the service.
 func (b *bundle) gotifyConnection(t *testing.T, humanID int64, owner notifytype.OwnerScope, base, token string) engine.Connection {
 	t.Helper()
-	c, err := b.eng.CreateConnection(b.ctx, engine.HumanPrincipal(humanID), engine.ConnectionInput{
+	c, err := b.eng.CreateConnection(b.ctx, engine.HumanPrincipal(hostid.String(humanID)), engine.ConnectionInput{
 		Owner: owner, Kind: engine.KindGotify, Name: "gotify-" + rand.Text()[:6], AccountKey: base,
 		Secret: notifytype.NewSecret(token),
 	})
@@ -217,7 +218,7 @@ func (b *bundle) gotifyConnection(t *testing.T, humanID int64, owner notifytype.
 // gotifySink creates a Gotify sink through the service.
 func (b *bundle) gotifySink(t *testing.T, humanID int64, owner notifytype.OwnerScope, connID int64, name string) engine.Sink {
 	t.Helper()
-	s, err := b.eng.CreateSink(b.ctx, engine.HumanPrincipal(humanID), engine.SinkInput{
+	s, err := b.eng.CreateSink(b.ctx, engine.HumanPrincipal(hostid.String(humanID)), engine.SinkInput{
 		Owner: owner, Name: name, Kind: engine.KindGotify, ConnectionID: connID,
 	})
 	require.NoError(t, err)
@@ -246,7 +247,7 @@ func serve(h http.Handler, req *http.Request) *httptest.ResponseRecorder {
 
 // storetestSink is a Gotify sink of the human, with its own connection.
 func storetestSink(humanID int64) storetest.SinkOpts {
-	return storetest.SinkOpts{Owner: notifytype.Human(humanID)}
+	return storetest.SinkOpts{Owner: hostid.Human(humanID)}
 }
 
 // storetestSub subscribes a sink to digests.

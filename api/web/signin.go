@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -217,7 +218,7 @@ func (s *server) sendSignInLink(ctx context.Context, email, next string) {
 		}
 		return
 	}
-	sinks, err := s.d.Engine.ListSinks(ctx, engine.HumanPrincipal(h.ID), notifytype.Human(h.ID))
+	sinks, err := s.d.Engine.ListSinks(ctx, engine.HumanPrincipal(hostid.String(h.ID)), hostid.Human(h.ID))
 	if err != nil {
 		s.log.ErrorContext(ctx, "web: sign-in link: error listing sinks", "human_id", h.ID, "error", err)
 		return
@@ -243,7 +244,7 @@ func (s *server) sendSignInLink(ctx context.Context, email, next string) {
 	if next != "" {
 		link += "?next=" + url.QueryEscape(next)
 	}
-	n, err := s.d.Engine.SendSignInLink(ctx, h.ID, link, expires.UTC().Format("15:04 MST"))
+	n, err := s.d.Engine.SendSignInLink(ctx, hostid.String(h.ID), link, expires.UTC().Format("15:04 MST"))
 	if err != nil {
 		s.log.ErrorContext(ctx, "web: sign-in link: error sending", "human_id", h.ID, "error", err)
 		return

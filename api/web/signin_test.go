@@ -13,7 +13,7 @@ import (
 	"github.com/switchboard/notify/api/web"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
-	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/sinks/sinktest"
 	"github.com/switchboard/notify/store"
 )
@@ -55,7 +55,7 @@ func TestSignInLinkBySinkReturnsToTheItem(t *testing.T) {
 	gotify := sinktest.NewServer(t, nil)
 	const token = "gtfya.SignInToken1"
 	id := b.f.Human("Ada Lovelace")
-	me := notifytype.Human(id)
+	me := hostid.Human(id)
 	hum, err := store.HumanByID(b.ctx, b.pool, id)
 	require.NoError(t, err)
 	conn := b.gotifyConnection(t, id, me, gotify.URL, token)
@@ -65,10 +65,10 @@ func TestSignInLinkBySinkReturnsToTheItem(t *testing.T) {
 	teamGotify := sinktest.NewServer(t, nil)
 	team := b.f.Team("night shift")
 	b.f.Member(team, id, "owner")
-	tc := b.gotifyConnection(t, id, notifytype.Team(team), teamGotify.URL, "gtfya.Team")
-	b.gotifySink(t, id, notifytype.Team(team), tc.ID, "team phone")
+	tc := b.gotifyConnection(t, id, hostid.Team(team), teamGotify.URL, "gtfya.Team")
+	b.gotifySink(t, id, hostid.Team(team), tc.ID, "team phone")
 	off := b.gotifySink(t, id, me, b.gotifyConnection(t, id, me, teamGotify.URL, "gtfya.Off").ID, "old phone")
-	_, err = b.eng.SetSinkEnabled(b.ctx, engine.HumanPrincipal(id), off.ID, false)
+	_, err = b.eng.SetSinkEnabled(b.ctx, engine.HumanPrincipal(hostid.String(id)), off.ID, false)
 	require.NoError(t, err)
 	queue := b.f.Queue(me, "builds")
 	todo, err := b.deps.Todos.Enqueue(b.ctx, queue, host.TodoInput{Title: "Nightly build failed"})
@@ -159,7 +159,7 @@ func TestSignInLinkRateLimited(t *testing.T) {
 	b := setup(t)
 	gotify := sinktest.NewServer(t, nil)
 	id := b.f.Human("")
-	me := notifytype.Human(id)
+	me := hostid.Human(id)
 	hum, err := store.HumanByID(b.ctx, b.pool, id)
 	require.NoError(t, err)
 	conn := b.gotifyConnection(t, id, me, gotify.URL, "gtfya.x")

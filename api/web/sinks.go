@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -576,7 +577,7 @@ func (s *server) renderSink(w http.ResponseWriter, r *http.Request, a *actor, st
 	for kind, dst := range map[engine.Resource]*[]host.Named{
 		engine.ResourceQueue: &data.Queues, engine.ResourceEndpoint: &data.Endpoints, engine.ResourceWebhook: &data.Webhooks,
 	} {
-		if *dst, err = s.dir.Names(ctx, a.P.HumanID, sk.Owner, kind); err != nil {
+		if *dst, err = s.dir.Names(ctx, hostid.Number(a.P.HumanID), sk.Owner, kind); err != nil {
 			s.fail(w, r, a, err)
 			return
 		}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -27,7 +28,7 @@ func (o scopeOption) Value() string { return o.Scope.String() }
 
 // scopeOptions lists the human's own scope and their teams (by name).
 func (s *server) scopeOptions(ctx context.Context, a *actor) ([]scopeOption, error) {
-	teams, err := s.dir.TeamsOf(ctx, a.P.HumanID)
+	teams, err := s.dir.TeamsOf(ctx, hostid.Number(a.P.HumanID))
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +43,7 @@ func (s *server) scopeOptions(ctx context.Context, a *actor) ([]scopeOption, err
 // for the human's own, the team's name for their teams, and a neutral
 // "team 4" for any other (never looked up: it may not be theirs to know).
 func (v view) NameOf(sc notifytype.OwnerScope) string {
-	if v.Human != nil && sc == notifytype.Human(v.Human.ID) {
+	if v.Human != nil && sc == hostid.Human(v.Human.ID) {
 		return v.Human.Name + " (" + v.Human.Email + ")"
 	}
 	if i := slices.IndexFunc(v.Scopes, func(o scopeOption) bool { return o.Scope == sc }); i >= 0 {

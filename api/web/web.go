@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 )
@@ -152,7 +153,7 @@ func (s *server) optionalActor(r *http.Request) *actor {
 	if err != nil {
 		return nil
 	}
-	hum, err := store.HumanByID(r.Context(), s.d.Pool, p.HumanID)
+	hum, err := store.HumanByID(r.Context(), s.d.Pool, hostid.Number(p.HumanID))
 	if err != nil {
 		return nil
 	}
@@ -187,13 +188,13 @@ func (s *server) authed(h handler) http.Handler {
 			s.fail(w, r, nil, err)
 			return
 		}
-		hum, err := store.HumanByID(r.Context(), s.d.Pool, p.HumanID)
+		hum, err := store.HumanByID(r.Context(), s.d.Pool, hostid.Number(p.HumanID))
 		if err != nil {
 			s.fail(w, r, nil, err)
 			return
 		}
 		a := &actor{P: p, Human: hum}
-		if !s.d.Limiter.Allow(p.HumanID) {
+		if !s.d.Limiter.Allow(hostid.Number(p.HumanID)) {
 			s.fail(w, r, a, notifytype.RateLimited("too many requests; wait a moment and try again"))
 			return
 		}
@@ -489,7 +490,7 @@ var funcs = template.FuncMap{
 	"kindHelp":     kindClassHelp,
 	"eventHelp":    func(t notifytype.EventType) string { return eventHelp[t] },
 	"itoa":         itoa,
-	"scopeOfHuman": notifytype.Human,
+	"scopeOfHuman": hostid.Human,
 	// dict builds a map for a partial: dict "Key" value "Key2" value2.
 	"dict": func(kv ...any) map[string]any {
 		m := make(map[string]any, len(kv)/2)
@@ -530,9 +531,9 @@ func noteLabel(n engine.Notification) string {
 // scopeLabel names an owner scope for people.
 func scopeLabel(s notifytype.OwnerScope) string {
 	if s.Kind == notifytype.ScopeTeam {
-		return "team " + strconv.FormatInt(s.ID, 10)
+		return "team " + s.ID
 	}
-	return "human " + strconv.FormatInt(s.ID, 10)
+	return "human " + s.ID
 }
 
 // pageNames are the page templates; each defines "content" inside the

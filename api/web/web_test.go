@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/api/web"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/sinktest"
 	"github.com/switchboard/notify/store"
@@ -141,7 +142,7 @@ func TestCrossOriginPostIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	id, c := b.human(t)
-	me := notifytype.Human(id)
+	me := hostid.Human(id)
 	conn := b.gotifyConnection(t, id, me, "https://gotify.example.net", "gtfya.token")
 	sink := b.gotifySink(t, id, me, conn.ID, "phone")
 	del := "/sinks/" + strconv.FormatInt(sink.ID, 10) + "/delete"
@@ -166,7 +167,7 @@ func TestCrossOriginPostIsRefused(t *testing.T) {
 	}
 	require.Equal(t, 1, b.count(t, "sinks"), "nothing changed")
 	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM sessions`), "still signed in")
-	_, err := b.eng.GetSink(b.ctx, engine.HumanPrincipal(id), sink.ID)
+	_, err := b.eng.GetSink(b.ctx, engine.HumanPrincipal(hostid.String(id)), sink.ID)
 	require.NoError(t, err)
 
 	// The same post from our own pages goes through.
@@ -184,13 +185,13 @@ func TestBadInputsGiveTheAPICodes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	id, c := b.human(t)
-	me := notifytype.Human(id)
-	p := engine.HumanPrincipal(id)
+	me := hostid.Human(id)
+	p := engine.HumanPrincipal(hostid.String(id))
 	other := b.f.Human("")
 	conn := b.gotifyConnection(t, id, me, "https://gotify.example.net", "gtfya.token")
-	foreignConn := b.gotifyConnection(t, other, notifytype.Human(other), "https://gotify.example.net", "gtfya.other")
+	foreignConn := b.gotifyConnection(t, other, hostid.Human(other), "https://gotify.example.net", "gtfya.other")
 	sink := b.gotifySink(t, id, me, conn.ID, "phone")
-	foreignQueue := b.f.Queue(notifytype.Human(other), "")
+	foreignQueue := b.f.Queue(hostid.Human(other), "")
 	owner := me.String()
 	connID := strconv.FormatInt(conn.ID, 10)
 	subs := "/sinks/" + strconv.FormatInt(sink.ID, 10) + "/subscriptions"
@@ -346,9 +347,9 @@ func TestBadInputsGiveTheAPICodes(t *testing.T) {
 		},
 		{
 			name: "sink in another human's scope", path: "/sinks",
-			form: url.Values{"owner": {notifytype.Human(other).String()}, "name": {"sneaky"}, "kind": {"gotify"}, "connection_id": {strconv.FormatInt(foreignConn.ID, 10)}},
+			form: url.Values{"owner": {hostid.Human(other).String()}, "name": {"sneaky"}, "kind": {"gotify"}, "connection_id": {strconv.FormatInt(foreignConn.ID, 10)}},
 			api: func() error {
-				_, err := b.eng.CreateSink(b.ctx, p, engine.SinkInput{Owner: notifytype.Human(other), Name: "sneaky", Kind: "gotify", ConnectionID: foreignConn.ID})
+				_, err := b.eng.CreateSink(b.ctx, p, engine.SinkInput{Owner: hostid.Human(other), Name: "sneaky", Kind: "gotify", ConnectionID: foreignConn.ID})
 				return err
 			},
 			code: "not_found", table: "sinks",
@@ -434,7 +435,7 @@ func TestTeamMemberCannotWrite(t *testing.T) {
 	team := b.f.Team("")
 	b.f.Member(team, admin, "admin")
 	b.f.Member(team, member, "member")
-	scope := notifytype.Team(team)
+	scope := hostid.Team(team)
 	conn := b.gotifyConnection(t, admin, scope, "https://gotify.example.net", "gtfya.team")
 	sink := b.gotifySink(t, admin, scope, conn.ID, "team-phone")
 	sid := strconv.FormatInt(sink.ID, 10)
@@ -471,7 +472,7 @@ func TestTeamMemberCannotWrite(t *testing.T) {
 		code, _, _ := res.refusal(t)
 		require.Equal(t, "forbidden", code, w.path)
 	}
-	got, err := b.eng.GetSink(b.ctx, engine.HumanPrincipal(admin), sink.ID)
+	got, err := b.eng.GetSink(b.ctx, engine.HumanPrincipal(hostid.String(admin)), sink.ID)
 	require.NoError(t, err)
 	require.Equal(t, "team-phone", got.Name)
 	require.True(t, got.Enabled)
@@ -497,7 +498,7 @@ func TestHeadersOnEveryPage(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	id, c := b.human(t)
-	me := notifytype.Human(id)
+	me := hostid.Human(id)
 	conn := b.gotifyConnection(t, id, me, "https://gotify.example.net", "gtfya.token")
 	sink := b.gotifySink(t, id, me, conn.ID, "phone")
 
@@ -554,7 +555,7 @@ func TestPagesShareThePerHumanLimiter(t *testing.T) {
 	for range 3 {
 		require.Equal(t, http.StatusOK, c.get("/sinks").status)
 	}
-	res := c.post("/endpoints/quick", url.Values{"owner": {notifytype.Human(id).String()}})
+	res := c.post("/endpoints/quick", url.Values{"owner": {hostid.Human(id).String()}})
 	require.Equal(t, http.StatusTooManyRequests, res.status)
 	code, _, _ := res.refusal(t)
 	require.Equal(t, "rate_limited", code)
@@ -573,7 +574,7 @@ func TestSecretsNeverRendered(t *testing.T) {
 		creds = "CANARYpasswordInURL9q"
 	)
 	canaries := []string{token, "CANARYtokenQ8x7Zp2LmN4", turl, "CANARYbotTokenW3r9", auth, "CANARYauthValueK5t1", creds}
-	owner := notifytype.Human(id).String()
+	owner := hostid.Human(id).String()
 
 	var pages []response
 	// Saved, on loopback where nothing listens, so the tests below fail
@@ -599,7 +600,7 @@ func TestSecretsNeverRendered(t *testing.T) {
 		require.Contains(t, res.body, `type="password" name="secret"`)
 	}
 	require.Equal(t, 2, b.count(t, "connections"))
-	conns, err := b.eng.ListConnections(b.ctx, engine.HumanPrincipal(id), notifytype.Human(id))
+	conns, err := b.eng.ListConnections(b.ctx, engine.HumanPrincipal(hostid.String(id)), hostid.Human(id))
 	require.NoError(t, err)
 	// A sink on each connection, a test through each (both fail: nothing
 	// listens there), and every page.
@@ -638,7 +639,7 @@ func TestSinkPages(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	id, c := b.human(t)
-	me := notifytype.Human(id)
+	me := hostid.Human(id)
 	gotify := sinktest.NewServer(t, nil)
 	conn := b.gotifyConnection(t, id, me, gotify.URL, "gtfya.pages")
 	down := b.gotifyConnection(t, id, me, sinktest.RefusedURL(t), "gtfya.down")
@@ -648,7 +649,7 @@ func TestSinkPages(t *testing.T) {
 	res := c.post("/sinks", url.Values{"owner": {me.String()}, "name": {"phone"}, "kind": {"gotify"}, "enabled": {"1"},
 		"connection_id": {strconv.FormatInt(conn.ID, 10)}, "priority_high": {"9"}, "budget_per_hour": {"60"}, "budget_burst": {"5"}})
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
-	sinks, err := b.eng.ListSinks(b.ctx, engine.HumanPrincipal(id), me)
+	sinks, err := b.eng.ListSinks(b.ctx, engine.HumanPrincipal(hostid.String(id)), me)
 	require.NoError(t, err)
 	require.Len(t, sinks, 1)
 	sk := sinks[0]
@@ -666,7 +667,7 @@ func TestSinkPages(t *testing.T) {
 		"priority_normal": {"5"}, "priority_high": {"10"}, "budget_per_hour": {"60"}, "budget_burst": {"5"}})
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
 	require.Equal(t, path+"?notice=sink_saved", res.header.Get("Location"))
-	sk, err = b.eng.GetSink(b.ctx, engine.HumanPrincipal(id), sk.ID)
+	sk, err = b.eng.GetSink(b.ctx, engine.HumanPrincipal(hostid.String(id)), sk.ID)
 	require.NoError(t, err)
 	require.Equal(t, "pager", sk.Name)
 	require.Equal(t, down.ID, sk.ConnectionID)
@@ -712,7 +713,7 @@ func TestSinkPages(t *testing.T) {
 	res = c.post(path+"/subscriptions", url.Values{"event_types": {"todo.dead_lettered", "relay.exhausted"},
 		"queues": {strconv.FormatInt(queue, 10)}, "min_severity": {"normal"}, "include_excerpt": {"1"}})
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
-	subs, err := b.eng.ListSubscriptions(b.ctx, engine.HumanPrincipal(id), sk.ID)
+	subs, err := b.eng.ListSubscriptions(b.ctx, engine.HumanPrincipal(hostid.String(id)), sk.ID)
 	require.NoError(t, err)
 	require.Len(t, subs, 1)
 	require.Equal(t, []notifytype.EventType{"todo.dead_lettered", "relay.exhausted"}, subs[0].EventTypes)
@@ -738,8 +739,8 @@ func TestHumanCannotSeeAnotherHumansSink(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	a := b.f.Human("")
-	conn := b.gotifyConnection(t, a, notifytype.Human(a), "https://gotify.example.net", "gtfya.a")
-	sink := b.gotifySink(t, a, notifytype.Human(a), conn.ID, "a-phone")
+	conn := b.gotifyConnection(t, a, hostid.Human(a), "https://gotify.example.net", "gtfya.a")
+	sink := b.gotifySink(t, a, hostid.Human(a), conn.ID, "a-phone")
 	_, c := b.human(t)
 	path := "/sinks/" + strconv.FormatInt(sink.ID, 10)
 	for _, res := range []response{c.get(path), c.post(path+"/test", nil), c.post(path+"/delete", nil), c.post(path+"/disable", nil),
@@ -755,7 +756,7 @@ func TestEndpointVending(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	id, c := b.human(t)
-	owner := notifytype.Human(id).String()
+	owner := hostid.Human(id).String()
 
 	// The wizard and quick vend list notifications and notify_owner
 	// unchecked, the basics checked.
@@ -835,8 +836,8 @@ func TestOpsPage(t *testing.T) {
 	c := b.login(t, owner)
 	_, stranger := b.human(t) // sees only their own scopes' sinks: none (D26)
 	gotify := sinktest.NewServer(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) })
-	conn := b.gotifyConnection(t, owner, notifytype.Human(owner), gotify.URL, "gtfya.ops")
-	sink := b.gotifySink(t, owner, notifytype.Human(owner), conn.ID, "ops-phone")
+	conn := b.gotifyConnection(t, owner, hostid.Human(owner), gotify.URL, "gtfya.ops")
+	sink := b.gotifySink(t, owner, hostid.Human(owner), conn.ID, "ops-phone")
 	b.f.Subscription(storetestSub(sink.ID))
 
 	require.Contains(t, c.get("/ops").body, "a sink's sender with nothing to do stops after a while, and starts again")
@@ -849,7 +850,7 @@ func TestOpsPage(t *testing.T) {
 		<-done
 	})
 	require.NoError(t, b.f.InTx(func(tx pgx.Tx) error {
-		return b.eng.Emit(b.ctx, tx, engine.Event{Type: notifytype.EventDigest, Owner: notifytype.Human(owner)})
+		return b.eng.Emit(b.ctx, tx, engine.Event{Type: notifytype.EventDigest, Owner: hostid.Human(owner)})
 	}))
 	select {
 	case a := <-attempts:

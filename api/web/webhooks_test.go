@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
@@ -27,7 +28,7 @@ func TestWebhookPages(t *testing.T) {
 	b.deps.Webhooks = hooks
 	b.serve(t)
 	human, c := b.human(t)
-	scope := notifytype.Human(human)
+	scope := hostid.Human(human)
 	b.f.Sink(storetest.SinkOpts{Owner: scope, Name: "phone"})
 
 	// Create: the URL and the secret are shown, the secret only this once.
@@ -36,7 +37,7 @@ func TestWebhookPages(t *testing.T) {
 	m := secretRE.FindStringSubmatch(res.body)
 	require.NotNil(t, m, res.body)
 	secret := notifytype.NewSecret(m[1])
-	list, err := hooks.List(b.ctx, engine.HumanPrincipal(human), scope)
+	list, err := hooks.List(b.ctx, engine.HumanPrincipal(hostid.String(human)), scope)
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	hook := list[0]
@@ -124,8 +125,8 @@ func TestWebhookDeleteAsksFirst(t *testing.T) {
 	b.deps.Webhooks = hooks
 	b.serve(t)
 	human, c := b.human(t)
-	p := engine.HumanPrincipal(human)
-	scope := notifytype.Human(human)
+	p := engine.HumanPrincipal(hostid.String(human))
+	scope := hostid.Human(human)
 	hook, secret, err := hooks.Create(b.ctx, p, host.WebhookInput{Owner: scope, Name: "forge", TrustedSenders: []string{"octocat"}})
 	require.NoError(t, err)
 	_, err = hooks.AddRule(b.ctx, p, hook.ID, host.RuleInput{Name: "all", Expr: "true", Action: host.RuleAction{Drop: true}})
@@ -172,7 +173,7 @@ func TestWebhookDeleteAsksFirst(t *testing.T) {
 	writes, err := store.ListWrites(b.ctx, b.pool, host.ObjectWebhook, hook.ID)
 	require.NoError(t, err)
 	require.Equal(t, host.WriteWebhookDelete, writes[len(writes)-1].Action)
-	require.Equal(t, human, writes[len(writes)-1].HumanID)
+	require.Equal(t, hostid.String(human), writes[len(writes)-1].HumanID)
 }
 
 // The rule form picks its queue and its sink by name (issue 19 item 7):
@@ -187,10 +188,10 @@ func TestWebhookRuleFormPicksByName(t *testing.T) {
 	b.deps.Webhooks = hooks
 	b.serve(t)
 	human, c := b.human(t)
-	p := engine.HumanPrincipal(human)
-	scope := notifytype.Human(human)
+	p := engine.HumanPrincipal(hostid.String(human))
+	scope := hostid.Human(human)
 	friendID, _ := b.human(t)
-	friend := notifytype.Human(friendID)
+	friend := hostid.Human(friendID)
 	builds := b.f.Queue(scope, "builds")
 	shared := b.f.Queue(friend, "friends-inbox")
 	require.NoError(t, hooks.BefriendQueue(b.ctx, friendID, shared, scope))

@@ -10,7 +10,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
-	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/store/storetest"
 )
 
@@ -26,7 +26,7 @@ func TestServeReapsExpiredLeases(t *testing.T) {
 	defer pool.Close()
 	f := storetest.NewFactory(t, pool)
 	human := f.Human("")
-	queue := f.Queue(notifytype.Human(human), "forge")
+	queue := f.Queue(hostid.Human(human), "forge")
 	endpoint := f.Endpoint(storetest.EndpointOpts{Human: human})
 	todo := f.Todo(storetest.TodoOpts{Queue: queue, AttemptCap: 1})
 	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool)})

@@ -29,6 +29,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest/testhooks"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -217,7 +218,7 @@ func (w *World) WaitFor(ok func(engine.Attempt) bool) engine.Attempt {
 // Human inserts a human and returns its id, principal and scope.
 func (w *World) Human() (int64, engine.Principal, notifytype.OwnerScope) {
 	id := w.F.Human("")
-	return id, engine.HumanPrincipal(id), notifytype.Human(id)
+	return id, engine.HumanPrincipal(hostid.String(id)), hostid.Human(id)
 }
 
 // SinkOpts describes a sink made through the management service.

@@ -24,7 +24,7 @@ func newKey(t *testing.T) []byte {
 func TestSealOpenRoundTrip(t *testing.T) {
 	t.Parallel()
 	v := vault.New(newKey(t))
-	owner := notifytype.Human(7)
+	owner := notifytype.Human("7")
 	secret := notifytype.NewSecret("gtfya.canary-token")
 
 	sealed, err := v.Seal(42, owner, secret)
@@ -44,19 +44,19 @@ func TestOpenRefusesAnotherRow(t *testing.T) {
 	t.Parallel()
 	key := newKey(t)
 	v := vault.New(key)
-	sealed, err := v.Seal(42, notifytype.Team(3), notifytype.NewSecret("apprise://canary"))
+	sealed, err := v.Seal(42, notifytype.Team("3"), notifytype.NewSecret("apprise://canary"))
 	require.NoError(t, err)
 
 	for name, open := range map[string]func() (notifytype.Secret, error){
-		"other row":   func() (notifytype.Secret, error) { return v.Open(43, notifytype.Team(3), sealed) },
-		"other scope": func() (notifytype.Secret, error) { return v.Open(42, notifytype.Human(3), sealed) },
-		"other key":   func() (notifytype.Secret, error) { return vault.New(newKey(t)).Open(42, notifytype.Team(3), sealed) },
+		"other row":   func() (notifytype.Secret, error) { return v.Open(43, notifytype.Team("3"), sealed) },
+		"other scope": func() (notifytype.Secret, error) { return v.Open(42, notifytype.Human("3"), sealed) },
+		"other key":   func() (notifytype.Secret, error) { return vault.New(newKey(t)).Open(42, notifytype.Team("3"), sealed) },
 		"altered": func() (notifytype.Secret, error) {
 			b := bytes.Clone(sealed)
 			b[len(b)-1] ^= 1
-			return v.Open(42, notifytype.Team(3), b)
+			return v.Open(42, notifytype.Team("3"), b)
 		},
-		"truncated": func() (notifytype.Secret, error) { return v.Open(42, notifytype.Team(3), sealed[:4]) },
+		"truncated": func() (notifytype.Secret, error) { return v.Open(42, notifytype.Team("3"), sealed[:4]) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := open()
@@ -71,10 +71,10 @@ func TestNoKeyRefusesToSeal(t *testing.T) {
 	t.Parallel()
 	for _, v := range []*vault.Vault{vault.New(nil), vault.New([]byte{}), {}} {
 		require.False(t, v.Enabled())
-		sealed, err := v.Seal(1, notifytype.Human(1), notifytype.NewSecret("x"))
+		sealed, err := v.Seal(1, notifytype.Human("1"), notifytype.NewSecret("x"))
 		require.ErrorIs(t, err, notifytype.ErrEncryptionRequired)
 		require.Nil(t, sealed)
-		_, err = v.Open(1, notifytype.Human(1), []byte("whatever"))
+		_, err = v.Open(1, notifytype.Human("1"), []byte("whatever"))
 		require.ErrorIs(t, err, notifytype.ErrEncryptionRequired)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/faults"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -30,7 +31,7 @@ func TestReplayedAndStaleDeliveriesAreRefused(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, serverOpts{})
 	p := s.person(t)
-	hook, secret, err := s.deps.Webhooks.Create(s.w.Ctx, engine.HumanPrincipal(p.id),
+	hook, secret, err := s.deps.Webhooks.Create(s.w.Ctx, engine.HumanPrincipal(hostid.String(p.id)),
 		host.WebhookInput{Owner: p.scope, Name: "forge", TrustedSenders: []string{"octocat"}})
 	require.NoError(t, err)
 	url := fmt.Sprintf("%s/hooks/%d", s.url, hook.ID)

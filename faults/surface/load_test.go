@@ -16,7 +16,7 @@ import (
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/faults"
-	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/sinks/sinktest"
 )
 
@@ -53,7 +53,7 @@ func TestLoadLimiterHoldsAndServerStaysResponsive(t *testing.T) {
 	var hookOwner person
 	require.NoError(t, s.w.Pool.QueryRow(ctx, `SELECT h.id FROM switchboard.sinks k JOIN humans h ON k.owner = 'human:' || h.id WHERE k.id = $1`,
 		hookSinks[0]).Scan(&hookOwner.id))
-	hookOwner.scope = notifytype.Human(hookOwner.id)
+	hookOwner.scope = hostid.Human(hookOwner.id)
 	tok, err := s.deps.Accounts.MintAPIToken(ctx, hookOwner.id)
 	require.NoError(t, err)
 	hookOwner.token = tok.Reveal()

@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/faults"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/rulesandbox"
 )
 
@@ -51,15 +52,15 @@ func processRSS(t testing.TB) uint64 {
 func TestHostileDryRunsCannotStarveTheServerOrAnotherOwner(t *testing.T) {
 	s := newServer(t, serverOpts{})
 	attacker, victim := s.person(t), s.person(t)
-	hookA, secretA, err := s.deps.Webhooks.Create(s.w.Ctx, engine.HumanPrincipal(attacker.id), host.WebhookInput{
+	hookA, secretA, err := s.deps.Webhooks.Create(s.w.Ctx, engine.HumanPrincipal(hostid.String(attacker.id)), host.WebhookInput{
 		Owner: attacker.scope, Name: "forge", TrustedSenders: []string{"octocat"},
 	})
 	require.NoError(t, err)
-	hookB, secretB, err := s.deps.Webhooks.Create(s.w.Ctx, engine.HumanPrincipal(victim.id), host.WebhookInput{
+	hookB, secretB, err := s.deps.Webhooks.Create(s.w.Ctx, engine.HumanPrincipal(hostid.String(victim.id)), host.WebhookInput{
 		Owner: victim.scope, Name: "forge", TrustedSenders: []string{"octocat"},
 	})
 	require.NoError(t, err)
-	_, err = s.deps.Webhooks.SetRules(s.w.Ctx, engine.HumanPrincipal(victim.id), hookB.ID, []host.RuleInput{
+	_, err = s.deps.Webhooks.SetRules(s.w.Ctx, engine.HumanPrincipal(hostid.String(victim.id)), hookB.ID, []host.RuleInput{
 		{Name: "opened", Expr: `.action == "opened"`, Action: host.RuleAction{Drop: true}},
 		{Name: "title", Expr: `.issue.title | test("red")`, Action: host.RuleAction{Drop: true}},
 	})
@@ -149,7 +150,7 @@ func TestHostileDryRunsCannotStarveTheServerOrAnotherOwner(t *testing.T) {
 				if err == nil && got.Outcome == host.OutcomeDropped {
 					routed++
 				} else {
-					d, _ := s.deps.Webhooks.Delivery(s.w.Ctx, engine.HumanPrincipal(victim.id), hookB.ID, got.DeliveryID)
+					d, _ := s.deps.Webhooks.Delivery(s.w.Ctx, engine.HumanPrincipal(hostid.String(victim.id)), hookB.ID, got.DeliveryID)
 					t.Errorf("the other owner's delivery: %v %+v, after %v: %+v", err, got, took, d.Trace)
 				}
 			}()

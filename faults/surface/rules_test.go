@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/faults"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -33,7 +34,7 @@ import (
 func TestRuleExpressionsCannotExhaustTheServer(t *testing.T) {
 	s := newServer(t, serverOpts{})
 	p := s.person(t)
-	principal := engine.HumanPrincipal(p.id)
+	principal := engine.HumanPrincipal(hostid.String(p.id))
 	hook, secret, err := s.deps.Webhooks.Create(s.w.Ctx, principal, host.WebhookInput{
 		Owner: p.scope, Name: "forge", TrustedSenders: []string{"octocat"},
 	})

@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -109,7 +110,7 @@ func (s *server) person(t testing.TB) person {
 	require.NoError(t, err)
 	tok, err := s.deps.Accounts.MintAPIToken(s.w.Ctx, h.ID)
 	require.NoError(t, err)
-	return person{id: h.ID, scope: notifytype.Human(h.ID), token: tok.Reveal()}
+	return person{id: h.ID, scope: hostid.Human(h.ID), token: tok.Reveal()}
 }
 
 // request is one HTTP request of a test.

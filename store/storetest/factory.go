@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -76,7 +77,7 @@ func (f *Factory) Endpoint(o EndpointOpts) int64 {
 		o.Human = f.Human("")
 	}
 	if o.Owner.IsZero() {
-		o.Owner = notifytype.Human(o.Human)
+		o.Owner = hostid.Human(o.Human)
 	}
 	if o.Grants == nil {
 		o.Grants = []string{"todos", "rules"}

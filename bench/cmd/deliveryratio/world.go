@@ -22,6 +22,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store"
@@ -91,7 +92,7 @@ func newWorld(ctx context.Context, url string, sinkCounts []int, conns int) (*wo
 		if err != nil {
 			return nil, err
 		}
-		p, o := engine.HumanPrincipal(h.ID), &owner{scope: notifytype.Human(h.ID)}
+		p, o := engine.HumanPrincipal(hostid.String(h.ID)), &owner{scope: hostid.Human(h.ID)}
 		for i := range n {
 			c, err := mgmt.CreateConnection(ctx, p, engine.ConnectionInput{
 				Owner: o.scope, Kind: engine.KindGotify, Name: fmt.Sprintf("gotify-%d", i), AccountKey: w.gs.URL,

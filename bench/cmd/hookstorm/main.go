@@ -43,6 +43,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest/testhooks"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -122,10 +123,10 @@ func run(ctx context.Context) (err error) {
 	}
 	svc := host.NewWebhooks(host.WebhooksConfig{Pool: pool, Emitter: eng, SecretKey: key})
 	human := f.Human("")
-	owner := notifytype.Human(human)
+	owner := hostid.Human(human)
 	sink := f.Sink(storetest.SinkOpts{Owner: owner})
 	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventDeliveryQuarantined}})
-	hook, secret, err := svc.Create(ctx, engine.HumanPrincipal(human), host.WebhookInput{Owner: owner, Name: "forge", TrustedSenders: []string{"octocat"}})
+	hook, secret, err := svc.Create(ctx, engine.HumanPrincipal(hostid.String(human)), host.WebhookInput{Owner: owner, Name: "forge", TrustedSenders: []string{"octocat"}})
 	if err != nil {
 		return err
 	}

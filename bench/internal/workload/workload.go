@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest/testhooks"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store/storetest"
@@ -143,7 +144,7 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, f *storetest.Factory) (*Worl
 
 	sinksFor := map[Variant]int{Emit1Sink: 1, Emit10Sinks: 10, Emit1SinkBatch: 1, Emit10SinksBatch: 10}
 	for _, v := range append(slices.Clone(Variants), BatchVariants...) {
-		owner := notifytype.Human(f.Human(""))
+		owner := hostid.Human(f.Human(""))
 		h := &hostSet{owner: owner, queue: f.Queue(owner, "")}
 		for range TodosPerVariant {
 			h.todos = append(h.todos, f.Todo(storetest.TodoOpts{Queue: h.queue}))
@@ -156,7 +157,7 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, f *storetest.Factory) (*Worl
 	}
 
 	// The storm: one sink hears every webhook's quarantine events.
-	w.stormOwner = notifytype.Human(f.Human(""))
+	w.stormOwner = hostid.Human(f.Human(""))
 	s := f.Sink(storetest.SinkOpts{Owner: w.stormOwner})
 	f.Subscription(storetest.SubscriptionOpts{Sink: s, EventTypes: []notifytype.EventType{notifytype.EventDeliveryQuarantined}})
 	w.stormHot = f.Webhook(w.stormOwner, "")
