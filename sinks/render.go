@@ -534,3 +534,7 @@ func stringLen(rest string) int {
 	}
 	return len(rest)
 }
+
+// MarkdownEscape is text as Finish writes it in Markdown: every character
+// that would start markup escaped (see Finish).
+func MarkdownEscape(s string) string { return mdEscape(s) }
