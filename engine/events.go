@@ -16,7 +16,7 @@ import (
 // QueueEmit and EmitToSink refuse an event of a type not declared there
 // (invalid_argument on "type"), and subscriptions may name only declared
 // types. The engine declares two kinds of its own, for the events its own
-// features emit: DigestEvent (digests) and AgentNotifyEvent (NotifyOwner).
+// features emit: AgentNotifyEvent (NotifyOwner) and DigestEvent (digests).
 //
 // A kind is the embedder's vocabulary, as a job kind is in River: say
 // what happened in the embedder's words, and the engine keeps the rules
@@ -148,7 +148,7 @@ var (
 func hostWording(m EventMessage) sinks.Draft { return sinks.HostDraft(m.Content, m.Type) }
 
 // kinds is the engine's registry of declared kinds, in declaration order
-// (Config.Events, then the engine's own).
+// (Config.Events, then the engine's own: AgentNotifyEvent, DigestEvent).
 type kinds struct {
 	list   []EventKind
 	byType map[notifytype.EventType]EventKind
@@ -158,7 +158,7 @@ type kinds struct {
 func newKinds(declared []EventKind) (kinds, error) {
 	k := kinds{byType: map[notifytype.EventType]EventKind{}}
 	var errs []error
-	for _, d := range append(append([]EventKind(nil), declared...), DigestEvent, AgentNotifyEvent) {
+	for _, d := range append(append([]EventKind(nil), declared...), AgentNotifyEvent, DigestEvent) {
 		if err := d.check(); err != nil {
 			errs = append(errs, err)
 			continue
@@ -216,7 +216,7 @@ func (d EventKind) check() error {
 
 // EventKinds lists the declared event kinds, with their defaults filled
 // in, in declaration order: Config.Events, then the engine's own
-// (DigestEvent, AgentNotifyEvent). Surfaces list the types a subscription
+// (AgentNotifyEvent, DigestEvent). Surfaces list the types a subscription
 // may name from it.
 func (e *Engine) EventKinds() []EventKind { return append([]EventKind(nil), e.kinds.list...) }
 

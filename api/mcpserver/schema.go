@@ -141,10 +141,10 @@ func prop(s *jsonschema.Schema, path string) *jsonschema.Schema {
 
 // Allowed values, as schemas declare them.
 var (
-	severityEnum  = enumOf(notifytype.Severities)
-	sinkKindEnum  = []any{engine.KindGotify, engine.KindApprise}
-	connKindEnum  = enumOf(engine.ConnectionKinds)
-	classEnum     = enumOf(notifytype.ErrorClasses)
+	severityEnum = enumOf(notifytype.Severities)
+	sinkKindEnum = []any{engine.KindGotify, engine.KindApprise}
+	connKindEnum = enumOf(engine.ConnectionKinds)
+	classEnum    = enumOf(notifytype.ErrorClasses)
 )
 
 func enumOf[T ~string](vs []T) []any {
