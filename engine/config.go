@@ -259,6 +259,15 @@ type Links struct {
 	// carries no link.
 	Coalesced func(owner notifytype.OwnerScope) string
 
+	// Digest, when set, is the link of a digest's message (REQ-13), for
+	// the digest's owner scope and id: a path under BaseURL or an absolute
+	// http(s) URL, "" for none. The reference host links the digest's
+	// board page ("/board/digests/<id>", host.Links). Defaults to nil: the
+	// message carries no link. (The digest's own lines still link the
+	// reference board's todo pages, /board/todos/<id>: digests are the
+	// engine's until they move out with the product features.)
+	Digest func(owner notifytype.OwnerScope, digestID int64) string
+
 	// Text is the words a Markdown message links ("Open on the board").
 	// Defaults to "Open".
 	Text string

@@ -350,3 +350,45 @@ func TestHostKindsKeepTheReferenceWording(t *testing.T) {
 	counts := map[notifytype.EventType]int{notifytype.EventDeliveryQuarantined: 3, notifytype.EventTodoDeadLettered: 9}
 	require.Equal(t, sinks.RenderCoalesced(counts, eng.Config().BaseURL), eng.RenderCoalescedForTest(notifytype.Human(1), counts))
 }
+
+// A digest's message links where Config.Links.Digest says, for its owner
+// and id; without it, the message carries no link.
+func TestDigestMessageLinkComesFromConfig(t *testing.T) {
+	t.Parallel()
+	embedder := func(o notifytype.OwnerScope, id int64) string {
+		return fmt.Sprintf("https://reports.example.net/%s/%d", o, id)
+	}
+	for name, tc := range map[string]struct {
+		links engine.Links
+		want  func(o notifytype.OwnerScope, id int64) string
+	}{
+		"embedder's": {engine.Links{Digest: embedder}, embedder},
+		"none":       {engine.Links{}, func(notifytype.OwnerScope, int64) string { return "" }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			w := enginetest.New(t)
+			g := newGotifyLinks(t)
+			_, p, scope := w.Human()
+			eng := w.Serve(withSources(w, false), func(c *engine.Config) { c.Links = tc.links })
+			sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.digest",
+				Events: []notifytype.EventType{notifytype.EventDigest}})
+			w.F.Queue(scope, "forge")
+			dg, err := eng.CreateDigest(w.Ctx, p, engine.DigestInput{Owner: scope, Name: "morning", Schedule: "* 09:00", SinkIDs: []int64{sink}})
+			require.NoError(t, err)
+			_, err = eng.SendDigestNow(w.Ctx, p, dg.ID)
+			require.NoError(t, err)
+			w.FanOut(eng)
+			require.Equal(t, "delivered", w.WaitFor(func(a engine.Attempt) bool { return a.EventType == notifytype.EventDigest }).State)
+
+			msgs := g.received()
+			require.Len(t, msgs, 1)
+			require.Equal(t, "Queue digest: morning", msgs[0].Title)
+			want := tc.want(scope, dg.ID)
+			require.Equal(t, want, msgs[0].Link)
+			if want == "" {
+				require.NotContains(t, msgs[0].Message, "/board/digests/")
+			}
+		})
+	}
+}

@@ -43,11 +43,15 @@ func Events() []engine.EventKind {
 func hostMessage(m engine.EventMessage) sinks.Draft { return sinks.HostDraft(m.Content, m.Type) }
 
 // Links are the host's links for the messages the engine words itself:
-// the coalesced message opens the board's notifications page.
+// the coalesced message opens the board's notifications page, a digest its
+// page on the board.
 func Links() engine.Links {
 	return engine.Links{
 		Coalesced: func(notifytype.OwnerScope) string { return sinks.CoalescedLinkPath },
-		Text:      sinks.BoardLinkText,
+		Digest: func(_ notifytype.OwnerScope, id int64) string {
+			return "/board/digests/" + strconv.FormatInt(id, 10)
+		},
+		Text: sinks.BoardLinkText,
 	}
 }
 
