@@ -195,6 +195,9 @@ func (e *Engine) emitParams(ev Event, now time.Time) (p store.EmitParams, err er
 		p.DedupKey = &key
 	}
 
+	if len(ev.Content.Data) > sinks.MaxDataEntries {
+		return p, notifytype.InvalidArgumentf("data", "at most %d entries of content data", sinks.MaxDataEntries)
+	}
 	ev.Content = withoutNUL(ev.Content)
 	lean := ev.Content
 	lean.Body = ""
@@ -228,6 +231,13 @@ func (e *Engine) mayNotify() bool {
 func withoutNUL(c sinks.Content) sinks.Content {
 	for _, f := range []*string{&c.Title, &c.Place, &c.Summary, &c.Cause, &c.LinkPath, &c.OriginDisplay, &c.OriginPermalink, &c.AttemptSummary, &c.ArtifactHandle, &c.Body} {
 		*f = strings.ReplaceAll(*f, "\x00", "")
+	}
+	if c.Data != nil {
+		data := make(map[string]string, len(c.Data))
+		for k, v := range c.Data {
+			data[strings.ReplaceAll(k, "\x00", "")] = strings.ReplaceAll(v, "\x00", "")
+		}
+		c.Data = data
 	}
 	return c
 }

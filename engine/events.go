@@ -219,19 +219,3 @@ func (d EventKind) check() error {
 // (AgentNotifyEvent, DigestEvent). Surfaces list the types a subscription
 // may name from it.
 func (e *Engine) EventKinds() []EventKind { return append([]EventKind(nil), e.kinds.list...) }
-
-// EventKind returns the declared kind of type t.
-func (e *Engine) EventKind(t notifytype.EventType) (EventKind, bool) {
-	d, ok := e.kinds.byType[t]
-	return d, ok
-}
-
-// Words say, for people, what an event of type t reports: the kind's
-// Words, or the type's name when it is not declared (a row written before
-// its kind was removed).
-func (e *Engine) Words(t notifytype.EventType) string {
-	if d, ok := e.kinds.byType[t]; ok {
-		return d.Words
-	}
-	return string(t)
-}

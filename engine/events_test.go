@@ -37,7 +37,7 @@ func jobFailed() engine.EventKind {
 			return sinks.Draft{
 				Title:    "Job failed: " + m.Content.Title,
 				Lines:    []string{fmt.Sprintf("Job %s failed after %d attempts.", m.Content.Place, m.Content.Attempts)},
-				Details:  []string{"Error: " + m.Content.Cause},
+				Details:  []string{"Error: " + m.Content.Data["error"]},
 				Link:     m.Content.LinkPath,
 				LinkText: "Open the job",
 			}
@@ -106,7 +106,10 @@ func jobEvent(owner notifytype.OwnerScope, job int64, run int, c sinks.Content) 
 	if c.Title == "" {
 		c.Title = fmt.Sprintf("export-%d", job)
 	}
-	c.Place, c.Attempts, c.Cause = fmt.Sprintf("#%d", job), 3, "exit status 2"
+	c.Place, c.Attempts = fmt.Sprintf("#%d", job), 3
+	if c.Data == nil {
+		c.Data = map[string]string{"error": "exit status 2\x00"} // a NUL is dropped, not refused
+	}
 	c.LinkPath = fmt.Sprintf("/jobs/%d", job)
 	return engine.Event{Type: "job.failed", Owner: owner, OccurrenceKey: fmt.Sprintf("%d:%d", job, run), Content: c}
 }
@@ -184,6 +187,14 @@ func TestUndeclaredEventTypeIsRefused(t *testing.T) {
 		return eng.Emit(w.Ctx, tx, engine.Event{Type: "job.failed", Owner: scope})
 	})
 	require.Equal(t, "occurrence_key", field(err))
+	tooMuch := map[string]string{}
+	for i := range sinks.MaxDataEntries + 1 {
+		tooMuch[fmt.Sprint(i)] = "v"
+	}
+	err = pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
+		return eng.Emit(w.Ctx, tx, jobEvent(scope, 1, 1, sinks.Content{Data: tooMuch}))
+	})
+	require.Equal(t, "data", field(err))
 	require.Zero(t, w.F.Count(`SELECT count(*) FROM switchboard.outbox_events`), "nothing written")
 
 	var types []notifytype.EventType

@@ -70,7 +70,8 @@ func plainDraft(c sinks.Content, t notifytype.EventType) sinks.Draft {
 
 // cleanContent is c as a declaration's Message sees it (REQ-9): every
 // field cleaned, sender- and agent-written text (Title, AttemptSummary)
-// cut to sinks.TitleMaxRunes, the rest to 200 characters, and no body:
+// cut to sinks.TitleMaxRunes, the rest to 200 characters (Data's keys to
+// 64), and no body:
 // the excerpt is the engine's to add, and only on opt-in.
 func cleanContent(c sinks.Content) sinks.Content {
 	const other = 200
@@ -78,6 +79,13 @@ func cleanContent(c sinks.Content) sinks.Content {
 	c.AttemptSummary = sinks.Clean(c.AttemptSummary, sinks.TitleMaxRunes)
 	for _, f := range []*string{&c.Place, &c.Summary, &c.Cause, &c.Subject, &c.OriginDisplay, &c.OriginPermalink, &c.ArtifactHandle} {
 		*f = sinks.Clean(*f, other)
+	}
+	if c.Data != nil {
+		data := make(map[string]string, len(c.Data))
+		for k, v := range c.Data {
+			data[sinks.Clean(k, 64)] = sinks.Clean(v, other)
+		}
+		c.Data = data
 	}
 	c.Body = ""
 	return c
