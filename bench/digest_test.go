@@ -54,7 +54,7 @@ func BenchmarkDigestBuild(b *testing.B) {
 	if _, err := pool.Exec(ctx, `VACUUM ANALYZE todos`); err != nil {
 		b.Fatal(err)
 	}
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), DigestSources: host.NewDigestSources(pool)})
+	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(), DigestSources: host.NewDigestSources(pool)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func BenchmarkHookRefusal(b *testing.B) {
 	}
 	b.Cleanup(pool.Close)
 	f := storetest.NewFactory(b, pool)
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool)})
+	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/switchboard/notify/actors"
+	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/apprise"
 )
@@ -70,9 +71,19 @@ type Config struct {
 	// secret fails with encryption_required.
 	SecretKey []byte
 
-	// BaseURL is where board links point (SWITCHBOARD_BASE_URL). Defaults to
-	// "http://localhost:8080".
+	// BaseURL is the prefix of the links messages carry as paths
+	// (SWITCHBOARD_BASE_URL): a declaration's Draft.Link "/jobs/12" becomes
+	// BaseURL + "/jobs/12". Defaults to "http://localhost:8080".
 	BaseURL string
+
+	// Events declares the embedder's event types: their words, default
+	// severity, dedup rule and message (EventKind). Emit refuses any other
+	// type but the engine's own (DigestEvent, AgentNotifyEvent). The
+	// reference host declares its own with host.Events. Defaults to none.
+	Events []EventKind
+
+	// Links says where the messages the engine words itself point.
+	Links Links
 
 	// PushAllowHTTP lets sink base URLs use plain HTTP
 	// (SWITCHBOARD_PUSH_ALLOW_HTTP). Defaults to false: HTTPS only.
@@ -235,6 +246,31 @@ type Config struct {
 	// sent again when its claim expires (at least once). Defaults to
 	// RecordGraceDefault (8 s).
 	RecordGrace time.Duration
+}
+
+// Links are the links of the messages the engine words itself, which the
+// embedder's pages answer.
+type Links struct {
+	// Coalesced, when set, is the link of the message that stands for a
+	// sink's held rows when its budget returns (REQ-11), for the sink's
+	// owner scope: a path under BaseURL or an absolute http(s) URL, "" for
+	// none. The reference host links its notifications page
+	// ("/board/notifications", host.Links). Defaults to nil: that message
+	// carries no link.
+	Coalesced func(owner notifytype.OwnerScope) string
+
+	// Digest, when set, is the link of a digest's message (REQ-13), for
+	// the digest's owner scope and id: a path under BaseURL or an absolute
+	// http(s) URL, "" for none. The reference host links the digest's
+	// board page ("/board/digests/<id>", host.Links). Defaults to nil: the
+	// message carries no link. (The digest's own lines still link the
+	// reference board's todo pages, /board/todos/<id>: digests are the
+	// engine's until they move out with the product features.)
+	Digest func(owner notifytype.OwnerScope, digestID int64) string
+
+	// Text is the words a Markdown message links ("Open on the board").
+	// Defaults to "Open".
+	Text string
 }
 
 // HeartbeatFence is how long after an instance's heartbeat stopped

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
@@ -33,7 +34,7 @@ func TestEmitReadsTheDatabaseClockInTheHostTransaction(t *testing.T) {
 	sink := f.Sink(storetest.SinkOpts{Owner: hostid.Human(human)})
 	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
 
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: emitDirectory{}}) // production: the database's clock
+	eng, err := engine.New(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}}) // production: the database's clock
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

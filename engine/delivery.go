@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -139,14 +138,7 @@ func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome
 
 	res := g.res
 	r := res.rows[0]
-	var content sinks.Content
-	if err := json.Unmarshal(r.Payload, &content); err != nil {
-		e.log.Error("error reading outbox row content", "sink_id", r.SinkID, "row_id", r.ID, "error", err)
-	}
-	msg := sinks.Render(content, sinks.Meta{
-		EventType: notifytype.EventType(r.EventType), Severity: notifytype.Severity(r.Severity),
-		Count: r.Count, IncludeExcerpt: r.IncludeExcerpt, BaseURL: e.cfg.BaseURL,
-	})
+	msg := e.render(r)
 	result := e.send(ctx, res.adapter, msg)
 	next := nextStep(r, result, e.nowOrLocal(ctx))
 	outcome.Class = result.Class
@@ -251,19 +243,9 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 
 	var msg sinks.Message
 	if len(res.rows) == 1 {
-		r := res.rows[0]
-		var content sinks.Content
-		_ = json.Unmarshal(r.Payload, &content)
-		msg = sinks.Render(content, sinks.Meta{
-			EventType: notifytype.EventType(r.EventType), Severity: notifytype.Severity(r.Severity),
-			Count: r.Count, IncludeExcerpt: r.IncludeExcerpt, BaseURL: e.cfg.BaseURL,
-		})
+		msg = e.render(res.rows[0])
 	} else {
-		counts := map[notifytype.EventType]int{}
-		for _, r := range res.rows {
-			counts[notifytype.EventType(r.EventType)] += r.Count
-		}
-		msg = sinks.RenderCoalesced(counts, e.cfg.BaseURL)
+		msg = e.renderCoalesced(res.owner, res.rows)
 	}
 	result := e.send(ctx, res.adapter, msg)
 	// Each row's outcome is its own (its attempts, its schedule): a row at
@@ -367,6 +349,9 @@ func (e *Engine) buildAdapter(s store.SinkForDelivery) (sinks.Adapter, notifytyp
 		}
 	}
 	a, refusal := e.newAdapter(s.Kind, s.BaseURL, secret, s.Options)
+	if a != nil {
+		a = withRedaction(a, secret)
+	}
 	return a, owner, refusal
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard/notify/actors"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/apprise"
@@ -45,7 +46,7 @@ func todoDead(owner notifytype.OwnerScope, todo int64, c sinks.Content) engine.E
 		c.LinkPath = fmt.Sprintf("/board/todos/%d", todo)
 	}
 	c.Cause = "fail at the cap"
-	return engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: owner, TodoID: todo, DeadLetterCount: 1, Content: c}
+	return engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: owner, OccurrenceKey: host.DeadLetterKey(todo, 1), Content: c}
 }
 
 // appriseRequest is the JSON body the Apprise API receives.
@@ -331,7 +332,7 @@ func TestDeliveryQuarantineStorm(t *testing.T) {
 			w.Clock.Advance(1500 * time.Millisecond)
 		}
 		w.Emit(eng, engine.Event{
-			Type: notifytype.EventDeliveryQuarantined, Owner: scope, WebhookID: webhook,
+			Type: notifytype.EventDeliveryQuarantined, Owner: scope, WebhookID: webhook, Subject: host.QuarantineSubject(webhook),
 			Content: sinks.Content{
 				Title: fmt.Sprintf("push from mallory #%d", i), Place: "github-forge",
 				Summary:  "a delivery from an untrusted sender was quarantined",

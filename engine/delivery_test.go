@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -64,7 +65,7 @@ func (g *gotifyServer) received() []gotifyMessage {
 
 func deadLetterOf(owner notifytype.OwnerScope, todo int64) engine.Event {
 	return engine.Event{
-		Type: notifytype.EventTodoDeadLettered, Owner: owner, TodoID: todo, DeadLetterCount: 1,
+		Type: notifytype.EventTodoDeadLettered, Owner: owner, OccurrenceKey: host.DeadLetterKey(todo, 1),
 		Content: sinks.Content{Title: "nightly build", Place: "forge", Cause: "fail at the cap", LinkPath: "/board/todos/1", Attempts: 3},
 	}
 }

@@ -193,7 +193,7 @@ func (e *Engine) sendReport(ctx context.Context, d store.Digest, r digest.Report
 	// The digest's name is the message's place ("Queue digest: morning"); the
 	// full text carries its own headline.
 	content := sinks.Content{
-		Place: d.Name, LinkPath: "/board/digests/" + strconv.FormatInt(d.ID, 10),
+		Place: d.Name, LinkPath: e.digestLink(d.Owner, d.ID),
 		Lines: r.Lines(digest.Plain, e.cfg.BaseURL),
 	}
 	if d.CairnConnectionID > 0 {
@@ -243,4 +243,13 @@ func (e *Engine) publishToCairn(ctx context.Context, d store.Digest, r digest.Re
 	client := cairn.New(cairn.Config{BaseURL: c.AccountKey, Token: secret}, e.client)
 	name := "Switchboard digest " + sinks.Clean(d.Name, 64) + " " + r.At.UTC().Format("2006-01-02 15:04 UTC")
 	return client.Publish(ctx, name, r.Text(digest.Markdown, e.cfg.BaseURL))
+}
+
+// digestLink is the link of digest id's message (Config.Links.Digest), ""
+// for none.
+func (e *Engine) digestLink(owner notifytype.OwnerScope, id int64) string {
+	if e.cfg.Links.Digest == nil {
+		return ""
+	}
+	return e.cfg.Links.Digest(owner, id)
 }

@@ -1,10 +1,10 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,17 +24,20 @@ import (
 // that set (see FanOut). Of the subject's body only the 280-character
 // excerpt is kept, and only when a matching subscription opted in.
 //
-// Repeats are coalesced per sink by the event's dedup key (D7):
-//   - todo.dead_lettered and relay.exhausted are keyed by the todo and its
-//     dead-letter count; a second emit of the same dead letter adds nothing,
-//     and relay.exhausted replaces an open todo.dead_lettered row for the
-//     same todo. relay.exhausted also matches subscriptions to
-//     todo.dead_lettered, so a sink hears of a relay todo's dead letter
-//     once, as relay.exhausted, whichever of the two it subscribed to.
-//   - delivery.quarantined is keyed by webhook and its row waits out a
-//     10-minute window; rule.notify is keyed by rule and subject. A repeat
-//     while the row is open counts on that row ("and N more").
-//   - agent.notify and digest have no key: each is its own row.
+// An event of a type not declared (Config.Events) is refused with
+// invalid_argument on "type", and nothing is written. Repeats are
+// coalesced per sink by the event's dedup key (D7), as its type's
+// declaration says (EventKind.Dedup):
+//   - DedupOccurrence: keyed by Event.OccurrenceKey; a second emit of the
+//     same occurrence adds nothing. A type's AlsoMatches lets it reach the
+//     subscriptions of another type; the reference host's relay.exhausted
+//     (todo.dead_lettered's key space) replaces an open
+//     todo.dead_lettered row of the same key, so a sink hears of a relay
+//     todo's dead letter once, as relay.exhausted, whichever of the two it
+//     subscribed to.
+//   - DedupSubject: keyed by Event.Subject; the row waits out the type's
+//     window, and a repeat while it is open counts on it ("and N more").
+//   - DedupNone: each emit is its own row.
 func (e *Engine) Emit(ctx context.Context, tx pgx.Tx, ev Event) error {
 	now, err := e.nowIn(ctx, tx)
 	if err != nil {
@@ -140,16 +143,14 @@ func (e *Engine) fannedOut(r store.FanOutResult) {
 }
 
 func (e *Engine) emitParams(ev Event, now time.Time) (p store.EmitParams, err error) {
-	if !ev.Type.Valid() {
-		return p, notifytype.InvalidArgumentf("type", "unknown event type %q", ev.Type)
+	kind, ok := e.kinds.byType[ev.Type]
+	if !ok {
+		return p, notifytype.InvalidArgumentf("type", "event type %q is not declared (Config.Events)", ev.Type)
 	}
 	if !ev.Owner.Valid() {
 		return p, notifytype.InvalidArgument("owner", "an event needs exactly one owner scope")
 	}
-	sev := ev.Severity
-	if sev == "" {
-		sev = ev.Type.DefaultSeverity()
-	}
+	sev := cmp.Or(ev.Severity, kind.Severity)
 	if !sev.Valid() {
 		return p, notifytype.InvalidArgumentf("severity", "%q is not low, normal or high", sev)
 	}
@@ -165,38 +166,38 @@ func (e *Engine) emitParams(ev Event, now time.Time) (p store.EmitParams, err er
 		WebhookID:    ev.WebhookID,
 		DueAt:        now,
 	}
+	for _, t := range kind.AlsoMatches {
+		p.MatchTypes = append(p.MatchTypes, string(t))
+	}
 	var key string
-	switch ev.Type {
-	case notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted:
-		if ev.TodoID <= 0 || ev.DeadLetterCount <= 0 {
-			return p, notifytype.InvalidArgument("todo_id", "a dead-letter event needs the todo id and its dead-letter count")
+	switch kind.Dedup.By {
+	case DedupOccurrence:
+		if ev.OccurrenceKey == "" {
+			return p, notifytype.InvalidArgumentf("occurrence_key", "a %s event needs its occurrence key", ev.Type)
 		}
-		key = "todo:" + strconv.FormatInt(ev.TodoID, 10) + ":" + strconv.Itoa(ev.DeadLetterCount)
-		if ev.Type == notifytype.EventRelayExhausted {
-			p.MatchTypes = append(p.MatchTypes, string(notifytype.EventTodoDeadLettered))
+		key = kind.Dedup.KeySpace + ":" + ev.OccurrenceKey
+	case DedupSubject:
+		if ev.Subject == "" {
+			return p, notifytype.InvalidArgumentf("subject", "a %s event needs its subject", ev.Type)
 		}
-	case notifytype.EventDeliveryQuarantined:
-		if ev.WebhookID <= 0 {
-			return p, notifytype.InvalidArgument("webhook_id", "a quarantine event needs its webhook")
-		}
-		key = "webhook:" + strconv.FormatInt(ev.WebhookID, 10)
-		p.DueAfter = QuarantineWindowDefault
-		p.Windowed = true
-	case notifytype.EventRuleNotify:
-		switch {
-		case ev.RuleID > 0 && ev.SubjectKey != "":
-			key = "rule:" + strconv.FormatInt(ev.RuleID, 10) + ":" + ev.SubjectKey
-		case ev.RuleID > 0 && ev.EventID > 0:
-			key = "rule:" + strconv.FormatInt(ev.RuleID, 10) + ":event:" + strconv.FormatInt(ev.EventID, 10)
-		default:
-			return p, notifytype.InvalidArgument("rule_id", "a rule.notify event needs its rule and a subject key or event id")
-		}
+		key = kind.Dedup.KeySpace + ":" + ev.Subject
+		p.DueAfter = kind.Dedup.Window
 		p.Windowed = true
 	}
 	if key != "" {
+		if len(key) > maxDedupKey || strings.ContainsRune(key, 0) {
+			field := "occurrence_key"
+			if kind.Dedup.By == DedupSubject {
+				field = "subject"
+			}
+			return p, notifytype.InvalidArgumentf(field, "a dedup key is at most %d bytes, without NUL", maxDedupKey)
+		}
 		p.DedupKey = &key
 	}
 
+	if len(ev.Content.Data) > sinks.MaxDataEntries {
+		return p, notifytype.InvalidArgumentf("data", "at most %d entries of content data", sinks.MaxDataEntries)
+	}
 	ev.Content = withoutNUL(ev.Content)
 	lean := ev.Content
 	lean.Body = ""
@@ -230,6 +231,13 @@ func (e *Engine) mayNotify() bool {
 func withoutNUL(c sinks.Content) sinks.Content {
 	for _, f := range []*string{&c.Title, &c.Place, &c.Summary, &c.Cause, &c.LinkPath, &c.OriginDisplay, &c.OriginPermalink, &c.AttemptSummary, &c.ArtifactHandle, &c.Body} {
 		*f = strings.ReplaceAll(*f, "\x00", "")
+	}
+	if c.Data != nil {
+		data := make(map[string]string, len(c.Data))
+		for k, v := range c.Data {
+			data[strings.ReplaceAll(k, "\x00", "")] = strings.ReplaceAll(v, "\x00", "")
+		}
+		c.Data = data
 	}
 	return c
 }

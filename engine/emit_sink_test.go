@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -27,7 +28,7 @@ func (b *emitBundle) emitToSink(t *testing.T, sink int64, ev engine.Event) bool 
 
 func ruleNotify(owner notifytype.OwnerScope, rule int64, subject string) engine.Event {
 	return engine.Event{
-		Type: notifytype.EventRuleNotify, Owner: owner, WebhookID: 7, RuleID: rule, SubjectKey: subject, EventID: 99,
+		Type: notifytype.EventRuleNotify, Owner: owner, WebhookID: 7, Subject: host.RuleSubject(rule, subject, 99),
 		Content: sinks.Content{Title: "The build is red", Place: "forge"},
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -44,7 +45,7 @@ func setupEmit(t *testing.T) *emitBundle {
 	t.Helper()
 	pool := storetest.New(t)
 	now := time.Now().UTC().Truncate(time.Second)
-	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clockwork.NewFakeClockAt(now)}, clockwork.NewFakeClockAt(now)))
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}, Clock: clockwork.NewFakeClockAt(now)}, clockwork.NewFakeClockAt(now)))
 	require.NoError(t, err)
 	return &emitBundle{pool: pool, f: storetest.NewFactory(t, pool), eng: eng, now: now}
 }
@@ -89,7 +90,7 @@ func (b *emitBundle) rows(t *testing.T) []outboxRow {
 
 func deadLetter(owner notifytype.OwnerScope, queue, todo int64, n int) engine.Event {
 	return engine.Event{
-		Type: notifytype.EventTodoDeadLettered, Owner: owner, QueueID: queue, TodoID: todo, DeadLetterCount: n,
+		Type: notifytype.EventTodoDeadLettered, Owner: owner, QueueID: queue, OccurrenceKey: host.DeadLetterKey(todo, n),
 		Content: sinks.Content{Title: "flaky build", Place: "forge", Body: "the issue body"},
 	}
 }
@@ -217,7 +218,7 @@ func TestEmitQuarantineStormIsOneRowWithACount(t *testing.T) {
 	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventDeliveryQuarantined}, Webhooks: []int64{hook}})
 
 	for range 20 {
-		b.emit(t, engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: alice, WebhookID: hook, Content: sinks.Content{Place: "github"}})
+		b.emit(t, engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: alice, WebhookID: hook, Subject: host.QuarantineSubject(hook), Content: sinks.Content{Place: "github"}})
 	}
 	rows := b.rows(t)
 	require.Len(t, rows, 1)
@@ -237,9 +238,9 @@ func TestEmitRefusesAnIncompleteEvent(t *testing.T) {
 		"unknown type":         {engine.Event{Type: "todo.exploded", Owner: alice}, "type"},
 		"no owner":             {engine.Event{Type: notifytype.EventDigest}, "owner"},
 		"bad severity":         {engine.Event{Type: notifytype.EventDigest, Owner: alice, Severity: "urgent"}, "severity"},
-		"dead letter, no todo": {engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: alice}, "todo_id"},
-		"quarantine, no hook":  {engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: alice}, "webhook_id"},
-		"rule, no rule":        {engine.Event{Type: notifytype.EventRuleNotify, Owner: alice}, "rule_id"},
+		"dead letter, no todo": {engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: alice}, "occurrence_key"},
+		"quarantine, no hook":  {engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: alice}, "subject"},
+		"rule, no rule":        {engine.Event{Type: notifytype.EventRuleNotify, Owner: alice}, "subject"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := pgx.BeginFunc(context.Background(), b.pool, func(tx pgx.Tx) error {

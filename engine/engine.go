@@ -29,6 +29,7 @@ type Engine struct {
 	vlt      *vault.Vault
 	client   *http.Client // the guarded client every delivery goes through
 	dbClock  *DatabaseClock
+	kinds    kinds
 
 	actors   *actors.Supervisor
 	claimer  *claimer
@@ -72,7 +73,12 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("error configuring engine: %w", err)
 	}
 	cfg = cfg.WithDefaults()
+	k, err := newKinds(cfg.Events)
+	if err != nil {
+		return nil, fmt.Errorf("error configuring engine: Events: %w", err)
+	}
 	e := &Engine{
+		kinds:    k,
 		cfg:      cfg,
 		log:      cfg.Logger,
 		instance: cfg.Instance,

@@ -22,11 +22,12 @@ import (
 )
 
 // Example shows an embedding program's whole use of the engine: migrate
-// the engine's tables beside yours, build the engine over your pool, let
-// its owner configure a sink, Start it, and call Emit inside the
-// transaction that changes your state: the notification exists exactly
-// when that transaction commits. It needs only the engine's packages; with
-// no Directory, the engine has one owner (engine.SoleOwner) and no teams.
+// the engine's tables beside yours, declare your event type, build the
+// engine over your pool, let its owner configure a sink, Start it, and call
+// Emit inside the transaction that changes your state: the notification
+// exists exactly when that transaction commits. It needs only the engine's
+// packages; with no Directory, the engine has one owner
+// (engine.SoleOwner) and no teams.
 func Example() {
 	ctx := context.Background()
 	pool, cleanup := exampleDatabase(ctx) // yours: pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
@@ -47,10 +48,28 @@ func Example() {
 	}))
 	defer gotify.Close()
 
+	// Your event type: its words, severity, dedup rule and message. The
+	// engine cleans, cuts and escapes what Message returns.
+	jobFailed := engine.EventKind{
+		Type:     "job.failed",
+		Words:    "A job failed",
+		Label:    "Failed jobs",
+		Severity: notifytype.SeverityHigh,
+		Dedup:    engine.Dedup{By: engine.DedupOccurrence}, // one message per job run
+		Message: func(m engine.EventMessage) sinks.Draft {
+			return sinks.Draft{
+				Title: "Job failed: " + m.Content.Title,
+				Lines: []string{fmt.Sprintf("The job failed after %d attempts.", m.Content.Attempts)},
+				Link:  m.Content.LinkPath, LinkText: "Open the job",
+			}
+		},
+	}
+
 	key := make([]byte, 32) // SWITCHBOARD_SECRET_KEY
 	_, _ = rand.Read(key)
 	eng, err := engine.New(engine.Config{
 		Pool:      pool,
+		Events:    []engine.EventKind{jobFailed},
 		Directory: nil, // one owner; your own engine.Directory for humans and teams
 		SecretKey: key,
 		BaseURL:   "https://switchboard.example.net",
@@ -87,7 +106,7 @@ func Example() {
 		panic(err)
 	}
 	_, err = eng.AddSubscription(ctx, ada, sink.ID, engine.SubscriptionInput{
-		EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered},
+		EventTypes: []notifytype.EventType{"job.failed"},
 	})
 	if err != nil {
 		panic(err)
@@ -95,20 +114,19 @@ func Example() {
 
 	// Your state change and its notification, in one transaction.
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		// ... UPDATE your todo to dead here ...
+		// ... UPDATE your job to failed here ...
 		return eng.Emit(ctx, tx, engine.Event{
-			Type:            notifytype.EventTodoDeadLettered,
-			Owner:           owner,
-			TodoID:          42,
-			DeadLetterCount: 1,
-			Content:         sinks.Content{Title: "nightly build", Place: "forge", LinkPath: "/board/todos/42"},
+			Type:          "job.failed",
+			Owner:         owner,
+			OccurrenceKey: "42:run-1",
+			Content:       sinks.Content{Title: "nightly-export", Attempts: 3, LinkPath: "/jobs/42"},
 		})
 	})
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(<-received)
-	// Output: Dead letter in forge: nightly build
+	// Output: Job failed: nightly-export
 }
 
 // exampleDatabase creates a fresh empty database on the test server

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store"
 )
 
@@ -61,3 +63,21 @@ func (e *Engine) ReserveForTest(ctx context.Context, row store.OutboxRow) (began
 
 // BudgetForTest is the token bucket a sink's budget is.
 type BudgetForTest = tokenBucket
+
+// RenderForTest words one outbox row of type t as delivery does (the
+// kind's Message finished by the engine's rules), for tests that compare
+// it with the reference wording.
+func (e *Engine) RenderForTest(t notifytype.EventType, sev notifytype.Severity, count int, excerpt bool, c sinks.Content) sinks.Message {
+	payload, _ := json.Marshal(c)
+	return e.render(store.OutboxRow{EventType: string(t), Severity: string(sev), Count: count, IncludeExcerpt: excerpt, Payload: payload})
+}
+
+// RenderCoalescedForTest words the message that stands for held rows of
+// these counts, for owner, as delivery does.
+func (e *Engine) RenderCoalescedForTest(owner notifytype.OwnerScope, counts map[notifytype.EventType]int) sinks.Message {
+	var rows []store.OutboxRow
+	for t, n := range counts {
+		rows = append(rows, store.OutboxRow{EventType: string(t), Count: n})
+	}
+	return e.renderCoalesced(owner, rows)
+}

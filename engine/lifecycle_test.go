@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -113,7 +114,7 @@ func TestNilDirectoryMeansOneOwnerNoTeams(t *testing.T) {
 	pool := storetest.New(t)
 	gotify := newGotify(t)
 	eng, err := engine.New(engine.Config{
-		Pool: pool, SecretKey: make([]byte, 32), PushAllowHTTP: true,
+		Pool: pool, Events: host.Events(), SecretKey: make([]byte, 32), PushAllowHTTP: true,
 		PrivateHosts: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 	})
 	require.NoError(t, err)

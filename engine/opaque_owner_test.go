@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store/storetest"
@@ -56,6 +57,7 @@ func TestOpaqueOwnerIDsGoEndToEnd(t *testing.T) {
 
 	key := make([]byte, 32)
 	eng, err := engine.New(engine.Config{
+		Events: host.Events(), Links: host.Links(),
 		Pool: pool, Directory: stringDirectory{humans: []string{uuid, slug}}, SecretKey: key, PushAllowHTTP: true,
 		PrivateHosts: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 	})
@@ -79,7 +81,7 @@ func TestOpaqueOwnerIDsGoEndToEnd(t *testing.T) {
 		require.Equal(t, id, sub.CreatedByHumanID)
 		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			return eng.Emit(ctx, tx, engine.Event{
-				Type: notifytype.EventTodoDeadLettered, Owner: owner, TodoID: 1, DeadLetterCount: 1,
+				Type: notifytype.EventTodoDeadLettered, Owner: owner, OccurrenceKey: host.DeadLetterKey(1, 1),
 				Content: sinks.Content{Title: "job of " + id, Place: "jobs", LinkPath: "/jobs/1"},
 			})
 		}))
@@ -124,7 +126,7 @@ func TestBadOwnerIDsAreRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := storetest.New(t)
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: stringDirectory{humans: []string{"ada"}}, SecretKey: make([]byte, 32)})
+	eng, err := engine.New(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: stringDirectory{humans: []string{"ada"}}, SecretKey: make([]byte, 32)})
 	require.NoError(t, err)
 
 	_, err = eng.CreateConnection(ctx, engine.HumanPrincipal("ada"), engine.ConnectionInput{
@@ -140,7 +142,7 @@ func TestBadOwnerIDsAreRefused(t *testing.T) {
 	_, err = eng.SendSignInLink(ctx, "ada lovelace", "https://example.test/login/x", "12:00 UTC")
 	requireRefusal(t, err, notifytype.CodeInvalidArgument, "human_id")
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		return eng.Emit(ctx, tx, engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: notifytype.Human(long129()), TodoID: 1, DeadLetterCount: 1})
+		return eng.Emit(ctx, tx, engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: notifytype.Human(long129()), OccurrenceKey: host.DeadLetterKey(1, 1)})
 	})
 	requireRefusal(t, err, notifytype.CodeInvalidArgument, "owner")
 

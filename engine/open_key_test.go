@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -26,7 +27,7 @@ func TestARepeatFannedOutLaterJoinsTheOpenRowOfItsKey(t *testing.T) {
 	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
 
 	for i := range 3 { // each in a fan-out of its own (rows fans out)
-		b.emit(t, engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: alice, WebhookID: hook, Content: sinks.Content{Place: "github"}})
+		b.emit(t, engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: alice, WebhookID: hook, Subject: host.QuarantineSubject(hook), Content: sinks.Content{Place: "github"}})
 		b.emit(t, deadLetter(alice, 0, 5, 1))
 		rows := b.rows(t)
 		require.Len(t, rows, 2, "one open row per key after %d repeats", i+1)

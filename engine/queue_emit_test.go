@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -106,9 +107,9 @@ func TestQueueEmitRefusesABadEventBeforeTheBatchIsSent(t *testing.T) {
 		"unknown type":         {engine.Event{Type: "todo.exploded", Owner: alice}, "type"},
 		"no owner":             {engine.Event{Type: notifytype.EventDigest}, "owner"},
 		"bad severity":         {engine.Event{Type: notifytype.EventDigest, Owner: alice, Severity: "urgent"}, "severity"},
-		"dead letter, no todo": {engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: alice}, "todo_id"},
-		"quarantine, no hook":  {engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: alice}, "webhook_id"},
-		"rule, no rule":        {engine.Event{Type: notifytype.EventRuleNotify, Owner: alice}, "rule_id"},
+		"dead letter, no todo": {engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: alice}, "occurrence_key"},
+		"quarantine, no hook":  {engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: alice}, "subject"},
+		"rule, no rule":        {engine.Event{Type: notifytype.EventRuleNotify, Owner: alice}, "subject"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			batch := &pgx.Batch{}
@@ -130,7 +131,7 @@ func TestQueueEmitUsesTheDatabasesClock(t *testing.T) {
 	t.Parallel()
 	pool := storetest.New(t)
 	f := storetest.NewFactory(t, pool)
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: emitDirectory{}})
+	eng, err := engine.New(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}})
 	require.NoError(t, err)
 	b := &emitBundle{pool: pool, f: f, eng: eng}
 	alice := hostid.Human(f.Human(""))
@@ -142,7 +143,7 @@ func TestQueueEmitUsesTheDatabasesClock(t *testing.T) {
 	var before, after time.Time
 	require.NoError(t, pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&before))
 	b.queueEmitTx(t, true, deadLetter(alice, 0, 3, 1),
-		engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: alice, WebhookID: hook, Content: sinks.Content{Place: "github"}})
+		engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: alice, WebhookID: hook, Subject: host.QuarantineSubject(hook), Content: sinks.Content{Place: "github"}})
 	require.NoError(t, pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&after))
 
 	rows, err := pool.Query(ctx, `SELECT event_type, due_at FROM switchboard.outbox_events ORDER BY id`)
@@ -169,7 +170,7 @@ func TestQueueEmitWakesTheClaimersAtCommit(t *testing.T) {
 	pool := storetest.New(t)
 	f := storetest.NewFactory(t, pool)
 	clock := clockwork.NewFakeClockAt(time.Now().UTC())
-	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clock, NotifyDebounce: -1}, clock))
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}, Clock: clock, NotifyDebounce: -1}, clock))
 	require.NoError(t, err)
 	b := &emitBundle{pool: pool, f: f, eng: eng}
 	alice := hostid.Human(f.Human(""))
@@ -198,7 +199,7 @@ func TestQueueEmitDatabaseErrorComesBackFromTheBatch(t *testing.T) {
 	t.Parallel()
 	b := setupEmit(t)
 	// Every emit notifies, so both emits run the one same statement.
-	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: b.pool, Directory: emitDirectory{}, NotifyDebounce: -1}, clockwork.NewFakeClockAt(b.now)))
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: b.pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}, NotifyDebounce: -1}, clockwork.NewFakeClockAt(b.now)))
 	require.NoError(t, err)
 	b.eng = eng
 	alice := hostid.Human(b.f.Human(""))
@@ -281,7 +282,7 @@ func TestQueueEmitEquivalentToEmit(t *testing.T) {
 	f := storetest.NewFactory(t, pool)
 	ctx := context.Background()
 	clock := clockwork.NewFakeClockAt(time.Now().UTC().Truncate(time.Second))
-	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: emitDirectory{}, Clock: clock}, clock))
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}, Clock: clock}, clock))
 	require.NoError(t, err)
 	b := &emitBundle{pool: pool, f: f, eng: eng, now: clock.Now()}
 	scopes := []notifytype.OwnerScope{hostid.Human(f.Human("")), hostid.Human(f.Human("")), hostid.Team(f.Team(""))}
@@ -352,11 +353,14 @@ func TestQueueEmitEquivalentToEmit(t *testing.T) {
 				}
 				switch ev.Type {
 				case notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted:
-					ev.QueueID, ev.TodoID, ev.DeadLetterCount = obj(rt, el+".queue"), obj(rt, el+".todo"), rapid.IntRange(1, 2).Draw(rt, el+".dlc")
+					ev.QueueID = obj(rt, el+".queue")
+					ev.OccurrenceKey = host.DeadLetterKey(obj(rt, el+".todo"), rapid.IntRange(1, 2).Draw(rt, el+".dlc"))
 				case notifytype.EventDeliveryQuarantined:
 					ev.WebhookID = obj(rt, el+".webhook")
+					ev.Subject = host.QuarantineSubject(ev.WebhookID)
 				case notifytype.EventRuleNotify:
-					ev.WebhookID, ev.RuleID, ev.SubjectKey = obj(rt, el+".webhook"), obj(rt, el+".rule"), "acme/forge#1"
+					ev.WebhookID = obj(rt, el+".webhook")
+					ev.Subject = host.RuleSubject(obj(rt, el+".rule"), "acme/forge#1", 0)
 				}
 				txs[i].events = append(txs[i].events, ev)
 			}

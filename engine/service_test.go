@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
@@ -42,7 +43,7 @@ func setupService(t *testing.T, configure ...func(*engine.Config)) *svcBundle {
 // engine returns another engine on the bundle's database, with its key.
 func (b *svcBundle) engine(t *testing.T, configure ...func(*engine.Config)) *engine.Engine {
 	t.Helper()
-	cfg := engine.Config{Pool: b.pool, Directory: tableDirectory{db: b.pool}, SecretKey: b.key}
+	cfg := engine.Config{Pool: b.pool, Events: host.Events(), Links: host.Links(), Directory: tableDirectory{db: b.pool}, SecretKey: b.key}
 	for _, c := range configure {
 		c(&cfg)
 	}

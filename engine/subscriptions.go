@@ -13,8 +13,8 @@ import (
 
 // SubscriptionInput is a subscription as a caller gives it (REQ-6).
 type SubscriptionInput struct {
-	// EventTypes are the event types the sink hears of. At least one;
-	// repeats are dropped.
+	// EventTypes are the event types the sink hears of, each declared
+	// (Engine.EventKinds). At least one; repeats are dropped.
 	EventTypes []notifytype.EventType
 
 	// Queues, Endpoints and Webhooks filter events to these objects, each of
@@ -137,8 +137,8 @@ func (e *Engine) checkSubscription(ctx context.Context, owner notifytype.OwnerSc
 	}
 	var s store.Subscription
 	for _, t := range in.EventTypes {
-		if _, err := notifytype.ParseEventType("event_types", string(t)); err != nil {
-			return store.Subscription{}, err
+		if _, ok := e.kinds.byType[t]; !ok {
+			return store.Subscription{}, notifytype.InvalidArgumentf("event_types", "unknown event type %q", t)
 		}
 		if !slices.Contains(s.EventTypes, string(t)) {
 			s.EventTypes = append(s.EventTypes, string(t))

@@ -39,7 +39,7 @@ func NewKey() ([]byte, string) {
 // sink ids.
 func SeedSinks(ctx context.Context, pool *pgxpool.Pool, key []byte, baseURL, token string, n int) ([]int64, error) {
 	eng, err := engine.New(engine.Config{
-		Pool: pool, Directory: host.NewDirectory(pool), SecretKey: key, PushAllowHTTP: true,
+		Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(), SecretKey: key, PushAllowHTTP: true,
 		PrivateHosts:     []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
 		BudgetPerHourMax: LiftedPerHour, BudgetBurstMax: LiftedBurst, MaxSinksPerScope: n,
 	})

@@ -22,7 +22,7 @@ func TestEndpointWritesRecordTheirAuthor(t *testing.T) {
 	pool := storetest.New(t)
 	f := storetest.NewFactory(t, pool)
 	dir := host.NewDirectory(pool)
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: dir})
+	eng, err := engine.New(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: dir})
 	require.NoError(t, err)
 	endpoints := host.NewEndpoints(pool, dir, host.NewTodos(pool, eng, nil), nil)
 	h := f.Human("")
@@ -57,7 +57,7 @@ func TestTeamEndpointOutlivesNoMembership(t *testing.T) {
 	pool := storetest.New(t)
 	f := storetest.NewFactory(t, pool)
 	dir := host.NewDirectory(pool)
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: dir})
+	eng, err := engine.New(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: dir})
 	require.NoError(t, err)
 	endpoints := host.NewEndpoints(pool, dir, host.NewTodos(pool, eng, nil), nil)
 

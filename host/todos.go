@@ -619,14 +619,13 @@ func deadLetterEvent(todo Todo, claimant int64, cause Cause, dc store.DeadLetter
 		c.ArtifactHandle = deref(dc.LastArtifactHandle)
 	}
 	return engine.Event{
-		Type:            typ,
-		Owner:           todo.Owner,
-		QueueID:         todo.QueueID,
-		EndpointID:      claimant,
-		WebhookID:       todo.WebhookID,
-		TodoID:          todo.ID,
-		DeadLetterCount: todo.DeadLetterCount,
-		Content:         c,
+		Type:          typ,
+		Owner:         todo.Owner,
+		QueueID:       todo.QueueID,
+		EndpointID:    claimant,
+		WebhookID:     todo.WebhookID,
+		OccurrenceKey: DeadLetterKey(todo.ID, todo.DeadLetterCount),
+		Content:       c,
 	}
 }
 

@@ -70,7 +70,7 @@ func newTodoWorld(t *testing.T) (*todoWorld, context.Context) {
 
 func newTodoWorldOn(t *testing.T, pool *pgxpool.Pool, clock *fakeClock) *todoWorld {
 	t.Helper()
-	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Clock: clock}, clock))
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(), Clock: clock}, clock))
 	require.NoError(t, err)
 	rec := &recorder{inner: eng}
 	return &todoWorld{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -470,8 +471,7 @@ func TestTodosDeadLetterPaths(t *testing.T) {
 			require.Equal(t, p.scope, ev.Owner)
 			require.Equal(t, p.queue, ev.QueueID)
 			require.Equal(t, claimant, ev.EndpointID)
-			require.Equal(t, todo.ID, ev.TodoID)
-			require.Equal(t, 1, ev.DeadLetterCount)
+			require.Equal(t, host.DeadLetterKey(todo.ID, 1), ev.OccurrenceKey)
 			require.Equal(t, string(tc.cause), ev.Content.Cause)
 			require.Equal(t, fmt.Sprintf("/board/todos/%d", todo.ID), ev.Content.LinkPath)
 			require.Equal(t, "forge", ev.Content.Place)
@@ -560,7 +560,7 @@ func TestTodosDeadLetterContent(t *testing.T) {
 		require.Len(t, evs, 2)
 		require.Equal(t, "tests still red", evs[0].Content.AttemptSummary)
 		require.Empty(t, evs[1].Content.AttemptSummary, "the first round's attempt did not close the second dead letter")
-		require.Equal(t, 2, evs[1].DeadLetterCount)
+		require.Equal(t, host.DeadLetterKey(todo.ID, 2), evs[1].OccurrenceKey)
 	})
 }
 
@@ -630,11 +630,12 @@ func TestTodosReapersRace(t *testing.T) {
 	}
 	require.Equal(t, n, total)
 
-	seen := map[int64]bool{}
+	seen := map[string]bool{}
 	for _, iw := range worlds {
 		for _, ev := range iw.rec.Events() {
-			require.False(t, seen[ev.TodoID], "todo %d emitted twice", ev.TodoID)
-			seen[ev.TodoID] = true
+			todo, _, _ := strings.Cut(ev.OccurrenceKey, ":")
+			require.False(t, seen[todo], "todo %s emitted twice", todo)
+			seen[todo] = true
 		}
 	}
 	require.Len(t, seen, n)

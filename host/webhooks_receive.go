@@ -563,7 +563,7 @@ func (s *Webhooks) quarantine(ctx context.Context, w store.WebhookRow, msg messa
 			return err
 		}
 		return s.emitter.Emit(ctx, tx, engine.Event{
-			Type: notifytype.EventDeliveryQuarantined, Owner: owner, WebhookID: w.ID,
+			Type: notifytype.EventDeliveryQuarantined, Owner: owner, WebhookID: w.ID, Subject: QuarantineSubject(w.ID),
 			Content: sinks.Content{
 				Title: title, Place: w.Name, Summary: "a delivery from an untrusted sender was quarantined",
 				LinkPath: boardLink(w.ID, id),
@@ -653,7 +653,7 @@ func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w store.WebhookRow, msg
 			}
 			sent, err := s.emitter.EmitToSink(ctx, tx, ref.ID, engine.Event{
 				Type: notifytype.EventRuleNotify, Owner: owner, Severity: n.Severity, WebhookID: w.ID,
-				QueueID: queueID, RuleID: n.RuleID, SubjectKey: subj.key, EventID: id,
+				QueueID: queueID, Subject: RuleSubject(n.RuleID, subj.key, id),
 				Content: sinks.Content{
 					Title: deliveryTitle(subj.title, id), Place: w.Name,
 					Summary:  fmt.Sprintf("rule %q matched; %s", n.Rule, todoWords),

@@ -40,7 +40,7 @@ func newHookWorld(t *testing.T) (*hookWorld, context.Context) {
 func newHookWorldOn(t testing.TB, pool *pgxpool.Pool, timeout time.Duration) *hookWorld {
 	t.Helper()
 	clock := newFakeClock()
-	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Clock: clock}, clock))
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(), Clock: clock}, clock))
 	require.NoError(t, err)
 	rec := &recorder{inner: eng}
 	w := &todoWorld{

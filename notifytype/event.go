@@ -5,9 +5,16 @@ import (
 	"slices"
 )
 
-// EventType names what happened (REQ-6).
+// EventType names what happened (REQ-6): "job.failed". Which types exist
+// is the embedder's to declare (engine.EventKind, engine.Config.Events);
+// a name is a lower-case letter, then lower-case letters, digits, '.', '_'
+// or '-', at most 64 in all (Valid).
 type EventType string
 
+// The reference host's event types (REQ-6's table). The host declares the
+// first four (host.Events); the engine declares digest and agent.notify,
+// which its own digests and NotifyOwner emit (engine.DigestEvent,
+// engine.AgentNotifyEvent). An embedder need not use any of them.
 const (
 	EventTodoDeadLettered    EventType = "todo.dead_lettered"
 	EventRelayExhausted      EventType = "relay.exhausted"
@@ -17,17 +24,31 @@ const (
 	EventDigest              EventType = "digest"
 )
 
-// EventTypes lists every event type in the spec's order.
+// EventTypes lists the reference host's event types in the spec's order.
 var EventTypes = []EventType{
 	EventTodoDeadLettered, EventRelayExhausted, EventDeliveryQuarantined,
 	EventRuleNotify, EventAgentNotify, EventDigest,
 }
 
-// Valid reports whether t is one of the spec's event types.
-func (t EventType) Valid() bool { return slices.Contains(EventTypes, t) }
+// Valid reports whether t is a well-formed event type name: a lower-case
+// letter, then lower-case letters, digits, '.', '_' or '-', at most 64 in
+// all. Whether it is declared is the engine's to say.
+func (t EventType) Valid() bool {
+	if len(t) == 0 || len(t) > 64 || t[0] < 'a' || t[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(t); i++ {
+		c := t[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
-// Words says in a few words, for people, what an event of this type
-// reports: "A todo dead-lettered".
+// Words says in a few words, for people, what an event of one of the
+// reference host's types reports: "A todo dead-lettered"; any other type
+// is named as itself (its declaration has its words).
 func (t EventType) Words() string {
 	switch t {
 	case EventTodoDeadLettered:
@@ -47,8 +68,9 @@ func (t EventType) Words() string {
 	}
 }
 
-// DefaultSeverity is the severity an event of this type carries unless its
-// source says otherwise (REQ-6's table).
+// DefaultSeverity is the severity an event of one of the reference host's
+// types carries unless its source says otherwise (REQ-6's table); normal
+// for any other type (its declaration has its severity).
 func (t EventType) DefaultSeverity() Severity {
 	switch t {
 	case EventTodoDeadLettered, EventRelayExhausted:
@@ -60,12 +82,12 @@ func (t EventType) DefaultSeverity() Severity {
 	}
 }
 
-// ParseEventType validates an event type given by a caller; field names the
-// input field for the error.
+// ParseEventType checks that an event type given by a caller is well
+// formed (Valid); field names the input field for the error.
 func ParseEventType(field, v string) (EventType, error) {
 	t := EventType(v)
 	if !t.Valid() {
-		return "", InvalidArgument(field, fmt.Sprintf("unknown event type %q", v))
+		return "", InvalidArgument(field, fmt.Sprintf("%q is not an event type name", v))
 	}
 	return t, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -76,10 +77,10 @@ func TestInstanceClocksDisagree(t *testing.T) {
 		require.NoError(rt, w.Pool.QueryRow(w.Ctx, `SELECT clock_timestamp()`).Scan(&emitted))
 		for i, k := range emitters {
 			eng := engines[k]
-			ev := engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: scope, TodoID: int64(i + 1), DeadLetterCount: 1,
+			ev := engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: scope, OccurrenceKey: host.DeadLetterKey(int64(i+1), 1),
 				Content: sinks.Content{Title: fmt.Sprintf("todo %d", i+1)}}
 			if i >= deadLetters {
-				ev = engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: scope, WebhookID: int64(i + 1),
+				ev = engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: scope, WebhookID: int64(i + 1), Subject: host.QuarantineSubject(int64(i + 1)),
 					Content: sinks.Content{Title: "quarantined"}}
 			}
 			require.NoError(rt, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error { return eng.Emit(w.Ctx, tx, ev) }))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store"
@@ -21,7 +22,7 @@ import (
 
 func quarantined(owner notifytype.OwnerScope, webhook int64) engine.Event {
 	return engine.Event{
-		Type: notifytype.EventDeliveryQuarantined, Owner: owner, WebhookID: webhook,
+		Type: notifytype.EventDeliveryQuarantined, Owner: owner, WebhookID: webhook, Subject: host.QuarantineSubject(webhook),
 		Content: sinks.Content{Title: "untrusted sender", Place: fmt.Sprintf("webhook-%d", webhook)},
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store/storetest"
@@ -106,10 +107,11 @@ func drawEvent(t *rapid.T, label string) emitted {
 	switch ev.Type {
 	case notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted:
 		ev.QueueID = objectID(scope, rapid.IntRange(0, queuesPerScope-1).Draw(t, label+".queue"))
-		ev.TodoID = objectID(scope, rapid.IntRange(0, todosPerScope-1).Draw(t, label+".todo"))
-		ev.DeadLetterCount = rapid.IntRange(1, 2).Draw(t, label+".dlc")
+		ev.OccurrenceKey = host.DeadLetterKey(objectID(scope, rapid.IntRange(0, todosPerScope-1).Draw(t, label+".todo")),
+			rapid.IntRange(1, 2).Draw(t, label+".dlc"))
 	case notifytype.EventDeliveryQuarantined:
 		ev.WebhookID = objectID(scope, rapid.IntRange(0, webhooksPerScope-1).Draw(t, label+".webhook"))
+		ev.Subject = host.QuarantineSubject(ev.WebhookID)
 	}
 	return emitted{scope: scope, ev: ev}
 }
@@ -118,7 +120,7 @@ func drawEvent(t *rapid.T, label string) emitted {
 func key(e emitted) string {
 	switch e.ev.Type {
 	case notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted:
-		return fmt.Sprintf("todo:%d:%d", e.ev.TodoID, e.ev.DeadLetterCount)
+		return "todo:" + e.ev.OccurrenceKey
 	case notifytype.EventDeliveryQuarantined:
 		return fmt.Sprintf("webhook:%d", e.ev.WebhookID)
 	default:
@@ -141,7 +143,7 @@ func TestEmitProperties(t *testing.T) {
 	f := storetest.NewFactory(t, pool)
 	ctx := context.Background()
 	clock := clockwork.NewFakeClockAt(time.Now().UTC().Truncate(time.Second))
-	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: nopDirectory{}, Clock: clock}, clock))
+	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: nopDirectory{}, Clock: clock}, clock))
 	require.NoError(t, err)
 
 	rapid.Check(t, func(rt *rapid.T) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -150,7 +151,7 @@ func nextAttemptOf(rt *rapid.T, w *enginetest.World, sink int64) engine.Attempt 
 
 func deadLetter(owner notifytype.OwnerScope, todo int64) engine.Event {
 	return engine.Event{
-		Type: notifytype.EventTodoDeadLettered, Owner: owner, TodoID: todo, DeadLetterCount: 1,
+		Type: notifytype.EventTodoDeadLettered, Owner: owner, OccurrenceKey: host.DeadLetterKey(todo, 1),
 		Content: sinks.Content{Title: fmt.Sprintf("todo %d", todo), Place: "forge", LinkPath: fmt.Sprintf("/board/todos/%d", todo)},
 	}
 }

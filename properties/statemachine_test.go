@@ -26,6 +26,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -567,7 +568,7 @@ func (m *smMachine) emit(rt *rapid.T) {
 	rule := rapid.IntRange(1, 2).Draw(rt, "rule")
 	subject := rapid.SampledFrom([]string{"a", "b", "c"}).Draw(rt, "subject")
 	m.serial++
-	ev := engine.Event{Type: notifytype.EventRuleNotify, Owner: m.scope, RuleID: int64(rule), SubjectKey: subject,
+	ev := engine.Event{Type: notifytype.EventRuleNotify, Owner: m.scope, Subject: host.RuleSubject(int64(rule), subject, 0),
 		Content: sinks.Content{Title: fmt.Sprintf("e%d", m.serial), Place: "forge", LinkPath: smLink(m.serial)}}
 	require.NoError(rt, pgx.BeginFunc(m.w.Ctx, m.w.Pool, func(tx pgx.Tx) error {
 		ok, err := m.mgr.EmitToSink(m.w.Ctx, tx, m.sinks[i], ev)

@@ -51,11 +51,20 @@ type Content struct {
 	// cleaned and cut again when rendered.
 	Lines []string `json:"lines,omitempty"`
 
+	// Data are an embedder's own values for its event type's message (an
+	// exit code, a job's queue): shown only as its declaration's Message
+	// shows them, each key cut to 64 characters and each value to 200,
+	// cleaned, before Message sees them. At most MaxDataEntries.
+	Data map[string]string `json:"data,omitempty"`
+
 	// Body is the subject's body, the source of an opt-in excerpt. Emit
 	// stores it only on rows whose subscription set include_excerpt.
 	// Sender-written.
 	Body string `json:"body,omitempty"`
 }
+
+// MaxDataEntries bounds Content.Data.
+const MaxDataEntries = 32
 
 // Meta is what the outbox row adds to the content when it is rendered.
 type Meta struct {

@@ -95,17 +95,20 @@ var causeWords = map[string]string{
 // line is one line of a body, as plain text and as Markdown.
 type line struct{ plain, md string }
 
-// Render builds the message for one outbox row (REQ-9, D13, D14), written
-// for a person.
+// Render builds the reference host's message for one outbox row (REQ-9,
+// D13, D14), written for a person: its Draft, finished by Finish with the
+// engine's rules. An event type the host does not know reads as its name
+// in brackets with its place, title and summary.
 //
 // The title names the event and its place, then the item: "Dead letter in
 // forge: Nightly build failed" ("Agent page: <title>" for agent.notify),
 // with " (and N more)" when the row stands for several events. The body
 // opens with one sentence saying what happened ("A todo in queue forge
 // dead-lettered after 3 attempts: its last attempt failed and no attempts
-// were left.", or the source's summary for other events), then, when present: the digest's lines, "and N more", the
-// origin, the closing attempt's summary, the artifact handle, only when the
-// subscription opted in the excerpt, and last the board link.
+// were left.", or the source's summary for other events), then, when
+// present: the digest's lines, "and N more", the origin, the closing
+// attempt's summary, the artifact handle, only when the subscription opted
+// in the excerpt, and last the board link.
 //
 // Sender- and agent-written text (Title, AttemptSummary) is stripped of
 // control characters and cut to 120 characters, and appears only as the
@@ -120,15 +123,24 @@ type line struct{ plain, md string }
 // as markup; Link is the absolute board link, for a sink that opens it on
 // a click.
 func Render(c Content, m Meta) Message {
-	sev := m.Severity
-	if !sev.Valid() {
-		sev = m.EventType.DefaultSeverity()
+	if !m.Severity.Valid() {
+		m.Severity = m.EventType.DefaultSeverity()
 	}
+	return Finish(HostDraft(c, m.EventType), m, c.Body)
+}
+
+// HostDraft is the reference host's wording of an event of type t (see
+// Render): its title without the count, the sentence saying what happened
+// and the subject, a digest's lines, the origin, the closing attempt's
+// summary and the artifact handle, and the board link ("Open on the
+// board"). The host's event declarations (host.Events) word their messages
+// with it.
+func HostDraft(c Content, t notifytype.EventType) Draft {
 	title := Clean(c.Title, TitleMaxRunes)
 	place := Clean(c.Place, fieldMaxRunes)
 
-	head := TitlePrefix(m.EventType)
-	switch m.EventType {
+	head := TitlePrefix(t)
+	switch t {
 	case notifytype.EventAgentNotify:
 		head = AgentPagePrefix + title
 	case notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted:
@@ -143,55 +155,28 @@ func Render(c Content, m Meta) Message {
 			head += join(": ", title)
 		}
 	}
-	if m.Count > 1 {
-		head += " (and " + strconv.Itoa(m.Count-1) + " more)"
-	}
 
-	var lines []line
-	add := func(label, v string) {
-		if v != "" {
-			lines = append(lines, line{label + v, mdEscape(label + v)})
-		}
-	}
-	switch m.EventType {
+	d := Draft{Title: head, Report: c.Lines, Link: c.LinkPath, LinkText: BoardLinkText}
+	switch t {
 	case notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted:
-		lines = append(lines, deadLetterSentence(m.EventType, place, c.Attempts, Clean(c.Cause, fieldMaxRunes)))
+		d.Lines = append(d.Lines, deadLetterSentence(t, place, c.Attempts, Clean(c.Cause, fieldMaxRunes)))
 	default:
-		add("", sentence(Clean(c.Summary, fieldMaxRunes)))
+		d.Lines = append(d.Lines, sentence(Clean(c.Summary, fieldMaxRunes)))
 	}
-	add(SubjectLabel, Clean(c.Subject, fieldMaxRunes))
-	if md := digestMarkdown(c.Lines, m.BaseURL); md != "" {
-		// Plain text keeps one blank line where the digest separates its
-		// sections, so a plain-text client shows them apart.
-		var plain []string
-		for _, l := range c.Lines[:min(len(c.Lines), DigestMaxLines)] {
-			l = Clean(l, DigestLineMaxRunes)
-			if l != "" || (len(plain) > 0 && plain[len(plain)-1] != "") {
-				plain = append(plain, l)
-			}
-		}
-		for len(plain) > 0 && plain[len(plain)-1] == "" {
-			plain = plain[:len(plain)-1]
-		}
-		lines = append(lines, line{strings.Join(plain, "\n"), md})
+	d.Lines = append(d.Lines, labelled(SubjectLabel, Clean(c.Subject, fieldMaxRunes)))
+	d.Details = append(d.Details,
+		labelled("Origin: ", Clean(cmp.Or(c.OriginDisplay, c.OriginPermalink), fieldMaxRunes)),
+		labelled(AttemptSummaryLabel, Clean(c.AttemptSummary, TitleMaxRunes)),
+		labelled("Artifact: ", Clean(c.ArtifactHandle, fieldMaxRunes)))
+	return d
+}
+
+// labelled is label+v, or "" when v is empty.
+func labelled(label, v string) string {
+	if v == "" {
+		return ""
 	}
-	if m.Count > 1 {
-		add("", "This one and "+strconv.Itoa(m.Count-1)+" more like it.")
-	}
-	add("Origin: ", Clean(cmp.Or(c.OriginDisplay, c.OriginPermalink), fieldMaxRunes))
-	add(AttemptSummaryLabel, Clean(c.AttemptSummary, TitleMaxRunes))
-	add("Artifact: ", Clean(c.ArtifactHandle, fieldMaxRunes))
-	if m.IncludeExcerpt {
-		add(ExcerptLabel, Clean(c.Body, ExcerptMaxRunes))
-	}
-	var link string
-	if c.LinkPath != "" {
-		link = Clean(joinLink(m.BaseURL, c.LinkPath), 2*fieldMaxRunes)
-		if link != "" {
-			lines = append(lines, line{LinkLabel + link, mdLink(BoardLinkText, link)})
-		}
-	}
-	return message(head, lines, link, sev)
+	return label + v
 }
 
 // deadLetterSentence is the first line of a dead letter's message: what
@@ -199,7 +184,7 @@ func Render(c Content, m Meta) Message {
 // its place only: the todo's title is sender-written, and is only ever the
 // item's title (the message's title), never part of a sentence (REQ-9), so
 // a title cannot pose as the cause or a link.
-func deadLetterSentence(t notifytype.EventType, place string, attempts int, cause string) line {
+func deadLetterSentence(t notifytype.EventType, place string, attempts int, cause string) string {
 	var p strings.Builder
 	what, did := "A todo", " dead-lettered"
 	if t == notifytype.EventRelayExhausted {
@@ -228,7 +213,7 @@ func deadLetterSentence(t notifytype.EventType, place string, attempts int, caus
 		p.WriteString(": " + cause)
 	}
 	p.WriteString(".")
-	return line{p.String(), mdEscape(p.String())}
+	return p.String()
 }
 
 // message joins a rendered title and body lines into a Message: plain
@@ -350,11 +335,11 @@ func mdLink(text, url string) string {
 // message.
 var mdURL = strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29", "<", "%3C", ">", "%3E", "\\", "%5C", "`", "%60")
 
-// RenderCoalesced builds the one message that stands for a sink's held
-// rows when budget returns (REQ-11, D9): counts by event type, in words
-// ("Dead letters: 12") in the spec's order of event types (any other, by
-// name, after them), and a link to the board's notifications page. Its
-// severity is the highest default severity among the types present.
+// RenderCoalesced is the reference host's coalesced message (see
+// RenderCounts): the counts by event type in the spec's order of event
+// types (any other, by name, after them), each named by CoalescedLabel, at
+// its type's default severity, and a link to the board's notifications
+// page (baseURL + CoalescedLinkPath).
 func RenderCoalesced(counts map[notifytype.EventType]int, baseURL string) Message {
 	order := func(t notifytype.EventType) int {
 		if i := slices.Index(notifytype.EventTypes, t); i >= 0 {
@@ -365,18 +350,40 @@ func RenderCoalesced(counts map[notifytype.EventType]int, baseURL string) Messag
 	types := slices.SortedStableFunc(maps.Keys(counts), func(a, b notifytype.EventType) int {
 		return cmp.Or(cmp.Compare(order(a), order(b)), strings.Compare(string(a), string(b)))
 	})
+	items := make([]Count, 0, len(types))
+	for _, t := range types {
+		items = append(items, Count{Label: CoalescedLabel(t), N: counts[t], Severity: t.DefaultSeverity()})
+	}
+	return RenderCounts(items, joinLink(baseURL, CoalescedLinkPath), BoardLinkText)
+}
+
+// Count is one line of a coalesced message: how many events of one type
+// waited, named for a person ("Dead letters"), and the severity of that
+// type.
+type Count struct {
+	Label    string
+	N        int
+	Severity notifytype.Severity
+}
+
+// RenderCounts builds the one message that stands for a sink's held rows
+// when budget returns (REQ-11, D9): a sentence saying how many waited, one
+// line per count in the order given ("Dead letters: 12"; a count of zero
+// or less is left out), and link, an absolute URL read as linkText in
+// Markdown, when it is not empty. Its severity is the highest among the
+// counts present. Labels and the link are cleaned and cut as any line.
+func RenderCounts(counts []Count, link, linkText string) Message {
 	total, sev := 0, notifytype.SeverityLow
 	var lines []line
-	for _, t := range types {
-		n := counts[t]
-		if n <= 0 {
+	for _, c := range counts {
+		if c.N <= 0 {
 			continue
 		}
-		total += n
-		if d := t.DefaultSeverity(); d.Rank() > sev.Rank() {
-			sev = d
+		total += c.N
+		if c.Severity.Rank() > sev.Rank() {
+			sev = c.Severity
 		}
-		l := CoalescedLabel(t) + ": " + strconv.Itoa(n)
+		l := Clean(c.Label, fieldMaxRunes) + ": " + strconv.Itoa(c.N)
 		lines = append(lines, line{l, mdEscape(l)})
 	}
 	noun := "notifications"
@@ -385,8 +392,10 @@ func RenderCoalesced(counts map[notifytype.EventType]int, baseURL string) Messag
 	}
 	lead := fmt.Sprintf("This sink's budget was spent, so %d %s waited; here is how many of each.", total, noun)
 	lines = append([]line{{lead, mdEscape(lead)}}, lines...)
-	link := Clean(joinLink(baseURL, CoalescedLinkPath), 2*fieldMaxRunes)
-	lines = append(lines, line{LinkLabel + link, mdLink(BoardLinkText, link)})
+	link = Clean(link, 2*fieldMaxRunes)
+	if link != "" {
+		lines = append(lines, line{LinkLabel + link, mdLink(cmp.Or(Clean(linkText, fieldMaxRunes), DefaultLinkText), link)})
+	}
 	return message(fmt.Sprintf("Switchboard: %d %s waited while this sink's budget was spent", total, noun), lines, link, sev)
 }
 
@@ -525,3 +534,7 @@ func stringLen(rest string) int {
 	}
 	return len(rest)
 }
+
+// MarkdownEscape is text as Finish writes it in Markdown: every character
+// that would start markup escaped (see Finish).
+func MarkdownEscape(s string) string { return mdEscape(s) }

@@ -176,7 +176,7 @@ func TestLegacyDatabaseIsConvertedInPlace(t *testing.T) {
 	// The engine works on it: the old sink, with its old sealed secret,
 	// gets an event; new rows take ids after the old ones.
 	eng, err := engine.New(engine.Config{
-		Pool: pool, Directory: host.NewDirectory(pool), SecretKey: key, PushAllowHTTP: true,
+		Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(), SecretKey: key, PushAllowHTTP: true,
 		PrivateHosts: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 	})
 	require.NoError(t, err)
@@ -184,7 +184,7 @@ func TestLegacyDatabaseIsConvertedInPlace(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, eng.Stop(context.Background())) })
 	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		return eng.Emit(ctx, tx, engine.Event{
-			Type: notifytype.EventTodoDeadLettered, Owner: owner, TodoID: 1, QueueID: queue, DeadLetterCount: 1,
+			Type: notifytype.EventTodoDeadLettered, Owner: owner, OccurrenceKey: host.DeadLetterKey(1, 1), QueueID: queue,
 			Content: sinks.Content{Title: "nightly build", Place: "forge"},
 		})
 	}))

@@ -94,7 +94,7 @@ type TestSinkOut struct {
 
 // SubscriptionIn is one subscription as set_sink_subscriptions takes it.
 type SubscriptionIn struct {
-	EventTypes     []string `json:"event_types" jsonschema:"one or more of todo.dead_lettered, relay.exhausted, delivery.quarantined, rule.notify, agent.notify, digest"`
+	EventTypes     []string `json:"event_types" jsonschema:"one or more of the event types this server declares (the enum lists them)"`
 	Queues         []int64  `json:"queues,omitempty" jsonschema:"only events of these queues of the owner scope; empty means any"`
 	Endpoints      []int64  `json:"endpoints,omitempty" jsonschema:"only events of these endpoints of the owner scope; empty means any"`
 	Webhooks       []int64  `json:"webhooks,omitempty" jsonschema:"only events of these webhooks of the owner scope; empty means any"`

@@ -27,15 +27,15 @@ func (TestSinkOut) refineSchema(s *jsonschema.Schema, _ limits) {
 	prop(s, "error_class").Enum = classEnum
 }
 
-func (SubscriptionIn) refineSchema(s *jsonschema.Schema, _ limits) {
+func (SubscriptionIn) refineSchema(s *jsonschema.Schema, l limits) {
 	types := prop(s, "event_types")
 	types.MinItems = ptr(1)
-	types.Items.Enum = eventTypeEnum
+	types.Items.Enum = l.eventTypes
 	prop(s, "min_severity").Enum = severityEnum
 }
 
-func (SubscriptionOut) refineSchema(s *jsonschema.Schema, _ limits) {
-	prop(s, "event_types").Items.Enum = eventTypeEnum
+func (SubscriptionOut) refineSchema(s *jsonschema.Schema, l limits) {
+	prop(s, "event_types").Items.Enum = l.eventTypes
 	prop(s, "min_severity").Enum = severityEnum
 }
 

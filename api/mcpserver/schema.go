@@ -29,6 +29,8 @@ import (
 type limits struct {
 	budgetPerHourMin, budgetPerHourMax int
 	budgetBurstMin, budgetBurstMax     int
+	// eventTypes are the engine's declared event types (EventKinds).
+	eventTypes []any
 }
 
 func limitsOf(e *engine.Engine) limits {
@@ -36,7 +38,17 @@ func limitsOf(e *engine.Engine) limits {
 	return limits{
 		budgetPerHourMin: c.BudgetPerHourMin, budgetPerHourMax: c.BudgetPerHourMax,
 		budgetBurstMin: c.BudgetBurstMin, budgetBurstMax: c.BudgetBurstMax,
+		eventTypes: eventTypesOf(e),
 	}
+}
+
+// eventTypesOf is the engine's declared event types, in its order.
+func eventTypesOf(e *engine.Engine) []any {
+	var out []any
+	for _, k := range e.EventKinds() {
+		out = append(out, string(k.Type))
+	}
+	return out
 }
 
 // refiner is a struct type that adds enums and limits to its inferred
@@ -129,11 +141,10 @@ func prop(s *jsonschema.Schema, path string) *jsonschema.Schema {
 
 // Allowed values, as schemas declare them.
 var (
-	severityEnum  = enumOf(notifytype.Severities)
-	eventTypeEnum = enumOf(notifytype.EventTypes)
-	sinkKindEnum  = []any{engine.KindGotify, engine.KindApprise}
-	connKindEnum  = enumOf(engine.ConnectionKinds)
-	classEnum     = enumOf(notifytype.ErrorClasses)
+	severityEnum = enumOf(notifytype.Severities)
+	sinkKindEnum = []any{engine.KindGotify, engine.KindApprise}
+	connKindEnum = enumOf(engine.ConnectionKinds)
+	classEnum    = enumOf(notifytype.ErrorClasses)
 )
 
 func enumOf[T ~string](vs []T) []any {

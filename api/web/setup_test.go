@@ -87,7 +87,7 @@ func newBundle(t *testing.T, configure ...func(*engine.Config)) *bundle {
 	_, err := rand.Read(key)
 	require.NoError(t, err)
 	cfg := engine.Config{
-		Pool: pool, Directory: host.NewDirectory(pool), SecretKey: key,
+		Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(), SecretKey: key,
 		PushAllowHTTP: true, PrivateHosts: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 		Logger: log,
 	}

@@ -267,27 +267,20 @@ type sinkData struct {
 	SubForm     subForm
 	Deliveries  []engine.DeliveryRecord
 	Test        *engine.TestResult
-	EventTypes  []notifytype.EventType
+	EventTypes  []engine.EventKind
 	Severities  []notifytype.Severity
 	// Queues, Endpoints and Webhooks of the sink's scope, for the filters.
 	Queues, Endpoints, Webhooks []host.Named
 }
 
-// subscribable are the event types a subscription offers: every one but
+// subscribable are the event types a subscription offers: every one the
+// engine declares (Engine.EventKinds, with their words and help) but
 // rule.notify, which goes only to the sink a routing rule names (REQ-8),
 // so subscribing to it would change nothing.
-var subscribable = slices.DeleteFunc(slices.Clone(notifytype.EventTypes), func(t notifytype.EventType) bool {
-	return t == notifytype.EventRuleNotify
-})
-
-// eventHelp says when each event type fires, for a person (REQ-6's table).
-var eventHelp = map[notifytype.EventType]string{
-	notifytype.EventTodoDeadLettered:    "a todo failed for good: its last attempt failed or its lease ran out, its endpoint was revoked, or it was interrupted",
-	notifytype.EventRelayExhausted:      "a relay todo (a reply sent back to its source) ran out of attempts; it replaces the dead-letter message for that todo",
-	notifytype.EventDeliveryQuarantined: "a webhook received a delivery from a sender it does not trust; a storm of them is one message",
-	notifytype.EventRuleNotify:          "a routing rule that names this sink matched a delivery",
-	notifytype.EventAgentNotify:         "an agent you allowed to page you (notify_owner) asked for your attention",
-	notifytype.EventDigest:              "a queue digest is due (digests also name their sinks on the Digests page)",
+func subscribable(e *engine.Engine) []engine.EventKind {
+	return slices.DeleteFunc(e.EventKinds(), func(k engine.EventKind) bool {
+		return k.Type == notifytype.EventRuleNotify
+	})
 }
 
 // subRow is a subscription with its filters named.
@@ -572,7 +565,7 @@ func (s *server) renderSink(w http.ResponseWriter, r *http.Request, a *actor, st
 	data := sinkData{
 		Sink: sk, Connection: connectionName(conns, sk.ConnectionID), Form: formOf(sk),
 		SubForm: subForm{MinSeverity: string(notifytype.SeverityLow)}, Deliveries: deliveries, Test: st.test,
-		EventTypes: subscribable, Severities: notifytype.Severities,
+		EventTypes: subscribable(s.d.Engine), Severities: notifytype.Severities,
 	}
 	for kind, dst := range map[engine.Resource]*[]host.Named{
 		engine.ResourceQueue: &data.Queues, engine.ResourceEndpoint: &data.Endpoints, engine.ResourceWebhook: &data.Webhooks,

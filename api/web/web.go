@@ -488,7 +488,6 @@ var funcs = template.FuncMap{
 	"scopeLabel":   scopeLabel,
 	"classHelp":    classHelp,
 	"kindHelp":     kindClassHelp,
-	"eventHelp":    func(t notifytype.EventType) string { return eventHelp[t] },
 	"itoa":         itoa,
 	"scopeOfHuman": hostid.Human,
 	// dict builds a map for a partial: dict "Key" value "Key2" value2.

@@ -29,7 +29,7 @@ func TestServeReapsExpiredLeases(t *testing.T) {
 	queue := f.Queue(hostid.Human(human), "forge")
 	endpoint := f.Endpoint(storetest.EndpointOpts{Human: human})
 	todo := f.Todo(storetest.TodoOpts{Queue: queue, AttemptCap: 1})
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool)})
+	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links()})
 	require.NoError(t, err)
 	claimed, ok, err := host.NewTodos(pool, eng, nil).Claim(ctx, endpoint, queue)
 	require.NoError(t, err)

@@ -62,8 +62,8 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	}
 	var metrics *ops.Metrics
 	eng, err := engine.New(engine.Config{
-		Pool:                  pool,
-		Directory:             host.NewDirectory(pool),
+		Pool:      pool,
+		Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(),
 		DigestSources:         host.NewDigestSources(pool),
 		SecretKey:             cfg.SecretKey,
 		BaseURL:               cfg.BaseURL,

@@ -95,8 +95,8 @@ func New(tb testing.TB) *World {
 // edits it further.
 func (w *World) Config(pool *pgxpool.Pool, configure ...func(*engine.Config)) engine.Config {
 	cfg := engine.Config{
-		Pool:           pool,
-		Directory:      host.NewDirectory(pool),
+		Pool:      pool,
+		Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(),
 		SecretKey:      w.Key,
 		BaseURL:        "https://switchboard.example.net",
 		PushAllowHTTP:  true,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/notifytest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store/storetest"
@@ -26,7 +27,7 @@ func setup(t *testing.T) (*pgxpool.Pool, *engine.Engine, *notifytest.Gotify) {
 	ctx := context.Background()
 	pool := storetest.New(t)
 	g := notifytest.NewGotify(t)
-	cfg := engine.Config{Pool: pool, SecretKey: key(), BaseURL: "https://jobs.example.net"}
+	cfg := engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), SecretKey: key(), BaseURL: "https://jobs.example.net"}
 	g.Allow(&cfg)
 	eng, err := engine.New(cfg)
 	require.NoError(t, err)
@@ -50,7 +51,7 @@ func key() []byte {
 }
 
 func deadLetter(id int64) engine.Event {
-	return engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: engine.SoleOwner, TodoID: id, DeadLetterCount: 1,
+	return engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: engine.SoleOwner, OccurrenceKey: host.DeadLetterKey(id, 1),
 		Content: sinks.Content{Title: fmt.Sprintf("job %d", id), Place: "billing", LinkPath: fmt.Sprintf("/jobs/%d", id)}}
 }
 

@@ -84,7 +84,8 @@ replace github.com/switchboard/notify => `+root+"\n"), 0o644))
 	var stdout, stderr bytes.Buffer
 	run.Stdout, run.Stderr = &stdout, &stderr
 	require.NoError(t, run.Run(), "stderr:\n%s", stderr.String())
-	require.Equal(t, "delivered: Dead letter in builds: nightly build\n", stdout.String())
+	require.Equal(t, "delivered: Queue stuck: builds -> https://example.net/queues/2\n", stdout.String(),
+		"the program's own event type, in its own words, linking its own page")
 
 	var version int64
 	require.NoError(t, db.QueryRow(ctx, `SELECT version FROM schema_migrations`).Scan(&version))

@@ -2,9 +2,11 @@
 // program of its own, using only the engine's packages (no reference host):
 // a database that already has its own schema_migrations and queues tables
 // gets the engine's tables beside them, in the schema switchboard; the
-// program's one owner configures a Gotify sink; a change of the program's
-// own state emits an event in the program's own transaction; and a Gotify
-// stand-in receives the message.
+// program declares its own event type (queue.stuck: its words, severity,
+// dedup rule and message); the program's one owner configures a Gotify
+// sink; a change of the program's own state emits an event in the
+// program's own transaction; and a Gotify stand-in receives the message,
+// in the program's words, linking the program's own page.
 //
 //	DATABASE_URL=postgres://postgres@127.0.0.1:5432/mine?sslmode=disable go run ./examples/embed
 //
@@ -67,17 +69,45 @@ func run(ctx context.Context, databaseURL string, out io.Writer) error {
 		return err
 	}
 
-	// A Gotify stand-in that hands over the first message it receives.
+	// A Gotify stand-in that hands over the first message it receives:
+	// its title and the link a click opens.
 	received := make(chan string, 1)
 	gotify := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m struct{ Title, Message string }
+		var m struct {
+			Title, Message string
+			Extras         struct {
+				Notification struct {
+					Click struct{ URL string } `json:"click"`
+				} `json:"client::notification"`
+			}
+		}
 		_ = json.NewDecoder(r.Body).Decode(&m)
 		select {
-		case received <- m.Title:
+		case received <- m.Title + " -> " + m.Extras.Notification.Click.URL:
 		default:
 		}
 	}))
 	defer gotify.Close()
+
+	// The program's own event type. The engine refuses any type not
+	// declared, and keeps the rules of what a message may carry: Message
+	// words it, the engine cleans, cuts and escapes it.
+	queueStuck := engine.EventKind{
+		Type:     "queue.stuck",
+		Words:    "A queue is stuck",
+		Label:    "Stuck queues",
+		Severity: notifytype.SeverityHigh,
+		// One message per queue and incident, however often it is emitted.
+		Dedup: engine.Dedup{By: engine.DedupOccurrence},
+		Message: func(m engine.EventMessage) sinks.Draft {
+			return sinks.Draft{
+				Title:    "Queue stuck: " + m.Content.Place,
+				Lines:    []string{m.Content.Summary},
+				Link:     m.Content.LinkPath,
+				LinkText: "Open the queue",
+			}
+		},
+	}
 
 	key := make([]byte, 32) // keep yours: it seals the sinks' secrets
 	_, _ = rand.Read(key)
@@ -86,6 +116,10 @@ func run(ctx context.Context, databaseURL string, out io.Writer) error {
 		Directory: nil, // one owner (engine.SoleOwner), no teams
 		SecretKey: key,
 		BaseURL:   "https://example.net",
+		Events:    []engine.EventKind{queueStuck},
+		// The message that stands for held rows when a sink's budget
+		// returns links the program's own page.
+		Links: engine.Links{Coalesced: func(notifytype.OwnerScope) string { return "/notifications" }},
 		// The stand-in listens on loopback over HTTP: both need the
 		// operator's opt-in. A real Gotify server is reached over HTTPS.
 		PushAllowHTTP: true,
@@ -96,7 +130,7 @@ func run(ctx context.Context, databaseURL string, out io.Writer) error {
 	}
 
 	// The owner's sink: a connection (the server and its token), a sink on
-	// it, and a subscription to dead letters.
+	// it, and a subscription to the program's event type.
 	owner := engine.HumanPrincipal(engine.SoleOwner.ID)
 	conn, err := eng.CreateConnection(ctx, owner, engine.ConnectionInput{
 		Owner: engine.SoleOwner, Kind: engine.KindGotify, Name: "phone-" + rand.Text()[:6],
@@ -112,7 +146,7 @@ func run(ctx context.Context, databaseURL string, out io.Writer) error {
 		return err
 	}
 	if _, err := eng.AddSubscription(ctx, owner, sink.ID, engine.SubscriptionInput{
-		EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered},
+		EventTypes: []notifytype.EventType{"queue.stuck"},
 	}); err != nil {
 		return err
 	}
@@ -136,12 +170,14 @@ func run(ctx context.Context, databaseURL string, out io.Writer) error {
 			return err
 		}
 		return eng.Emit(ctx, tx, engine.Event{
-			Type:            notifytype.EventTodoDeadLettered,
-			Owner:           engine.SoleOwner,
-			QueueID:         queue,
-			TodoID:          queue,
-			DeadLetterCount: 1,
-			Content:         sinks.Content{Title: "nightly build", Place: "builds"},
+			Type:          "queue.stuck",
+			Owner:         engine.SoleOwner,
+			QueueID:       queue,
+			OccurrenceKey: fmt.Sprintf("%d:1", queue), // the queue's first incident
+			Content: sinks.Content{
+				Place: "builds", Summary: "no job has finished for an hour",
+				LinkPath: fmt.Sprintf("/queues/%d", queue),
+			},
 		})
 	})
 	if err != nil {

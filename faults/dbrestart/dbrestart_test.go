@@ -59,7 +59,7 @@ func TestDatabaseRestartMidDrain(t *testing.T) {
 	defer enginePool.Close()
 	logs := &enginetest.SyncBuffer{}
 	eng, err := engine.New(engine.Config{
-		Pool: enginePool, Directory: host.NewDirectory(enginePool), SecretKey: key, PushAllowHTTP: true,
+		Pool: enginePool, Directory: host.NewDirectory(enginePool), Events: host.Events(), Links: host.Links(), SecretKey: key, PushAllowHTTP: true,
 		PrivateHosts: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
 		ClaimTTL:     3 * time.Second, PollInterval: 200 * time.Millisecond,
 		Retention: time.Hour, JanitorInterval: 300 * time.Millisecond, DigestInterval: 200 * time.Millisecond,

@@ -30,7 +30,7 @@ func startEngine(t *testing.T, ctx context.Context, url string, key []byte, name
 	pool, err := pgxpool.New(ctx, url)
 	require.NoError(t, err)
 	cfg := engine.Config{
-		Pool: pool, Directory: host.NewDirectory(pool), SecretKey: key, PushAllowHTTP: true, Instance: name,
+		Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(), SecretKey: key, PushAllowHTTP: true, Instance: name,
 		PrivateHosts: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, PollInterval: 200 * time.Millisecond,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)).With("instance", name),
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/faults"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/sinktest"
@@ -114,9 +115,9 @@ func TestRepeatsDuringClaims(t *testing.T) {
 
 	event := func(key int) engine.Event {
 		return engine.Event{
-			Type: notifytype.EventRuleNotify, Owner: scope, WebhookID: 7, RuleID: 1, EventID: int64(key + 1),
-			SubjectKey: fmt.Sprintf("forge#%d", key),
-			Content:    sinks.Content{Title: fmt.Sprintf("key-%d build red", key), Place: "forge"},
+			Type: notifytype.EventRuleNotify, Owner: scope, WebhookID: 7,
+			Subject: host.RuleSubject(1, fmt.Sprintf("forge#%d", key), int64(key+1)),
+			Content: sinks.Content{Title: fmt.Sprintf("key-%d build red", key), Place: "forge"},
 		}
 	}
 	sinkOf := make(map[int]int64, keys)

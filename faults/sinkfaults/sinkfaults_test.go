@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/faults"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/sinktest"
@@ -245,7 +246,7 @@ func runFault(t *testing.T, fc fault) {
 	}
 	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{Kind: fc.kind, BaseURL: srv.URL, Secret: secret, Options: fc.options})
 	emit := func(todo int64) {
-		w.Emit(eng, engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: scope, TodoID: todo, DeadLetterCount: 1,
+		w.Emit(eng, engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: scope, OccurrenceKey: host.DeadLetterKey(todo, 1),
 			Content: sinks.Content{Title: "faults " + fc.name, Place: "forge", LinkPath: fmt.Sprintf("/board/todos/%d", todo)}})
 	}
 	emit(1)

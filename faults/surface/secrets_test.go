@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/faults"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/sinktest"
@@ -126,7 +127,7 @@ func TestSecretsCanaryAppearsNowhere(t *testing.T) {
 	}
 
 	// Every sink gets the event once: success and each failure class.
-	s.w.Emit(s.eng, engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: a.scope, TodoID: 1, DeadLetterCount: 1,
+	s.w.Emit(s.eng, engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: a.scope, OccurrenceKey: host.DeadLetterKey(1, 1),
 		Content: sinks.Content{Title: "canary run", Place: "forge", LinkPath: "/board/todos/1"}})
 	got := map[int64]notifytype.ErrorClass{}
 	for range targets {

@@ -131,8 +131,8 @@ func newWorld(ctx context.Context, url string, sinkCounts []int, conns int) (*wo
 // NotifyDebounce as given (0: its default), budget bounds raised.
 func (w *world) config(pool *pgxpool.Pool, debounce time.Duration, r *running) engine.Config {
 	cfg := engine.Config{
-		Pool:             pool,
-		Directory:        host.NewDirectory(pool),
+		Pool:      pool,
+		Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(),
 		SecretKey:        w.key,
 		BaseURL:          "https://switchboard.example.net",
 		PushAllowHTTP:    true,
@@ -178,7 +178,7 @@ func (w *world) listen(ctx context.Context) error {
 // own (BEGIN, Emit, COMMIT) through eng, and returns when COMMIT returned.
 func (w *world) emit(ctx context.Context, eng *engine.Engine, o *owner) (time.Time, error) {
 	ev := engine.Event{
-		Type: notifytype.EventTodoDeadLettered, Owner: o.scope, TodoID: w.todo.Add(1), DeadLetterCount: 1,
+		Type: notifytype.EventTodoDeadLettered, Owner: o.scope, OccurrenceKey: host.DeadLetterKey(w.todo.Add(1), 1),
 		Content: content,
 	}
 	err := pgx.BeginFunc(ctx, w.host, func(tx pgx.Tx) error { return eng.Emit(ctx, tx, ev) })

@@ -117,7 +117,7 @@ func run(ctx context.Context) (err error) {
 	// The storm's webhook: one owner, one sink subscribed to quarantines.
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool)})
+	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links()})
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/switchboard/notify/bench/internal/benchdb"
 	"github.com/switchboard/notify/bench/internal/rig"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -288,7 +289,7 @@ func (w *world) hostTx(ctx context.Context, eng *engine.Engine, o *hostOwner, to
 			return fmt.Errorf("insert: %w", err)
 		}
 		return eng.Emit(ctx, tx, engine.Event{
-			Type: notifytype.EventTodoDeadLettered, Owner: o.scope, QueueID: o.queue, TodoID: todo, DeadLetterCount: n,
+			Type: notifytype.EventTodoDeadLettered, Owner: o.scope, QueueID: o.queue, OccurrenceKey: host.DeadLetterKey(todo, n),
 			Content: sinks.Content{Title: "flaky build", Place: "forge", Cause: "fail at the cap"},
 		})
 	})

@@ -111,8 +111,8 @@ func (r *Rig) Fleet(ctx context.Context, scopes, perScope, perHour, burst int, t
 // for the budget bounds when lifted.
 func (r *Rig) Config(pool *pgxpool.Pool, lifted bool) engine.Config {
 	cfg := engine.Config{
-		Pool:          pool,
-		Directory:     host.NewDirectory(pool),
+		Pool:      pool,
+		Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(),
 		SecretKey:     r.Key,
 		BaseURL:       "https://switchboard.example.net",
 		PushAllowHTTP: true,
@@ -130,7 +130,7 @@ func (r *Rig) Config(pool *pgxpool.Pool, lifted bool) engine.Config {
 func (r *Rig) Event(o notifytype.OwnerScope) engine.Event {
 	id := r.todo.Add(1)
 	return engine.Event{
-		Type: notifytype.EventTodoDeadLettered, Owner: o, TodoID: id, DeadLetterCount: 1,
+		Type: notifytype.EventTodoDeadLettered, Owner: o, OccurrenceKey: host.DeadLetterKey(id, 1),
 		Content: sinks.Content{Title: "nightly build", Place: "forge", Cause: "fail at the cap",
 			LinkPath: fmt.Sprintf("/board/todos/%d", id), Attempts: 3},
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -62,8 +63,8 @@ func (w *World) hostTxBatch(ctx context.Context, v Variant, h *hostSet, todo int
 			}
 			if err := be.QueueEmit(b, engine.Event{
 				Type: notifytype.EventTodoDeadLettered, Owner: h.owner, QueueID: h.queue,
-				TodoID: todo, DeadLetterCount: n,
-				Content: sinks.Content{Title: "flaky build", Place: "forge", Cause: "fail at the cap"},
+				OccurrenceKey: host.DeadLetterKey(todo, n),
+				Content:       sinks.Content{Title: "flaky build", Place: "forge", Cause: "fail at the cap"},
 			}); err != nil {
 				return err
 			}

@@ -131,7 +131,7 @@ func MigrateRiver(ctx context.Context, pool *pgxpool.Pool) error {
 // host.Migrate and MigrateRiver. Fixtures go in through f, straight in SQL
 // (the 10-sink owner is at the management service's default ceiling).
 func Setup(ctx context.Context, pool *pgxpool.Pool, f *storetest.Factory) (*World, error) {
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool)})
+	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links()})
 	if err != nil {
 		return nil, err
 	}
@@ -220,8 +220,8 @@ func (w *World) HostTx(ctx context.Context, v Variant) error {
 			// A new dead-letter count each time: every emit inserts rows.
 			return w.Engine.Emit(ctx, tx, engine.Event{
 				Type: notifytype.EventTodoDeadLettered, Owner: h.owner, QueueID: h.queue,
-				TodoID: todo, DeadLetterCount: n,
-				Content: sinks.Content{Title: "flaky build", Place: "forge", Cause: "fail at the cap"},
+				OccurrenceKey: host.DeadLetterKey(todo, n),
+				Content:       sinks.Content{Title: "flaky build", Place: "forge", Cause: "fail at the cap"},
 			})
 		case RiverInsert:
 			_, err := w.River.InsertTx(ctx, tx, NoopArgs{TodoID: todo}, nil)
@@ -242,7 +242,7 @@ func (w *World) StormTx(ctx context.Context, m StormMode, worker int) error {
 				hook = w.stormDistinct[worker%len(w.stormDistinct)]
 			}
 			return w.Engine.Emit(ctx, tx, engine.Event{
-				Type: notifytype.EventDeliveryQuarantined, Owner: w.stormOwner, WebhookID: hook,
+				Type: notifytype.EventDeliveryQuarantined, Owner: w.stormOwner, WebhookID: hook, Subject: host.QuarantineSubject(hook),
 				Content: sinks.Content{Place: "github", Summary: "deliveries quarantined"},
 			})
 		default:
