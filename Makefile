@@ -28,7 +28,8 @@ run: build
 ## test: vet, then every test with the race detector (PostgreSQL required); the
 ## reliability suite's short version (faults/) runs after the rest, so its
 ## processes and loads do not compete with the other packages for the cores;
-## then examples/migrationtools (a module of its own: golang-migrate and goose). The rule
+## then examples/migrationtools (a module of its own: golang-migrate and goose) and
+## examples/jobs (an outside service embedding the engine: its own event, uuid owners). The rule
 ## workers' limit tests (host/rulesandbox) run without -race: they are what the race
 ## detector's shadow memory and slowdown would change
 test:
@@ -38,6 +39,7 @@ test:
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./faults/...
 	@if [ -f bench/go.mod ]; then echo "cd bench && $(GO) vet ./..."; cd bench && $(GO) vet ./...; fi
 	cd examples/migrationtools && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd examples/jobs && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 ## faults: the full reliability and security suite (issue 11), then its table
 ## (docs/RELIABILITY.md): 10,000-row crash run, every fuzz target FAULTS_FUZZTIME
@@ -112,6 +114,7 @@ lint:
 	$(GO) vet ./...
 	@if [ -f bench/go.mod ]; then cd bench && $(GO) vet ./...; fi
 	cd examples/migrationtools && $(GO) vet ./...
+	cd examples/jobs && $(GO) vet ./...
 
 clean:
 	rm -rf bin
