@@ -16,11 +16,10 @@ import (
 )
 
 // connGuard bounds a server's connections (issue 18 item 10): at most
-// MaxConns served at once (past it, a connection waits for a slot, or
-// takes one from the client holding the most: guardedListener); at most
-// MaxConnsPerClient from one client IP (a connection past it is closed as
-// soon as it is accepted, so one client cannot take the whole cap and
-// lock everyone else out); and while PressureConns or more are
+// MaxConns at once (past it, Accept waits, as netutil.LimitListener does);
+// at most MaxConnsPerClient from one client IP (a connection past it is
+// closed as soon as it is accepted, so one client cannot take the whole
+// cap and lock everyone else out); and while PressureConns or more are
 // open, a connection idle (kept alive between requests, or accepted and
 // still silent) for PressureIdleTimeout is closed, instead of waiting out
 // the IdleTimeout.
@@ -38,30 +37,23 @@ import (
 // they are not held to MaxConnsPerClient. An IPv6 client is its /64.
 type connGuard struct {
 	cfg    ServerConfig
+	slots  chan struct{}
 	closed chan struct{}
 	once   sync.Once
 
-	mu sync.Mutex
-	// perClient counts each client's connections served, waitingFrom
-	// those waiting.
-	perClient, waitingFrom map[string]int
-	// waiting are the connections accepted at the cap, first come first.
-	waiting  []waitingConn
-	listener *guardedListener
-	idle     map[net.Conn]time.Time // idle (or new) connections, since when
-	all      map[*guardedConn]struct{}
-	open     int
+	mu        sync.Mutex
+	perClient map[string]int
+	idle      map[net.Conn]time.Time // idle (or new) connections, since when
+	all       map[*guardedConn]struct{}
+	open      int
 
 	// openNow mirrors open for the body reader, which must not take mu.
 	openNow atomic.Int64
 
 	// refused and reaped count the connections closed for the per-client
-	// share and under pressure; full those closed at the cap with every
-	// waiting place taken; evicted those closed to free the reserve or
-	// for a newcomer's fair share; slowBodies the requests cut for a body
-	// slower than BodyMinRate.
+	// share and under pressure; evicted those closed to free the reserve;
+	// slowBodies the requests cut for a body slower than BodyMinRate.
 	refused    atomic.Int64
-	full       atomic.Int64
 	reaped     atomic.Int64
 	evicted    atomic.Int64
 	slowBodies atomic.Int64
@@ -69,217 +61,57 @@ type connGuard struct {
 
 func newConnGuard(c ServerConfig) *connGuard {
 	return &connGuard{
-		cfg: c, closed: make(chan struct{}),
-		perClient: map[string]int{}, waitingFrom: map[string]int{}, idle: map[net.Conn]time.Time{}, all: map[*guardedConn]struct{}{},
+		cfg: c, slots: make(chan struct{}, c.MaxConns), closed: make(chan struct{}),
+		perClient: map[string]int{}, idle: map[net.Conn]time.Time{}, all: map[*guardedConn]struct{}{},
 	}
 }
 
-// guardedListener is ln under a connGuard. One goroutine (acceptLoop)
-// takes every connection from ln as soon as it arrives, so that the
-// kernel's accept queue never holds a client behind others' connections,
-// and decides, under the guard's lock, what becomes of it:
-//
-//   - below MaxConns: served (handed to Accept), unless its client holds
-//     its share (MaxConnsPerClient): then closed;
-//   - at MaxConns, from a client that holds at least two fewer connections
-//     than the client holding the most: that client's oldest connection
-//     without a valid credential is closed and the newcomer served in its
-//     place (fair share: a new client is never queued behind a client that
-//     holds many; two clients holding about as many never displace each
-//     other, so they cannot churn);
-//   - otherwise it waits, in arrival order, for a connection to close (at
-//     most waitingMax wait, and MaxConnsPerClient of one client; past that
-//     it is closed); its share is checked when its turn comes.
+// guardedListener is ln under a connGuard.
 type guardedListener struct {
 	net.Listener
 	g *connGuard
-
-	start sync.Once
-	// ready carries the connections to serve; errs the errors of ln.
-	ready chan net.Conn
-	errs  chan error
-}
-
-// newGuardedListener puts ln under g.
-func newGuardedListener(ln net.Listener, g *connGuard) *guardedListener {
-	l := &guardedListener{Listener: ln, g: g, ready: make(chan net.Conn), errs: make(chan error)}
-	g.listener = l
-	return l
 }
 
 func (l *guardedListener) Accept() (net.Conn, error) {
-	l.start.Do(func() { go l.acceptLoop() })
-	select {
-	case c := <-l.ready:
-		return c, nil
-	case err := <-l.errs:
-		return nil, err
-	case <-l.g.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-// acceptLoop accepts from ln until it fails for good or closes.
-func (l *guardedListener) acceptLoop() {
 	g := l.g
 	for {
+		select {
+		case g.slots <- struct{}{}:
+		case <-g.closed:
+			return nil, net.ErrClosed
+		}
 		c, err := l.Listener.Accept()
 		if err != nil {
-			// The server sleeps on a temporary error and accepts again;
-			// on any other it stops and closes the listener.
-			select {
-			case l.errs <- err:
-			case <-g.closed:
-				return
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			continue
+			<-g.slots
+			return nil, err
 		}
 		ip, proxy := g.client(c.RemoteAddr())
 		g.mu.Lock()
-		if g.isClosed() {
+		if !proxy && g.perClient[ip] >= g.cfg.MaxConnsPerClient {
 			g.mu.Unlock()
 			_ = c.Close()
-			return
-		}
-		overShare := !proxy && g.perClient[ip] >= g.cfg.MaxConnsPerClient
-		var victim *guardedConn
-		if g.open >= g.cfg.MaxConns && !proxy && !overShare {
-			victim = g.fairVictim(ip)
-		}
-		if g.open >= g.cfg.MaxConns && victim == nil {
-			// It waits; its share is checked when its turn comes
-			// (promote), as it was while the kernel held it.
-			if len(g.waiting) >= g.waitingMax() || (!proxy && g.waitingFrom[ip] >= g.cfg.MaxConnsPerClient) {
-				g.mu.Unlock()
-				_ = c.Close()
-				g.full.Add(1)
-				continue
-			}
-			g.waitingFrom[ip]++
-			g.waiting = append(g.waiting, waitingConn{conn: c, ip: ip, proxy: proxy})
-			g.mu.Unlock()
-			continue
-		}
-		if overShare {
-			g.mu.Unlock()
-			_ = c.Close()
+			<-g.slots
 			g.refused.Add(1)
 			continue
 		}
-		gc := g.admit(c, ip)
+		g.perClient[ip]++
+		g.open++
+		g.openNow.Store(int64(g.open))
+		now := time.Now()
+		gc := &guardedConn{Conn: c, g: g, ip: ip, accepted: now}
+		g.idle[gc] = now
+		g.all[gc] = struct{}{}
 		g.mu.Unlock()
-		if victim != nil {
-			g.evicted.Add(1)
-			_ = victim.Close()
-		}
-		l.hand(gc)
-	}
-}
-
-// hand gives c to Accept, or closes it when the listener closes first.
-func (l *guardedListener) hand(c net.Conn) {
-	select {
-	case l.ready <- c:
-	case <-l.g.closed:
-		_ = c.Close()
+		return gc, nil
 	}
 }
 
 func (l *guardedListener) Close() error {
-	g := l.g
-	g.once.Do(func() { close(g.closed) })
-	err := l.Listener.Close()
-	g.mu.Lock()
-	waiting := g.waiting
-	g.waiting = nil
-	clear(g.waitingFrom)
-	g.mu.Unlock()
-	for _, w := range waiting {
-		_ = w.conn.Close()
-	}
-	return err
+	l.g.once.Do(func() { close(l.g.closed) })
+	return l.Listener.Close()
 }
 
-// waitingConn is a connection accepted at the cap, waiting for a slot.
-type waitingConn struct {
-	conn  net.Conn
-	ip    string
-	proxy bool
-}
-
-// waitingMax is how many connections may wait for a slot: a quarter of
-// MaxConns, at least 1.
-func (g *connGuard) waitingMax() int { return max(1, g.cfg.MaxConns/4) }
-
-func (g *connGuard) isClosed() bool {
-	select {
-	case <-g.closed:
-		return true
-	default:
-		return false
-	}
-}
-
-// promote serves the first connection waiting whose client is within its
-// share, if there is a slot, closing those past their share on the way
-// (counted as refused); nil for none. g.mu is held.
-func (g *connGuard) promote() (next *guardedConn, refused []net.Conn) {
-	for len(g.waiting) > 0 && g.open < g.cfg.MaxConns && !g.isClosed() {
-		w := g.waiting[0]
-		g.waiting = g.waiting[1:]
-		if g.waitingFrom[w.ip]--; g.waitingFrom[w.ip] <= 0 {
-			delete(g.waitingFrom, w.ip)
-		}
-		if !w.proxy && g.perClient[w.ip] >= g.cfg.MaxConnsPerClient {
-			refused = append(refused, w.conn)
-			continue
-		}
-		return g.admit(w.conn, w.ip), refused
-	}
-	return nil, refused
-}
-
-// admit registers c, from client ip, as served. g.mu is held.
-func (g *connGuard) admit(c net.Conn, ip string) *guardedConn {
-	g.perClient[ip]++
-	g.open++
-	g.openNow.Store(int64(g.open))
-	now := time.Now()
-	gc := &guardedConn{Conn: c, g: g, ip: ip, accepted: now}
-	g.idle[gc] = now
-	g.all[gc] = struct{}{}
-	return gc
-}
-
-// fairVictim is the connection a newcomer from client ip takes at the cap:
-// the oldest one without a valid credential of the client holding the
-// most connections, when that client holds at least two more than ip
-// (after the move ip holds no more than it); nil for none. g.mu is held.
-func (g *connGuard) fairVictim(ip string) *guardedConn {
-	mine := g.perClient[ip]
-	heaviest, most := "", 0
-	for k, n := range g.perClient {
-		if k != ip && n > most {
-			heaviest, most = k, n
-		}
-	}
-	if most < mine+2 {
-		return nil
-	}
-	var victim *guardedConn
-	for c := range g.all {
-		if c.ip == heaviest && !c.gone && !c.authed.Load() && (victim == nil || c.accepted.Before(victim.accepted)) {
-			victim = c
-		}
-	}
-	return victim
-}
-
-// guardedConn gives its slot back when closed, once: to the first
-// connection waiting for one, if any.
+// guardedConn gives its slot back when closed, once.
 type guardedConn struct {
 	net.Conn
 	g        *connGuard
@@ -304,19 +136,11 @@ func (c *guardedConn) Close() error {
 			delete(g.perClient, c.ip)
 		}
 		g.open--
+		g.openNow.Store(int64(g.open))
 		delete(g.idle, c)
 		delete(g.all, c)
-		next, refused := g.promote()
-		g.openNow.Store(int64(g.open))
-		l := g.listener
 		g.mu.Unlock()
-		g.refused.Add(int64(len(refused)))
-		for _, r := range refused {
-			_ = r.Close()
-		}
-		if next != nil {
-			go l.hand(next)
-		}
+		<-g.slots
 	})
 	return err
 }

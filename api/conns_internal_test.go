@@ -43,7 +43,7 @@ func TestConnectionShareCountsIPv6PerSlash64AndSparesTrustedProxies(t *testing.T
 		TrustedProxies: httpx.Proxies{netip.MustParsePrefix("10.0.0.0/8")}}.WithDefaults()
 	g := newConnGuard(c)
 	fl := &fakeListener{addrs: make(chan net.Addr, 16)}
-	ln := newGuardedListener(fl, g)
+	ln := &guardedListener{Listener: fl, g: g}
 	tcp := func(s string) net.Addr { return net.TCPAddrFromAddrPort(netip.MustParseAddrPort(s)) }
 
 	for _, a := range []string{"[2001:db8:0:1::1]:1", "[2001:db8:0:1::2]:1", "[2001:db8:0:1:ffff::3]:1", "[2001:db8:0:2::1]:1"} {

@@ -70,10 +70,8 @@ const (
 	// IdleTimeoutDefault is how long a kept-alive connection may wait for
 	// its next request.
 	IdleTimeoutDefault = 60 * time.Second
-	// MaxConnsDefault bounds the connections served at once; past it a
-	// connection from a client holding fewer than the heaviest client
-	// takes that client's oldest unauthenticated one, and others wait in
-	// order (a quarter of it at most).
+	// MaxConnsDefault bounds the connections served at once; more wait in
+	// the kernel's backlog.
 	MaxConnsDefault = 1000
 	// PressureIdleTimeoutDefault is the idle timeout while the server is
 	// under pressure (PressureConns open).
@@ -100,12 +98,8 @@ type ServerConfig struct {
 	// IdleTimeout closes a kept-alive connection idle this long. Defaults
 	// to IdleTimeoutDefault (60 s).
 	IdleTimeout time.Duration
-	// MaxConns bounds the connections served at once. At the cap a new
-	// connection from a client holding at least two fewer than the client
-	// holding the most takes that client's oldest connection without a
-	// valid credential; any other waits, in order, for one to close (at
-	// most MaxConns/4 wait, and MaxConnsPerClient of one client; more are
-	// closed). Defaults to MaxConnsDefault (1000).
+	// MaxConns bounds concurrent connections. Defaults to MaxConnsDefault
+	// (1000).
 	MaxConns int
 	// MaxConnsPerClient bounds the connections of one client IP: one past
 	// it is closed as soon as it is accepted. Defaults to an eighth of
@@ -170,9 +164,7 @@ type Server struct {
 // keep-alive connections and slow clients are cut off, slow headers by
 // the read header timeout, slow bodies by BodyMinRate after BodyGrace.
 // Its Serve bounds the connections too (connGuard): at most MaxConns at
-// once (a new client's connection at the cap takes the oldest
-// unauthenticated one of the client holding the most, so it never queues
-// behind them), at most MaxConnsPerClient from one client (an IPv6 /64), idle
+// once, at most MaxConnsPerClient from one client (an IPv6 /64), idle
 // ones closed after PressureIdleTimeout while PressureConns are open, and
 // ReservedConns kept for clients with a valid credential. Each request's
 // client is resolved through TrustedProxies (httpx.RealClient).
@@ -195,7 +187,7 @@ func NewServer(handler http.Handler, c ServerConfig) *Server {
 // server is closed or shut down. Call it once.
 func (s *Server) Serve(ln net.Listener) error {
 	go s.guard.run()
-	return s.Server.Serve(newGuardedListener(ln, s.guard))
+	return s.Server.Serve(&guardedListener{Listener: ln, g: s.guard})
 }
 
 // ConnsRefused is how many connections were closed at accept because
@@ -207,13 +199,8 @@ func (s *Server) ConnsRefused() int64 { return s.guard.refused.Load() }
 func (s *Server) ConnsReaped() int64 { return s.guard.reaped.Load() }
 
 // ConnsEvicted is how many connections without a valid credential were
-// closed to free the reserve (ReservedConns), or for a new client's fair
-// share at the cap.
+// closed to free the reserve (ReservedConns).
 func (s *Server) ConnsEvicted() int64 { return s.guard.evicted.Load() }
-
-// ConnsFull is how many connections were closed at accept because the
-// server was at MaxConns and as many as may wait for a slot were waiting.
-func (s *Server) ConnsFull() int64 { return s.guard.full.Load() }
 
 // SlowBodies is how many requests were cut for a body slower than
 // BodyMinRate.

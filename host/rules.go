@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -142,10 +141,8 @@ func checkRule(in RuleInput, i int, field string) (checkedRule, error) {
 // subset, a compile error, or past the worker's limits while compiling) is
 // invalid_argument naming the rule. Call it after the caller's right to
 // the webhook is checked, never before: compiling may cost up to the
-// worker's limits. A dry run compiles within its rules' time budget (ctx):
-// a rule the budget left uncompiled is no error then (the dry run reports
-// it as not run).
-func (s *Webhooks) compileRules(ctx context.Context, owner string, rules []checkedRule, field func(i int) string, dryRun bool) error {
+// worker's limits.
+func (s *Webhooks) compileRules(ctx context.Context, owner string, rules []checkedRule, field func(i int) string) error {
 	exprs := make([]string, len(rules))
 	for i, r := range rules {
 		exprs[i] = r.in.Expr
@@ -155,15 +152,9 @@ func (s *Webhooks) compileRules(ctx context.Context, owner string, rules []check
 	cctx, cancel := context.WithTimeout(ctx, s.compileWall())
 	defer cancel()
 	for i, res := range s.sandbox.Compile(cctx, owner, exprs) {
-		if dryRun && (res.Kind == rulesandbox.NotRun || (res.Kind == rulesandbox.Stopped && cctx.Err() != nil)) {
-			break
-		}
 		if msg := compileFault(res); msg != "" {
 			return notifytype.InvalidArgument(field(i)+"expr", "rule "+ruleRef(rules[i].in.Name, i)+": its expression "+msg)
 		}
-	}
-	if dryRun && !errors.Is(ctx.Err(), context.Canceled) {
-		return nil
 	}
 	return ctx.Err()
 }

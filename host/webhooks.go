@@ -645,7 +645,7 @@ func (s *Webhooks) authorizeThenCompile(ctx context.Context, p engine.Principal,
 	if err != nil {
 		return err
 	}
-	return s.compileRules(ctx, w.Owner, rules, field, false)
+	return s.compileRules(ctx, w.Owner, rules, field)
 }
 
 // AddRule appends one rule to a webhook's list (add_webhook_rule), checked

@@ -734,12 +734,6 @@ func (s *Webhooks) TestRules(ctx context.Context, p engine.Principal, id int64, 
 	if err != nil {
 		return TestReport{}, wrap(err, "testing rules")
 	}
-	// One time budget for the whole dry run, from here: compiling the
-	// candidates (and waiting for one of the owner's rule workers to do
-	// it) is paid from it as running them is, so a dry run always answers
-	// within it and the rules it could not reach are reported as not run.
-	budgetCtx, cancel := context.WithTimeout(ctx, s.budget)
-	defer cancel()
 	var rules []store.RuleRow
 	if candidates == nil {
 		if rules, err = store.ListRules(ctx, s.pool, id); err != nil {
@@ -749,7 +743,7 @@ func (s *Webhooks) TestRules(ctx context.Context, p engine.Principal, id int64, 
 		field := func(i int) string { return fmt.Sprintf("rules[%d].", i) }
 		// Compiled in a rule worker, once the caller is known to see the
 		// webhook.
-		if err := s.compileRules(budgetCtx, w.Owner, checked, field, true); err != nil {
+		if err := s.compileRules(ctx, w.Owner, checked, field); err != nil {
 			return TestReport{}, wrap(err, "testing rules")
 		}
 		if err := checkRulesInScope(ctx, s.pool, w.Owner, checked, field); err != nil {
@@ -780,6 +774,10 @@ func (s *Webhooks) TestRules(ctx context.Context, p engine.Principal, id int64, 
 		return TestReport{}, err
 	}
 	report := TestReport{Scored: len(stored), Deliveries: []TestDelivery{}}
+	// One time budget for the whole dry run: it always answers, and the
+	// rules of deliveries past it are reported as not run.
+	budgetCtx, cancel := context.WithTimeout(ctx, s.budget)
+	defer cancel()
 	for _, d := range stored {
 		td := TestDelivery{DeliveryID: d.ID, Sender: d.Sender}
 		if d.Sender == "" || !slices.Contains(w.TrustedSenders, d.Sender) {

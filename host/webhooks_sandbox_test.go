@@ -36,9 +36,7 @@ func sandboxedHookWorldBudget(t *testing.T, timeout, budget time.Duration) (*hoo
 	t.Helper()
 	pool := storetest.New(t)
 	w := newHookWorldOn(t, pool, timeout)
-	// No warm workers: TestRulesAreCompiledOnlyForTheWebhooksOwner counts
-	// the workers started.
-	sb := rulesandbox.New(rulesandbox.Config{Grace: 100 * time.Millisecond, CompileTimeout: 10 * time.Second, Warm: -1})
+	sb := rulesandbox.New(rulesandbox.Config{Grace: 100 * time.Millisecond, CompileTimeout: 10 * time.Second})
 	t.Cleanup(sb.Close)
 	w.hooks = host.NewWebhooks(host.WebhooksConfig{
 		Pool: pool, Emitter: w.engine, SecretKey: w.key, Clock: w.clock, RuleTimeout: timeout, RulesBudget: budget, Sandbox: sb,
@@ -219,40 +217,4 @@ func TestRulesAreCompiledOnlyForTheWebhooksOwner(t *testing.T) {
 	_, err = w.hooks.UpdateSettings(ctx, stranger, hook.ID, host.WebhookSettings{SenderExpr: regexBomb(300)})
 	requireCode(t, err, notifytype.CodeNotFound, "")
 	require.Equal(t, spawned, sb.Stats().Spawned, "no rule worker started for a stranger")
-}
-
-// A dry run is one time budget from the owner check to its answer:
-// compiling its candidates (and waiting for a rule worker to do it) is paid
-// from it, so a candidate whose compiling outlasts the budget makes the
-// rules not run, reported as such, not a dry run that answers past its
-// budget (on main it waited out twice the budget, then refused it).
-func TestDryRunCompilesWithinItsBudget(t *testing.T) {
-	t.Parallel()
-	w, sb, ctx := sandboxedHookWorld(t, 0)
-	hook, secret, p := w.hook(t, ctx)
-	w.post(t, ctx, hook, secret, delivery(10, 0))
-	hooks := w.hooks
-	// The same server, with a budget the bomb's compiling outlasts.
-	w.hooks = host.NewWebhooks(host.WebhooksConfig{
-		Pool: w.pool, Emitter: w.engine, SecretKey: w.key, Clock: w.clock, RulesBudget: 20 * time.Millisecond, Sandbox: sb,
-	})
-	report, err := w.hooks.TestRules(ctx, p, hook.ID, []host.RuleInput{
-		{Name: "bomb", Expr: regexBomb(300), Action: host.RuleAction{Drop: true}},
-		{Name: "opened", Expr: `.action == "opened"`, Action: host.RuleAction{Drop: true}},
-	}, 0)
-	require.NoError(t, err)
-	require.Len(t, report.Deliveries, 1)
-	got := report.Deliveries[0]
-	require.Equal(t, host.OutcomeUnrouted, got.Outcome)
-	for _, r := range got.Rules {
-		require.False(t, r.Matched, r.Name)
-		require.Regexp(t, `^(not run|stopped): the rules' time budget ran out`, r.Fault, r.Name)
-	}
-
-	// A candidate that does not compile is still refused as a save
-	// refuses it (with the default budget).
-	_, err = hooks.TestRules(ctx, p, hook.ID, []host.RuleInput{
-		{Name: "broken", Expr: `.a +`, Action: host.RuleAction{Drop: true}},
-	}, 0)
-	requireCode(t, err, notifytype.CodeInvalidArgument, "rules[0].expr")
 }

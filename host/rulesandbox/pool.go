@@ -22,12 +22,8 @@ const (
 	WorkersDefault = 16
 	// PerOwnerDefault is how many of them one owner may hold at once.
 	PerOwnerDefault = 2
-	// IdleDefault is how many idle workers the pool keeps at most.
+	// IdleDefault is how many idle workers the pool keeps warm.
 	IdleDefault = 4
-	// WarmDefault is how many started workers the pool keeps idle, once
-	// it has served a request, so that an evaluation pays no process
-	// start.
-	WarmDefault = 2
 	// MemoryDefault is the memory a worker's programs may add to the
 	// idle worker's (RLIMIT_DATA, set to the idle worker's data segment
 	// plus this): 128 MiB. A delivery is at most 256 KiB; decoded, a rule
@@ -46,10 +42,6 @@ const (
 // Config configures a Pool; zero fields take their defaults.
 type Config struct {
 	Workers, PerOwner, Idle int
-	// Warm is how many started workers the pool keeps idle once it has
-	// served a request (at most Idle), starting them in the background;
-	// negative keeps none but those released (tests that count workers).
-	Warm int
 	// Memory is what a worker's programs may add to its data segment
 	// (RLIMIT_DATA), in bytes.
 	Memory int64
@@ -79,11 +71,8 @@ type Pool struct {
 	changed chan struct{}
 	closed  bool
 	warming int
-	// suspects are the owners whose programs were demoted or killed
-	// lately, until when (acquire).
-	suspects map[string]time.Time
 
-	spawned, killed, demoted atomic.Int64
+	spawned, killed atomic.Int64
 }
 
 // New returns a pool; it starts workers only when asked to run something.
@@ -98,10 +87,6 @@ func New(cfg Config) *Pool {
 	if cfg.Idle <= 0 {
 		cfg.Idle = IdleDefault
 	}
-	if cfg.Warm == 0 {
-		cfg.Warm = WarmDefault
-	}
-	cfg.Warm = min(max(cfg.Warm, 0), cfg.Idle)
 	if cfg.Memory <= 0 {
 		cfg.Memory = MemoryDefault
 	}
@@ -114,7 +99,7 @@ func New(cfg Config) *Pool {
 	if cfg.MaxRequests <= 0 {
 		cfg.MaxRequests = MaxRequestsDefault
 	}
-	return &Pool{cfg: cfg, owners: map[string]int{}, suspects: map[string]time.Time{}, changed: make(chan struct{})}
+	return &Pool{cfg: cfg, owners: map[string]int{}, changed: make(chan struct{})}
 }
 
 var (
@@ -137,17 +122,14 @@ type Stats struct {
 	// retired, or surplus) since the pool began; Live is how many run now,
 	// Idle how many of them wait.
 	Spawned, Killed int64
-	// Demoted counts workers whose priority was lowered for the CPU time
-	// one program used (demoteCPU).
-	Demoted    int64
-	Live, Idle int
+	Live, Idle      int
 }
 
 // Stats reads the pool's counters.
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Stats{Spawned: p.spawned.Load(), Killed: p.killed.Load(), Demoted: p.demoted.Load(), Live: p.total, Idle: len(p.idle)}
+	return Stats{Spawned: p.spawned.Load(), Killed: p.killed.Load(), Live: p.total, Idle: len(p.idle)}
 }
 
 // Close kills the idle workers; busy ones are killed when they finish.
@@ -249,10 +231,7 @@ const readyAllowance = 5 * time.Second
 const budgetGone = "not run: the rules' time budget ran out"
 
 // acquire takes a worker for owner: an idle one, else a new one; it waits
-// only while owner holds PerOwner workers, or the pool holds Workers. An
-// owner whose program was demoted or killed lately (suspect) takes no idle
-// worker: it starts its own, so that the warm workers stay for the others
-// and its process starts are on its own time.
+// only while owner holds PerOwner workers, or the pool holds Workers.
 func (p *Pool) acquire(ctx context.Context, owner string) (*worker, error) {
 	for {
 		p.mu.Lock()
@@ -261,21 +240,14 @@ func (p *Pool) acquire(ctx context.Context, owner string) (*worker, error) {
 			return nil, errors.New("the pool is closed")
 		}
 		if p.owners[owner] < p.cfg.PerOwner {
-			suspect := p.suspectLocked(owner, time.Now())
-			if n := len(p.idle); n > 0 && (!suspect || p.total >= p.cfg.Workers) {
+			if n := len(p.idle); n > 0 {
 				w := p.idle[n-1]
 				p.idle = p.idle[:n-1]
 				p.owners[owner]++
-				warm := p.warmLocked()
 				p.mu.Unlock()
-				for range warm {
-					go p.warmOne()
-				}
 				return w, nil
 			}
 			if p.total < p.cfg.Workers {
-				// No warming here: the processes would start alongside
-				// this one, which its caller waits for.
 				p.total++
 				p.owners[owner]++
 				p.mu.Unlock()
@@ -297,112 +269,53 @@ func (p *Pool) acquire(ctx context.Context, owner string) (*worker, error) {
 	}
 }
 
-// suspectFor is how long an owner stays suspect after a program of its was
-// demoted or its worker killed at a limit.
-const suspectFor = 30 * time.Second
-
-// suspectsPrune is how many suspects the pool holds before it forgets the
-// expired ones as it adds one.
-const suspectsPrune = 64
-
-// suspectLocked reports whether owner is suspect at now (p.mu held),
-// forgetting the owners no longer suspect.
-func (p *Pool) suspectLocked(owner string, now time.Time) bool {
-	until, ok := p.suspects[owner]
-	if ok && !now.Before(until) {
-		delete(p.suspects, owner)
-		return false
-	}
-	return ok
-}
-
 // release gives back owner's worker w (nil: a spawn failed); a worker that
-// is not healthy, that was demoted, or one too many idle, is killed.
+// is not healthy, or one too many idle, is killed.
 func (p *Pool) release(owner string, w *worker, healthy bool) {
 	p.mu.Lock()
 	if p.owners[owner]--; p.owners[owner] <= 0 {
 		delete(p.owners, owner)
 	}
-	if w != nil && (w.limited || w.demoted.Load()) {
-		// Its program passed a limit, or used demoteCPU: the owner's
-		// next requests start workers of their own for a while
-		// (acquire). A worker stopped by its caller's budget does not
-		// count: on a loaded machine an ordinary owner's can run out.
-		now := time.Now()
-		if len(p.suspects) >= suspectsPrune {
-			for o, until := range p.suspects {
-				if !now.Before(until) {
-					delete(p.suspects, o)
-				}
-			}
-		}
-		p.suspects[owner] = now.Add(suspectFor)
-	}
-	keep := w != nil && healthy && !w.demoted.Load() && !p.closed && len(p.idle) < p.cfg.Idle && w.requests < p.cfg.MaxRequests
+	keep := w != nil && healthy && !p.closed && len(p.idle) < p.cfg.Idle && w.requests < p.cfg.MaxRequests
 	if keep {
 		p.idle = append(p.idle, w)
 	} else {
 		p.total--
 	}
-	// A worker killed is replaced in the background (warmLocked), so
-	// that the next owner finds one started.
-	warm := p.warmLocked()
+	// A worker killed past a limit is replaced here, on the time of the
+	// owner whose program it ran, so that the next owner finds one warm.
+	refill := w != nil && !healthy && !p.closed && len(p.idle)+p.warming < warmMin && p.total < p.cfg.Workers
+	if refill {
+		p.total++
+		p.warming++
+	}
 	close(p.changed)
 	p.changed = make(chan struct{})
 	p.mu.Unlock()
-	for range warm {
-		go p.warmOne()
-	}
 	if w != nil && !keep {
 		p.stop(w)
 	}
-}
-
-// warmLocked counts the workers to start in the background (and counts
-// them as warming) so that Warm wait idle: then an owner's evaluation
-// finds a started worker and pays no process start, even while another
-// owner's workers are being killed and replaced. Called with p.mu held,
-// by release and by acquire when it takes an idle worker (so a pool that
-// never served a request starts nothing).
-func (p *Pool) warmLocked() int {
-	n := 0
-	for !p.closed && len(p.idle)+p.warming < p.cfg.Warm && p.total < p.cfg.Workers {
-		p.total++
-		p.warming++
-		n++
-	}
-	return n
-}
-
-// warmOne starts one worker counted by warmLocked, waits until it answers
-// (its runtime started: the first request to a fresh process waits for
-// that) and puts it with the idle ones.
-func (p *Pool) warmOne() {
-	w, err := p.spawn()
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), readyAllowance)
-		_, healthy := p.roundTrip(ctx, w, request{Op: "compile"}, readyAllowance, make([]Result, 1))
-		cancel()
-		if !healthy {
-			p.stop(w)
-			err = errors.New("the worker did not start")
+	if refill {
+		fresh, err := p.spawn()
+		p.mu.Lock()
+		p.warming--
+		if err != nil || p.closed {
+			p.total--
+		} else {
+			p.idle = append(p.idle, fresh)
+			fresh = nil
+		}
+		close(p.changed)
+		p.changed = make(chan struct{})
+		p.mu.Unlock()
+		if fresh != nil {
+			p.stop(fresh)
 		}
 	}
-	p.mu.Lock()
-	p.warming--
-	keep := err == nil && !p.closed && len(p.idle) < p.cfg.Idle
-	if keep {
-		p.idle = append(p.idle, w)
-	} else {
-		p.total--
-	}
-	close(p.changed)
-	p.changed = make(chan struct{})
-	p.mu.Unlock()
-	if err == nil && !keep {
-		p.stop(w)
-	}
 }
+
+// warmMin is how many idle workers a kill is replaced up to.
+const warmMin = 2
 
 // worker is one worker process and its pipes.
 type worker struct {
@@ -412,10 +325,6 @@ type worker struct {
 	stderr   *os.File // an unlinked file: why it died
 	requests int
 	dead     bool
-	// demoted: its priority was lowered (watchCPU); it is not reused.
-	demoted atomic.Bool
-	// limited: a program of its passed one of its limits (death).
-	limited bool
 }
 
 func (p *Pool) spawn() (*worker, error) {
@@ -511,8 +420,6 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 	// no program anything, so they have their own allowance.
 	ready := false
 	var cpuStart time.Duration
-	// current is the program the worker runs, for watchCPU.
-	var current atomic.Int64
 	for i := 0; ; {
 		d, isBudget := deadline()
 		if !ready {
@@ -549,7 +456,6 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 			if rep.Ready {
 				ready = true
 				cpuStart, _ = cpuTime(w.cmd.Process.Pid)
-				defer p.watchCPU(w, &current)()
 				continue
 			}
 			if !rep.Done {
@@ -571,7 +477,6 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 		}
 		results[i] = fromReply(rep)
 		i++
-		current.Store(int64(i))
 	}
 }
 
@@ -627,13 +532,10 @@ func (p *Pool) death(ctx context.Context, w *worker, err error, per time.Duratio
 	_ = w.cmd.Process.Kill()
 	_ = w.cmd.Wait()
 	w.dead = true
-	if ctx.Err() != nil || (timedOut && isBudget) {
-		// The caller's budget, not a limit of its program's: on a loaded
-		// machine an ordinary rule's can run out.
+	switch {
+	case ctx.Err() != nil || (timedOut && isBudget):
 		return Result{Kind: Stopped, Detail: "stopped: the rules' time budget ran out"}
-	}
-	w.limited = true
-	if timedOut {
+	case timedOut:
 		return Result{Kind: Stopped, Detail: fmt.Sprintf("stopped: ran past its time limit of %v", per)}
 	}
 	why := ""
