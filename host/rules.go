@@ -142,14 +142,15 @@ func checkRule(in RuleInput, i int, field string) (checkedRule, error) {
 // invalid_argument naming the rule. Call it after the caller's right to
 // the webhook is checked, never before: compiling may cost up to the
 // worker's limits.
-func (s *Webhooks) compileRules(ctx context.Context, owner string, rules []checkedRule, field func(i int) string) error {
+func (s *Webhooks) compileRules(ctx context.Context, owner string, rules []checkedRule, field func(i int) string, wall time.Duration) error {
 	exprs := make([]string, len(rules))
 	for i, r := range rules {
 		exprs[i] = r.in.Expr
 	}
 	// A program's compile limit is CPU time; the wall clock of all of
-	// them is bounded too (compileWall).
-	cctx, cancel := context.WithTimeout(ctx, s.compileWall())
+	// them is bounded too: wall (a save's CompileBudget, or a dry run's
+	// answer bound).
+	cctx, cancel := context.WithTimeout(ctx, wall)
 	defer cancel()
 	for i, res := range s.sandbox.Compile(cctx, owner, exprs) {
 		if msg := compileFault(res); msg != "" {

@@ -131,8 +131,12 @@ type WebhooksConfig struct {
 	// run"). Defaults to RulesBudgetDefault (1 s).
 	RulesBudget time.Duration
 	// CompileBudget bounds the wall time of compiling one save's
-	// expressions (rules, sender and subject) in a worker. Defaults to
-	// twice RulesBudget.
+	// expressions (rules, sender and subject) in workers. A program's own
+	// compile limits are its worker's (CPU time and memory); this bound
+	// covers a busy server starting a worker and giving it that CPU, which
+	// must not refuse a good rule. Defaults to twice RulesBudget, and at
+	// least CompileBudgetMin. (A dry run compiles its candidates within
+	// twice RulesBudget: it answers within that.)
 	CompileBudget time.Duration
 	// Sandbox is the rule workers' pool. Defaults to rulesandbox.Default(),
 	// the process's shared pool.
@@ -154,7 +158,7 @@ func NewWebhooks(cfg WebhooksConfig) *Webhooks {
 		cfg.RulesBudget = RulesBudgetDefault
 	}
 	if cfg.CompileBudget <= 0 {
-		cfg.CompileBudget = 2 * cfg.RulesBudget
+		cfg.CompileBudget = max(2*cfg.RulesBudget, CompileBudgetMin)
 	}
 	s := &Webhooks{
 		pool: cfg.Pool, emitter: cfg.Emitter, clock: cfg.Clock, vault: vault.New(cfg.SecretKey),
@@ -645,7 +649,7 @@ func (s *Webhooks) authorizeThenCompile(ctx context.Context, p engine.Principal,
 	if err != nil {
 		return err
 	}
-	return s.compileRules(ctx, w.Owner, rules, field)
+	return s.compileRules(ctx, w.Owner, rules, field, s.compileWall())
 }
 
 // AddRule appends one rule to a webhook's list (add_webhook_rule), checked
@@ -870,6 +874,10 @@ func (s *Webhooks) Delivery(ctx context.Context, p engine.Principal, webhookID, 
 	return deliveryOut(r)
 }
 
+// CompileBudgetMin is the least default bound of a save's compiling
+// (WebhooksConfig.CompileBudget).
+const CompileBudgetMin = 10 * time.Second
+
 // compileWall bounds the wall time of compiling one save's expressions
-// (WebhooksConfig.CompileBudget: twice the rules' budget by default).
+// (WebhooksConfig.CompileBudget).
 func (s *Webhooks) compileWall() time.Duration { return s.compile }

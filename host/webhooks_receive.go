@@ -743,7 +743,7 @@ func (s *Webhooks) TestRules(ctx context.Context, p engine.Principal, id int64, 
 		field := func(i int) string { return fmt.Sprintf("rules[%d].", i) }
 		// Compiled in a rule worker, once the caller is known to see the
 		// webhook.
-		if err := s.compileRules(ctx, w.Owner, checked, field); err != nil {
+		if err := s.compileRules(ctx, w.Owner, checked, field, 2*s.budget); err != nil {
 			return TestReport{}, wrap(err, "testing rules")
 		}
 		if err := checkRulesInScope(ctx, s.pool, w.Owner, checked, field); err != nil {
