@@ -31,6 +31,12 @@ type OutboxRow struct {
 	// for a row that is not claimed): every statement that changes the
 	// row as this claim's names it (Claim).
 	ClaimToken int64
+	// TakenFrom is set by ClaimDue alone: the token of the claim the row
+	// was taken from (one that had expired, or whose instance died), 0
+	// for a row that was pending. A row taken pending was given back by
+	// the claim that held it last (its outcome written, or released):
+	// that claim's copy has ended.
+	TakenFrom int64
 }
 
 // Claimed names an outbox row as one claim holds it: a statement given it
@@ -170,7 +176,7 @@ func ClaimDue(ctx context.Context, db BatchSender, p ClaimParams) ([]OutboxRow, 
 func queueClaimDue(b *pgx.Batch, p ClaimParams, rows *[]OutboxRow) {
 	b.Queue(claimDueSQL, p.args()...).Query(func(rs pgx.Rows) error {
 		var err error
-		*rows, err = collectOutboxRows(rs, nil)
+		*rows, err = collectClaimedRows(rs)
 		return err
 	})
 }
@@ -187,6 +193,9 @@ func queueClaimDue(b *pgx.Batch, p ClaimParams, rows *[]OutboxRow) {
 // latest version and checks the condition again), and an instance cannot
 // beat, and so start an attempt, until the claim that judged it dead has
 // committed. The instance's own starts then find its rows' tokens changed.
+//
+// Each row comes back with the token it was taken from (chosen reads it
+// on the version it locks; 0 for a pending row): OutboxRow.TakenFrom.
 const claimDueSQL = `
 		WITH dead AS MATERIALIZED (
 		    SELECT name FROM switchboard.outbox_instances WHERE alive_until <= $2 AND name <> $1
@@ -220,7 +229,7 @@ const claimDueSQL = `
 		), picked AS (
 		    SELECT id FROM ranked WHERE n <= $5 ORDER BY due_at, id LIMIT $4
 		), chosen AS (
-		    SELECT o.id FROM picked JOIN switchboard.outbox o ON o.id = picked.id
+		    SELECT o.id, coalesce(o.claim_token, 0) AS taken_from FROM picked JOIN switchboard.outbox o ON o.id = picked.id
 		    WHERE (o.state = 'pending' AND o.due_at <= $2)
 		       OR (o.state = 'claimed' AND (o.claim_expires_at <= $2 OR o.claimed_by IN (SELECT name FROM dead)))
 		    FOR UPDATE OF o SKIP LOCKED
@@ -230,13 +239,24 @@ const claimDueSQL = `
 		    WHERE o.id = ANY (ARRAY(SELECT id FROM chosen))
 		    RETURNING ` + claimedRowColumns + `
 		)
-		SELECT * FROM claimed ORDER BY due_at, id`
+		SELECT claimed.*, chosen.taken_from FROM claimed JOIN chosen USING (id) ORDER BY due_at, id`
 
 // claimedRowColumns are outboxRowColumns without the payload (NULL in its
 // place): a claimed row's payload is read when its attempt starts
 // (QueueStartAttempts returns it), so the claim does not carry hundreds of
 // payloads that are read again moments later.
 const claimedRowColumns = outboxRowHead + `NULL::jsonb` + outboxRowTail
+
+// collectClaimedRows collects the rows of claimDueSQL: claimedRowColumns
+// and the token each row was taken from (OutboxRow.TakenFrom).
+func collectClaimedRows(rows pgx.Rows) ([]OutboxRow, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxRow, error) {
+		var r OutboxRow
+		err := row.Scan(&r.ID, &r.SinkID, &r.Owner, &r.EventType, &r.Severity, &r.Payload, &r.IncludeExcerpt,
+			&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count, &r.HadPartial, &r.ClaimToken, &r.TakenFrom)
+		return r, err
+	})
+}
 
 func (p ClaimParams) args() []any {
 	return []any{p.Instance, p.Now, p.TTL, p.Limit, p.PerSink, nonNilIDs(p.SkipSinks), !p.SkipExpired, nonNilIDs(p.Handed)}
