@@ -152,6 +152,13 @@ func (a *SinkActor) Serve(ctx context.Context) error {
 		}
 		arm(o)
 	}
+	deliver := func(row store.OutboxRow) {
+		if len(a.mailbox) <= a.sup.cfg.MailboxSize/2 {
+			a.sup.signalRoom()
+		}
+		a.publish(StateDelivering, 1)
+		arm(step(func() Outcome { return a.sup.worker.Deliver(ctx, row) }))
+	}
 	defer func() {
 		disarm()
 		a.publish(StateStopped, 0)
@@ -164,25 +171,34 @@ func (a *SinkActor) Serve(ctx context.Context) error {
 			return ctx.Err()
 		}
 		a.publish(a.restingState(), 0)
+		// The rows queued go first: they were claimed in the order they
+		// fell due, and a flush taken before them (a select picks at
+		// random among the cases ready) would send a held row that fell
+		// due later ahead of them, and spend the token they were due.
+		queued := false
 		select {
-		case <-ctx.Done():
-			return ctx.Err()
 		case row := <-a.mailbox:
-			if len(a.mailbox) <= a.sup.cfg.MailboxSize/2 {
-				a.sup.signalRoom()
-			}
-			a.publish(StateDelivering, 1)
-			arm(step(func() Outcome { return a.sup.worker.Deliver(ctx, row) }))
-		case <-a.poke:
-			a.publish(StateDelivering, 1)
-			flushed(step(func() Outcome { return a.sup.worker.Flush(ctx, a.sinkID) }))
-		case <-flushC():
-			flush, a.flushAt = nil, time.Time{}
-			a.publish(StateDelivering, 1)
-			flushed(step(func() Outcome { return a.sup.worker.Flush(ctx, a.sinkID) }))
-		case <-idle.C:
-			if flush == nil && a.sup.retire(a) {
-				return fmt.Errorf("sink %d idle: %w", a.sinkID, suture.ErrDoNotRestart)
+			queued = true
+			deliver(row)
+		default:
+		}
+		if !queued {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case row := <-a.mailbox:
+				deliver(row)
+			case <-a.poke:
+				a.publish(StateDelivering, 1)
+				flushed(step(func() Outcome { return a.sup.worker.Flush(ctx, a.sinkID) }))
+			case <-flushC():
+				flush, a.flushAt = nil, time.Time{}
+				a.publish(StateDelivering, 1)
+				flushed(step(func() Outcome { return a.sup.worker.Flush(ctx, a.sinkID) }))
+			case <-idle.C:
+				if flush == nil && a.sup.retire(a) {
+					return fmt.Errorf("sink %d idle: %w", a.sinkID, suture.ErrDoNotRestart)
+				}
 			}
 		}
 		if !idle.Stop() {

@@ -166,14 +166,26 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 				e.cfg.OnClaim(r.SinkID, now.Sub(r.DueAt))
 			}
 			if prev, ok := e.handed.hand(r); !ok {
-				// Handed already (ClaimParams.Handed keeps the claim from
-				// taking such a row: a safety net): the copy goes on,
-				// under its claim.
-				wakeValid = false
-				if _, err := store.RestoreClaim(ctx, e.cfg.Pool, r.Claim(), prev, e.instance); err != nil {
-					return time.Time{}, false, err
+				if r.TakenFrom != 0 {
+					// Taken from an expired claim while a copy is still
+					// queued or in flight here (ClaimParams.Handed keeps
+					// the claim from taking such a row: a safety net): the
+					// copy goes on, under its claim.
+					wakeValid = false
+					if _, err := store.RestoreClaim(ctx, e.cfg.Pool, r.Claim(), prev, e.instance); err != nil {
+						return time.Time{}, false, err
+					}
+					continue
 				}
-				continue
+				// Taken pending: the copy handed before has ended (its
+				// outcome was written, or it was given back) and has not
+				// been forgotten yet, or another instance retried the row
+				// since and this copy's statements no longer find it. The
+				// claim's copy goes to the actor in its place, in its turn:
+				// given back the old token, it would stay claimed with no
+				// copy to send it until its claim expired, while the
+				// sink's later rows went out ahead of it.
+				e.handed.set(r)
 			}
 			if !e.actors.Dispatch(r) {
 				e.handed.done(r.Claim())

@@ -1,7 +1,9 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"sync"
@@ -116,6 +118,73 @@ func TestARepeatDuringItsRowsAttemptJoinsTheRetry(t *testing.T) {
 	require.Equal(t, 2, events, w.TableJSON("outbox", "payload"))
 	require.Zero(t, eng.OutcomesDropped())
 	require.NotContains(t, w.Logs.String(), "error recording")
+}
+
+// A failed attempt's row goes back to pending when the recorder commits its
+// outcome, and the recorder forgets the copy it had handed over only after
+// that commit. A claim in between (the retry was already due: the send
+// took longer than its backoff) takes the row again while the ended copy
+// is still listed as handed, in one claim with the sink's later rows. The
+// claim's copy goes to the actor in its turn, ahead of them. It used to be
+// given the ended copy's token back: it stayed claimed with no copy to send
+// it until its claim expired, while the later rows went out before it (the
+// order within one instance broken; found by the state machine,
+// properties/statemachine_test.go, seed 5202105899283342291).
+func TestARowClaimedAgainBeforeItsEndedCopyIsForgottenGoesOutInItsTurn(t *testing.T) {
+	t.Parallel()
+	w := enginetest.New(t)
+	g := newGate(http.StatusOK)
+	g.release()
+	_, p, scope := w.Human()
+	eng := w.Engine() // not serving until the claim: the test plays the first copy's actor and recorder
+	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: newServer(t, g.ServeHTTP), Secret: "gtfya.turn",
+		PerHour: 60, Burst: 4, Events: []notifytype.EventType{notifytype.EventRuleNotify}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(w.TableJSON("outbox", "payload"))
+		}
+	})
+	instance := eng.InstanceForTest()
+
+	emitToSink(t, w, eng, sink, ruleNotify(scope, 1, "forge#1"))
+	rows, err := store.ClaimDue(w.Ctx, w.Pool, store.ClaimParams{
+		Instance: instance, Now: w.Clock.Now(), TTL: engine.ClaimTTLDefault, Limit: 10, PerSink: 10,
+	})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	first := rows[0]
+	eng.HandForTest(first)
+	// Its attempt failed: the recorder commits the outcome, a retry due in
+	// 30 s, and has not forgotten the copy yet. The send took longer.
+	require.NoError(t, store.FinishRows(w.Ctx, w.Pool, []store.Claimed{first.Claim()}, instance,
+		store.RowOutcome{State: "pending", Class: string(notifytype.ClassServer), DueAt: w.Clock.Now().Add(engine.RetryDelay(2))},
+		w.Clock.Now()))
+	w.Clock.Advance(engine.RetryDelay(2) + time.Second)
+	emitToSink(t, w, eng, sink, ruleNotify(scope, 1, "forge#2"))
+
+	// One claim takes the retry and the later row, in that order.
+	pass, err := enginetest.ClaimOnce(w.Ctx, eng)
+	require.NoError(t, err)
+	require.Len(t, pass.Rows, 2)
+	require.Equal(t, first.ID, pass.Rows[0])
+	second := pass.Rows[1]
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- eng.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("engine stopped with: %v", err)
+		}
+	})
+	a := w.Wait()
+	require.Equal(t, []int64{first.ID}, a.Rows, "the retry goes out first, in its turn")
+	require.Equal(t, "delivered", a.State)
+	a = w.Wait()
+	require.Equal(t, []int64{second}, a.Rows)
+	require.Equal(t, "delivered", a.State)
+	require.Len(t, g.received(), 2, "each row sent once")
 }
 
 // A row whose claim expires while its copy waits in its actor's mailbox

@@ -40,6 +40,12 @@ func (e *Engine) RecordForTest(fs []store.Finished) {
 	e.recorder.write(group)
 }
 
+// HandForTest records row as handed to its sink's actor, as the claimer
+// does when it dispatches it, without queuing it: the test plays the actor
+// and the recorder of that copy, which the engine forgets only once the
+// copy's outcome is written (RecordForTest).
+func (e *Engine) HandForTest(row store.OutboxRow) { e.handed.hand(row) }
+
 // InstanceForTest is the engine's instance name, as its claims carry it.
 func (e *Engine) InstanceForTest() string { return e.instance }
 

@@ -15,9 +15,18 @@ import (
 // may then take the row again. It must not hand over a second copy: the
 // two would be sent twice, and the first one's outcome could no longer be
 // written. So its claims leave the handed rows alone
-// (store.ClaimParams.Handed), and should one come back all the same, the
-// claimer gives the row back the claim its copy carries
-// (store.RestoreClaim) rather than hand it over again.
+// (store.ClaimParams.Handed), and should one come back from its expired
+// claim all the same (store.OutboxRow.TakenFrom), the claimer gives the
+// row back the claim its copy carries (store.RestoreClaim) rather than
+// hand it over again.
+//
+// A row is forgotten only once its outcome is committed (or it was given
+// back), so a claim can take it pending, due again, in between: a failed
+// attempt whose retry was already due. That copy has ended; the claim's
+// copy replaces it (set) and goes to the actor in its turn. Given the old
+// token back instead, the row would stay claimed with no copy to send it
+// until its claim expired, and the sink's later rows would go out before
+// it: the order within one instance broken.
 type handedRows struct {
 	mu     sync.Mutex
 	tokens map[int64]int64
@@ -39,7 +48,8 @@ func (h *handedRows) hand(row store.OutboxRow) (prev int64, ok bool) {
 
 // set records that row is in flight under its claim's token, whatever
 // was recorded of it before (the rows of a coalesced message, claimed
-// from held).
+// from held; a row claimed again pending before its ended copy was
+// forgotten). The ended copy's done then leaves the new copy's entry.
 func (h *handedRows) set(row store.OutboxRow) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -31,6 +31,12 @@ type OutboxRow struct {
 	// for a row that is not claimed): every statement that changes the
 	// row as this claim's names it (Claim).
 	ClaimToken int64
+	// TakenFrom is set by ClaimDue alone: the token of the claim the row
+	// was taken from (one that had expired, or whose instance died), 0
+	// for a row that was pending. A row taken pending was given back by
+	// the claim that held it last (its outcome written, or released):
+	// that claim's copy has ended.
+	TakenFrom int64
 }
 
 // Claimed names an outbox row as one claim holds it: a statement given it
@@ -170,7 +176,7 @@ func ClaimDue(ctx context.Context, db BatchSender, p ClaimParams) ([]OutboxRow, 
 func queueClaimDue(b *pgx.Batch, p ClaimParams, rows *[]OutboxRow) {
 	b.Queue(claimDueSQL, p.args()...).Query(func(rs pgx.Rows) error {
 		var err error
-		*rows, err = collectOutboxRows(rs, nil)
+		*rows, err = collectClaimedRows(rs)
 		return err
 	})
 }
@@ -191,6 +197,9 @@ func queueClaimDue(b *pgx.Batch, p ClaimParams, rows *[]OutboxRow) {
 // "chosen" locks the picks by primary key (id = ANY of them): a join of
 // the picks against the outbox was planned, with a backlog's statistics,
 // as a hash join over a scan of the whole outbox (TestTheClaimLocksItsPicksByID).
+//
+// Each row comes back with the token it was taken from (chosen reads it
+// on the version it locks; 0 for a pending row): OutboxRow.TakenFrom.
 const claimDueSQL = `
 		WITH dead AS MATERIALIZED (
 		    SELECT name FROM switchboard.outbox_instances WHERE alive_until <= $2 AND name <> $1
@@ -224,7 +233,7 @@ const claimDueSQL = `
 		), picked AS (
 		    SELECT id FROM ranked WHERE n <= $5 ORDER BY due_at, id LIMIT $4
 		), chosen AS (
-		    SELECT o.id FROM switchboard.outbox o
+		    SELECT o.id, coalesce(o.claim_token, 0) AS taken_from FROM switchboard.outbox o
 		    WHERE o.id = ANY (ARRAY(SELECT id FROM picked))
 		      AND ((o.state = 'pending' AND o.due_at <= $2)
 		       OR (o.state = 'claimed' AND (o.claim_expires_at <= $2 OR o.claimed_by IN (SELECT name FROM dead))))
@@ -235,13 +244,24 @@ const claimDueSQL = `
 		    WHERE o.id = ANY (ARRAY(SELECT id FROM chosen))
 		    RETURNING ` + claimedRowColumns + `
 		)
-		SELECT * FROM claimed ORDER BY due_at, id`
+		SELECT claimed.*, chosen.taken_from FROM claimed JOIN chosen USING (id) ORDER BY due_at, id`
 
 // claimedRowColumns are outboxRowColumns without the payload (NULL in its
 // place): a claimed row's payload is read when its attempt starts
 // (QueueStartAttempts returns it), so the claim does not carry hundreds of
 // payloads that are read again moments later.
 const claimedRowColumns = outboxRowHead + `NULL::jsonb` + outboxRowTail
+
+// collectClaimedRows collects the rows of claimDueSQL: claimedRowColumns
+// and the token each row was taken from (OutboxRow.TakenFrom).
+func collectClaimedRows(rows pgx.Rows) ([]OutboxRow, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxRow, error) {
+		var r OutboxRow
+		err := row.Scan(&r.ID, &r.SinkID, &r.Owner, &r.EventType, &r.Severity, &r.Payload, &r.IncludeExcerpt,
+			&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count, &r.HadPartial, &r.ClaimToken, &r.TakenFrom)
+		return r, err
+	})
+}
 
 func (p ClaimParams) args() []any {
 	return []any{p.Instance, p.Now, p.TTL, p.Limit, p.PerSink, nonNilIDs(p.SkipSinks), !p.SkipExpired, nonNilIDs(p.Handed)}
