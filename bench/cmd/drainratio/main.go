@@ -411,8 +411,7 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 	if err := stopAll(); err != nil {
 		return outcome{}, err
 	}
-	o := outcome{rate: float64(n) / took.Seconds(), cpuPer: perDelivery(cpu, n), ownPer: perDelivery(proc+db, n), dbPer: perDelivery(db, n), n: n}
-	o.distinct, o.duplicated = w.r.GS.Counts()
+	o := w.measured(n, took, cpu, proc, db)
 	if err := w.r.Pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT outbox_id FROM switchboard.delivery_records
 		WHERE status = 'delivered' GROUP BY outbox_id HAVING count(*) > 1) d`).Scan(&o.dbDouble); err != nil {
 		return o, err
@@ -454,8 +453,7 @@ func (w *world) handRun(ctx context.Context, n, batch, conc int) (outcome, error
 	if err != nil {
 		return outcome{}, err
 	}
-	o := outcome{rate: float64(got) / took.Seconds(), cpuPer: perDelivery(cpu, int(got)), ownPer: perDelivery(proc+db, int(got)), dbPer: perDelivery(db, int(got)), n: int(got)}
-	o.distinct, o.duplicated = w.r.GS.Counts()
+	o := w.measured(int(got), took, cpu, proc, db)
 	if int(got) != n {
 		return o, fmt.Errorf("hand loop recorded %d of %d", got, n)
 	}
@@ -477,9 +475,17 @@ func (w *world) riverDrain(ctx context.Context, s riverSettings) (outcome, error
 	if err != nil {
 		return outcome{}, err
 	}
-	o := outcome{rate: float64(len(js)) / took.Seconds(), cpuPer: perDelivery(cpu, len(js)), ownPer: perDelivery(proc+db, len(js)), dbPer: perDelivery(db, len(js)), n: len(js)}
-	o.distinct, o.duplicated = w.r.GS.Counts()
+	o := w.measured(len(js), took, cpu, proc, db)
 	return o, nil
+}
+
+// measured is the outcome of a drain of n deliveries that took took, with
+// the machine's busy CPU cpu and the process's and its backends' own CPU
+// proc and db, and the stand-in's counts.
+func (w *world) measured(n int, took, cpu, proc, db time.Duration) outcome {
+	o := outcome{rate: float64(n) / took.Seconds(), cpuPer: perDelivery(cpu, n), ownPer: perDelivery(proc+db, n), dbPer: perDelivery(db, n), n: n}
+	o.distinct, o.duplicated = w.r.GS.Counts()
+	return o
 }
 
 // budgetedDrain times baseline (c) over a backlog of the same size.
@@ -505,8 +511,7 @@ func (w *world) budgetedRun(ctx context.Context, n, batch, workers int) (outcome
 	if err != nil {
 		return outcome{}, err
 	}
-	o := outcome{rate: float64(got) / took.Seconds(), cpuPer: perDelivery(cpu, int(got)), ownPer: perDelivery(proc+db, int(got)), dbPer: perDelivery(db, int(got)), n: int(got)}
-	o.distinct, o.duplicated = w.r.GS.Counts()
+	o := w.measured(int(got), took, cpu, proc, db)
 	if err := w.r.Pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT job_id FROM bench_budget_records
 		WHERE status = 'delivered' GROUP BY job_id HAVING count(*) > 1) d`).Scan(&o.dbDouble); err != nil {
 		return o, err
