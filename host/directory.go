@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 )
@@ -41,7 +42,7 @@ func (d *Directory) TeamRole(ctx context.Context, humanID, teamID string) (engin
 	if !okH || !okT {
 		return engine.RoleNone, nil
 	}
-	role, err := store.TeamRole(ctx, d.db, t, h)
+	role, err := hoststore.TeamRole(ctx, d.db, t, h)
 	if err != nil {
 		return engine.RoleNone, err
 	}
@@ -55,7 +56,7 @@ func (d *Directory) KnownActor(ctx context.Context, humanID string, endpointID i
 	if !ok {
 		return false, nil
 	}
-	return store.KnownActor(ctx, d.db, h, endpointID)
+	return hoststore.KnownActor(ctx, d.db, h, endpointID)
 }
 
 // MemberTeams returns the ids of the teams the human is a member of, in
@@ -66,7 +67,7 @@ func (d *Directory) MemberTeams(ctx context.Context, humanID string) ([]string, 
 	if !ok {
 		return nil, nil
 	}
-	ids, err := store.MemberTeamIDs(ctx, d.db, h)
+	ids, err := hoststore.MemberTeamIDs(ctx, d.db, h)
 	if err != nil {
 		return nil, err
 	}
@@ -89,5 +90,5 @@ func (d *Directory) Owned(ctx context.Context, scope notifytype.OwnerScope, kind
 	if !scope.Valid() {
 		return []int64{}, nil
 	}
-	return store.OwnedIDs(ctx, d.db, scope.String(), string(kind), ids)
+	return hoststore.OwnedIDs(ctx, d.db, scope.String(), string(kind), ids)
 }

@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/host/rulesandbox"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
@@ -74,7 +75,7 @@ type Rule struct {
 	UpdatedByEndpointID int64 `json:"updated_by_endpoint_id,omitempty"`
 }
 
-func ruleOut(r store.RuleRow) Rule {
+func ruleOut(r hoststore.RuleRow) Rule {
 	return Rule{
 		ID: r.ID, WebhookID: r.WebhookID, Position: r.Position, Name: r.Name, Expr: r.Expr,
 		Action: RuleAction{
@@ -199,14 +200,14 @@ func checkRulesInScope(ctx context.Context, db store.DBTX, owner string, rules [
 			names = append(names, r.in.Action.Notify)
 		}
 	}
-	sinks, err := store.SinksByName(ctx, db, owner, names, false)
+	sinks, err := hoststore.SinksByName(ctx, db, owner, names, false)
 	if err != nil {
 		return err
 	}
 	for i, r := range rules {
 		ref := ruleRef(r.in.Name, i)
 		if q := r.in.Action.Queue; q != 0 {
-			ok, err := store.QueueRoutable(ctx, db, q, owner)
+			ok, err := hoststore.QueueRoutable(ctx, db, q, owner)
 			if err != nil {
 				return err
 			}
@@ -261,7 +262,7 @@ type evaluation struct {
 // runs for at most timeout (past it, plus the pool's grace, its worker is
 // killed) and all of them together until ctx ends (the rules' time
 // budget): a rule reached after that is a fault, not run.
-func evaluate(ctx context.Context, sb *rulesandbox.Pool, owner string, rows []store.RuleRow, body []byte, timeout time.Duration) evaluation {
+func evaluate(ctx context.Context, sb *rulesandbox.Pool, owner string, rows []hoststore.RuleRow, body []byte, timeout time.Duration) evaluation {
 	ev := evaluation{decider: -1, results: make([]RuleResult, len(rows))}
 	exprs := make([]string, len(rows))
 	for i, r := range rows {

@@ -26,6 +26,7 @@ import (
 	"github.com/switchboard/notify/bench/internal/benchdb"
 	"github.com/switchboard/notify/bench/internal/workload"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/store/storetest"
 )
 
@@ -88,7 +89,7 @@ func run(ctx context.Context) (err error) {
 	if err := workload.MigrateRiver(ctx, pool); err != nil {
 		return fmt.Errorf("error migrating River: %w", err)
 	}
-	w, err := workload.Setup(ctx, pool, storetest.NewFactory(panicTB{}, pool))
+	w, err := workload.Setup(ctx, pool, hosttest.NewFactory(panicTB{}, pool))
 	if err != nil {
 		return err
 	}
