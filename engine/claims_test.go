@@ -159,7 +159,7 @@ func TestARowClaimedAgainBeforeItsEndedCopyIsForgottenGoesOutInItsTurn(t *testin
 	// 30 s, and has not forgotten the copy yet. The send took longer.
 	require.NoError(t, store.FinishRows(w.Ctx, w.Pool, []store.Claimed{first.Claim()}, instance,
 		store.RowOutcome{State: "pending", Class: string(notifytype.ClassServer), DueAt: w.Clock.Now().Add(engine.RetryDelay(2))},
-		w.Clock.Now()))
+		w.Clock.Now(), store.Replacements{By: []string{"relay.exhausted"}, Of: []string{"todo.dead_lettered"}}))
 	w.Clock.Advance(engine.RetryDelay(2) + time.Second)
 	emitToSink(t, w, eng, sink, ruleNotify(scope, 1, "forge#2"))
 

@@ -27,6 +27,7 @@ func Events() []engine.EventKind {
 	relay := kind(notifytype.EventRelayExhausted,
 		"a relay todo (a reply sent back to its source) ran out of attempts; it replaces the dead-letter message for that todo", deadLetter)
 	relay.AlsoMatches = []notifytype.EventType{notifytype.EventTodoDeadLettered}
+	relay.Replaces = notifytype.EventTodoDeadLettered
 	return []engine.EventKind{
 		kind(notifytype.EventTodoDeadLettered,
 			"a todo failed for good: its last attempt failed or its lease ran out, its endpoint was revoked, or it was interrupted", deadLetter),
