@@ -45,12 +45,19 @@ func hostMessage(m engine.EventMessage) sinks.Draft { return sinks.HostDraft(m.C
 
 // Links are the host's links for the messages the engine words itself:
 // the coalesced message opens the board's notifications page, a digest its
-// page on the board.
+// page on the board, a todo (a digest's dead letter, an agent's page
+// about it) its page on the board.
 func Links() engine.Links {
 	return engine.Links{
 		Coalesced: func(notifytype.OwnerScope) string { return sinks.CoalescedLinkPath },
 		Digest: func(_ notifytype.OwnerScope, id int64) string {
 			return "/board/digests/" + strconv.FormatInt(id, 10)
+		},
+		Item: func(_ notifytype.OwnerScope, kind engine.Resource, id int64) string {
+			if kind != engine.ResourceTodo {
+				return ""
+			}
+			return "/board/todos/" + strconv.FormatInt(id, 10)
 		},
 		Text: sinks.BoardLinkText,
 	}
