@@ -41,21 +41,39 @@ type Accounts struct {
 // NewAccounts returns the accounts kept in pool's database.
 func NewAccounts(pool *pgxpool.Pool) *Accounts { return &Accounts{pool: pool} }
 
+// Human is a person of the reference host: an owner scope
+// (hostid.Human), an acting human, an operator.
+type Human = hoststore.Human
+
+// Team is a team of humans: an owner scope of its own (hostid.Team).
+type Team = hoststore.Team
+
+// TeamListing is a team with its members, for the operator's lists.
+type TeamListing = hoststore.TeamListing
+
+// Membership is a human's role in one team.
+type Membership = hoststore.Membership
+
+// HumanByID returns the human with id (not_found when there is none).
+func (a *Accounts) HumanByID(ctx context.Context, id int64) (Human, error) {
+	return hoststore.HumanByID(ctx, a.pool, id)
+}
+
 // CreateHuman creates a human. An email already taken is an error.
-func (a *Accounts) CreateHuman(ctx context.Context, name, email string) (hoststore.Human, error) {
+func (a *Accounts) CreateHuman(ctx context.Context, name, email string) (Human, error) {
 	name, email, err := checkHuman(name, email)
 	if err != nil {
-		return hoststore.Human{}, err
+		return Human{}, err
 	}
 	return hoststore.InsertHuman(ctx, a.pool, name, email)
 }
 
 // EnsureHuman returns the human with email, creating one named name if none
 // exists; created says which happened.
-func (a *Accounts) EnsureHuman(ctx context.Context, name, email string) (h hoststore.Human, created bool, err error) {
+func (a *Accounts) EnsureHuman(ctx context.Context, name, email string) (h Human, created bool, err error) {
 	name, email, err = checkHuman(name, email)
 	if err != nil {
-		return hoststore.Human{}, false, err
+		return Human{}, false, err
 	}
 	return hoststore.EnsureHuman(ctx, a.pool, name, email)
 }
@@ -83,17 +101,17 @@ type Member struct {
 }
 
 // CreateTeam creates a team with its members in one transaction.
-func (a *Accounts) CreateTeam(ctx context.Context, name string, members ...Member) (hoststore.Team, error) {
+func (a *Accounts) CreateTeam(ctx context.Context, name string, members ...Member) (Team, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
-		return hoststore.Team{}, notifytype.InvalidArgument("name", "a team needs a name")
+		return Team{}, notifytype.InvalidArgument("name", "a team needs a name")
 	}
 	for _, m := range members {
 		if err := checkRole(m.Role); err != nil {
-			return hoststore.Team{}, err
+			return Team{}, err
 		}
 	}
-	var team hoststore.Team
+	var team Team
 	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		var err error
 		if team, err = hoststore.InsertTeam(ctx, tx, name); err != nil {
@@ -107,7 +125,7 @@ func (a *Accounts) CreateTeam(ctx context.Context, name string, members ...Membe
 		return nil
 	})
 	if err != nil {
-		return hoststore.Team{}, fmt.Errorf("error creating team: %w", err)
+		return Team{}, fmt.Errorf("error creating team: %w", err)
 	}
 	return team, nil
 }
@@ -145,9 +163,9 @@ func (a *Accounts) MintAPIToken(ctx context.Context, humanID int64) (notifytype.
 
 // HumanByAPIToken returns the human holding an unrevoked operator API
 // token, or not_found.
-func (a *Accounts) HumanByAPIToken(ctx context.Context, token string) (hoststore.Human, error) {
+func (a *Accounts) HumanByAPIToken(ctx context.Context, token string) (Human, error) {
 	if !strings.HasPrefix(token, APITokenPrefix) {
-		return hoststore.Human{}, notifytype.NotFound("api token")
+		return Human{}, notifytype.NotFound("api token")
 	}
 	return hoststore.HumanByAPITokenHash(ctx, a.pool, HashToken(token))
 }
@@ -189,9 +207,9 @@ func (a *Accounts) MintLoginLinkCapped(ctx context.Context, humanID int64, limit
 
 // UseLoginLink spends a login link and returns its human. A link that is
 // unknown, expired or already used answers not_found.
-func (a *Accounts) UseLoginLink(ctx context.Context, token string) (hoststore.Human, error) {
+func (a *Accounts) UseLoginLink(ctx context.Context, token string) (Human, error) {
 	if !strings.HasPrefix(token, LoginLinkPrefix) {
-		return hoststore.Human{}, notifytype.NotFound("login link")
+		return Human{}, notifytype.NotFound("login link")
 	}
 	return hoststore.UseLoginLink(ctx, a.pool, HashToken(token))
 }
@@ -213,19 +231,19 @@ func mint(prefix string) (notifytype.Secret, []byte, error) {
 }
 
 // HumanByEmail returns the human with email (not_found for none).
-func (a *Accounts) HumanByEmail(ctx context.Context, email string) (hoststore.Human, error) {
+func (a *Accounts) HumanByEmail(ctx context.Context, email string) (Human, error) {
 	return hoststore.HumanByEmail(ctx, a.pool, email)
 }
 
 // HumanByEmailFold returns the human with email, ignoring case when no
 // email matches exactly and one does so (not_found for none or several).
-func (a *Accounts) HumanByEmailFold(ctx context.Context, email string) (hoststore.Human, error) {
+func (a *Accounts) HumanByEmailFold(ctx context.Context, email string) (Human, error) {
 	return hoststore.HumanByEmailFold(ctx, a.pool, strings.TrimSpace(email))
 }
 
 // GrantOperator gives the human with email the operator role (D26): the
 // instance-wide ops view and /metrics. An unknown email is not_found.
-func (a *Accounts) GrantOperator(ctx context.Context, email string) (hoststore.Human, error) {
+func (a *Accounts) GrantOperator(ctx context.Context, email string) (Human, error) {
 	return hoststore.SetOperator(ctx, a.pool, strings.TrimSpace(email), true)
 }
 

@@ -11,8 +11,8 @@ import (
 // HumanListing is a human with the teams they belong to, for the binary's
 // admin listing.
 type HumanListing struct {
-	Human hoststore.Human
-	Teams []hoststore.Membership
+	Human Human
+	Teams []Membership
 }
 
 // ListHumans returns every human with their teams and roles, by id.
@@ -33,13 +33,13 @@ func (a *Accounts) ListHumans(ctx context.Context) ([]HumanListing, error) {
 }
 
 // ListTeams returns every team with its members, by id.
-func (a *Accounts) ListTeams(ctx context.Context) ([]hoststore.TeamListing, error) {
+func (a *Accounts) ListTeams(ctx context.Context) ([]TeamListing, error) {
 	return hoststore.ListTeams(ctx, a.pool)
 }
 
 // FindTeam returns the team named name, or, when no team has that name
 // and name is a number, the team with that id; otherwise not_found.
-func (a *Accounts) FindTeam(ctx context.Context, name string) (hoststore.Team, error) {
+func (a *Accounts) FindTeam(ctx context.Context, name string) (Team, error) {
 	name = strings.TrimSpace(name)
 	t, err := hoststore.TeamByName(ctx, a.pool, name)
 	if err == nil {
@@ -48,7 +48,7 @@ func (a *Accounts) FindTeam(ctx context.Context, name string) (hoststore.Team, e
 	if id, perr := strconv.ParseInt(name, 10, 64); perr == nil {
 		teams, lerr := hoststore.ListTeams(ctx, a.pool)
 		if lerr != nil {
-			return hoststore.Team{}, lerr
+			return Team{}, lerr
 		}
 		for _, tl := range teams {
 			if tl.Team.ID == id {
@@ -56,5 +56,5 @@ func (a *Accounts) FindTeam(ctx context.Context, name string) (hoststore.Team, e
 			}
 		}
 	}
-	return hoststore.Team{}, err
+	return Team{}, err
 }

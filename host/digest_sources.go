@@ -7,7 +7,6 @@ import (
 	"github.com/switchboard/notify/engine/digest"
 	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 )
 
 // DigestSources gives the engine the figures of digest sections over the
@@ -20,13 +19,13 @@ import (
 // measured on this instance" (D21). Quarantined deliveries are counted from
 // the webhooks' quarantine (webhook_deliveries).
 type DigestSources struct {
-	db store.DBTX
+	db hoststore.DBTX
 }
 
 var _ engine.DigestSources = (*DigestSources)(nil)
 
 // NewDigestSources returns the sources reading db.
-func NewDigestSources(db store.DBTX) *DigestSources {
+func NewDigestSources(db hoststore.DBTX) *DigestSources {
 	if db == nil {
 		panic("host: NewDigestSources needs a database")
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 )
 
 // Directory answers the engine's questions about owners and ownership over
@@ -17,7 +16,7 @@ import (
 // by bigint (hostid): an id that is not one of the host's names nobody (no
 // role, no actor, no teams).
 type Directory struct {
-	db store.DBTX
+	db hoststore.DBTX
 }
 
 var (
@@ -27,7 +26,7 @@ var (
 
 // NewDirectory returns a directory reading db: a *pgxpool.Pool, or a pgx.Tx
 // to answer inside a transaction.
-func NewDirectory(db store.DBTX) *Directory {
+func NewDirectory(db hoststore.DBTX) *Directory {
 	if db == nil {
 		panic("host: NewDirectory needs a database")
 	}

@@ -226,27 +226,27 @@ func (s *Endpoints) Authenticate(ctx context.Context, credential string) (engine
 
 // StartSession spends a one-time login link and returns a new session's
 // cookie value, once, and when it expires.
-func (a *Accounts) StartSession(ctx context.Context, loginToken string, now time.Time) (hoststore.Human, notifytype.Secret, time.Time, error) {
+func (a *Accounts) StartSession(ctx context.Context, loginToken string, now time.Time) (Human, notifytype.Secret, time.Time, error) {
 	h, err := a.UseLoginLink(ctx, loginToken)
 	if err != nil {
-		return hoststore.Human{}, notifytype.Secret{}, time.Time{}, err
+		return Human{}, notifytype.Secret{}, time.Time{}, err
 	}
 	secret, hash, err := mint(SessionPrefix)
 	if err != nil {
-		return hoststore.Human{}, notifytype.Secret{}, time.Time{}, err
+		return Human{}, notifytype.Secret{}, time.Time{}, err
 	}
 	expires := now.Add(SessionTTL)
 	if err := hoststore.InsertSession(ctx, a.pool, h.ID, hash, expires); err != nil {
-		return hoststore.Human{}, notifytype.Secret{}, time.Time{}, err
+		return Human{}, notifytype.Secret{}, time.Time{}, err
 	}
 	return h, secret, expires, nil
 }
 
 // HumanBySession resolves a session cookie's value to its human.
-func (a *Accounts) HumanBySession(ctx context.Context, session string, now time.Time) (hoststore.Human, error) {
+func (a *Accounts) HumanBySession(ctx context.Context, session string, now time.Time) (Human, error) {
 	h, err := hoststore.HumanBySession(ctx, a.pool, HashToken(session), now)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return hoststore.Human{}, notifytype.NotFound("session")
+		return Human{}, notifytype.NotFound("session")
 	}
 	return h, err
 }

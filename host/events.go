@@ -41,7 +41,7 @@ func Events() []engine.EventKind {
 }
 
 // hostMessage words a row of the host's types (sinks.HostDraft).
-func hostMessage(m engine.EventMessage) sinks.Draft { return sinks.HostDraft(m.Content, m.Type) }
+func hostMessage(m engine.EventMessage) engine.Draft { return sinks.HostDraft(m.Content, m.Type) }
 
 // Links are the host's links for the messages the engine words itself:
 // the coalesced message opens the board's notifications page, a digest its

@@ -9,7 +9,6 @@ import (
 
 	"github.com/switchboard/notify/engine/enginemigrate"
 	"github.com/switchboard/notify/host/hoststore"
-	"github.com/switchboard/notify/store"
 )
 
 // Migrate brings a database up to date for the reference product: the
@@ -19,7 +18,7 @@ import (
 // host_migrations), whose owner columns use the engine's owner_scope
 // domain. A database an older build migrated (one history,
 // schema_migrations) is converted in place by the first of the two.
-func Migrate(ctx context.Context, db store.Beginner) error {
+func Migrate(ctx context.Context, db hoststore.Beginner) error {
 	if err := enginemigrate.Up(ctx, db); err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 )
 
 // QueueNameMaxLen bounds a queue name, in characters.
@@ -67,7 +66,7 @@ type TodoDetail struct {
 // roleIn returns the human's role in scope: "owner" for their own human
 // scope, the team role for a team. A scope the human has no part in is
 // not_found (D3).
-func roleIn(ctx context.Context, db store.DBTX, humanID int64, scope notifytype.OwnerScope, what string) (engine.Role, error) {
+func roleIn(ctx context.Context, db hoststore.DBTX, humanID int64, scope notifytype.OwnerScope, what string) (engine.Role, error) {
 	switch scope.Kind {
 	case notifytype.ScopeHuman:
 		if scope == hostid.Human(humanID) {

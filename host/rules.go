@@ -13,7 +13,6 @@ import (
 	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/host/rulesandbox"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 )
 
 // Bounds of routing rules (D17).
@@ -193,7 +192,7 @@ func isBidiControl(r rune) bool {
 // checkRulesInScope checks what needs the database: every queue is one the
 // webhook's scope may route to, and every notify names a sink of that
 // scope (REQ-8: a sink of another scope is as good as none).
-func checkRulesInScope(ctx context.Context, db store.DBTX, owner string, rules []checkedRule, field func(i int) string) error {
+func checkRulesInScope(ctx context.Context, db hoststore.DBTX, owner string, rules []checkedRule, field func(i int) string) error {
 	var names []string
 	for _, r := range rules {
 		if r.in.Action.Notify != "" {

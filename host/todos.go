@@ -21,7 +21,6 @@ import (
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/sinks"
 )
 
 // Defaults and bounds of todo input.
@@ -601,7 +600,7 @@ func deadLetterEvent(todo Todo, claimant int64, cause Cause, dc hoststore.DeadLe
 	if dc.HasRelay {
 		typ, what = notifytype.EventRelayExhausted, "Relay exhausted"
 	}
-	c := sinks.Content{
+	c := engine.Content{
 		Title:           todo.Title,
 		Place:           dc.QueueName,
 		Summary:         what + afterAttempts(todo.Attempts),

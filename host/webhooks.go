@@ -21,7 +21,6 @@ import (
 	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/host/rulesandbox"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 )
 
 // Bounds and defaults of webhooks (D17).
@@ -276,7 +275,7 @@ func (s *Webhooks) authorize(ctx context.Context, p engine.Principal, scope noti
 }
 
 // read reads a webhook the caller may see (write: may change), in db.
-func (s *Webhooks) read(ctx context.Context, db store.DBTX, p engine.Principal, id int64, write, lock bool) (hoststore.WebhookRow, error) {
+func (s *Webhooks) read(ctx context.Context, db hoststore.DBTX, p engine.Principal, id int64, write, lock bool) (hoststore.WebhookRow, error) {
 	w, err := hoststore.GetWebhook(ctx, db, id, lock)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return hoststore.WebhookRow{}, notifytype.NotFound("webhook")

@@ -25,7 +25,6 @@ import (
 	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/host/rulesandbox"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/sinks"
 )
 
 // Outcome is what became of a received delivery.
@@ -564,7 +563,7 @@ func (s *Webhooks) quarantine(ctx context.Context, w hoststore.WebhookRow, msg m
 		}
 		return s.emitter.Emit(ctx, tx, engine.Event{
 			Type: notifytype.EventDeliveryQuarantined, Owner: owner, WebhookID: w.ID, Subject: QuarantineSubject(w.ID),
-			Content: sinks.Content{
+			Content: engine.Content{
 				Title: title, Place: w.Name, Summary: "a delivery from an untrusted sender was quarantined",
 				LinkPath: boardLink(w.ID, id),
 			},
@@ -654,7 +653,7 @@ func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w hoststore.WebhookRow,
 			sent, err := s.emitter.EmitToSink(ctx, tx, ref.ID, engine.Event{
 				Type: notifytype.EventRuleNotify, Owner: owner, Severity: n.Severity, WebhookID: w.ID,
 				QueueID: queueID, Subject: RuleSubject(n.RuleID, subj.key, id),
-				Content: sinks.Content{
+				Content: engine.Content{
 					Title: deliveryTitle(subj.title, id), Place: w.Name,
 					Summary:  fmt.Sprintf("rule %q matched; %s", n.Rule, todoWords),
 					Subject:  subjectWords(subj.sender, subj.payload),

@@ -15,6 +15,9 @@ import (
 // DBTX is what a statement needs: a pgx.Tx or a *pgxpool.Pool.
 type DBTX = store.DBTX
 
+// Beginner starts a transaction: a *pgx.Conn, a *pgxpool.Pool or a pgx.Tx.
+type Beginner = store.Beginner
+
 //go:embed schema/host/*.sql
 var hostFS embed.FS
 
@@ -54,7 +57,7 @@ func MigrationsHash() string {
 // the engine's set takes too (store.LockMigrations), so concurrent
 // callers apply each file once. The engine's set must have been applied
 // first: the host's tables use its owner_scope domain.
-func Migrate(ctx context.Context, db store.Beginner) error {
+func Migrate(ctx context.Context, db Beginner) error {
 	ms := MigrationList()
 	for i, m := range ms {
 		err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return applyIn(ctx, tx, m, i == 0) })
