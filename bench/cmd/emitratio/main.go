@@ -27,7 +27,6 @@ import (
 	"github.com/switchboard/notify/bench/internal/workload"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hosttest"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 var (
@@ -271,7 +270,7 @@ func pass(ok bool) string {
 	return "FAIL"
 }
 
-// panicTB lets storetest.Factory, which reports failures through
+// panicTB lets hosttest.Factory, which reports failures through
 // testing.TB, build fixtures in this program: Fatalf panics, and the
 // deferred drop still removes the database. The Factory calls nothing else.
 type panicTB struct{ testing.TB }

@@ -258,7 +258,7 @@ func post(c *http.Client, url string, body []byte, sig host.Envelope) error {
 	return nil
 }
 
-// panicTB lets storetest.Factory build fixtures here: Fatalf panics.
+// panicTB lets hosttest.Factory build fixtures here: Fatalf panics.
 type panicTB struct{ testing.TB }
 
 func (panicTB) Helper() {}
