@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -164,7 +163,7 @@ func (e *Engine) notifyOwner(ctx context.Context, p Principal, in NotifyOwnerInp
 		if len(owned) != 1 {
 			return notifytype.NotFound("todo")
 		}
-		content.LinkPath = "/board/todos/" + strconv.FormatInt(in.TodoID, 10)
+		content.LinkPath = e.itemLink(p.EndpointScope, ResourceTodo, in.TodoID)
 	}
 	now, err := e.now(ctx)
 	if err != nil {

@@ -194,7 +194,7 @@ func (e *Engine) sendReport(ctx context.Context, d store.Digest, r digest.Report
 	// full text carries its own headline.
 	content := sinks.Content{
 		Place: d.Name, LinkPath: e.digestLink(d.Owner, d.ID),
-		Lines: r.Lines(digest.Plain, e.cfg.BaseURL),
+		Lines: r.Lines(digest.Plain, e.cfg.BaseURL, e.reportLinks(d.Owner, d.ID)),
 	}
 	if d.CairnConnectionID > 0 {
 		artifact, err := e.publishToCairn(ctx, d, r)
@@ -242,7 +242,7 @@ func (e *Engine) publishToCairn(ctx context.Context, d store.Digest, r digest.Re
 	}
 	client := cairn.New(cairn.Config{BaseURL: c.AccountKey, Token: secret}, e.client)
 	name := "Switchboard digest " + sinks.Clean(d.Name, 64) + " " + r.At.UTC().Format("2006-01-02 15:04 UTC")
-	return client.Publish(ctx, name, r.Text(digest.Markdown, e.cfg.BaseURL))
+	return client.Publish(ctx, name, r.Text(digest.Markdown, e.cfg.BaseURL, e.reportLinks(d.Owner, d.ID)))
 }
 
 // digestLink is the link of digest id's message (Config.Links.Digest), ""

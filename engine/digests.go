@@ -357,7 +357,8 @@ func (e *Engine) PreviewDigest(ctx context.Context, p Principal, id int64) (Dige
 		return DigestPreview{}, wrapErr(err, "previewing digest")
 	}
 	return DigestPreview{
-		Report: r, Markdown: r.Text(digest.Markdown, e.cfg.BaseURL), Text: r.Text(digest.Plain, e.cfg.BaseURL), Quiet: r.Quiet(),
+		Report: r, Markdown: r.Text(digest.Markdown, e.cfg.BaseURL, e.reportLinks(d.Owner, d.ID)),
+		Text: r.Text(digest.Plain, e.cfg.BaseURL, e.reportLinks(d.Owner, d.ID)), Quiet: r.Quiet(),
 	}, nil
 }
 

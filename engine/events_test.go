@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -120,7 +121,7 @@ func jobEvent(owner notifytype.OwnerScope, job int64, run int, c sinks.Content) 
 // run is another message.
 func TestEmbedderEventTypeIsDeliveredInItsOwnWords(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotifyLinks(t)
 	_, p, scope := w.Human()
 	eng := w.Serve(jobsOnly(jobFailed()))
@@ -151,7 +152,7 @@ func TestEmbedderEventTypeIsDeliveredInItsOwnWords(t *testing.T) {
 // written; the reference host's types are not the engine's.
 func TestUndeclaredEventTypeIsRefused(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	_, p, scope := w.Human()
 	eng := w.Engine(jobsOnly(jobFailed()))
 	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: "https://gotify.example.net", Secret: "gtfya.x", Events: []notifytype.EventType{"job.failed"}})
@@ -208,7 +209,7 @@ func TestUndeclaredEventTypeIsRefused(t *testing.T) {
 // New refuses declarations it cannot honour, naming each.
 func TestNewRefusesBadEventDeclarations(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	noMessage := jobFailed()
 	noMessage.Type, noMessage.Message = "job.lost", nil
 	badName := jobFailed()
@@ -258,7 +259,7 @@ func TestEngineKeepsItsRulesOnADeclaredMessage(t *testing.T) {
 			}
 		},
 	}
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotifyLinks(t)
 	_, p, scope := w.Human()
 	eng := w.Serve(jobsOnly(greedy))
@@ -299,7 +300,7 @@ func TestEngineKeepsItsRulesOnADeclaredMessage(t *testing.T) {
 // by their labels and links where Config.Links says, for the sink's owner.
 func TestCoalescedMessageLinkComesFromConfig(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotifyLinks(t)
 	_, p, scope := w.Human()
 	eng := w.Serve(jobsOnly(jobFailed()))
@@ -339,7 +340,7 @@ func TestCoalescedMessageLinkComesFromConfig(t *testing.T) {
 // phone receives): every type, with and without repeats and the excerpt.
 func TestHostKindsKeepTheReferenceWording(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	eng := w.Engine()
 	content := sinks.Content{
 		Title: "Nightly build failed on main", Place: "builds", Summary: "a delivery from an untrusted sender was quarantined",
@@ -378,7 +379,7 @@ func TestDigestMessageLinkComesFromConfig(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			w := enginetest.New(t)
+			w := hosttest.NewWorld(t)
 			g := newGotifyLinks(t)
 			_, p, scope := w.Human()
 			eng := w.Serve(withSources(w, false), func(c *engine.Config) { c.Links = tc.links })

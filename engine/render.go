@@ -35,6 +35,10 @@ func (e *Engine) render(r store.OutboxRow) sinks.Message {
 	if ok {
 		d, ok = e.draft(kind, EventMessage{Type: t, Severity: m.Severity, Count: r.Count, Content: cleanContent(content)})
 	}
+	if ok && (t == AgentNotifyEvent.Type || t == DigestEvent.Type) {
+		// The engine's own kinds link in the embedder's words.
+		d.LinkText = e.cfg.Links.Text
+	}
 	if !ok {
 		d = plainDraft(content, t)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -38,7 +39,7 @@ const (
 
 // server is the whole handler as serve builds it, over a serving engine.
 type server struct {
-	w    *enginetest.World
+	w    *hosttest.World
 	eng  *engine.Engine
 	deps httpx.Deps
 	url  string
@@ -60,7 +61,7 @@ type serverOpts struct {
 
 func newServer(t testing.TB, o serverOpts) *server {
 	t.Helper()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	var clock engine.Clock = w.Clock
 	var metrics *ops.Metrics
 	var prepare func(*engine.Engine)
