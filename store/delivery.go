@@ -330,10 +330,7 @@ func fanOutAndClaim(ctx context.Context, db BatchSender, fanOutLimit int, p Clai
 		w    Wake
 	)
 	b := &pgx.Batch{}
-	by, of := p.Replaces.args()
-	b.Queue(fanOutSQL, fanOutLimit, p.Now, by, of).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&fr.Events, &fr.Rows, &fr.Gone)
-	})
+	queueFanOut(b, fanOutLimit, p.Now, p.Replaces, &fr)
 	queueClaimDue(b, p, &rows)
 	if heldLimit > 0 {
 		queueHeldDueSinks(b, p.Now, heldLimit, &w.HeldSinks)

@@ -245,11 +245,39 @@ type FanOutResult struct {
 // FanOut fans out at most limit events at now, rep saying which event
 // types replace which. A batch is one statement: its events, their outbox
 // rows and records commit together.
-func FanOut(ctx context.Context, db DBTX, limit int, now time.Time, rep Replacements) (FanOutResult, error) {
+func FanOut(ctx context.Context, db BatchSender, limit int, now time.Time, rep Replacements) (FanOutResult, error) {
 	var r FanOutResult
-	by, of := rep.args()
-	if err := db.QueryRow(ctx, fanOutSQL, limit, now, by, of).Scan(&r.Events, &r.Rows, &r.Gone); err != nil {
+	b := &pgx.Batch{}
+	queueFanOut(b, limit, now, rep, &r)
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return FanOutResult{}, fmt.Errorf("error fanning out events: %w", err)
 	}
 	return r, nil
 }
+
+// queueFanOut queues fanOutSQL into b between fanOutPlan and
+// fanOutPlanDone; r gets its counts.
+func queueFanOut(b *pgx.Batch, limit int, now time.Time, rep Replacements, r *FanOutResult) {
+	by, of := rep.args()
+	b.Queue(fanOutPlan)
+	b.Queue(fanOutSQL, limit, now, by, of).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&r.Events, &r.Rows, &r.Gone)
+	})
+	b.Queue(fanOutPlanDone)
+}
+
+// fanOutPlan and fanOutPlanDone bracket fanOutSQL (in its transaction,
+// explicit or a batch's implicit one): no sequential scan while it runs.
+// For each row it writes, the fan-out looks up the finished and claimed
+// rows of the row's occurrence key (outbox_occurrence_key). A storm fills
+// the outbox from nothing in seconds; a plan made while the outbox was
+// empty (a connection's cached generic plan, or statistics from before
+// the storm) reads the whole outbox for each row instead: measured, 1.3
+// million buffer reads and 1.4 s for one fan-out of 5,000 rows, where the
+// lookups take 20,000 reads and 30 ms. Ruling the scan out keeps the
+// lookups whatever the statistics say
+// (TestTheFanOutLooksUpOccurrenceKeysByIndex).
+const (
+	fanOutPlan     = `SELECT set_config('enable_seqscan', 'off', true)`
+	fanOutPlanDone = `SELECT set_config('enable_seqscan', reset_val, true) FROM pg_settings WHERE name = 'enable_seqscan'`
+)

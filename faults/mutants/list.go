@@ -259,6 +259,22 @@ var List = []Mutant{
 		Package: "./store/", Run: "^TestARowGoingBackTakesInTheRepeatOfItsKey$", Fast: true,
 	},
 	{
+		ID:    "occurrence-key-once",
+		Guard: "an occurrence key is sent once: the fan-out writes no row for a key whose row is being sent or was delivered to the sink (defect 6: \"×2\")",
+		Edits: []Edit{{File: "store/outbox.go",
+			Old: "WHERE ev.dedup_key IS NULL OR NOT EXISTS (",
+			New: "WHERE ev.dedup_key IS NULL OR true OR NOT EXISTS ("}},
+		Package: "./store/", Run: "^TestARepeatedOccurrenceKeyIsNotSentAgain$", Fast: true,
+	},
+	{
+		ID:    "fanout-occurrence-by-index",
+		Guard: "the fan-out looks up occurrence keys by index whatever the plan cache and statistics say (fanOutPlan: no sequential scan while it runs)",
+		Edits: []Edit{{File: "store/outbox.go",
+			Old: "fanOutPlan     = `SELECT set_config('enable_seqscan', 'off', true)`",
+			New: "fanOutPlan     = `SELECT 1`"}},
+		Package: "./store/", Run: "^TestTheFanOutLooksUpOccurrenceKeysByIndex$", Fast: true,
+	},
+	{
 		ID:    "open-key-unique",
 		Guard: "one open row per sink and key (the unique index outbox_open_key, and the fan-out's ON CONFLICT that counts a repeat into it)",
 		Edits: []Edit{
