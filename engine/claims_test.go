@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
@@ -163,7 +164,7 @@ func TestARowClaimedAgainBeforeItsEndedCopyIsForgottenGoesOutInItsTurn(t *testin
 	emitToSink(t, w, eng, sink, ruleNotify(scope, 1, "forge#2"))
 
 	// One claim takes the retry and the later row, in that order.
-	pass, err := enginetest.ClaimOnce(w.Ctx, eng)
+	pass, err := testhooks.ClaimOnce(w.Ctx, eng)
 	require.NoError(t, err)
 	require.Len(t, pass.Rows, 2)
 	require.Equal(t, first.ID, pass.Rows[0])

@@ -194,13 +194,6 @@ type Config struct {
 	// to the real clock.
 	Clock clockwork.Clock
 
-	// databaseClock, set by tests only (enginetest.SetDatabaseClock),
-	// stands in for the database's clock: every instant that instances
-	// compare (claims and their expiry, due times, budgets, windows,
-	// retention) is then read from it, so a test can move time with a fake
-	// clock. Nil in production: the database's own clock.
-	databaseClock clockwork.Clock
-
 	// Logger receives the engine's logs. Defaults to slog.Default().
 	Logger *slog.Logger
 

@@ -157,19 +157,19 @@ func (c *DatabaseClock) read(ctx context.Context, db store.DBTX) (time.Time, err
 	return dbAt, nil
 }
 
-// now is the database's time (see DatabaseClock), or Config.DatabaseClock's
-// when a test set one.
+// now is the database's time (see DatabaseClock), or the stand-in's when a
+// test set one (testDBClock).
 func (e *Engine) now(ctx context.Context) (time.Time, error) {
-	if e.cfg.databaseClock != nil {
-		return e.cfg.databaseClock.Now(), nil
+	if e.testDBClock != nil {
+		return e.testDBClock.Now(), nil
 	}
 	return e.dbClock.Now(ctx)
 }
 
 // nowIn is now for a caller inside tx (Emit, in the host's transaction).
 func (e *Engine) nowIn(ctx context.Context, tx store.DBTX) (time.Time, error) {
-	if e.cfg.databaseClock != nil {
-		return e.cfg.databaseClock.Now(), nil
+	if e.testDBClock != nil {
+		return e.testDBClock.Now(), nil
 	}
 	return e.dbClock.NowIn(ctx, tx)
 }
@@ -179,8 +179,8 @@ func (e *Engine) nowIn(ctx context.Context, tx store.DBTX) (time.Time, error) {
 // so the statement decides on the database's own clock; the test clock's
 // time when a test set one.
 func (e *Engine) statementNow() time.Time {
-	if e.cfg.databaseClock != nil {
-		return e.cfg.databaseClock.Now()
+	if e.testDBClock != nil {
+		return e.testDBClock.Now()
 	}
 	return time.Time{}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/sinktest"
@@ -58,7 +59,7 @@ func TestDeliveryNeverLeaksSecrets(t *testing.T) {
 		panicked               = make(chan struct{}, 8)
 	)
 	eng := w.ServeWith(func(e *engine.Engine) {
-		enginetest.WrapAdapters(e, func(sinkID int64, a sinks.Adapter) sinks.Adapter {
+		testhooks.WrapAdapters(e, func(sinkID int64, a sinks.Adapter) sinks.Adapter {
 			switch sinkID {
 			case timeoutSink.Load():
 				// The engine's own deadline is 10 s; a shorter one takes the

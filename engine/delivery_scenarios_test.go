@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/apprise"
@@ -28,7 +29,7 @@ import (
 )
 
 // adapterFunc is a sinks.Adapter made of a function, for
-// enginetest.WrapAdapters.
+// testhooks.WrapAdapters.
 type adapterFunc func(context.Context, sinks.Message) sinks.Result
 
 func (f adapterFunc) Deliver(ctx context.Context, m sinks.Message) sinks.Result { return f(ctx, m) }
@@ -569,7 +570,7 @@ func TestDeliveryPanicStaysInItsSink(t *testing.T) {
 	)
 	panicking.Store(true)
 	eng := w.ServeWith(func(e *engine.Engine) {
-		enginetest.WrapAdapters(e, func(sinkID int64, a sinks.Adapter) sinks.Adapter {
+		testhooks.WrapAdapters(e, func(sinkID int64, a sinks.Adapter) sinks.Adapter {
 			if sinkID != panicky.Load() {
 				return a
 			}

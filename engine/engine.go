@@ -11,10 +11,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/thejerf/suture/v4"
 
 	"github.com/switchboard/notify/actors"
 	"github.com/switchboard/notify/engine/vault"
+	"github.com/switchboard/notify/internal/enginehooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store"
@@ -64,6 +66,10 @@ type Engine struct {
 	// wrapAdapter, set only by tests, wraps every adapter built for a
 	// delivery (to make one panic, say).
 	wrapAdapter func(sinkID int64, a sinks.Adapter) sinks.Adapter
+	// testDBClock, set only by tests (Config.Clock an
+	// *enginehooks.TestClock, see testhooks.SetDatabaseClock), stands in
+	// for the database's clock; nil in production.
+	testDBClock clockwork.Clock
 }
 
 // New validates cfg, fills its defaults and returns an engine. It starts
@@ -88,6 +94,9 @@ func New(cfg Config) (*Engine, error) {
 			AllowHTTP:       cfg.PushAllowHTTP,
 			AllowedPrefixes: cfg.PrivateHosts,
 		}),
+	}
+	if tc, ok := cfg.Clock.(*enginehooks.TestClock); ok {
+		e.testDBClock = tc.Database
 	}
 	e.actors = actors.NewSupervisor(actors.Config{
 		IdleAfter:   cfg.ActorIdleAfter,

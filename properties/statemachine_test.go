@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -415,7 +416,7 @@ func startSMEngine(rt *rapid.T, w *enginetest.World, reg *smEngines, senders *sm
 		c.HeartbeatEvery, c.HeartbeatTTL = smHeartbeatEvery, smHeartbeatTTL
 	}))
 	require.NoError(rt, err)
-	enginetest.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
+	testhooks.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
 		return smAdapter(func(ctx context.Context, m sinks.Message) sinks.Result {
 			senders.note(m.Title, name)
 			return a.Deliver(ctx, m)

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/faults"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -98,7 +99,7 @@ func TestFullPool(t *testing.T) {
 	local := clockwork.NewFakeClockAt(time.Now())
 	eng, err := engine.New(w.Config(pool, func(c *engine.Config) {
 		c.Clock = local
-		enginetest.SetDatabaseClock(c, nil) // the database's own clock, read through the pool
+		testhooks.SetDatabaseClock(c, nil) // the database's own clock, read through the pool
 	}))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -153,7 +154,7 @@ func TestFullPool(t *testing.T) {
 		err := within(t, fmt.Sprintf("caller %d with a 200 ms deadline", i), func() error {
 			cctx, ccancel := context.WithTimeout(w.Ctx, 200*time.Millisecond)
 			defer ccancel()
-			_, err := enginetest.FanOut(cctx, eng)
+			_, err := testhooks.FanOut(cctx, eng)
 			return err
 		})
 		require.True(t, errors.Is(err, context.DeadlineExceeded), "caller %d: %v", i, err)

@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -54,7 +55,7 @@ type serverOpts struct {
 	// limiter defaults to one that never limits.
 	limiter *httpx.Limiter
 	// wrapAdapters, when set, wraps every adapter the engine builds
-	// (enginetest.WrapAdapters).
+	// (testhooks.WrapAdapters).
 	wrapAdapters func(sinkID int64, a sinks.Adapter) sinks.Adapter
 }
 
@@ -65,13 +66,13 @@ func newServer(t testing.TB, o serverOpts) *server {
 	var metrics *ops.Metrics
 	var prepare func(*engine.Engine)
 	if o.wrapAdapters != nil {
-		prepare = func(e *engine.Engine) { enginetest.WrapAdapters(e, o.wrapAdapters) }
+		prepare = func(e *engine.Engine) { testhooks.WrapAdapters(e, o.wrapAdapters) }
 	}
 	eng := w.ServeWith(prepare, func(c *engine.Config) {
 		c.MaxSinksPerScope = 20
 		if o.realClock {
 			c.Clock = clockwork.NewRealClock()
-			enginetest.SetDatabaseClock(c, nil) // the database's own clock, as in production
+			testhooks.SetDatabaseClock(c, nil) // the database's own clock, as in production
 			clock = engine.SystemClock{}
 		}
 		inner := c.OnAttempt
