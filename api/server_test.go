@@ -50,7 +50,7 @@ func newServer(t *testing.T) *server {
 		c.OnAttempt = func(a engine.Attempt) { metrics.OnAttempt(a); inner(a) }
 		c.OnClaim = func(sink int64, lag time.Duration) { metrics.OnClaim(sink, lag) }
 	})
-	metrics = ops.NewMetrics(w.Pool, eng.Status)
+	metrics = ops.NewMetrics(w.Pool, eng.AllSinkStatuses)
 	accounts := host.NewAccounts(w.Pool)
 	todos := host.NewTodos(w.Pool, eng, w.Clock)
 	deps := httpx.Deps{
@@ -166,7 +166,7 @@ func TestDemoDeadLetterReachesBothReceivers(t *testing.T) {
 	requireStandardHeaders(t, resp)
 	resp, body := s.get(t, "/ops/actors", s.token)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var actors struct{ Actors []engine.ActorStatus }
+	var actors struct{ Actors []engine.SinkStatus }
 	require.NoError(t, json.Unmarshal([]byte(body), &actors))
 	require.Len(t, actors.Actors, 2, "one actor per demo sink")
 	for _, a := range actors.Actors {

@@ -33,29 +33,29 @@ const (
 	AgentTitleMaxLen = 1000
 )
 
-// TestResult is what a send test reports: success or the error class.
-type TestResult struct {
+// TestMessageResult is what a send test reports: success or the error class.
+type TestMessageResult struct {
 	Delivered bool                  `json:"delivered"`
 	Class     notifytype.ErrorClass `json:"error_class,omitempty"`
 	Status    int                   `json:"http_status,omitempty"`
 }
 
-// SendTest delivers one message titled as a test through the sink, now
+// SendTestMessage delivers one message titled as a test through the sink, now
 // (REQ-5): it bypasses subscriptions and the budget, but not the SSRF
 // guard, the HTTPS rule or the connection checks. At most
 // SendTestsPerMinute a minute per sink. It needs write access to the sink.
-func (e *Engine) SendTest(ctx context.Context, p Principal, sinkID int64) (TestResult, error) {
+func (e *Engine) SendTestMessage(ctx context.Context, p Principal, sinkID int64) (TestMessageResult, error) {
 	res, err := e.sendTest(ctx, p, sinkID)
 	return res, wrapErr(err, "sending test message")
 }
 
-func (e *Engine) sendTest(ctx context.Context, p Principal, sinkID int64) (TestResult, error) {
+func (e *Engine) sendTest(ctx context.Context, p Principal, sinkID int64) (TestMessageResult, error) {
 	if _, err := e.readSink(ctx, p, sinkID, true); err != nil {
-		return TestResult{}, err
+		return TestMessageResult{}, err
 	}
 	now, err := e.now(ctx)
 	if err != nil {
-		return TestResult{}, err
+		return TestMessageResult{}, err
 	}
 	var (
 		adapter  sinks.Adapter
@@ -96,7 +96,7 @@ func (e *Engine) sendTest(ctx context.Context, p Principal, sinkID int64) (TestR
 		return RecordWrite(ctx, tx, p, scope, writeSinkTest, objectSink, s.ID)
 	})
 	if err != nil {
-		return TestResult{}, err
+		return TestMessageResult{}, err
 	}
 	result := e.send(ctx, adapter, sinks.RenderTest())
 	status := "delivered"
@@ -108,9 +108,9 @@ func (e *Engine) sendTest(ctx context.Context, p Principal, sinkID int64) (TestR
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	if err := store.FinishDeliveryRecord(rctx, e.cfg.Pool, recordID, status, string(result.Class), result.Status, e.nowOrLocal(rctx)); err != nil {
-		return TestResult{}, err
+		return TestMessageResult{}, err
 	}
-	return TestResult{Delivered: result.OK(), Class: result.Class, Status: result.Status}, nil
+	return TestMessageResult{Delivered: result.OK(), Class: result.Class, Status: result.Status}, nil
 }
 
 // NotifyOwnerInput is an agent's page (REQ-6).
@@ -228,11 +228,11 @@ func (e *Engine) ListDeliveries(ctx context.Context, p Principal, sinkID int64, 
 	return out, nil
 }
 
-// TestSettingsInput is a sink not saved yet, for SendTestSettings: its
+// UnsavedSinkSettings is a sink not saved yet, for TrySinkSettings: its
 // owner scope and kind, its options, and either a saved connection of the
 // scope and kind (ConnectionID) or a connection not saved yet (BaseURL and
-// Secret, as ConnectionInput's AccountKey and Secret).
-type TestSettingsInput struct {
+// Secret, as ConnectionInput's BaseURL and Secret).
+type UnsavedSinkSettings struct {
 	Owner        notifytype.OwnerScope
 	Kind         string
 	ConnectionID int64
@@ -241,7 +241,7 @@ type TestSettingsInput struct {
 	Options      json.RawMessage
 }
 
-// SendTestSettings delivers the test message through a sink that is not
+// TrySinkSettings delivers the test message through a sink that is not
 // saved yet (the web UI's guided start: try the destination before saving
 // it), storing nothing: no connection, sink or delivery record. It passes
 // every check a save would (owner scope and role, kind, the connection's
@@ -250,56 +250,56 @@ type TestSettingsInput struct {
 // delivery (SSRF guard, HTTPS unless opted out, no redirects, 10 s). Only a
 // human may use it, at most SendTestsPerMinute a minute each. The secret
 // is never returned or logged.
-func (e *Engine) SendTestSettings(ctx context.Context, p Principal, in TestSettingsInput) (TestResult, error) {
+func (e *Engine) TrySinkSettings(ctx context.Context, p Principal, in UnsavedSinkSettings) (TestMessageResult, error) {
 	r, err := e.sendTestSettings(ctx, p, in)
 	return r, wrapErr(err, "sending a test message")
 }
 
-func (e *Engine) sendTestSettings(ctx context.Context, p Principal, in TestSettingsInput) (TestResult, error) {
+func (e *Engine) sendTestSettings(ctx context.Context, p Principal, in UnsavedSinkSettings) (TestMessageResult, error) {
 	if err := rejectEndpoint(p, "test unsaved settings"); err != nil {
-		return TestResult{}, err
+		return TestMessageResult{}, err
 	}
 	if err := e.authorizeTarget(ctx, p, in.Owner); err != nil {
-		return TestResult{}, err
+		return TestMessageResult{}, err
 	}
 	if in.Kind != KindGotify && in.Kind != KindApprise {
-		return TestResult{}, notifytype.InvalidArgument("kind", "must be gotify or apprise")
+		return TestMessageResult{}, notifytype.InvalidArgument("kind", "must be gotify or apprise")
 	}
 	base, secret := in.BaseURL, in.Secret
 	connID := in.ConnectionID
 	if connID > 0 {
 		c, s, err := e.openConnection(ctx, e.cfg.Pool, connID, in.Owner, in.Kind)
 		if err != nil {
-			return TestResult{}, err
+			return TestMessageResult{}, err
 		}
 		base, secret = c.AccountKey, s
 	} else {
-		if err := e.checkAccountKey(base); err != nil {
-			return TestResult{}, err
+		if err := e.checkBaseURL(base); err != nil {
+			return TestMessageResult{}, err
 		}
 		plaintext, err := e.connectionSecret(in.Kind, secret)
 		if err != nil {
-			return TestResult{}, err
+			return TestMessageResult{}, err
 		}
 		secret = notifytype.NewSecret(plaintext)
 	}
 	opts, err := e.checkOptions(in.Kind, in.Options, secret, connID)
 	if err != nil {
-		return TestResult{}, err
+		return TestMessageResult{}, err
 	}
 	if !e.unsavedTests.allow(p.HumanID, e.cfg.Clock.Now()) {
-		return TestResult{}, notifytype.RateLimited(fmt.Sprintf("at most %d test messages a minute", SendTestsPerMinute))
+		return TestMessageResult{}, notifytype.RateLimited(fmt.Sprintf("at most %d test messages a minute", SendTestsPerMinute))
 	}
 	adapter, refusal := e.newAdapter(in.Kind, base, secret, opts)
 	if refusal != "" {
-		return TestResult{}, notifytype.Forbidden(refusal)
+		return TestMessageResult{}, notifytype.Forbidden(refusal)
 	}
 	result := e.send(ctx, adapter, sinks.RenderTest())
 	if !result.OK() {
 		e.log.Warn("test message of unsaved settings failed", "owner_scope", in.Owner.String(), "kind", in.Kind,
 			"class", result.Class, "http_status", result.Status)
 	}
-	return TestResult{Delivered: result.OK(), Class: result.Class, Status: result.Status}, nil
+	return TestMessageResult{Delivered: result.OK(), Class: result.Class, Status: result.Status}, nil
 }
 
 // testWindow counts a human's test messages of unsaved settings in the

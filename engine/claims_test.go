@@ -205,7 +205,7 @@ func TestAnExpiredClaimOfAQueuedRowHandsNoSecondCopy(t *testing.T) {
 	<-g.arrived // the first row is being sent
 	emitToSink(t, w, eng, sink, ruleNotify(scope, 1, "forge#2"))
 	require.Eventually(t, func() bool {
-		st := eng.StatusOf(sink)
+		st := eng.SinkStatusesOfForTest(sink)
 		return len(st) == 1 && st[0].Queued == 1
 	}, enginetest.WaitTimeout, 5*time.Millisecond, "the second row waits in the mailbox")
 
@@ -214,7 +214,7 @@ func TestAnExpiredClaimOfAQueuedRowHandsNoSecondCopy(t *testing.T) {
 	w.Clock.Advance(engine.ClaimTTLDefault + time.Second)
 	require.Eventually(t, func() bool { return eng.ExpiredSearchesForTest() >= searches+2 },
 		enginetest.WaitTimeout, 5*time.Millisecond)
-	st := eng.StatusOf(sink)
+	st := eng.SinkStatusesOfForTest(sink)
 	require.Len(t, st, 1)
 	require.Equal(t, 1, st[0].Queued, "no second copy was queued")
 

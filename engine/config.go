@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jonboulle/clockwork"
 
-	"github.com/switchboard/notify/actors"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/apprise"
@@ -47,8 +46,8 @@ const (
 // The fixed stages of a graceful stop.
 const (
 	// ReleaseTimeout bounds giving back the claimed rows the sink actors
-	// had queued but not begun (actors.ReleaseTimeout).
-	ReleaseTimeout = actors.ReleaseTimeout
+	// had queued but not begun.
+	ReleaseTimeout = 5 * time.Second
 	// UnbeatTimeout bounds removing the instance's heartbeat, the stop's
 	// last step.
 	UnbeatTimeout = 5 * time.Second

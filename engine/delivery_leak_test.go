@@ -169,7 +169,7 @@ func TestDeliveryNeverLeaksSecrets(t *testing.T) {
 		t.Fatal("the panicking adapter never ran")
 	}
 	// A panic is a recovered, classified failure: its actor goes on.
-	for _, st := range eng.Status() {
+	for _, st := range eng.AllSinkStatuses() {
 		require.Zero(t, st.Restarts, "%+v", st)
 	}
 
@@ -232,7 +232,7 @@ func TestDeliveryNeverLeaksSecrets(t *testing.T) {
 	}
 	require.NotEmpty(t, body)
 	require.GreaterOrEqual(t, len(secrets), 5)
-	status, err := json.Marshal(eng.Status())
+	status, err := json.Marshal(eng.AllSinkStatuses())
 	require.NoError(t, err)
 	var capture sinktest.Capture
 	_, _ = capture.Write([]byte(logs))

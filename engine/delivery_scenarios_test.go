@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchboard/notify/actors"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
@@ -613,7 +612,7 @@ func TestDeliveryPanicStaysInItsSink(t *testing.T) {
 	for _, a := range w.WaitN(2) {
 		require.Equal(t, "delivered", a.State, "%+v", a)
 	}
-	for _, s := range eng.Status() {
+	for _, s := range eng.AllSinkStatuses() {
 		require.Zero(t, s.Restarts, "%+v", s)
 	}
 	require.Len(t, gb.received(), 2)
@@ -646,12 +645,12 @@ func TestDeliveryStatusWhileHolding(t *testing.T) {
 
 	// Status is a snapshot; wait until each actor is resting after its last
 	// step.
-	var st []engine.ActorStatus
+	var st []engine.SinkStatus
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		st = eng.Status()
+		st = eng.AllSinkStatuses()
 		require.Len(c, st, len(ids))
 		for _, s := range st {
-			require.Equal(c, actors.StateHolding, s.State, "%+v", s)
+			require.Equal(c, engine.SinkHolding, s.State, "%+v", s)
 			require.Zero(c, s.InFlight, "%+v", s)
 			require.Zero(c, s.Queued, "%+v", s)
 		}
@@ -699,12 +698,12 @@ func TestDeliveryStatusAfterFlush(t *testing.T) {
 	require.Equal(t, map[string]int{"delivered": 3}, w.RowStates())
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		st := eng.Status()
+		st := eng.AllSinkStatuses()
 		require.Len(c, st, 1)
 		require.Equal(c, sink, st[0].SinkID)
 		require.Zero(c, st[0].InFlight)
 		require.Zero(c, st[0].Held, "after the flush nothing is held: %+v", st[0])
-		require.Equal(c, actors.StateIdle, st[0].State, "after the flush nothing is held: %+v", st[0])
+		require.Equal(c, engine.SinkIdle, st[0].State, "after the flush nothing is held: %+v", st[0])
 		require.Zero(c, st[0].NextWake, "after the flush no wake-up is due: %+v", st[0])
 	}, 2*time.Second, 5*time.Millisecond)
 }

@@ -43,7 +43,7 @@ func cairnDigest(t *testing.T, status int) (digestWorld, *sinktest.Server, engin
 	token := "cairn-bearer-" + sinktest.NewCanaries().GotifyToken
 	srv := cairnServer(t, token, status)
 	conn, err := d.eng.CreateConnection(d.w.Ctx, d.p, engine.ConnectionInput{
-		Owner: d.scope, Kind: engine.KindCairn, Name: "cairn", AccountKey: srv.URL, Secret: notifytype.NewSecret(token),
+		Owner: d.scope, Kind: engine.KindCairn, Name: "cairn", BaseURL: srv.URL, Secret: notifytype.NewSecret(token),
 	})
 	require.NoError(t, err)
 	deadTodo(t, d.w, d.queue, "nightly build")

@@ -13,7 +13,7 @@
 // due rows and hands them to one supervised actor per sink, which spends
 // the sink's budget, sends, retries and records. It reads Status to watch
 // the actors, and manages sinks, subscriptions and connections through the
-// management service (CreateSink, UpdateSink, SetSubscriptions, SendTest,
+// management service (CreateSink, UpdateSink, SetSubscriptions, SendTestMessage,
 // ...), which holds every rule of the spec so that every surface (web UI,
 // REST API, MCP) passes the same checks.
 //

@@ -293,57 +293,6 @@ func (s actorsService) Serve(ctx context.Context) error {
 // switchboard_outcomes_dropped_total exports it.
 func (e *Engine) OutcomesDropped() int64 { return e.outcomesDropped.Load() }
 
-// ActorStatus is one sink actor's status.
-type ActorStatus = actors.Status
-
-// Status returns the status of every active sink actor of this instance,
-// by sink id. It never blocks an actor. It costs O(every active actor):
-// for one scope's view use StatusOf or StatusFor.
-func (e *Engine) Status() []ActorStatus { return e.actors.Status() }
-
-// StatusOf returns the status of the active sink actors of sinkIDs only,
-// by sink id, each once; a sink with no active actor on this instance is
-// left out. It looks each id up: O(len(sinkIDs)), whatever the number of
-// actors. It never blocks an actor, and checks no permission: the caller
-// names the sinks it may show (StatusFor does, for a principal).
-func (e *Engine) StatusOf(sinkIDs ...int64) []ActorStatus { return e.actors.StatusOf(sinkIDs...) }
-
-// TeamLister is a Directory that can also list the teams a human belongs
-// to. When Config.Directory offers it, StatusFor lists the sinks of the
-// principal's scopes from the database (indexed by owner) and reads only
-// their actors, so its cost is that of the principal's sinks; otherwise it
-// reads every active actor and filters them. The reference host's
-// Directory offers it.
-type TeamLister interface {
-	// MemberTeams returns the ids of the teams the human is a member of,
-	// in any role.
-	MemberTeams(ctx context.Context, humanID string) ([]string, error)
-}
-
-// StatusFor is Status limited to the sinks p may read: a human's own
-// scope's and their teams' (D26); an endpoint's, its own scope's when its
-// grant has the notifications verbs. Status, the instance-wide view, is
-// for operators only; nobody else learns that another scope's sink exists.
-// With a TeamLister Directory it costs O(p's sinks), not O(every actor).
-func (e *Engine) StatusFor(ctx context.Context, p Principal) ([]ActorStatus, error) {
-	lister, ok := e.cfg.Directory.(TeamLister)
-	if !ok {
-		return e.statusFiltered(ctx, p)
-	}
-	scopes, err := e.readableScopes(ctx, p, lister)
-	if err != nil {
-		return nil, wrapErr(err, "reading actor status")
-	}
-	if len(scopes) == 0 {
-		return []ActorStatus{}, nil
-	}
-	ids, err := store.SinkIDsOf(ctx, e.cfg.Pool, scopes)
-	if err != nil {
-		return nil, wrapErr(err, "reading actor status")
-	}
-	return e.StatusOf(ids...), nil
-}
-
 // readableScopes lists the owner scopes whose sinks p may read, as
 // authorize decides them.
 func (e *Engine) readableScopes(ctx context.Context, p Principal, lister TeamLister) ([]string, error) {
@@ -381,9 +330,9 @@ func (e *Engine) readableScopes(ctx context.Context, p Principal, lister TeamLis
 	return out, nil
 }
 
-// statusFiltered is StatusFor for a Directory that cannot list a human's
+// statusFiltered is SinkStatuses for a Directory that cannot list a human's
 // teams: every active actor, filtered by its sink's owner.
-func (e *Engine) statusFiltered(ctx context.Context, p Principal) ([]ActorStatus, error) {
+func (e *Engine) statusFiltered(ctx context.Context, p Principal) ([]SinkStatus, error) {
 	all := e.actors.Status()
 	ids := make([]int64, len(all))
 	for i, s := range all {
@@ -394,7 +343,7 @@ func (e *Engine) statusFiltered(ctx context.Context, p Principal) ([]ActorStatus
 		return nil, wrapErr(err, "reading actor status")
 	}
 	readable := map[notifytype.OwnerScope]bool{}
-	out := make([]ActorStatus, 0, len(all))
+	out := make([]SinkStatus, 0, len(all))
 	for _, s := range all {
 		owner, ok := owners[s.SinkID]
 		if !ok {
@@ -413,7 +362,7 @@ func (e *Engine) statusFiltered(ctx context.Context, p Principal) ([]ActorStatus
 			readable[owner] = may
 		}
 		if may {
-			out = append(out, s)
+			out = append(out, sinkStatusOut(s))
 		}
 	}
 	return out, nil

@@ -171,7 +171,7 @@ func TestDeliveryAdapterPanicIsAbandonedAttempt(t *testing.T) {
 	statuses, counted := recordsOf(t, w, sink)
 	require.Equal(t, []string{"failed/abandoned", "delivered/"}, statuses)
 	require.Equal(t, 2, counted, "the panicked attempt may have been sent: it counts")
-	for _, s := range eng.Status() {
+	for _, s := range eng.AllSinkStatuses() {
 		require.Zero(t, s.Restarts, "%+v", s)
 	}
 }

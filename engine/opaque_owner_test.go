@@ -66,7 +66,7 @@ func TestOpaqueOwnerIDsGoEndToEnd(t *testing.T) {
 	for _, id := range []string{uuid, slug} {
 		p, owner := engine.HumanPrincipal(id), notifytype.Human(id)
 		conn, err := eng.CreateConnection(ctx, p, engine.ConnectionInput{
-			Owner: owner, Kind: engine.KindGotify, Name: "phone", AccountKey: gotify.URL,
+			Owner: owner, Kind: engine.KindGotify, Name: "phone", BaseURL: gotify.URL,
 			Secret: notifytype.NewSecret("token-" + id),
 		})
 		require.NoError(t, err)
@@ -130,12 +130,12 @@ func TestBadOwnerIDsAreRefused(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = eng.CreateConnection(ctx, engine.HumanPrincipal("ada"), engine.ConnectionInput{
-		Owner: notifytype.Human("ada lovelace"), Kind: engine.KindGotify, Name: "phone", AccountKey: "https://gotify.example.net",
+		Owner: notifytype.Human("ada lovelace"), Kind: engine.KindGotify, Name: "phone", BaseURL: "https://gotify.example.net",
 		Secret: notifytype.NewSecret("t"),
 	})
 	requireRefusal(t, err, notifytype.CodeInvalidArgument, "owner")
 	_, err = eng.CreateConnection(ctx, engine.HumanPrincipal("ada/1"), engine.ConnectionInput{
-		Owner: notifytype.Human("ada"), Kind: engine.KindGotify, Name: "phone", AccountKey: "https://gotify.example.net",
+		Owner: notifytype.Human("ada"), Kind: engine.KindGotify, Name: "phone", BaseURL: "https://gotify.example.net",
 		Secret: notifytype.NewSecret("t"),
 	})
 	requireRefusal(t, err, notifytype.CodeInvalidArgument, "human_id")

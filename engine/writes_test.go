@@ -47,7 +47,7 @@ func TestEveryWriteRecordsItsAuthor(t *testing.T) {
 	// A loopback base URL: the send test is refused by the guard at dial
 	// time, after its write is recorded.
 	conn, err := b.eng.CreateConnection(b.ctx, human, engine.ConnectionInput{
-		Owner: owner, Kind: engine.KindGotify, Name: "gotify", AccountKey: "https://127.0.0.1:1",
+		Owner: owner, Kind: engine.KindGotify, Name: "gotify", BaseURL: "https://127.0.0.1:1",
 		Secret: notifytype.NewSecret("gtfya.token"),
 	})
 	require.NoError(t, err)
@@ -101,7 +101,7 @@ func TestEveryWriteRecordsItsAuthor(t *testing.T) {
 	require.NoError(t, b.eng.DeleteSubscription(b.ctx, ep, sink.ID, sub.ID))
 	requireAuthor("subscription", sub.ID, "subscription.delete", ep)
 
-	_, err = b.eng.SendTest(b.ctx, ep, sink.ID)
+	_, err = b.eng.SendTestMessage(b.ctx, ep, sink.ID)
 	require.NoError(t, err)
 	requireAuthor("sink", sink.ID, "sink.test", ep)
 

@@ -764,9 +764,9 @@ func (m *smMachine) settle(rt *rapid.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			var status []engine.ActorStatus
+			var status []engine.SinkStatus
 			for _, e := range m.allEngines() {
-				status = append(status, e.eng.Status()...)
+				status = append(status, e.eng.AllSinkStatuses()...)
 			}
 			logs := m.w.Logs.String()[m.logFrom:]
 			rt.Fatalf("%d rows still due or claimed after %v (%s) at %v; live engines %v; actors %+v:\n%s\nlogs:\n%s", busy, limit, waitEnd,

@@ -51,7 +51,7 @@ func setupDigest(ctx context.Context, d httpx.Deps, rec *Receivers, humanID int6
 		return 0, fmt.Errorf("error starting the demo Cairn stand-in: %w", err)
 	}
 	conn, err := d.Engine.CreateConnection(ctx, p, engine.ConnectionInput{
-		Owner: owner, Kind: engine.KindCairn, Name: cairnName, AccountKey: cairnURL, Secret: notifytype.NewSecret(cairnToken),
+		Owner: owner, Kind: engine.KindCairn, Name: cairnName, BaseURL: cairnURL, Secret: notifytype.NewSecret(cairnToken),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("error creating the demo Cairn connection: %w", err)

@@ -244,7 +244,7 @@ func addTestSink(srv *mcp.Server, s *surface) {
 			"and report success or the error class. At most 6 a minute per sink.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
 	}, func(ctx context.Context, c *caller, in SinkIDIn) (TestSinkOut, error) {
-		res, err := s.d.Engine.SendTest(ctx, c.p, in.ID)
+		res, err := s.d.Engine.SendTestMessage(ctx, c.p, in.ID)
 		if err != nil {
 			return TestSinkOut{}, err
 		}

@@ -181,12 +181,12 @@ func TestSetSinkRefusalsMatchTheHumanSurfaces(t *testing.T) {
 	w.F.Member(hostid.Number(team.ID), admin, "admin")
 	asAdmin := engine.HumanPrincipal(hostid.String(admin))
 	personalConn, err := w.eng.CreateConnection(w.Ctx, asAdmin, engine.ConnectionInput{
-		Owner: personal, Kind: engine.KindGotify, Name: "mine", AccountKey: "https://push.example.net",
+		Owner: personal, Kind: engine.KindGotify, Name: "mine", BaseURL: "https://push.example.net",
 		Secret: notifytype.NewSecret(gotifyToken),
 	})
 	require.NoError(t, err)
 	teamConn, err := w.eng.CreateConnection(w.Ctx, asAdmin, engine.ConnectionInput{
-		Owner: team, Kind: engine.KindGotify, Name: "ours", AccountKey: "https://push.example.org",
+		Owner: team, Kind: engine.KindGotify, Name: "ours", BaseURL: "https://push.example.org",
 		Secret: notifytype.NewSecret(gotifyToken),
 	})
 	require.NoError(t, err)

@@ -23,7 +23,7 @@ func TestSetSinkWarnsOfABlockedConnection(t *testing.T) {
 	conn := func(name, base string) int64 {
 		t.Helper()
 		c, err := w.eng.CreateConnection(w.Ctx, p, engine.ConnectionInput{
-			Owner: scope, Kind: engine.KindGotify, Name: name, AccountKey: base, Secret: notifytype.NewSecret(gotifyToken),
+			Owner: scope, Kind: engine.KindGotify, Name: name, BaseURL: base, Secret: notifytype.NewSecret(gotifyToken),
 		})
 		require.NoError(t, err)
 		return c.ID

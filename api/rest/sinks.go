@@ -161,7 +161,7 @@ func (s *server) sendTest(w http.ResponseWriter, r *http.Request, p engine.Princ
 	if err != nil {
 		return err
 	}
-	res, err := s.d.Engine.SendTest(r.Context(), p, id)
+	res, err := s.d.Engine.SendTestMessage(r.Context(), p, id)
 	if err != nil {
 		return err
 	}

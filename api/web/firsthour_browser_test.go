@@ -300,7 +300,7 @@ func TestBrowserPhoneWidth(t *testing.T) {
 	gotify := sinktest.NewServer(t, nil)
 	conn := b.gotifyConnection(t, id, me, gotify.URL+"/a/rather/long/path/that/would/not/fit/on/a/phone/screen", "gtfya.phone")
 	sink := b.gotifySink(t, id, me, conn.ID, "a-sink-with-a-long-name-that-goes-on")
-	_, err := b.eng.SendTest(b.ctx, p, sink.ID)
+	_, err := b.eng.SendTestMessage(b.ctx, p, sink.ID)
 	require.NoError(t, err)
 	queue := b.f.Queue(me, "a-queue-with-a-name-long-enough-to-need-wrapping")
 	todo, err := b.deps.Todos.Enqueue(b.ctx, queue, host.TodoInput{Title: "Nightly build of the release-candidate-branch-with-a-long-name failed"})

@@ -376,7 +376,7 @@ func TestOpsShowsLastDeliveryFromTheDatabase(t *testing.T) {
 	id, c := b.human(t)
 	me := hostid.Human(id)
 	down := b.gotifySink(t, id, me, b.gotifyConnection(t, id, me, sinktest.RefusedURL(t), "gtfya.o").ID, "pager")
-	_, err := b.eng.SendTest(b.ctx, engine.HumanPrincipal(hostid.String(id)), down.ID)
+	_, err := b.eng.SendTestMessage(b.ctx, engine.HumanPrincipal(hostid.String(id)), down.ID)
 	require.NoError(t, err)
 	b.gotifySink(t, id, me, b.gotifyConnection(t, id, me, "https://gotify.example.net", "gtfya.q").ID, "quiet")
 

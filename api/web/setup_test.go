@@ -208,7 +208,7 @@ func (r response) refusal(t *testing.T) (code, field, scheme string) {
 func (b *bundle) gotifyConnection(t *testing.T, humanID int64, owner notifytype.OwnerScope, base, token string) engine.Connection {
 	t.Helper()
 	c, err := b.eng.CreateConnection(b.ctx, engine.HumanPrincipal(hostid.String(humanID)), engine.ConnectionInput{
-		Owner: owner, Kind: engine.KindGotify, Name: "gotify-" + rand.Text()[:6], AccountKey: base,
+		Owner: owner, Kind: engine.KindGotify, Name: "gotify-" + rand.Text()[:6], BaseURL: base,
 		Secret: notifytype.NewSecret(token),
 	})
 	require.NoError(t, err)

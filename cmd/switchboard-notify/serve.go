@@ -84,7 +84,7 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	if err != nil {
 		return err
 	}
-	metrics = ops.NewMetrics(pool, eng.Status)
+	metrics = ops.NewMetrics(pool, eng.AllSinkStatuses)
 	metrics.OutcomesDropped = eng.OutcomesDropped
 	accounts := host.NewAccounts(pool)
 	directory := host.NewDirectory(pool)

@@ -246,7 +246,7 @@ func (w *World) Sink(eng *engine.Engine, p engine.Principal, owner notifytype.Ow
 		o.Events = []notifytype.EventType{notifytype.EventTodoDeadLettered}
 	}
 	c, err := eng.CreateConnection(w.Ctx, p, engine.ConnectionInput{
-		Owner: owner, Kind: o.Kind, Name: "conn-" + rand.Text()[:8], AccountKey: o.BaseURL,
+		Owner: owner, Kind: o.Kind, Name: "conn-" + rand.Text()[:8], BaseURL: o.BaseURL,
 		Secret: notifytype.NewSecret(o.Secret),
 	})
 	require.NoError(w.tb, err)

@@ -373,7 +373,7 @@ func checkPanics(t *testing.T, w *enginetest.World, eng *engine.Engine, fc fault
 	require.Equal(t, "delivered", a.State, "the sink's next event after the panics: %+v", a)
 	require.Equal(t, before+1, requests.Load(), "the next event reached the server")
 	var restarts = -1
-	for _, st := range eng.Status() {
+	for _, st := range eng.AllSinkStatuses() {
 		if st.SinkID == sink {
 			restarts = st.Restarts
 		}

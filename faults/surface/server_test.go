@@ -79,7 +79,7 @@ func newServer(t testing.TB, o serverOpts) *server {
 		c.OnAttempt = func(a engine.Attempt) { metrics.OnAttempt(a); inner(a) }
 		c.OnClaim = func(sink int64, lag time.Duration) { metrics.OnClaim(sink, lag) }
 	})
-	metrics = ops.NewMetrics(w.Pool, eng.Status)
+	metrics = ops.NewMetrics(w.Pool, eng.AllSinkStatuses)
 	if o.limiter == nil {
 		o.limiter = httpx.NewLimiter(1e6, 1e6)
 	}
