@@ -359,14 +359,3 @@ func (c Config) validateStop() []error {
 	}
 	return errs
 }
-
-// Clock tells the time: what a host needs of a clock (a
-// clockwork.Clock is one).
-type Clock interface {
-	Now() time.Time
-}
-
-// SystemClock is the wall clock.
-type SystemClock struct{}
-
-func (SystemClock) Now() time.Time { return time.Now() }

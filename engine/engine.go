@@ -15,6 +15,7 @@ import (
 	"github.com/thejerf/suture/v4"
 
 	"github.com/switchboard/notify/actors"
+	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/engine/vault"
 	"github.com/switchboard/notify/internal/enginehooks"
 	"github.com/switchboard/notify/notifytype"
@@ -30,7 +31,7 @@ type Engine struct {
 	instance string
 	vlt      *vault.Vault
 	client   *http.Client // the guarded client every delivery goes through
-	dbClock  *DatabaseClock
+	dbClock  *clocks.Database
 	kinds    kinds
 
 	actors   *actors.Supervisor
@@ -89,7 +90,7 @@ func New(cfg Config) (*Engine, error) {
 		log:      cfg.Logger,
 		instance: cfg.Instance,
 		vlt:      vault.New(cfg.SecretKey),
-		dbClock:  NewDatabaseClock(cfg.Pool, cfg.Clock),
+		dbClock:  clocks.NewDatabase(cfg.Pool, cfg.Clock),
 		client: sinks.NewClient(sinks.GuardConfig{
 			AllowHTTP:       cfg.PushAllowHTTP,
 			AllowedPrefixes: cfg.PrivateHosts,

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
@@ -41,14 +42,14 @@ type Endpoints struct {
 	pool  *pgxpool.Pool
 	dir   engine.Directory
 	todos *Todos
-	clock engine.Clock
+	clock clocks.Clock
 }
 
 // NewEndpoints returns the endpoints kept in pool's database; revoking one
 // dead-letters its claimed todos through todos.
-func NewEndpoints(pool *pgxpool.Pool, dir engine.Directory, todos *Todos, clock engine.Clock) *Endpoints {
+func NewEndpoints(pool *pgxpool.Pool, dir engine.Directory, todos *Todos, clock clocks.Clock) *Endpoints {
 	if clock == nil {
-		clock = engine.SystemClock{}
+		clock = clocks.System{}
 	}
 	return &Endpoints{pool: pool, dir: dir, todos: todos, clock: clock}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/engine/vault"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/rulesandbox"
@@ -89,7 +90,7 @@ const bodyExpr = `.comment.body // .issue.body // .pull_request.body // empty | 
 type Webhooks struct {
 	pool    *pgxpool.Pool
 	emitter SinkEmitter
-	clock   engine.Clock
+	clock   clocks.Clock
 	vault   *vault.Vault
 	timeout time.Duration
 	budget  time.Duration
@@ -122,7 +123,7 @@ type WebhooksConfig struct {
 	// Without it, creating a webhook fails with encryption_required.
 	SecretKey []byte
 	// Clock defaults to the system clock.
-	Clock engine.Clock
+	Clock clocks.Clock
 	// RuleTimeout bounds one expression on one delivery. Defaults to
 	// RuleTimeoutDefault (250 ms).
 	RuleTimeout time.Duration
@@ -149,7 +150,7 @@ func NewWebhooks(cfg WebhooksConfig) *Webhooks {
 		panic("host: NewWebhooks needs a pool and an emitter")
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = engine.SystemClock{}
+		cfg.Clock = clocks.System{}
 	}
 	if cfg.RuleTimeout <= 0 {
 		cfg.RuleTimeout = RuleTimeoutDefault

@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/host"
 )
 
@@ -26,7 +27,7 @@ type Deps struct {
 	// Limiter is the per-human limiter all management routes share.
 	Limiter *Limiter
 	Logger  *slog.Logger
-	Clock   engine.Clock
+	Clock   clocks.Clock
 	// BaseURL is SWITCHBOARD_BASE_URL: links and the cookie's Secure flag
 	// (set when it is https) come from it.
 	BaseURL string

@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/api/web"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
@@ -104,8 +105,8 @@ func newBundle(t *testing.T, configure ...func(*engine.Config)) *bundle {
 		ctx: context.Background(), pool: pool, f: storetest.NewFactory(t, pool), eng: eng, accounts: accounts, logs: logs,
 		deps: httpx.Deps{
 			Engine: eng, Accounts: accounts, Endpoints: endpoints, Todos: todos, Pool: pool,
-			Auth:    &httpx.Auth{Accounts: accounts, Endpoints: endpoints, Clock: engine.SystemClock{}},
-			Limiter: httpx.NewLimiter(1000, 1000), Logger: log, Clock: engine.SystemClock{},
+			Auth:    &httpx.Auth{Accounts: accounts, Endpoints: endpoints, Clock: clocks.System{}},
+			Limiter: httpx.NewLimiter(1000, 1000), Logger: log, Clock: clocks.System{},
 		},
 	}
 }

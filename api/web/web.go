@@ -19,6 +19,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
@@ -44,7 +45,7 @@ func favicon(w http.ResponseWriter, r *http.Request) {
 type server struct {
 	d      httpx.Deps
 	log    *slog.Logger
-	clock  engine.Clock
+	clock  clocks.Clock
 	secure bool // the session cookie's Secure flag: the base URL is https
 	pages  map[string]*template.Template
 	// dir answers the pages' questions about teams and names.
@@ -66,7 +67,7 @@ func New(d httpx.Deps) http.Handler {
 		s.log = slog.Default()
 	}
 	if s.clock == nil {
-		s.clock = engine.SystemClock{}
+		s.clock = clocks.System{}
 	}
 	if s.d.Auth == nil {
 		s.d.Auth = &httpx.Auth{Accounts: d.Accounts, Endpoints: d.Endpoints, Clock: s.clock}

@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/api/ops"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/store"
 )
@@ -126,7 +127,7 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 		Pool:      pool,
 		Limiter:   httpx.NewLimiter(apiRatePerSecond, apiBurst),
 		Logger:    log,
-		Clock:     engine.SystemClock{},
+		Clock:     clocks.System{},
 		BaseURL:   cfg.BaseURL,
 	}
 	deps.AuthFailures = httpx.NewAuthFailures(float64(cfg.AuthFailuresPerMinute), cfg.AuthFailuresBurst, deps.Clock)

@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/api/ops"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
@@ -62,7 +63,7 @@ type serverOpts struct {
 func newServer(t testing.TB, o serverOpts) *server {
 	t.Helper()
 	w := enginetest.New(t)
-	var clock engine.Clock = w.Clock
+	var clock clocks.Clock = w.Clock
 	var metrics *ops.Metrics
 	var prepare func(*engine.Engine)
 	if o.wrapAdapters != nil {
@@ -73,7 +74,7 @@ func newServer(t testing.TB, o serverOpts) *server {
 		if o.realClock {
 			c.Clock = clockwork.NewRealClock()
 			testhooks.SetDatabaseClock(c, nil) // the database's own clock, as in production
-			clock = engine.SystemClock{}
+			clock = clocks.System{}
 		}
 		inner := c.OnAttempt
 		c.OnAttempt = func(a engine.Attempt) { metrics.OnAttempt(a); inner(a) }
