@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/api/ops"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 )
@@ -45,7 +46,6 @@ func newServer(t *testing.T) *server {
 	w := enginetest.New(t)
 	var metrics *ops.Metrics
 	eng := w.Serve(func(c *engine.Config) {
-		c.DigestSources = host.NewDigestSources(w.Pool)
 		inner := c.OnAttempt
 		c.OnAttempt = func(a engine.Attempt) { metrics.OnAttempt(a); inner(a) }
 		c.OnClaim = func(sink int64, lag time.Duration) { metrics.OnClaim(sink, lag) }
@@ -54,7 +54,7 @@ func newServer(t *testing.T) *server {
 	accounts := host.NewAccounts(w.Pool)
 	todos := host.NewTodos(w.Pool, eng, w.Clock)
 	deps := httpx.Deps{
-		Engine: eng, Accounts: accounts, Endpoints: host.NewEndpoints(w.Pool, host.NewDirectory(w.Pool), todos, w.Clock),
+		Engine: eng, Digests: digests.New(eng, digests.Config{Sources: host.NewDigestSources(w.Pool)}), Accounts: accounts, Endpoints: host.NewEndpoints(w.Pool, host.NewDirectory(w.Pool), todos, w.Clock),
 		Todos: todos, Pool: w.Pool, Limiter: httpx.NewLimiter(1000, 1000),
 		Webhooks: host.NewWebhooks(host.WebhooksConfig{Pool: w.Pool, Emitter: eng, SecretKey: w.Key, Clock: w.Clock}),
 		Logger:   slog.New(slog.NewJSONHandler(w.Logs, nil)), Clock: w.Clock, BaseURL: "http://127.0.0.1",

@@ -93,7 +93,7 @@ func (e *Engine) sendTest(ctx context.Context, p Principal, sinkID int64) (TestM
 		if err != nil {
 			return fmt.Errorf("error reading sink %d owner: %w", s.ID, err)
 		}
-		return RecordWrite(ctx, tx, p, scope, writeSinkTest, objectSink, s.ID)
+		return recordWrite(ctx, tx, p, scope, writeSinkTest, objectSink, s.ID)
 	})
 	if err != nil {
 		return TestMessageResult{}, err
@@ -179,7 +179,7 @@ func (e *Engine) notifyOwner(ctx context.Context, p Principal, in NotifyOwnerInp
 			return notifytype.RateLimitedFor(fmt.Sprintf("at most %d pages an hour per endpoint", AgentPagesPerHour),
 				first.Add(agentPageWindow).Sub(now))
 		}
-		if err := RecordWrite(ctx, tx, p, p.EndpointScope, writeAgentPage, objectEndpoint, p.EndpointID); err != nil {
+		if err := recordWrite(ctx, tx, p, p.EndpointScope, writeAgentPage, objectEndpoint, p.EndpointID); err != nil {
 			return err
 		}
 		return e.Emit(ctx, tx, Event{

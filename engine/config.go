@@ -22,25 +22,23 @@ import (
 
 // Defaults and operator bounds. Each Config field says which applies.
 const (
-	MaxSinksPerScopeDefault     = 10
-	BudgetPerHourDefault        = 30
-	BudgetBurstDefault          = 10
-	BudgetPerHourMinDefault     = 1
-	BudgetPerHourMaxDefault     = 120
-	BudgetBurstMinDefault       = 1
-	BudgetBurstMaxDefault       = 30
-	QuarantineWindowDefault     = 10 * time.Minute
-	ClaimTTLDefault             = 2 * time.Minute
-	PollIntervalDefault         = time.Second
-	NotifyDebounceDefault       = 5 * time.Millisecond
-	RetentionDefault            = 30 * 24 * time.Hour
-	JanitorIntervalDefault      = time.Hour
-	JanitorBatchDefault         = 1000
-	DigestIntervalDefault       = 30 * time.Second
-	DigestSectionTimeoutDefault = 5 * time.Second
-	ActorStopTimeoutDefault     = 12 * time.Second
-	RecordGraceDefault          = 8 * time.Second
-	StopTimeoutDefault          = 30 * time.Second
+	MaxSinksPerScopeDefault = 10
+	BudgetPerHourDefault    = 30
+	BudgetBurstDefault      = 10
+	BudgetPerHourMinDefault = 1
+	BudgetPerHourMaxDefault = 120
+	BudgetBurstMinDefault   = 1
+	BudgetBurstMaxDefault   = 30
+	QuarantineWindowDefault = 10 * time.Minute
+	ClaimTTLDefault         = 2 * time.Minute
+	PollIntervalDefault     = time.Second
+	NotifyDebounceDefault   = 5 * time.Millisecond
+	RetentionDefault        = 30 * 24 * time.Hour
+	JanitorIntervalDefault  = time.Hour
+	JanitorBatchDefault     = 1000
+	ActorStopTimeoutDefault = 12 * time.Second
+	RecordGraceDefault      = 8 * time.Second
+	StopTimeoutDefault      = 30 * time.Second
 )
 
 // The fixed stages of a graceful stop.
@@ -196,21 +194,6 @@ type Config struct {
 	// Logger receives the engine's logs. Defaults to slog.Default().
 	Logger *slog.Logger
 
-	// DigestSources gives the figures of digest sections (REQ-13); the
-	// host implements it. Defaults to none: every section but "could not
-	// deliver" then reads "unavailable: not measured on this instance".
-	DigestSources DigestSources
-
-	// DigestInterval is how often (wall time) the digest scheduler looks
-	// for due digests; which are due is decided on the database's clock.
-	// Defaults to DigestIntervalDefault (30 s).
-	DigestInterval time.Duration
-
-	// DigestSectionTimeout bounds each digest section's source; a section
-	// past it reads "unavailable". Defaults to
-	// DigestSectionTimeoutDefault (5 s).
-	DigestSectionTimeout time.Duration
-
 	// A graceful stop (the ctx given to Serve ends) drains in order: the
 	// claimer stops claiming at once; the sink actors finish the attempts
 	// they began, within ActorStopTimeout; the rows they had only queued
@@ -312,8 +295,6 @@ func (c Config) WithDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	c.DigestInterval = cmp.Or(c.DigestInterval, DigestIntervalDefault)
-	c.DigestSectionTimeout = cmp.Or(c.DigestSectionTimeout, DigestSectionTimeoutDefault)
 	c.ActorStopTimeout = cmp.Or(c.ActorStopTimeout, ActorStopTimeoutDefault)
 	c.RecordGrace = cmp.Or(c.RecordGrace, RecordGraceDefault)
 	c.StopTimeout = cmp.Or(c.StopTimeout, StopTimeoutDefault)

@@ -130,7 +130,7 @@ func (e *Engine) createConnection(ctx context.Context, p Principal, in Connectio
 		if err != nil {
 			return err
 		}
-		if err := RecordWrite(ctx, tx, p, row.Owner, writeConnectionCreate, objectConnection, row.ID); err != nil || plaintext == "" {
+		if err := recordWrite(ctx, tx, p, row.Owner, writeConnectionCreate, objectConnection, row.ID); err != nil || plaintext == "" {
 			return err
 		}
 		sealed, err := v.Seal(row.ID, row.Owner, notifytype.NewSecret(plaintext))
@@ -263,7 +263,7 @@ func (e *Engine) deleteConnection(ctx context.Context, p Principal, id int64) er
 		if err != nil {
 			return notFoundIfNoRows(err, "connection")
 		}
-		return RecordWrite(ctx, tx, p, c.Owner, writeConnectionDelete, objectConnection, id)
+		return recordWrite(ctx, tx, p, c.Owner, writeConnectionDelete, objectConnection, id)
 	})
 }
 

@@ -77,7 +77,7 @@ func (e *Engine) updateConnection(ctx context.Context, p Principal, id int64, pa
 		if row.Owner != cur.Owner || row.Kind != cur.Kind {
 			return notifytype.NotFound("connection") // replaced meanwhile
 		}
-		if err := RecordWrite(ctx, tx, p, row.Owner, writeConnectionUpdate, objectConnection, row.ID); err != nil {
+		if err := recordWrite(ctx, tx, p, row.Owner, writeConnectionUpdate, objectConnection, row.ID); err != nil {
 			return err
 		}
 		if patch.Secret == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard/notify/actors"
 	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/engine/vault"
+	"github.com/switchboard/notify/internal/enginecore"
 	"github.com/switchboard/notify/internal/enginehooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -71,6 +72,14 @@ type Engine struct {
 	// *enginehooks.TestClock, see testhooks.SetDatabaseClock), stands in
 	// for the database's clock; nil in production.
 	testDBClock clockwork.Clock
+
+	// core is the engine's inside for its feature packages
+	// (internal/enginecore); services are the long-running parts they
+	// added (the digest scheduler), run under root while it serves.
+	core     *enginecore.Core
+	svcMu    sync.Mutex
+	services []enginecore.Service
+	root     *suture.Supervisor
 }
 
 // New validates cfg, fills its defaults and returns an engine. It starts
@@ -106,6 +115,7 @@ func New(cfg Config) (*Engine, error) {
 		Logger:      cfg.Logger.With("component", "actors"),
 		StopTimeout: cfg.ActorStopTimeout,
 	}, worker{e})
+	e.core = e.newCore()
 	e.actorsGone = make(chan struct{})
 	e.claimer = newClaimer(e)
 	e.reserver = newReserver(e)
@@ -121,8 +131,9 @@ func (e *Engine) Config() Config { return e.cfg }
 // Start checks that the engine's tables are migrated (enginemigrate.Up)
 // and starts delivering in the background: the claimer feeds due rows to
 // one actor per sink, a listener wakes the claimer when Emit commits, a
-// janitor removes what is past retention, and the digest scheduler sends
-// what is due. ctx bounds the start only; the engine runs until Stop. An
+// janitor removes what is past retention, and the services of the
+// engine's feature packages run (engine/digests's scheduler, when the
+// product uses digests). ctx bounds the start only; the engine runs until Stop. An
 // engine is started once.
 func (e *Engine) Start(ctx context.Context) error {
 	e.runMu.Lock()
@@ -214,8 +225,9 @@ func (e *Engine) run(ctx context.Context) error {
 	root.Add(&listener{e: e})
 	root.Add(&janitor{e: e})
 	root.Add(&heartbeat{e: e})
-	root.Add(&digestScheduler{e: e})
+	e.addServicesTo(root)
 	err := root.Serve(ctx)
+	e.servicesStopped()
 	if ctx.Err() == nil {
 		return err
 	}

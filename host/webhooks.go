@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/clocks"
+	"github.com/switchboard/notify/engine/history"
 	"github.com/switchboard/notify/engine/vault"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/rulesandbox"
@@ -65,7 +66,7 @@ const (
 	DeliveriesListMax     = 500
 )
 
-// The webhooks' writes in the write log (engine.RecordWrite, REQ-5): who
+// The webhooks' writes in the write log (history.RecordWrite, REQ-5): who
 // created, changed, rotated the secret of, or deleted which webhook. Rules
 // carry their author on their own rows.
 const (
@@ -428,7 +429,7 @@ func (s *Webhooks) Create(ctx context.Context, p engine.Principal, in WebhookInp
 		if err := store.SetWebhookSecret(ctx, tx, w.ID, sealed, now); err != nil {
 			return err
 		}
-		if err := engine.RecordWrite(ctx, tx, p, in.Owner, WriteWebhookCreate, ObjectWebhook, w.ID); err != nil {
+		if err := history.RecordWrite(ctx, tx, p, in.Owner, WriteWebhookCreate, ObjectWebhook, w.ID); err != nil {
 			return err
 		}
 		out, err = webhookOut(w)
@@ -537,7 +538,7 @@ func recordWebhookWrite(ctx context.Context, tx pgx.Tx, p engine.Principal, w st
 	if err != nil {
 		return fmt.Errorf("error reading webhook %d owner: %w", w.ID, err)
 	}
-	return engine.RecordWrite(ctx, tx, p, owner, action, ObjectWebhook, w.ID)
+	return history.RecordWrite(ctx, tx, p, owner, action, ObjectWebhook, w.ID)
 }
 
 // Get returns a webhook the caller may see.

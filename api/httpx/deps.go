@@ -7,12 +7,15 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/clocks"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host"
 )
 
 // Deps is what every surface is built from.
 type Deps struct {
-	Engine    *engine.Engine
+	Engine *engine.Engine
+	// Digests are the engine's queue digests (digests.New on Engine).
+	Digests   *digests.Service
 	Accounts  *host.Accounts
 	Endpoints *host.Endpoints
 	Todos     *host.Todos

@@ -4,6 +4,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host"
 )
 
@@ -83,5 +84,5 @@ func (TodoOut) refineSchema(s *jsonschema.Schema, _ limits) {
 
 func (SetDigestIn) refineSchema(s *jsonschema.Schema, _ limits) {
 	length(prop(s, "name"), 1, engine.NameMaxLen)
-	bounded(prop(s, "quiet_threshold_seconds"), engine.QuietThresholdMin.Seconds(), engine.QuietThresholdMax.Seconds())
+	bounded(prop(s, "quiet_threshold_seconds"), digests.QuietThresholdMin.Seconds(), digests.QuietThresholdMax.Seconds())
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard/notify/api/web"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/clocks"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
@@ -97,6 +98,10 @@ func newBundle(t *testing.T, configure ...func(*engine.Config)) *bundle {
 	}
 	eng, err := engine.New(cfg)
 	require.NoError(t, err)
+	var dcfg digests.Config
+	if _, ok := digestSourcesFor.LoadAndDelete(pool); ok {
+		dcfg.Sources = host.NewDigestSources(pool)
+	}
 	accounts := host.NewAccounts(pool)
 	dir := host.NewDirectory(pool)
 	todos := host.NewTodos(pool, eng, nil)
@@ -104,7 +109,7 @@ func newBundle(t *testing.T, configure ...func(*engine.Config)) *bundle {
 	return &bundle{
 		ctx: context.Background(), pool: pool, f: storetest.NewFactory(t, pool), eng: eng, accounts: accounts, logs: logs,
 		deps: httpx.Deps{
-			Engine: eng, Accounts: accounts, Endpoints: endpoints, Todos: todos, Pool: pool,
+			Engine: eng, Digests: digests.New(eng, dcfg), Accounts: accounts, Endpoints: endpoints, Todos: todos, Pool: pool,
 			Auth:    &httpx.Auth{Accounts: accounts, Endpoints: endpoints, Clock: clocks.System{}},
 			Limiter: httpx.NewLimiter(1000, 1000), Logger: log, Clock: clocks.System{},
 		},

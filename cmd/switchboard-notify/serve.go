@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard/notify/api/ops"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/clocks"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/store"
 )
@@ -65,7 +66,6 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	eng, err := engine.New(engine.Config{
 		Pool:      pool,
 		Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(),
-		DigestSources:         host.NewDigestSources(pool),
 		SecretKey:             cfg.SecretKey,
 		BaseURL:               cfg.BaseURL,
 		PushAllowHTTP:         allowHTTP,
@@ -85,6 +85,8 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	if err != nil {
 		return err
 	}
+	// The product's queue digests: their scheduler runs under the engine.
+	digestService := digests.New(eng, digests.Config{Sources: host.NewDigestSources(pool)})
 	metrics = ops.NewMetrics(pool, eng.AllSinkStatuses)
 	metrics.OutcomesDropped = eng.OutcomesDropped
 	accounts := host.NewAccounts(pool)
@@ -120,6 +122,7 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	}
 	deps := httpx.Deps{
 		Engine:    eng,
+		Digests:   digestService,
 		Accounts:  accounts,
 		Endpoints: host.NewEndpoints(pool, directory, todos, nil),
 		Todos:     todos,

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/faults"
 	"github.com/switchboard/notify/internal/testhooks"
@@ -208,12 +209,12 @@ func TestDigestDueAtTheDatabasesTime(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, notifytype.ScopeHuman, scope.Kind)
 			p := engine.HumanPrincipal(scope.ID)
-			eng := w.Engine(enginetest.LocalClockOff(by))
-			dg, err := eng.CreateDigest(w.Ctx, p, engine.DigestInput{Owner: scope, Name: "skewed", Schedule: "TZ=UTC * 09:00", SinkIDs: ids})
+			dgs := digests.New(w.Engine(enginetest.LocalClockOff(by)), digests.Config{})
+			dg, err := dgs.Create(w.Ctx, p, digests.Input{Owner: scope, Name: "skewed", Schedule: "TZ=UTC * 09:00", SinkIDs: ids})
 			require.NoError(t, err)
 			var before, after, due time.Time
 			require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT clock_timestamp()`).Scan(&before))
-			_, err = eng.SendDigestNow(w.Ctx, p, dg.ID)
+			_, err = dgs.SendNow(w.Ctx, p, dg.ID)
 			require.NoError(t, err)
 			require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT clock_timestamp()`).Scan(&after))
 			require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT due_at FROM switchboard.outbox WHERE event_type = 'digest'`).Scan(&due))

@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard/notify/api/ops"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/clocks"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
@@ -87,7 +88,7 @@ func newServer(t testing.TB, o serverOpts) *server {
 	accounts := host.NewAccounts(w.Pool)
 	todos := host.NewTodos(w.Pool, eng, clock)
 	deps := httpx.Deps{
-		Engine: eng, Accounts: accounts, Endpoints: host.NewEndpoints(w.Pool, host.NewDirectory(w.Pool), todos, clock),
+		Engine: eng, Digests: digests.New(eng, digests.Config{}), Accounts: accounts, Endpoints: host.NewEndpoints(w.Pool, host.NewDirectory(w.Pool), todos, clock),
 		Todos: todos, Pool: w.Pool, Limiter: o.limiter,
 		Webhooks: host.NewWebhooks(host.WebhooksConfig{Pool: w.Pool, Emitter: eng, SecretKey: w.Key, Clock: clock}),
 		Logger:   slog.New(slog.NewJSONHandler(w.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
