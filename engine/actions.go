@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/switchboard/notify/internal/enginecore"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store"
@@ -22,15 +20,9 @@ const (
 	// SendTestsPerMinute is how many test messages one sink may send a
 	// minute (the spec's Rate Limiting).
 	SendTestsPerMinute = 6
-	// AgentPagesPerHour is how many notify_owner calls one endpoint may
-	// make an hour (D12).
-	AgentPagesPerHour = 5
-	// agentPageWindow is how long an agent page counts against the limit;
-	// the janitor removes older ones.
-	agentPageWindow = time.Hour
-	// AgentTitleMaxLen bounds a page's title as given; the message shows
-	// at most 120 characters of it (REQ-9).
-	AgentTitleMaxLen = 1000
+	// agentPageWindow is how long an agent's page (pages.NotifyOwner)
+	// counts against its limit; the janitor removes older ones.
+	agentPageWindow = enginecore.AgentPageWindow
 )
 
 // TestMessageResult is what a send test reports: success or the error class.
@@ -111,82 +103,6 @@ func (e *Engine) sendTest(ctx context.Context, p Principal, sinkID int64) (TestM
 		return TestMessageResult{}, err
 	}
 	return TestMessageResult{Delivered: result.OK(), Class: result.Class, Status: result.Status}, nil
-}
-
-// NotifyOwnerInput is an agent's page (REQ-6).
-type NotifyOwnerInput struct {
-	// Title is agent-written: required, at most AgentTitleMaxLen
-	// characters, shown truncated to 120 and control-stripped.
-	Title string
-	// Severity defaults to normal.
-	Severity notifytype.Severity
-	// TodoID, when set, must be one of the endpoint's owner's todos.
-	TodoID int64
-}
-
-// NotifyOwner enqueues one agent.notify event in the endpoint's owner
-// scope (REQ-6): only for an endpoint granted notify_owner, at most
-// AgentPagesPerHour an hour per endpoint (counted in the database, so
-// across instances), inside the sink budget like any event. It creates no
-// acknowledgement, assignment or state of any todo (REQ-1).
-func (e *Engine) NotifyOwner(ctx context.Context, p Principal, in NotifyOwnerInput) error {
-	return wrapErr(e.notifyOwner(ctx, p, in), "paging owner")
-}
-
-func (e *Engine) notifyOwner(ctx context.Context, p Principal, in NotifyOwnerInput) error {
-	if p.EndpointID == 0 {
-		return notifytype.Forbidden("notify_owner is an endpoint's verb")
-	}
-	if !slices.Contains(p.Grants, notifytype.GrantNotifyOwner) {
-		return notifytype.Forbidden("this endpoint's grant lacks notify_owner")
-	}
-	if err := e.checkEndpointMember(ctx, p); err != nil {
-		return err
-	}
-	switch {
-	case in.Title == "":
-		return notifytype.InvalidArgument("title", "is required")
-	case !utf8.ValidString(in.Title):
-		return notifytype.InvalidArgument("title", "must be UTF-8 text")
-	case utf8.RuneCountInString(in.Title) > AgentTitleMaxLen:
-		return notifytype.InvalidArgumentf("title", "must be at most %d characters", AgentTitleMaxLen)
-	}
-	sev, err := notifytype.ParseSeverity("severity", string(in.Severity), notifytype.SeverityNormal)
-	if err != nil {
-		return err
-	}
-	content := sinks.Content{Title: in.Title, Summary: "An agent paged its owner."}
-	if in.TodoID != 0 {
-		owned, err := e.cfg.Directory.Owned(ctx, p.EndpointScope, ResourceTodo, []int64{in.TodoID})
-		if err != nil {
-			return fmt.Errorf("error checking todo: %w", err)
-		}
-		if len(owned) != 1 {
-			return notifytype.NotFound("todo")
-		}
-		content.LinkPath = "/board/todos/" + strconv.FormatInt(in.TodoID, 10)
-	}
-	now, err := e.now(ctx)
-	if err != nil {
-		return err
-	}
-	return pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
-		ok, first, err := store.RecordAgentPage(ctx, tx, p.EndpointID, now, now.Add(-agentPageWindow), AgentPagesPerHour)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return notifytype.RateLimitedFor(fmt.Sprintf("at most %d pages an hour per endpoint", AgentPagesPerHour),
-				first.Add(agentPageWindow).Sub(now))
-		}
-		if err := recordWrite(ctx, tx, p, p.EndpointScope, writeAgentPage, objectEndpoint, p.EndpointID); err != nil {
-			return err
-		}
-		return e.Emit(ctx, tx, Event{
-			Type: notifytype.EventAgentNotify, Owner: p.EndpointScope, Severity: sev,
-			EndpointID: p.EndpointID, Content: content,
-		})
-	})
 }
 
 // DeliveryRecord is one recorded attempt or test message, as surfaces show

@@ -7,6 +7,8 @@ import (
 
 	"github.com/switchboard/notify/internal/enginecore"
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks"
+	"github.com/switchboard/notify/store"
 )
 
 // The engine's inside, for its feature packages (engine/digests, ...):
@@ -28,9 +30,20 @@ func (e *Engine) newCore() *enginecore.Core {
 		AuthorizeResource: func(ctx context.Context, p enginecore.Principal, scope notifytype.OwnerScope, write bool, what string) error {
 			return e.authorizeResource(ctx, Principal(p), scope, write, what)
 		},
-		OwnedQueues: func(ctx context.Context, scope notifytype.OwnerScope, ids []int64) ([]int64, error) {
-			return e.cfg.Directory.Owned(ctx, scope, ResourceQueue, ids)
+		CheckEndpointMember: func(ctx context.Context, p enginecore.Principal) error {
+			return e.checkEndpointMember(ctx, Principal(p))
 		},
+		Owned: func(ctx context.Context, scope notifytype.OwnerScope, kind string, ids []int64) ([]int64, error) {
+			return e.cfg.Directory.Owned(ctx, scope, Resource(kind), ids)
+		},
+		PrivateHosts: e.cfg.PrivateHosts,
+		Now:          e.now,
+		NowOrLocal:   e.nowOrLocal,
+		AdapterFor: func(s store.SinkForDelivery) (sinks.Adapter, string) {
+			a, _, refusal := e.adapterFor(s)
+			return a, refusal
+		},
+		Send:           e.send,
 		ConnectionFor:  connectionFor,
 		OpenConnection: e.openConnection,
 		StatementNow:   e.statementNow,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -139,7 +140,7 @@ func TestBadOwnerIDsAreRefused(t *testing.T) {
 		Secret: notifytype.NewSecret("t"),
 	})
 	requireRefusal(t, err, notifytype.CodeInvalidArgument, "human_id")
-	_, err = eng.SendSignInLink(ctx, "ada lovelace", "https://example.test/login/x", "12:00 UTC")
+	_, err = pages.SendSignInLink(ctx, eng, "ada lovelace", "https://example.test/login/x", "12:00 UTC")
 	requireRefusal(t, err, notifytype.CodeInvalidArgument, "human_id")
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		return eng.Emit(ctx, tx, engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: notifytype.Human(long129()), OccurrenceKey: host.DeadLetterKey(1, 1)})

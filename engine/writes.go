@@ -22,7 +22,6 @@ const (
 	writeSubscriptionsSet   = "subscriptions.replace"
 	writeSubscriptionAdd    = "subscription.create"
 	writeSubscriptionDelete = "subscription.delete"
-	writeAgentPage          = "agent.notify"
 )
 
 // Object kinds of the write log.
@@ -30,7 +29,6 @@ const (
 	objectConnection   = "connection"
 	objectSink         = "sink"
 	objectSubscription = "subscription"
-	objectEndpoint     = "endpoint"
 )
 
 // recordWrite records in the write log that p wrote (action) the object

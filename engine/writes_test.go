@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
@@ -105,7 +106,7 @@ func TestEveryWriteRecordsItsAuthor(t *testing.T) {
 	require.NoError(t, err)
 	requireAuthor("sink", sink.ID, "sink.test", ep)
 
-	require.NoError(t, b.eng.NotifyOwner(b.ctx, ep, engine.NotifyOwnerInput{Title: "device QA needed"}))
+	require.NoError(t, pages.NotifyOwner(b.ctx, b.eng, ep, pages.NotifyOwnerInput{Title: "device QA needed"}))
 	requireAuthor("endpoint", epID, "agent.notify", ep)
 
 	require.NoError(t, b.eng.DeleteSink(b.ctx, ep, sink.ID))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/digests"
+	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/host"
 )
 
@@ -69,7 +70,7 @@ func (RuleOut) refineSchema(s *jsonschema.Schema, _ limits) {
 }
 
 func (NotifyOwnerIn) refineSchema(s *jsonschema.Schema, _ limits) {
-	length(prop(s, "title"), 1, engine.AgentTitleMaxLen)
+	length(prop(s, "title"), 1, pages.AgentTitleMaxLen)
 	prop(s, "severity").Enum = severityEnum
 }
 

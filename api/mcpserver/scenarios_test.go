@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard/notify/api/mcpserver"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
@@ -320,7 +321,7 @@ func TestNotifyOwnerSixthCallRateLimited(t *testing.T) {
 	_, cred := w.vend(t, human, scope, notifytype.GrantNotifyOwner)
 	cs := w.connect(t, cred)
 
-	for i := range engine.AgentPagesPerHour {
+	for i := range pages.AgentPagesPerHour {
 		succeeds[mcpserver.NotifyOwnerOut](t, cs, mcpserver.ToolNotifyOwner, map[string]any{"title": "page", "severity": "high"})
 		require.Equal(t, i+1, w.count(t, `SELECT count(*) FROM switchboard.outbox WHERE event_type = 'agent.notify'`))
 		if i == 0 {

@@ -183,7 +183,7 @@ func (s *Service) checkDigest(ctx context.Context, db store.DBTX, d store.Digest
 	d.QueueIDs = uniqueIDs(d.QueueIDs)
 	d.SinkIDs = uniqueIDs(d.SinkIDs)
 	if len(d.QueueIDs) > 0 {
-		owned, err := s.core.OwnedQueues(ctx, d.Owner, d.QueueIDs)
+		owned, err := s.core.Owned(ctx, d.Owner, string(engine.ResourceQueue), d.QueueIDs)
 		if err != nil {
 			return d, err
 		}

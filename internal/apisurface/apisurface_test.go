@@ -51,7 +51,6 @@ var leanEngine = []string{
 
 	// Product features not yet in packages of their own (issue 27 item 4):
 	// each leaves this list when it moves.
-	"NotifyOwner", "SendSignInLink",
 	"ConnectionWarning", "DestinationWarning", "SinkDestinationWarning",
 	"RecentNotifications", "RecentNotificationEvents", "LastDeliveries",
 }

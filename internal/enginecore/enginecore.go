@@ -13,12 +13,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/notify/notifytype"
+	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store"
 )
 
@@ -54,8 +56,17 @@ type Core struct {
 	AuthorizeTarget   func(ctx context.Context, p Principal, scope notifytype.OwnerScope) error
 	AuthorizeResource func(ctx context.Context, p Principal, scope notifytype.OwnerScope, write bool, what string) error
 
-	// OwnedQueues is the Directory's Owned for queues.
-	OwnedQueues func(ctx context.Context, scope notifytype.OwnerScope, ids []int64) ([]int64, error)
+	// CheckEndpointMember refuses an endpoint of a team whose accountable
+	// human is no longer a member of it.
+	CheckEndpointMember func(ctx context.Context, p Principal) error
+
+	// Owned is the Directory's Owned: which of ids are objects of kind
+	// (an engine.Resource: "queue", "todo", ...) in scope.
+	Owned func(ctx context.Context, scope notifytype.OwnerScope, kind string, ids []int64) ([]int64, error)
+
+	// PrivateHosts is Config.PrivateHosts, the operator's allowlist of
+	// private addresses.
+	PrivateHosts []netip.Prefix
 
 	// ConnectionFor reads the connection of scope and kind id names, with
 	// the engine's one refusal for a connection missing, of another scope
@@ -63,6 +74,18 @@ type Core struct {
 	// OpenConnection also opens its secret.
 	ConnectionFor  func(ctx context.Context, db store.DBTX, id int64, scope notifytype.OwnerScope, kind string) (store.Connection, error)
 	OpenConnection func(ctx context.Context, db store.DBTX, id int64, scope notifytype.OwnerScope, kind string) (store.Connection, notifytype.Secret, error)
+
+	// Now is the database's time (a test's stand-in clock's when one is
+	// set); NowOrLocal falls back to the local clock on an error.
+	Now        func(ctx context.Context) (time.Time, error)
+	NowOrLocal func(ctx context.Context) time.Time
+
+	// AdapterFor builds the adapter a delivery to s goes through (with
+	// the sink's connection opened), or says why s may not be sent to;
+	// Send sends msg through it, as every delivery does (a panicking
+	// adapter is an abandoned attempt).
+	AdapterFor func(s store.SinkForDelivery) (sinks.Adapter, string)
+	Send       func(ctx context.Context, a sinks.Adapter, msg sinks.Message) sinks.Result
 
 	// StatementNow is the instant a statement that takes the database's
 	// now() when given zero is given: zero in production, a test's
@@ -76,6 +99,10 @@ type Core struct {
 	// when the engine has not started yet, at once when it runs.
 	AddService func(svc Service)
 }
+
+// AgentPageWindow is how long an agent's page counts against its hourly
+// limit (pages.NotifyOwner); the engine's janitor removes older ones.
+const AgentPageWindow = time.Hour
 
 // Of returns e's Core (e an *engine.Engine). Package engine sets it.
 var Of func(e any) *Core
