@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/history"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/host"
@@ -111,7 +112,7 @@ func TestOpaqueOwnerIDsGoEndToEnd(t *testing.T) {
 	defer cancel()
 	require.NoError(t, eng.Stop(drain))
 	for _, id := range []string{uuid, slug} {
-		ns, err := eng.RecentNotifications(ctx, engine.HumanPrincipal(id), []notifytype.OwnerScope{notifytype.Human(id)}, "", 10)
+		ns, err := history.RecentNotifications(ctx, eng, engine.HumanPrincipal(id), []notifytype.OwnerScope{notifytype.Human(id)}, "", 10)
 		require.NoError(t, err)
 		require.Len(t, ns, 1, "%s lists its own notification", id)
 		require.Equal(t, notifytype.Human(id), ns[0].Owner)

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/warnings"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
@@ -217,7 +218,7 @@ func addSetSink(srv *mcp.Server, s *surface) {
 		if err != nil {
 			return SinkOut{}, err
 		}
-		out.Warning = s.d.Engine.SinkDestinationWarning(ctx, sk)
+		out.Warning = warnings.Sink(ctx, s.d.Engine, sk)
 		return out, nil
 	})
 }

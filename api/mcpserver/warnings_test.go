@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchboard/notify/api/mcpserver"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/warnings"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
@@ -34,7 +35,7 @@ func TestSetSinkWarnsOfABlockedConnection(t *testing.T) {
 	cs := w.connect(t, cred)
 
 	created := succeeds[mcpserver.SinkOut](t, cs, mcpserver.ToolSetSink, map[string]any{"name": "phone", "kind": "gotify", "connection_id": private})
-	require.Equal(t, w.eng.DestinationWarning(w.Ctx, "https://192.168.7.9"), created.Warning)
+	require.Equal(t, warnings.Destination(w.Ctx, w.eng, "https://192.168.7.9"), created.Warning)
 	require.Contains(t, created.Warning, "192.168.7.9")
 	require.Contains(t, created.Warning, "SWITCHBOARD_PRIVATE_HOSTS")
 

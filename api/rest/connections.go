@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/warnings"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/apprise"
@@ -126,7 +127,7 @@ func (s *server) createConnection(w http.ResponseWriter, r *http.Request, p engi
 		return remapField(err, secretFields[in.Kind])
 	}
 	out := connectionOut(c)
-	out.Warning = s.d.Engine.ConnectionWarning(r.Context(), c)
+	out.Warning = warnings.Connection(r.Context(), s.d.Engine, c)
 	httpx.WriteJSON(w, http.StatusCreated, out)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/warnings"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
@@ -101,7 +102,7 @@ func (s *server) createSink(w http.ResponseWriter, r *http.Request, p engine.Pri
 		return err
 	}
 	out := sinkOut(sk)
-	out.Warning = s.d.Engine.SinkDestinationWarning(r.Context(), sk)
+	out.Warning = warnings.Sink(r.Context(), s.d.Engine, sk)
 	httpx.WriteJSON(w, http.StatusCreated, out)
 	return nil
 }
@@ -140,7 +141,7 @@ func (s *server) updateSink(w http.ResponseWriter, r *http.Request, p engine.Pri
 		return err
 	}
 	out := sinkOut(sk)
-	out.Warning = s.d.Engine.SinkDestinationWarning(r.Context(), sk)
+	out.Warning = warnings.Sink(r.Context(), s.d.Engine, sk)
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/warnings"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -77,7 +78,7 @@ func (s *server) renderConnections(w http.ResponseWriter, r *http.Request, a *ac
 	// Just saved: warn when its address is one the guard will refuse.
 	if id, err := strconv.ParseInt(r.URL.Query().Get("saved"), 10, 64); err == nil && refusal == nil {
 		if i := slices.IndexFunc(conns, func(c engine.Connection) bool { return c.ID == id }); i >= 0 {
-			v.Warning = s.d.Engine.ConnectionWarning(r.Context(), conns[i])
+			v.Warning = warnings.Connection(r.Context(), s.d.Engine, conns[i])
 		}
 	}
 	s.render(w, r, status, "connections", a, v)

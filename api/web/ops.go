@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/history"
 	"github.com/switchboard/notify/host/hostid"
 )
 
@@ -75,7 +76,7 @@ func (s *server) opsPage(w http.ResponseWriter, r *http.Request, a *actor) {
 			s.fail(w, r, a, err)
 			return
 		}
-		last, err := s.d.Engine.LastDeliveries(r.Context(), a.P, sc.Scope)
+		last, err := history.LastDeliveries(r.Context(), s.d.Engine, a.P, sc.Scope)
 		if err != nil {
 			s.fail(w, r, a, err)
 			return

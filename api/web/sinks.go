@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/warnings"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
@@ -599,7 +600,7 @@ func (s *server) renderSink(w http.ResponseWriter, r *http.Request, a *actor, st
 	// connection it delivers through is on an address the guard will
 	// refuse (the REST API and MCP answer the same words).
 	if key := r.URL.Query().Get("notice"); (key == "sink_created" || key == "sink_saved") && st.refusal == nil {
-		v.Warning = s.d.Engine.SinkDestinationWarning(ctx, sk)
+		v.Warning = warnings.Sink(ctx, s.d.Engine, sk)
 	}
 	s.render(w, r, status, "sink", a, v)
 }

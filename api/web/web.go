@@ -19,6 +19,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/history"
 	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
@@ -506,7 +507,7 @@ var funcs = template.FuncMap{
 // text is not retained), so then the item its link names ("todo 12",
 // "delivery 9"), else what happened in words. Never empty, so a link
 // always has text to click.
-func noteLabel(n engine.Notification) string {
+func noteLabel(n history.Notification) string {
 	if t := strings.TrimSpace(n.Title); t != "" {
 		return t
 	}

@@ -1,6 +1,8 @@
 // Package history is the reference product's record of what happened:
-// the write log (who changed what, REQ-5), to which a host adds its own
-// writes beside the engine's.
+// the notifications each sink got and their delivery attempts, as the
+// board lists them (RecentNotifications, RecentNotificationEvents,
+// LastDeliveries), and the write log (who changed what, REQ-5), to which a
+// host adds its own writes beside the engine's (RecordWrite).
 package history
 
 import (

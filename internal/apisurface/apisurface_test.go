@@ -48,11 +48,6 @@ var leanEngine = []string{
 	"SetSubscriptions", "AddSubscription", "ListSubscriptions", "DeleteSubscription",
 	// Status.
 	"SinkStatuses", "AllSinkStatuses",
-
-	// Product features not yet in packages of their own (issue 27 item 4):
-	// each leaves this list when it moves.
-	"ConnectionWarning", "DestinationWarning", "SinkDestinationWarning",
-	"RecentNotifications", "RecentNotificationEvents", "LastDeliveries",
 }
 
 // load type-checks pkgs from the compiler's export data (go list -export),
