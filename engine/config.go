@@ -75,7 +75,8 @@ type Config struct {
 
 	// Events declares the embedder's event types: their words, default
 	// severity, dedup rule and message (EventKind). Emit refuses any other
-	// type but the engine's own (DigestEvent, AgentNotifyEvent). The
+	// type but the engine's own (digest and agent.notify, which
+	// engine/digests and engine/pages emit). The
 	// reference host declares its own with host.Events. Defaults to none.
 	Events []EventKind
 
@@ -239,8 +240,8 @@ type Links struct {
 	// http(s) URL, "" for none. The reference host links the digest's
 	// board page ("/board/digests/<id>", host.Links). Defaults to nil: the
 	// message carries no link. (The digest's own lines still link the
-	// reference board's todo pages, /board/todos/<id>: digests are the
-	// engine's until they move out with the product features.)
+	// reference board's todo pages, /board/todos/<id>.) Only
+	// engine/digests sends digests.
 	Digest func(owner notifytype.OwnerScope, digestID int64) string
 
 	// Text is the words a Markdown message links ("Open on the board").

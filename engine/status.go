@@ -34,12 +34,12 @@ type SinkStatus struct {
 	Delivered int64 `json:"attempts"`
 }
 
-// The sink states of SinkStatus.State.
+// The states of SinkStatus.State.
 const (
-	SinkIdle       = string(actors.StateIdle)
-	SinkDelivering = string(actors.StateDelivering)
-	SinkHolding    = string(actors.StateHolding)
-	SinkStopped    = string(actors.StateStopped)
+	SinkIdle       = "idle"
+	SinkDelivering = "delivering"
+	SinkHolding    = "holding"
+	SinkStopped    = "stopped"
 )
 
 // The sink actors give back their queued rows within actors.ReleaseTimeout,
