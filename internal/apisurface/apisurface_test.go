@@ -28,6 +28,7 @@ var embedded = []string{
 	module + "/engine",
 	module + "/notifytype",
 	module + "/engine/notifytest",
+	module + "/engine/enginemigrate",
 }
 
 // leanEngine is every exported method of *engine.Engine. A method added to
