@@ -17,7 +17,7 @@ import (
 )
 
 // BenchmarkDigestBuild builds one digest (every section, from the reference
-// host's sources, as PreviewDigest does) for an owner with 50 queues and
+// host's sources, as digests.Service.Preview does) for an owner with 50 queues and
 // 100,000 todos (70% done, 15% pending, 10% dead, 5% claimed), beside
 // another owner with as many. Each iteration also runs, interleaved, the
 // baseline: one scan of the owner's todos counting them by queue and state

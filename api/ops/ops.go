@@ -46,7 +46,7 @@ func New(d httpx.Deps, m *Metrics) http.Handler {
 // VisibleActors is the actor table p may see: every actor for an
 // operator, else those of p's own scopes' sinks (D26). The scoped table
 // costs p's sinks, not the instance's actors: the engine lists the sinks
-// of p's scopes by index and looks their actors up (Engine.StatusFor).
+// of p's scopes by index and looks their actors up (Engine.SinkStatuses).
 func VisibleActors(r *http.Request, d httpx.Deps, p engine.Principal) ([]engine.SinkStatus, error) {
 	operator, err := d.Accounts.IsOperator(r.Context(), hostid.Number(p.HumanID))
 	if err != nil {

@@ -19,8 +19,8 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
-	"github.com/switchboard/notify/engine/history"
 	"github.com/switchboard/notify/engine/clocks"
+	"github.com/switchboard/notify/engine/history"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"

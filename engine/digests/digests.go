@@ -260,7 +260,7 @@ func (s *Service) List(ctx context.Context, p engine.Principal, scope notifytype
 	return out, nil
 }
 
-// Update changes a digest with the same checks as CreateDigest. A
+// Update changes a digest with the same checks as Create. A
 // changed schedule applies from the next send time; it never resends a
 // time already passed.
 func (s *Service) Update(ctx context.Context, p engine.Principal, id int64, patch Patch) (Digest, error) {
