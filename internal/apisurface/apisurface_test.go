@@ -23,12 +23,19 @@ import (
 
 const module = "github.com/switchboard/notify"
 
-// embedded are the packages an embedder imports.
+// embedded are the packages an embedder imports: the engine, its
+// vocabulary, test kit and migrations, and the product features built on
+// it that an embedder may use.
 var embedded = []string{
 	module + "/engine",
 	module + "/notifytype",
 	module + "/engine/notifytest",
 	module + "/engine/enginemigrate",
+	module + "/engine/digests",
+	module + "/engine/pages",
+	module + "/engine/warnings",
+	module + "/engine/history",
+	module + "/engine/clocks",
 }
 
 // leanEngine is every exported method of *engine.Engine. A method added to
