@@ -20,14 +20,14 @@ import (
 	"github.com/switchboard/notify/api/ops"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/digests"
-	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hosttest"
 )
 
 // server is the whole handler as serve builds it, over a serving engine,
 // with the demo on.
 type server struct {
-	w         *enginetest.World
+	w         *hosttest.World
 	eng       *engine.Engine
 	url       string
 	token     string
@@ -43,7 +43,7 @@ type server struct {
 
 func newServer(t *testing.T) *server {
 	t.Helper()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	var metrics *ops.Metrics
 	eng := w.Serve(func(c *engine.Config) {
 		inner := c.OnAttempt

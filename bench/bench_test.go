@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/switchboard/notify/bench/internal/workload"
-	"github.com/switchboard/notify/store/storetest"
+	"github.com/switchboard/notify/host/hosttest"
 )
 
 // setup creates one database for every sub-benchmark of the calling
@@ -14,7 +14,7 @@ import (
 func setup(b *testing.B) *workload.World {
 	b.Helper()
 	ctx := context.Background()
-	pool, err := workload.OpenPool(ctx, storetest.URL(b))
+	pool, err := workload.OpenPool(ctx, hosttest.URL(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func setup(b *testing.B) *workload.World {
 	if err := workload.MigrateRiver(ctx, pool); err != nil {
 		b.Fatalf("error migrating River: %v", err)
 	}
-	w, err := workload.Setup(ctx, pool, storetest.NewFactory(b, pool))
+	w, err := workload.Setup(ctx, pool, hosttest.NewFactory(b, pool))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -26,12 +27,12 @@ import (
 // (REQ-13, docs/BENCHMARKS.md).
 func BenchmarkDigestBuild(b *testing.B) {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, storetest.URL(b))
+	pool, err := pgxpool.New(ctx, hosttest.URL(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(pool.Close)
-	f := storetest.NewFactory(b, pool)
+	f := hosttest.NewFactory(b, pool)
 	humanID := f.Human("")
 	owner := hostid.Human(humanID)
 	other := hostid.Human(f.Human(""))

@@ -13,8 +13,8 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 // BenchmarkHookRefusal measures what POST /hooks/{id} costs to refuse a
@@ -26,12 +26,12 @@ import (
 // Run it with -count and compare the two with benchstat.
 func BenchmarkHookRefusal(b *testing.B) {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, storetest.URL(b))
+	pool, err := pgxpool.New(ctx, hosttest.URL(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(pool.Close)
-	f := storetest.NewFactory(b, pool)
+	f := hosttest.NewFactory(b, pool)
 	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links()})
 	if err != nil {
 		b.Fatal(err)

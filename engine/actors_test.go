@@ -7,8 +7,8 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 // Owners and actors are opaque ids the Directory vouches for: no foreign
@@ -21,7 +21,7 @@ func TestUnknownActorIsNotFound(t *testing.T) {
 	known, ada := b.human()
 	conn := b.gotifyConnection(t, ada, hostid.Human(known))
 	sink := b.gotifySink(t, ada, hostid.Human(known), conn, "phone")
-	endpoint := b.f.Endpoint(storetest.EndpointOpts{Owner: hostid.Human(known), Human: known})
+	endpoint := b.f.Endpoint(hosttest.EndpointOpts{Owner: hostid.Human(known), Human: known})
 	writes := b.count(t, "write_log")
 
 	const nobody = "987654321"
@@ -38,7 +38,7 @@ func TestUnknownActorIsNotFound(t *testing.T) {
 	requireRefusal(t, err, notifytype.CodeNotFound, "")
 
 	// An endpoint that is not the acting human's, or is no endpoint at all.
-	for _, id := range []int64{987654321, b.f.Endpoint(storetest.EndpointOpts{})} {
+	for _, id := range []int64{987654321, b.f.Endpoint(hosttest.EndpointOpts{})} {
 		agent := engine.EndpointPrincipal(id, hostid.String(known), hostid.Human(known), notifytype.GrantNotifications)
 		_, err = b.eng.UpdateSink(b.ctx, agent, sink.ID, engine.SinkPatch{Name: ptr("renamed")})
 		e = requireRefusal(t, err, notifytype.CodeNotFound, "")

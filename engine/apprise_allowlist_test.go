@@ -11,6 +11,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/apprise"
@@ -23,7 +24,7 @@ import (
 // undeliverable (class config) and nothing is sent (REQ-4, D23).
 func TestDeliveryRechecksAppriseSchemes(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	srv := sinktest.NewServer(t, nil)
 	_, p, scope := w.Human()
 	lax := w.Engine(func(c *engine.Config) {
@@ -64,7 +65,7 @@ func TestDeliveryBlocksPrivateHostsInsideAppriseURLs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			w := enginetest.New(t)
+			w := hosttest.NewWorld(t)
 			srv := sinktest.NewServer(t, nil)
 			_, p, scope := w.Human()
 			allow := func(c *engine.Config) { c.PrivateHosts = append(slices.Clone(c.PrivateHosts), tc.allowed...) }

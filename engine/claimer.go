@@ -129,7 +129,7 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 		p := store.ClaimParams{
 			Instance: e.instance, Now: now, TTL: e.cfg.ClaimTTL,
 			Limit: limit, PerSink: actors.MailboxSizeDefault / 2, SkipSinks: fullSinks,
-			SkipExpired: time.Since(c.expiredAt) < expiredEvery,
+			SkipExpired: time.Since(c.expiredAt) < expiredEvery, Replaces: e.kinds.replaces,
 		}
 		if !p.SkipExpired {
 			c.expiredAt = time.Now()
@@ -193,7 +193,7 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 				// Its mailbox filled meanwhile, or the actors are stopping:
 				// give the row back as it was.
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-				_, err := store.ReleaseRows(rctx, e.cfg.Pool, []store.Claimed{r.Claim()}, e.instance)
+				_, err := store.ReleaseRows(rctx, e.cfg.Pool, []store.Claimed{r.Claim()}, e.instance, e.kinds.replaces)
 				cancel()
 				if err != nil {
 					return time.Time{}, false, err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
@@ -59,7 +60,7 @@ func (g *gate) received() []string {
 	return append([]string(nil), g.titles...)
 }
 
-func emitToSink(t *testing.T, w *enginetest.World, eng *engine.Engine, sink int64, ev engine.Event) {
+func emitToSink(t *testing.T, w *hosttest.World, eng *engine.Engine, sink int64, ev engine.Event) {
 	t.Helper()
 	require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
 		ok, err := eng.EmitToSink(w.Ctx, tx, sink, ev)
@@ -77,7 +78,7 @@ func emitToSink(t *testing.T, w *enginetest.World, eng *engine.Engine, sink int6
 // as one message once it recovers, and no outcome is given up.
 func TestARepeatDuringItsRowsAttemptJoinsTheRetry(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGate(http.StatusInternalServerError)
 	_, p, scope := w.Human()
 	eng := w.Serve()
@@ -133,7 +134,7 @@ func TestARepeatDuringItsRowsAttemptJoinsTheRetry(t *testing.T) {
 // properties/statemachine_test.go, seed 5202105899283342291).
 func TestARowClaimedAgainBeforeItsEndedCopyIsForgottenGoesOutInItsTurn(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGate(http.StatusOK)
 	g.release()
 	_, p, scope := w.Human()
@@ -159,7 +160,7 @@ func TestARowClaimedAgainBeforeItsEndedCopyIsForgottenGoesOutInItsTurn(t *testin
 	// 30 s, and has not forgotten the copy yet. The send took longer.
 	require.NoError(t, store.FinishRows(w.Ctx, w.Pool, []store.Claimed{first.Claim()}, instance,
 		store.RowOutcome{State: "pending", Class: string(notifytype.ClassServer), DueAt: w.Clock.Now().Add(engine.RetryDelay(2))},
-		w.Clock.Now()))
+		w.Clock.Now(), store.Replacements{By: []string{"relay.exhausted"}, Of: []string{"todo.dead_lettered"}}))
 	w.Clock.Advance(engine.RetryDelay(2) + time.Second)
 	emitToSink(t, w, eng, sink, ruleNotify(scope, 1, "forge#2"))
 
@@ -194,7 +195,7 @@ func TestARowClaimedAgainBeforeItsEndedCopyIsForgottenGoesOutInItsTurn(t *testin
 // goes on, under its claim. Each row is sent once.
 func TestAnExpiredClaimOfAQueuedRowHandsNoSecondCopy(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGate(http.StatusOK)
 	_, p, scope := w.Human()
 	eng := w.Serve()
@@ -233,7 +234,7 @@ func TestAnExpiredClaimOfAQueuedRowHandsNoSecondCopy(t *testing.T) {
 // group again for ever, and every later outcome of the instance waited.
 func TestAnOutcomeThatCannotBeWrittenHoldsNoOtherBack(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	_, _, scope := w.Human()
 	eng := w.Engine()
 	sink := w.F.Sink(storetest.SinkOpts{Owner: scope})

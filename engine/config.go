@@ -239,13 +239,21 @@ type Links struct {
 	// the digest's owner scope and id: a path under BaseURL or an absolute
 	// http(s) URL, "" for none. The reference host links the digest's
 	// board page ("/board/digests/<id>", host.Links). Defaults to nil: the
-	// message carries no link. (The digest's own lines still link the
-	// reference board's todo pages, /board/todos/<id>.) Only
-	// engine/digests sends digests.
+	// message carries no link.
 	Digest func(owner notifytype.OwnerScope, digestID int64) string
 
-	// Text is the words a Markdown message links ("Open on the board").
-	// Defaults to "Open".
+	// Item, when set, is the link of an object of the embedder's that a
+	// message the engine words names, for the owner scope, the object's
+	// kind and id: a path under BaseURL or an absolute http(s) URL, "" for
+	// none. A digest's dead letters and a NotifyOwner page about a todo
+	// name a todo (ResourceTodo). The reference host links the todo's
+	// board page ("/board/todos/<id>", host.Links). Defaults to nil: those
+	// lines and messages carry no link.
+	Item func(owner notifytype.OwnerScope, kind Resource, id int64) string
+
+	// Text is the words a Markdown message the engine words links (the
+	// coalesced message, a digest, a NotifyOwner page): "Open on the
+	// board" for the reference host. Defaults to "Open".
 	Text string
 }
 

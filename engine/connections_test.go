@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/vault"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -92,7 +93,7 @@ func TestCreateConnectionRefusals(t *testing.T) {
 	team := b.f.Team("")
 	b.f.Member(team, h, "member")
 	mine := hostid.Human(h)
-	endpoint := b.f.Endpoint(storetest.EndpointOpts{Owner: mine, Human: h})
+	endpoint := b.f.Endpoint(hosttest.EndpointOpts{Owner: mine, Human: h})
 
 	good := engine.ConnectionInput{
 		Owner: mine, Kind: engine.KindGotify, Name: "phone",

@@ -53,6 +53,13 @@ func (e *Engine) newCore() *enginecore.Core {
 			}
 			return e.cfg.Links.Digest(owner, id)
 		},
+		ItemLink: func(owner notifytype.OwnerScope, kind string, id int64) string {
+			if e.cfg.Links.Item == nil {
+				return ""
+			}
+			return e.cfg.Links.Item(owner, Resource(kind), id)
+		},
+		LinkText:   e.cfg.Links.Text,
 		AddService: e.addService,
 	}
 }

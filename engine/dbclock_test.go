@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -24,13 +25,13 @@ import (
 // goes through instead of waiting for a connection that never comes.
 func TestEmitReadsTheDatabaseClockInTheHostTransaction(t *testing.T) {
 	t.Parallel()
-	cfg, err := pgxpool.ParseConfig(storetest.URL(t))
+	cfg, err := pgxpool.ParseConfig(hosttest.URL(t))
 	require.NoError(t, err)
 	cfg.MaxConns = 1
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	f := storetest.NewFactory(t, pool)
+	f := hosttest.NewFactory(t, pool)
 	human := f.Human("")
 	sink := f.Sink(storetest.SinkOpts{Owner: hostid.Human(human)})
 	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
@@ -56,7 +57,7 @@ func TestEmitReadsTheDatabaseClockInTheHostTransaction(t *testing.T) {
 // every caller waiting gets the database's time (issue 18, item 5).
 func TestDatabaseClockFullPoolBlocksNoCaller(t *testing.T) {
 	t.Parallel()
-	cfg, err := pgxpool.ParseConfig(storetest.URL(t))
+	cfg, err := pgxpool.ParseConfig(hosttest.URL(t))
 	require.NoError(t, err)
 	cfg.MaxConns = 2
 	signal := enginetest.NewAcquireSignal(16)

@@ -277,7 +277,7 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 // again, due as they were, unclaimed.
 func (w worker) Release(ctx context.Context, rows []store.OutboxRow) {
 	defer w.e.handed.done(store.Claims(rows)...)
-	n, err := store.ReleaseRows(ctx, w.e.cfg.Pool, store.Claims(rows), w.e.instance)
+	n, err := store.ReleaseRows(ctx, w.e.cfg.Pool, store.Claims(rows), w.e.instance, w.e.kinds.replaces)
 	if err != nil {
 		w.e.releaseFailed.Add(int64(len(rows))) // the stop reports them
 		w.e.log.Error("error releasing queued rows on stop; they wait for their claim to expire",

@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -50,7 +51,7 @@ func leakEcho(status int) http.HandlerFunc {
 // either); the body may appear only in the opted-in outbox payload.
 func TestDeliveryNeverLeaksSecrets(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	c := sinktest.NewCanaries()
 	_, p, scope := w.Human()
 

@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -69,7 +70,7 @@ func answering(status int) http.HandlerFunc {
 }
 
 // sinkConnection is the id of a sink's connection.
-func sinkConnection(t *testing.T, w *enginetest.World, sink int64) int64 {
+func sinkConnection(t *testing.T, w *hosttest.World, sink int64) int64 {
 	t.Helper()
 	var id int64
 	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT connection_id FROM switchboard.sinks WHERE id = $1`, sink).Scan(&id))
@@ -84,7 +85,7 @@ type deliveryRecord struct {
 	HTTPStatus int
 }
 
-func deliveryRecords(t *testing.T, w *enginetest.World, sink int64) []deliveryRecord {
+func deliveryRecords(t *testing.T, w *hosttest.World, sink int64) []deliveryRecord {
 	t.Helper()
 	rows, err := w.Pool.Query(w.Ctx, `
 		SELECT attempt, status, coalesce(class, ''), coalesce(http_status, 0)
@@ -102,7 +103,7 @@ func deliveryRecords(t *testing.T, w *enginetest.World, sink int64) []deliveryRe
 // logErrorsOnFailure logs, when the test fails, each distinct error the
 // world's engines logged: the engine keeps going after a database error,
 // so a test that waits in vain finds its cause there.
-func logErrorsOnFailure(t *testing.T, w *enginetest.World) {
+func logErrorsOnFailure(t *testing.T, w *hosttest.World) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
@@ -129,7 +130,7 @@ func logErrorsOnFailure(t *testing.T, w *enginetest.World) {
 func TestDeliveryStatefulAppriseSink(t *testing.T) {
 	t.Parallel()
 	// Scenario: Stateful Apprise sink
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	withAuth, bare := sinktest.NewServer(t, nil), sinktest.NewServer(t, nil)
 	_, p, scope := w.Human()
 	eng := w.Serve()
@@ -200,7 +201,7 @@ func keys[V any](m map[string]V) []string {
 func TestDeliveryPartialFailure(t *testing.T) {
 	t.Parallel()
 	// Scenario: Partial failure
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	srv := sinktest.NewServer(t, answering(http.StatusFailedDependency))
 	_, p, scope := w.Human()
 	eng := w.Serve()
@@ -242,7 +243,7 @@ func TestDeliveryTwoInstances(t *testing.T) {
 	// than it can hold at once, the other instance must take some of them,
 	// so both race for the rows.
 	const sinkCount, rowCount = 300, 2400
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	var perInstance [2]atomic.Int64
 	instance := func(i int) func(*engine.Config) {
 		return func(c *engine.Config) {
@@ -317,7 +318,7 @@ func TestDeliveryTwoInstances(t *testing.T) {
 func TestDeliveryQuarantineStorm(t *testing.T) {
 	t.Parallel()
 	// Scenario: Quarantine storm
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	eng := w.Serve()
@@ -361,7 +362,7 @@ func TestDeliveryQuarantineStorm(t *testing.T) {
 func TestDeliveryBudgetExhausted(t *testing.T) {
 	t.Parallel()
 	// Scenario: Budget exhausted
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	eng := w.Serve()
@@ -432,7 +433,7 @@ func TestDeliveryBudgetExhausted(t *testing.T) {
 func TestDeliveryNoPayload(t *testing.T) {
 	t.Parallel()
 	// Scenario: No payload
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	eng := w.Serve()
@@ -460,7 +461,7 @@ func TestDeliveryNoPayload(t *testing.T) {
 func TestDeliveryExcerptByOptIn(t *testing.T) {
 	t.Parallel()
 	// Scenario: Excerpt by opt-in
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	eng := w.Serve()
@@ -494,7 +495,7 @@ func TestDeliveryExcerptByOptIn(t *testing.T) {
 // and would fail the state change with it.
 func TestDeliveryNULInSenderText(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	eng := w.Serve()
@@ -514,7 +515,7 @@ func TestDeliveryNULInSenderText(t *testing.T) {
 func TestDeliveryStructuredFailure(t *testing.T) {
 	t.Parallel()
 	// Scenario: Structured failure
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	g.setStatus(http.StatusUnauthorized)
 	_, p, scope := w.Human()
@@ -559,7 +560,7 @@ func TestDeliveryStructuredFailure(t *testing.T) {
 
 func TestDeliveryPanicStaysInItsSink(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	ga, gb := newGotify(t), newGotify(t)
 	_, p, scope := w.Human()
 	var (
@@ -622,7 +623,7 @@ func TestDeliveryPanicStaysInItsSink(t *testing.T) {
 
 func TestDeliveryStatusWhileHolding(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	_, p, scope := w.Human()
 	eng := w.Serve()
 	var ids []int64
@@ -676,7 +677,7 @@ func TestDeliveryStatusWhileHolding(t *testing.T) {
 
 func TestDeliveryStatusAfterFlush(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	eng := w.Serve()
@@ -710,7 +711,7 @@ func TestDeliveryStatusAfterFlush(t *testing.T) {
 
 func TestDeliveryRetention(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	// The janitor runs at start only; the test calls CleanUp itself.

@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -72,7 +73,7 @@ func deadLetterOf(owner notifytype.OwnerScope, todo int64) engine.Event {
 
 func TestDeliveryGotifyDelivers(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	eng := w.Serve()
@@ -102,7 +103,7 @@ func TestDeliveryGotifyDelivers(t *testing.T) {
 func TestDeliverySinkDown(t *testing.T) {
 	t.Parallel()
 	// Scenario: Sink down
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	g.setStatus(http.StatusBadGateway)
 	_, p, scope := w.Human()
@@ -140,7 +141,7 @@ func TestDeliverySinkDown(t *testing.T) {
 // meanwhile, and the held-up sink's row once the edit ends, exactly once.
 func TestASinkLockedElsewhereHoldsUpOnlyItself(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	admin := w.Engine() // not serving: the rows are written before the edit begins

@@ -5,6 +5,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 )
@@ -15,14 +16,14 @@ import (
 type tableDirectory struct{ db store.DBTX }
 
 func (d tableDirectory) TeamRole(ctx context.Context, humanID, teamID string) (engine.Role, error) {
-	role, err := store.TeamRole(ctx, d.db, hostid.Number(teamID), hostid.Number(humanID))
+	role, err := hoststore.TeamRole(ctx, d.db, hostid.Number(teamID), hostid.Number(humanID))
 	return engine.Role(role), err
 }
 
 func (d tableDirectory) KnownActor(ctx context.Context, humanID string, endpointID int64) (bool, error) {
-	return store.KnownActor(ctx, d.db, hostid.Number(humanID), endpointID)
+	return hoststore.KnownActor(ctx, d.db, hostid.Number(humanID), endpointID)
 }
 
 func (d tableDirectory) Owned(ctx context.Context, scope notifytype.OwnerScope, kind engine.Resource, ids []int64) ([]int64, error) {
-	return store.OwnedIDs(ctx, d.db, scope.String(), string(kind), ids)
+	return hoststore.OwnedIDs(ctx, d.db, scope.String(), string(kind), ids)
 }

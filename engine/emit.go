@@ -108,7 +108,7 @@ func (e *Engine) fanOut(ctx context.Context) (int, error) {
 		if err != nil {
 			return total, err
 		}
-		r, err := store.FanOut(ctx, e.cfg.Pool, fanOutBatch, now)
+		r, err := store.FanOut(ctx, e.cfg.Pool, fanOutBatch, now, e.kinds.replaces)
 		total += r.Events
 		e.fannedOut(r)
 		if err != nil || r.Events < fanOutBatch {

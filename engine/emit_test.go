@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -36,18 +37,18 @@ func (emitDirectory) KnownActor(context.Context, string, int64) (bool, error) { 
 
 type emitBundle struct {
 	pool *pgxpool.Pool
-	f    *storetest.Factory
+	f    *hosttest.Factory
 	eng  *engine.Engine
 	now  time.Time
 }
 
 func setupEmit(t *testing.T) *emitBundle {
 	t.Helper()
-	pool := storetest.New(t)
+	pool := hosttest.New(t)
 	now := time.Now().UTC().Truncate(time.Second)
 	eng, err := engine.New(testhooks.WithDatabaseClock(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}, Clock: clockwork.NewFakeClockAt(now)}, clockwork.NewFakeClockAt(now)))
 	require.NoError(t, err)
-	return &emitBundle{pool: pool, f: storetest.NewFactory(t, pool), eng: eng, now: now}
+	return &emitBundle{pool: pool, f: hosttest.NewFactory(t, pool), eng: eng, now: now}
 }
 
 func (b *emitBundle) emit(t *testing.T, ev engine.Event) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
+	"github.com/switchboard/notify/store"
 )
 
 // EventKind declares an event type the engine carries: its name, its
@@ -53,6 +54,17 @@ type EventKind struct {
 	// too: the host's relay.exhausted reaches the sinks subscribed to
 	// todo.dead_lettered. Each must be declared.
 	AlsoMatches []notifytype.EventType
+
+	// Replaces is a declared type whose open notification of the same
+	// occurrence this type's event takes over: a sink hears of the
+	// occurrence once, as this type (its severity and its message),
+	// whichever of the two was emitted first, and an event of this type
+	// still reaches a sink while a row of the type it replaces is being
+	// sent to it, replacing that row if the attempt fails. Both kinds must
+	// be DedupOccurrence in the same Dedup.KeySpace, for their keys to
+	// meet: the host's relay.exhausted replaces todo.dead_lettered, both
+	// in "todo". Optional.
+	Replaces notifytype.EventType
 
 	// Message words one outbox row of this type as a message: its title,
 	// what happened, details and link (sinks.Draft). The engine then
@@ -153,6 +165,9 @@ func hostWording(m EventMessage) sinks.Draft { return sinks.HostDraft(m.Content,
 type kinds struct {
 	list   []EventKind
 	byType map[notifytype.EventType]EventKind
+	// replaces pairs each kind that replaces another with it, for the
+	// statements that coalesce rows (store.Replacements).
+	replaces store.Replacements
 }
 
 // newKinds checks the declarations and indexes them.
@@ -183,6 +198,21 @@ func newKinds(declared []EventKind) (kinds, error) {
 			if _, ok := k.byType[t]; !ok {
 				errs = append(errs, fmt.Errorf("event type %q: AlsoMatches names %q, which is not declared", d.Type, t))
 			}
+		}
+		if d.Replaces == "" {
+			continue
+		}
+		r, ok := k.byType[d.Replaces]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("event type %q: Replaces names %q, which is not declared", d.Type, d.Replaces))
+		case r.Type == d.Type:
+			errs = append(errs, fmt.Errorf("event type %q: Replaces names the type itself", d.Type))
+		case d.Dedup.By != DedupOccurrence || r.Dedup.By != DedupOccurrence || d.Dedup.KeySpace != r.Dedup.KeySpace:
+			errs = append(errs, fmt.Errorf("event type %q: Replaces %q needs both to be DedupOccurrence in one key space", d.Type, d.Replaces))
+		default:
+			k.replaces.By = append(k.replaces.By, string(d.Type))
+			k.replaces.Of = append(k.replaces.Of, string(d.Replaces))
 		}
 	}
 	return k, errors.Join(errs...)

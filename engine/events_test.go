@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -122,7 +123,7 @@ func jobEvent(owner notifytype.OwnerScope, job int64, run int, c sinks.Content) 
 // run is another message.
 func TestEmbedderEventTypeIsDeliveredInItsOwnWords(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotifyLinks(t)
 	_, p, scope := w.Human()
 	eng := w.Serve(jobsOnly(jobFailed()))
@@ -153,7 +154,7 @@ func TestEmbedderEventTypeIsDeliveredInItsOwnWords(t *testing.T) {
 // written; the reference host's types are not the engine's.
 func TestUndeclaredEventTypeIsRefused(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	_, p, scope := w.Human()
 	eng := w.Engine(jobsOnly(jobFailed()))
 	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: "https://gotify.example.net", Secret: "gtfya.x", Events: []notifytype.EventType{"job.failed"}})
@@ -210,7 +211,7 @@ func TestUndeclaredEventTypeIsRefused(t *testing.T) {
 // New refuses declarations it cannot honour, naming each.
 func TestNewRefusesBadEventDeclarations(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	noMessage := jobFailed()
 	noMessage.Type, noMessage.Message = "job.lost", nil
 	badName := jobFailed()
@@ -260,7 +261,7 @@ func TestEngineKeepsItsRulesOnADeclaredMessage(t *testing.T) {
 			}
 		},
 	}
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotifyLinks(t)
 	_, p, scope := w.Human()
 	eng := w.Serve(jobsOnly(greedy))
@@ -301,7 +302,7 @@ func TestEngineKeepsItsRulesOnADeclaredMessage(t *testing.T) {
 // by their labels and links where Config.Links says, for the sink's owner.
 func TestCoalescedMessageLinkComesFromConfig(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotifyLinks(t)
 	_, p, scope := w.Human()
 	eng := w.Serve(jobsOnly(jobFailed()))
@@ -341,7 +342,7 @@ func TestCoalescedMessageLinkComesFromConfig(t *testing.T) {
 // phone receives): every type, with and without repeats and the excerpt.
 func TestHostKindsKeepTheReferenceWording(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	eng := w.Engine()
 	content := sinks.Content{
 		Title: "Nightly build failed on main", Place: "builds", Summary: "a delivery from an untrusted sender was quarantined",
@@ -380,7 +381,7 @@ func TestDigestMessageLinkComesFromConfig(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			w := enginetest.New(t)
+			w := hosttest.NewWorld(t)
 			g := newGotifyLinks(t)
 			_, p, scope := w.Human()
 			eng := w.Serve(func(c *engine.Config) { c.Links = tc.links })

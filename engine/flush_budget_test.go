@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/sinks"
 )
 
@@ -17,7 +18,7 @@ import (
 // Read before the lock (or without it), the budget misses that send.
 func TestACoalescedMessageReadsTheBudgetAfterItsLock(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	eng := w.Serve()
@@ -61,7 +62,7 @@ func TestACoalescedMessageReadsTheBudgetAfterItsLock(t *testing.T) {
 
 // waitFor waits until the query's one boolean is true, or fails saying
 // what it waited for, once enginetest.WaitTimeout has passed.
-func waitFor(t *testing.T, w *enginetest.World, what, query string, args ...any) {
+func waitFor(t *testing.T, w *hosttest.World, what, query string, args ...any) {
 	t.Helper()
 	deadline := time.Now().Add(enginetest.WaitTimeout)
 	for {

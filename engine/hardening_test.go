@@ -17,17 +17,17 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 // dueOffsets drives one failing row through every attempt: after each
 // attempt it reads when the row is due next and moves the fake clock
 // there. It returns each retry's due time as an offset from the first
 // attempt, and the attempts reported.
-func dueOffsets(t *testing.T, w *enginetest.World, sink int64) ([]time.Duration, []engine.Attempt) {
+func dueOffsets(t *testing.T, w *hosttest.World, sink int64) ([]time.Duration, []engine.Attempt) {
 	t.Helper()
 	var (
 		offsets  []time.Duration
@@ -66,7 +66,7 @@ func TestDeliveryRetryAfterStaysInsideTheSchedule(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			w := enginetest.New(t)
+			w := hosttest.NewWorld(t)
 			var hits atomic.Int64
 			srv := newServer(t, func(rw http.ResponseWriter, _ *http.Request) {
 				hits.Add(1)
@@ -105,7 +105,7 @@ func newServer(t *testing.T, h http.HandlerFunc) string {
 }
 
 // logLines returns the world's log lines whose message is msg, decoded.
-func logLines(w *enginetest.World, msg string) []map[string]any {
+func logLines(w *hosttest.World, msg string) []map[string]any {
 	var out []map[string]any
 	for _, l := range strings.Split(w.Logs.String(), "\n") {
 		var m map[string]any
@@ -118,7 +118,7 @@ func logLines(w *enginetest.World, msg string) []map[string]any {
 
 // recordsOf returns the status and class of every delivery record of a
 // sink, oldest first, and how many of them count against its budget.
-func recordsOf(t *testing.T, w *enginetest.World, sink int64) (statuses []string, counted int) {
+func recordsOf(t *testing.T, w *hosttest.World, sink int64) (statuses []string, counted int) {
 	t.Helper()
 	for _, r := range deliveryRecords(t, w, sink) {
 		statuses = append(statuses, r.Status+"/"+r.Class)
@@ -133,7 +133,7 @@ func recordsOf(t *testing.T, w *enginetest.World, sink int64) (statuses []string
 // schedule, and its actor is not restarted (D25).
 func TestDeliveryAdapterPanicIsAbandonedAttempt(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	var panicking atomic.Bool
@@ -180,7 +180,7 @@ func TestDeliveryAdapterPanicIsAbandonedAttempt(t *testing.T) {
 // died mid-send leaves them: claimed by it, the claim expired, attempts
 // counted, and one delivery record still "sending" (one per row, or one
 // coalesced record for all of them). It returns the rows.
-func abandon(t *testing.T, w *enginetest.World, sink int64, attempts int, coalesced bool) []int64 {
+func abandon(t *testing.T, w *hosttest.World, sink int64, attempts int, coalesced bool) []int64 {
 	t.Helper()
 	now := w.Clock.Now()
 	var ids []int64
@@ -223,7 +223,7 @@ func abandon(t *testing.T, w *enginetest.World, sink int64, attempts int, coales
 // the row is taken again, and the redelivery is logged (D25).
 func TestDeliveryAbandonedAttemptIsRecordedAndRedelivered(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	eng := w.Engine()
@@ -249,7 +249,7 @@ func TestDeliveryAbandonedAttemptIsRecordedAndRedelivered(t *testing.T) {
 // without an eighth send (D25).
 func TestDeliveryAbandonedAtTheCapIsNeverSentAgain(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	eng := w.Engine()
@@ -277,7 +277,7 @@ func TestDeliveryAbandonedAtTheCapIsNeverSentAgain(t *testing.T) {
 // abandoned when its rows are taken again.
 func TestDeliveryAbandonedCoalescedFlushIsClosed(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	eng := w.Engine()
@@ -302,7 +302,7 @@ func TestDeliveryAbandonedCoalescedFlushIsClosed(t *testing.T) {
 // TTL.
 func TestDeliveryGracefulStopReleasesQueuedRows(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	entered, release := make(chan struct{}, 8), make(chan struct{})
@@ -353,7 +353,7 @@ func TestDeliveryGracefulStopReleasesQueuedRows(t *testing.T) {
 
 // emitCommitted emits ev in a transaction of its own and commits it,
 // without fanning it out (as when the claimers are behind).
-func emitCommitted(t *testing.T, w *enginetest.World, eng *engine.Engine, ev engine.Event) {
+func emitCommitted(t *testing.T, w *hosttest.World, eng *engine.Engine, ev engine.Event) {
 	t.Helper()
 	require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error { return eng.Emit(w.Ctx, tx, ev) }))
 }
@@ -364,7 +364,7 @@ func emitCommitted(t *testing.T, w *enginetest.World, eng *engine.Engine, ev eng
 // a delivery record.
 func TestEmitDecidesSinksAtCommit(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	eng := w.Engine()
@@ -424,7 +424,7 @@ func TestEmitDecidesSinksAtCommit(t *testing.T) {
 // excerpt when one did; and a finished row keeps no payload at all.
 func TestEmitKeepsOnlyTheExcerpt(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	_, p2, scope2 := w.Human()
@@ -474,11 +474,11 @@ func TestEmitKeepsOnlyTheExcerpt(t *testing.T) {
 // they are counted in, expired sessions, used or expired login links.
 func TestJanitorPrunesPagesSessionsAndLoginLinks(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	eng := w.Engine()
 	now := w.Clock.Now()
 	h := w.F.Human("")
-	ep := w.F.Endpoint(storetest.EndpointOpts{Human: h})
+	ep := w.F.Endpoint(hosttest.EndpointOpts{Human: h})
 	for _, stmt := range []string{
 		`INSERT INTO switchboard.agent_pages (endpoint_id, paged_at) VALUES ($1, $2), ($1, $3)`,
 		`INSERT INTO sessions (token_hash, human_id, expires_at) VALUES ('old', $4, $5), ('live', $4, $6)`,
@@ -504,7 +504,7 @@ func TestJanitorPrunesPagesSessionsAndLoginLinks(t *testing.T) {
 // a second time once its claim expired).
 func TestDeliveryRecordOutlastsADatabaseThatRefusesIt(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	sending, sent := make(chan struct{}), make(chan struct{})

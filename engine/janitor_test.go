@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
-	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -20,7 +20,7 @@ import (
 // days old stays.
 func TestJanitorPrunesHistoryPastRetention(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	// Batches of 2: every table below has more old rows than one batch.
 	eng := w.Engine(func(c *engine.Config) { c.JanitorBatch = 2 })
 	h := w.F.Human("")
@@ -70,7 +70,7 @@ func TestJanitorPrunesHistoryPastRetention(t *testing.T) {
 // is free, it cleans up and gives the lock back.
 func TestJanitorSkipsWhileAnotherInstanceCleansUp(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	eng := w.Engine()
 	old := w.Clock.Now().Add(-40 * 24 * time.Hour)
 	_, err := w.Pool.Exec(w.Ctx, `INSERT INTO switchboard.write_log (at, owner, action, object_kind, object_id) VALUES ($1, 'human:1', 'sink.create', 'sink', 1)`, old)

@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/apprise"
 	"github.com/switchboard/notify/store/storetest"
@@ -40,7 +41,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	h, p := b.human()
 	_, stranger := b.human()
 	owner := hostid.Human(h)
-	endpoint := engine.EndpointPrincipal(b.f.Endpoint(storetest.EndpointOpts{Owner: owner, Human: h}), hostid.String(h), owner, notifytype.GrantNotifications)
+	endpoint := engine.EndpointPrincipal(b.f.Endpoint(hosttest.EndpointOpts{Owner: owner, Human: h}), hostid.String(h), owner, notifytype.GrantNotifications)
 
 	token := "gtfya." + canary + "-token"
 	tgram := "tgram://" + canary + "bot/" + canary + "chat"

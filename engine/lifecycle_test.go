@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -27,7 +28,7 @@ import (
 // under way finishes and is recorded.
 func TestStartAndStopWithADrainDeadline(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	arrived, release := make(chan struct{}, 1), make(chan struct{})
 	gotify := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
@@ -75,7 +76,7 @@ func TestStartRefusesAnUnmigratedDatabase(t *testing.T) {
 // the error class, never the sink's secret or the message.
 func TestUndeliverableRowLogsAWarning(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	gotify := newGotify(t)
 	_, p, scope := w.Human()
 	// No private-host allowance: the guard refuses the loopback receiver,
@@ -111,7 +112,7 @@ func TestUndeliverableRowLogsAWarning(t *testing.T) {
 func TestNilDirectoryMeansOneOwnerNoTeams(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := storetest.New(t)
+	pool := hosttest.New(t)
 	gotify := newGotify(t)
 	eng, err := engine.New(engine.Config{
 		Pool: pool, Events: host.Events(), SecretKey: make([]byte, 32), PushAllowHTTP: true,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -37,7 +38,7 @@ import (
 // explicitly (testhooks.ClaimOnce) at the clock 30 s on.
 func TestADatabasePauseUnderThreeInstancesResendsNothingDelivered(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	entered, release := make(chan int64, 8), make(chan struct{})
 	var engines []*engine.Engine
 	for i := range 3 {

@@ -19,9 +19,9 @@ import (
 	"github.com/switchboard/notify/engine/history"
 	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 // stringDirectory is an embedder's Directory keyed by its own string ids:
@@ -47,7 +47,7 @@ func TestOpaqueOwnerIDsGoEndToEnd(t *testing.T) {
 	t.Parallel()
 	const uuid, slug = "7b0c4e2a-1d3f-4c5b-9a8e-2f6d0c1b3a4e", "ops.team-7"
 	ctx := context.Background()
-	pool := storetest.New(t)
+	pool := hosttest.New(t)
 
 	received := make(chan string, 4)
 	gotify := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -127,7 +127,7 @@ func TestOpaqueOwnerIDsGoEndToEnd(t *testing.T) {
 func TestBadOwnerIDsAreRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := storetest.New(t)
+	pool := hosttest.New(t)
 	eng, err := engine.New(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: stringDirectory{humans: []string{"ada"}}, SecretKey: make([]byte, 32)})
 	require.NoError(t, err)
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host/hosttest"
 )
 
 // The rows of a coalesced message each keep their own outcome: a failed
@@ -19,7 +20,7 @@ import (
 // the old one was held for an eighth).
 func TestCoalescedMessageRowsKeepTheirOwnOutcome(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	g.setStatus(http.StatusInternalServerError)
 	_, p, scope := w.Human()

@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -130,8 +131,8 @@ func TestQueueEmitRefusesABadEventBeforeTheBatchIsSent(t *testing.T) {
 // instant is the database's, read by the statement itself.
 func TestQueueEmitUsesTheDatabasesClock(t *testing.T) {
 	t.Parallel()
-	pool := storetest.New(t)
-	f := storetest.NewFactory(t, pool)
+	pool := hosttest.New(t)
+	f := hosttest.NewFactory(t, pool)
 	eng, err := engine.New(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}})
 	require.NoError(t, err)
 	b := &emitBundle{pool: pool, f: f, eng: eng}
@@ -168,8 +169,8 @@ func TestQueueEmitUsesTheDatabasesClock(t *testing.T) {
 // channel the claimers listen on.
 func TestQueueEmitWakesTheClaimersAtCommit(t *testing.T) {
 	t.Parallel()
-	pool := storetest.New(t)
-	f := storetest.NewFactory(t, pool)
+	pool := hosttest.New(t)
+	f := hosttest.NewFactory(t, pool)
 	clock := clockwork.NewFakeClockAt(time.Now().UTC())
 	eng, err := engine.New(testhooks.WithDatabaseClock(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}, Clock: clock, NotifyDebounce: -1}, clock))
 	require.NoError(t, err)
@@ -243,7 +244,7 @@ func TestQueueEmitDatabaseErrorComesBackFromTheBatch(t *testing.T) {
 // scope's subscribed sinks through a serving engine, and no other's.
 func TestQueueEmitDeliversEndToEnd(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	_, otherP, other := w.Human()
@@ -279,8 +280,8 @@ func TestQueueEmitDeliversEndToEnd(t *testing.T) {
 // through QueueEmit: the events written (their sinks, excerpt sinks, keys,
 // due times) and the outbox rows fanned out from them are the same.
 func TestQueueEmitEquivalentToEmit(t *testing.T) {
-	pool := storetest.New(t)
-	f := storetest.NewFactory(t, pool)
+	pool := hosttest.New(t)
+	f := hosttest.NewFactory(t, pool)
 	ctx := context.Background()
 	clock := clockwork.NewFakeClockAt(time.Now().UTC().Truncate(time.Second))
 	eng, err := engine.New(testhooks.WithDatabaseClock(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}, Clock: clock}, clock))

@@ -196,7 +196,7 @@ func (r *recorder) writeAll(fs []store.Finished) {
 	for try := 1; ; try++ {
 		// A try never runs past the stop's deadline.
 		ctx, cancel := context.WithTimeout(r.stopped, r.tryTimeout)
-		err := store.RecordFinished(ctx, e.cfg.Pool, fs, e.instance)
+		err := store.RecordFinished(ctx, e.cfg.Pool, fs, e.instance, e.kinds.replaces)
 		cancel()
 		if err == nil {
 			if try > 1 {

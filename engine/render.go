@@ -35,6 +35,10 @@ func (e *Engine) render(r store.OutboxRow) sinks.Message {
 	if ok {
 		d, ok = e.draft(kind, EventMessage{Type: t, Severity: m.Severity, Count: r.Count, Content: cleanContent(content)})
 	}
+	if ok && (t == agentNotifyKind.Type || t == digestKind.Type) {
+		// The engine's own kinds link in the embedder's words.
+		d.LinkText = e.cfg.Links.Text
+	}
 	if !ok {
 		d = plainDraft(content, t)
 	}
@@ -163,7 +167,11 @@ func (a redactingAdapter) Deliver(ctx context.Context, msg sinks.Message) sinks.
 func redact(msg sinks.Message, secrets []string) sinks.Message {
 	fields := []*string{&msg.Title, &msg.Body, &msg.Markdown, &msg.Link}
 	for _, f := range fields {
-		*f = urlCredentials.ReplaceAllString(*f, "${1}[redacted]@")
+		// The expression needs both "://" and "@": most messages have no
+		// "@", and the scan of one that has costs a backtracking match.
+		if strings.Contains(*f, "@") && strings.Contains(*f, "://") {
+			*f = urlCredentials.ReplaceAllString(*f, "${1}[redacted]@")
+		}
 		for _, s := range secrets {
 			*f = strings.ReplaceAll(*f, s, "[redacted]")
 			if esc := sinks.MarkdownEscape(s); esc != s {

@@ -363,7 +363,7 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 			} else if err != nil {
 				return nil, err
 			}
-			if err := store.FinishRows(ctx, conn, []store.Claimed{row.Claim()}, e.instance, *o.final, now); err != nil {
+			if err := store.FinishRows(ctx, conn, []store.Claimed{row.Claim()}, e.instance, *o.final, now, e.kinds.replaces); err != nil {
 				return nil, err
 			}
 		default:
@@ -392,10 +392,10 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 		store.QueueCloseAbandoned(b, attempted, e.instance, now, &closed)
 	}
 	if len(capped) > 0 {
-		store.QueueFinishRows(b, capped, e.instance, store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassAbandoned)}, now)
+		store.QueueFinishRows(b, capped, e.instance, store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassAbandoned)}, now, e.kinds.replaces)
 	}
 	if len(holds) > 0 {
-		store.QueueHoldRows(b, holds, e.instance, heldBy)
+		store.QueueHoldRows(b, holds, e.instance, heldBy, e.kinds.replaces)
 	}
 	if len(starts) > 0 {
 		// Read first so that a start refused by the fence is told from a

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 )
@@ -23,7 +24,7 @@ import (
 // the pending row in.
 func TestAHoldThatMeetsARepeatsRowTriesAgain(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	_, p, scope := w.Human()
 	eng := w.Engine() // not serving: this test plays the claimer, the actor and the recorder
 	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: "http://127.0.0.1:9", Secret: "gtfya.race",

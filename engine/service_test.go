@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -22,7 +23,7 @@ import (
 type svcBundle struct {
 	ctx  context.Context
 	pool *pgxpool.Pool
-	f    *storetest.Factory
+	f    *hosttest.Factory
 	eng  *engine.Engine
 	key  []byte // the operator key every engine of the bundle shares
 }
@@ -31,11 +32,11 @@ type svcBundle struct {
 // Config before New.
 func setupService(t *testing.T, configure ...func(*engine.Config)) *svcBundle {
 	t.Helper()
-	pool := storetest.New(t)
+	pool := hosttest.New(t)
 	key := make([]byte, 32)
 	_, err := rand.Read(key)
 	require.NoError(t, err)
-	b := &svcBundle{ctx: context.Background(), pool: pool, f: storetest.NewFactory(t, pool), key: key}
+	b := &svcBundle{ctx: context.Background(), pool: pool, f: hosttest.NewFactory(t, pool), key: key}
 	b.eng = b.engine(t, configure...)
 	return b
 }

@@ -11,9 +11,9 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/apprise"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 func TestCreateSinkStoresNormalisedOptions(t *testing.T) {
@@ -455,7 +455,7 @@ func TestEndpointPrincipal(t *testing.T) {
 	b := setupService(t)
 	h, human := b.human()
 	owner := hostid.Human(h)
-	endpoint := b.f.Endpoint(storetest.EndpointOpts{Owner: owner, Human: h, Grants: []string{"notifications"}})
+	endpoint := b.f.Endpoint(hosttest.EndpointOpts{Owner: owner, Human: h, Grants: []string{"notifications"}})
 	p := engine.EndpointPrincipal(endpoint, hostid.String(h), owner, notifytype.GrantNotifications)
 	conn := b.gotifyConnection(t, human, owner)
 	queue := b.f.Queue(owner, "forge")
@@ -521,8 +521,8 @@ func TestEndpointPrincipal(t *testing.T) {
 	b.f.Member(team, member, "member")
 	teamScope := hostid.Team(team)
 	teamConn := b.gotifyConnection(t, engine.HumanPrincipal(hostid.String(h)), teamScope)
-	asMember := engine.EndpointPrincipal(b.f.Endpoint(storetest.EndpointOpts{Owner: teamScope, Human: member}), hostid.String(member), teamScope, notifytype.GrantNotifications)
-	asAdmin := engine.EndpointPrincipal(b.f.Endpoint(storetest.EndpointOpts{Owner: teamScope, Human: h}), hostid.String(h), teamScope, notifytype.GrantNotifications)
+	asMember := engine.EndpointPrincipal(b.f.Endpoint(hosttest.EndpointOpts{Owner: teamScope, Human: member}), hostid.String(member), teamScope, notifytype.GrantNotifications)
+	asAdmin := engine.EndpointPrincipal(b.f.Endpoint(hosttest.EndpointOpts{Owner: teamScope, Human: h}), hostid.String(h), teamScope, notifytype.GrantNotifications)
 	_, err = b.eng.CreateSink(b.ctx, asMember, engine.SinkInput{Owner: teamScope, Name: "x", Kind: engine.KindGotify, ConnectionID: teamConn})
 	requireRefusal(t, err, notifytype.CodeForbidden, "")
 	_, err = b.eng.ListSinks(b.ctx, asMember, teamScope)

@@ -9,8 +9,8 @@ import (
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 // sinkIDs is the sink ids of a status table, in its order.
@@ -25,7 +25,7 @@ func sinkIDs(st []engine.SinkStatus) []int64 {
 // statusWorld is four sinks whose actors are alive: alice's own, her
 // team's, bob's own, and one of a team neither is in.
 type statusWorld struct {
-	w                                   *enginetest.World
+	w                                   *hosttest.World
 	eng                                 *engine.Engine
 	alice, bob                          int64
 	aliceSink, teamSink, bobSink, other int64
@@ -34,7 +34,7 @@ type statusWorld struct {
 
 func newStatusWorld(t *testing.T, configure ...func(*engine.Config)) *statusWorld {
 	t.Helper()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	s := &statusWorld{w: w, eng: w.Serve(configure...)}
 	var ap, bp engine.Principal
@@ -105,7 +105,7 @@ func TestStatusForIsScoped(t *testing.T) {
 			require.Empty(t, statusFor(engine.HumanPrincipal(hostid.String(loner))), "no sinks, no teams: nothing")
 			require.Empty(t, statusFor(engine.Principal{}), "no acting human: nothing")
 
-			ep := s.w.F.Endpoint(storetest.EndpointOpts{Owner: s.team, Human: s.alice})
+			ep := s.w.F.Endpoint(hosttest.EndpointOpts{Owner: s.team, Human: s.alice})
 			require.Equal(t, []int64{s.teamSink}, statusFor(engine.EndpointPrincipal(ep, hostid.String(s.alice), s.team, notifytype.GrantNotifications)),
 				"an endpoint sees its own scope only")
 			require.Empty(t, statusFor(engine.EndpointPrincipal(ep, hostid.String(s.alice), s.team, notifytype.GrantTodos)),

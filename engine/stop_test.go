@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/sinks"
 )
@@ -27,7 +28,7 @@ import (
 // pool lost them; it also removed the heartbeat at once.
 func TestGracefulStopRecordsEverySendInFlight(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	const instance = "stopping-instance"
@@ -122,7 +123,7 @@ func sync1(f func()) func() {
 // Otherwise New refuses the configuration, naming the fields.
 func TestStopTimeoutsMustNest(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	for _, tc := range []struct {
 		name  string
 		cfg   func(*engine.Config)
@@ -165,7 +166,7 @@ func TestStopTimeoutsMustNest(t *testing.T) {
 // 10 s past the grace and Stop then returned nil.
 func TestAStopThatCannotRecordWhatWasSentReturnsANamedError(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	pool, err := pgxpool.New(context.Background(), w.URL)
@@ -234,7 +235,7 @@ func TestAStopThatCannotRecordWhatWasSentReturnsANamedError(t *testing.T) {
 // A stop that finishes returns nil.
 func TestACleanStopReturnsNil(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	pool, err := pgxpool.New(context.Background(), w.URL)

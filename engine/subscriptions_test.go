@@ -7,8 +7,8 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 func TestSubscriptions(t *testing.T) {
@@ -20,7 +20,7 @@ func TestSubscriptions(t *testing.T) {
 	s := b.gotifySink(t, p, owner, conn, "phone")
 	other := b.gotifySink(t, p, owner, conn, "other")
 	forge, inbox := b.f.Queue(owner, "forge"), b.f.Queue(owner, "inbox")
-	endpoint := b.f.Endpoint(storetest.EndpointOpts{Owner: owner, Human: h})
+	endpoint := b.f.Endpoint(hosttest.EndpointOpts{Owner: owner, Human: h})
 	webhook := b.f.Webhook(owner, "")
 
 	subs, err := b.eng.SetSubscriptions(b.ctx, p, s.ID, []engine.SubscriptionInput{
@@ -85,7 +85,7 @@ func TestSubscriptionBadInput(t *testing.T) {
 	b.f.Member(team, h, "owner")
 	foreignQueue := b.f.Queue(theirs, "forge")
 	teamQueue := b.f.Queue(hostid.Team(team), "forge")
-	foreignEndpoint := b.f.Endpoint(storetest.EndpointOpts{Owner: theirs, Human: o})
+	foreignEndpoint := b.f.Endpoint(hosttest.EndpointOpts{Owner: theirs, Human: o})
 	foreignWebhook := b.f.Webhook(theirs, "")
 
 	_, err := b.eng.SetSubscriptions(b.ctx, p, s.ID, []engine.SubscriptionInput{{EventTypes: []notifytype.EventType{notifytype.EventDigest}}})

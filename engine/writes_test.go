@@ -8,9 +8,9 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 // TestEveryWriteRecordsItsAuthor drives every write of the management
@@ -23,7 +23,7 @@ func TestEveryWriteRecordsItsAuthor(t *testing.T) {
 	b := setupService(t)
 	h, human := b.human()
 	owner := hostid.Human(h)
-	epID := b.f.Endpoint(storetest.EndpointOpts{Owner: owner, Human: h, Grants: []string{"notifications", "notify_owner"}})
+	epID := b.f.Endpoint(hosttest.EndpointOpts{Owner: owner, Human: h, Grants: []string{"notifications", "notify_owner"}})
 	ep := engine.EndpointPrincipal(epID, hostid.String(h), owner, notifytype.GrantNotifications, notifytype.GrantNotifyOwner)
 
 	writes := func(kind string, id int64) []store.Write {

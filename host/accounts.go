@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 )
 
 // Credential prefixes (D4). A prefix says what a leaked string is, so
@@ -41,28 +41,46 @@ type Accounts struct {
 // NewAccounts returns the accounts kept in pool's database.
 func NewAccounts(pool *pgxpool.Pool) *Accounts { return &Accounts{pool: pool} }
 
+// Human is a person of the reference host: an owner scope
+// (hostid.Human), an acting human, an operator.
+type Human = hoststore.Human
+
+// Team is a team of humans: an owner scope of its own (hostid.Team).
+type Team = hoststore.Team
+
+// TeamListing is a team with its members, for the operator's lists.
+type TeamListing = hoststore.TeamListing
+
+// Membership is a human's role in one team.
+type Membership = hoststore.Membership
+
+// HumanByID returns the human with id (not_found when there is none).
+func (a *Accounts) HumanByID(ctx context.Context, id int64) (Human, error) {
+	return hoststore.HumanByID(ctx, a.pool, id)
+}
+
 // CreateHuman creates a human. An email already taken is an error.
-func (a *Accounts) CreateHuman(ctx context.Context, name, email string) (store.Human, error) {
+func (a *Accounts) CreateHuman(ctx context.Context, name, email string) (Human, error) {
 	name, email, err := checkHuman(name, email)
 	if err != nil {
-		return store.Human{}, err
+		return Human{}, err
 	}
-	return store.InsertHuman(ctx, a.pool, name, email)
+	return hoststore.InsertHuman(ctx, a.pool, name, email)
 }
 
 // EnsureHuman returns the human with email, creating one named name if none
 // exists; created says which happened.
-func (a *Accounts) EnsureHuman(ctx context.Context, name, email string) (h store.Human, created bool, err error) {
+func (a *Accounts) EnsureHuman(ctx context.Context, name, email string) (h Human, created bool, err error) {
 	name, email, err = checkHuman(name, email)
 	if err != nil {
-		return store.Human{}, false, err
+		return Human{}, false, err
 	}
-	return store.EnsureHuman(ctx, a.pool, name, email)
+	return hoststore.EnsureHuman(ctx, a.pool, name, email)
 }
 
 // CountHumans returns how many humans exist.
 func (a *Accounts) CountHumans(ctx context.Context) (int, error) {
-	return store.CountHumans(ctx, a.pool)
+	return hoststore.CountHumans(ctx, a.pool)
 }
 
 func checkHuman(name, email string) (string, string, error) {
@@ -83,31 +101,31 @@ type Member struct {
 }
 
 // CreateTeam creates a team with its members in one transaction.
-func (a *Accounts) CreateTeam(ctx context.Context, name string, members ...Member) (store.Team, error) {
+func (a *Accounts) CreateTeam(ctx context.Context, name string, members ...Member) (Team, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
-		return store.Team{}, notifytype.InvalidArgument("name", "a team needs a name")
+		return Team{}, notifytype.InvalidArgument("name", "a team needs a name")
 	}
 	for _, m := range members {
 		if err := checkRole(m.Role); err != nil {
-			return store.Team{}, err
+			return Team{}, err
 		}
 	}
-	var team store.Team
+	var team Team
 	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		var err error
-		if team, err = store.InsertTeam(ctx, tx, name); err != nil {
+		if team, err = hoststore.InsertTeam(ctx, tx, name); err != nil {
 			return err
 		}
 		for _, m := range members {
-			if err := store.UpsertTeamMember(ctx, tx, team.ID, m.HumanID, string(m.Role)); err != nil {
+			if err := hoststore.UpsertTeamMember(ctx, tx, team.ID, m.HumanID, string(m.Role)); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return store.Team{}, fmt.Errorf("error creating team: %w", err)
+		return Team{}, fmt.Errorf("error creating team: %w", err)
 	}
 	return team, nil
 }
@@ -118,7 +136,7 @@ func (a *Accounts) AddMember(ctx context.Context, teamID, humanID int64, role en
 	if err := checkRole(role); err != nil {
 		return err
 	}
-	return store.UpsertTeamMember(ctx, a.pool, teamID, humanID, string(role))
+	return hoststore.UpsertTeamMember(ctx, a.pool, teamID, humanID, string(role))
 }
 
 func checkRole(r engine.Role) error {
@@ -137,7 +155,7 @@ func (a *Accounts) MintAPIToken(ctx context.Context, humanID int64) (notifytype.
 	if err != nil {
 		return notifytype.Secret{}, err
 	}
-	if _, err := store.InsertAPIToken(ctx, a.pool, humanID, hash); err != nil {
+	if _, err := hoststore.InsertAPIToken(ctx, a.pool, humanID, hash); err != nil {
 		return notifytype.Secret{}, err
 	}
 	return token, nil
@@ -145,11 +163,11 @@ func (a *Accounts) MintAPIToken(ctx context.Context, humanID int64) (notifytype.
 
 // HumanByAPIToken returns the human holding an unrevoked operator API
 // token, or not_found.
-func (a *Accounts) HumanByAPIToken(ctx context.Context, token string) (store.Human, error) {
+func (a *Accounts) HumanByAPIToken(ctx context.Context, token string) (Human, error) {
 	if !strings.HasPrefix(token, APITokenPrefix) {
-		return store.Human{}, notifytype.NotFound("api token")
+		return Human{}, notifytype.NotFound("api token")
 	}
-	return store.HumanByAPITokenHash(ctx, a.pool, HashToken(token))
+	return hoststore.HumanByAPITokenHash(ctx, a.pool, HashToken(token))
 }
 
 // MintLoginLink creates a one-time web login token for the human, valid for
@@ -160,7 +178,7 @@ func (a *Accounts) MintLoginLink(ctx context.Context, humanID int64) (notifytype
 	if err != nil {
 		return notifytype.Secret{}, time.Time{}, err
 	}
-	expires, err := store.InsertLoginLink(ctx, a.pool, humanID, hash, LoginLinkTTL)
+	expires, err := hoststore.InsertLoginLink(ctx, a.pool, humanID, hash, LoginLinkTTL)
 	if err != nil {
 		return notifytype.Secret{}, time.Time{}, err
 	}
@@ -178,7 +196,7 @@ func (a *Accounts) MintLoginLinkCapped(ctx context.Context, humanID int64, limit
 		return notifytype.Secret{}, time.Time{}, false, err
 	}
 	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
-		expires, ok, err = store.InsertLoginLinkCapped(ctx, tx, humanID, hash, LoginLinkTTL, limit)
+		expires, ok, err = hoststore.InsertLoginLinkCapped(ctx, tx, humanID, hash, LoginLinkTTL, limit)
 		return err
 	})
 	if err != nil || !ok {
@@ -189,11 +207,11 @@ func (a *Accounts) MintLoginLinkCapped(ctx context.Context, humanID int64, limit
 
 // UseLoginLink spends a login link and returns its human. A link that is
 // unknown, expired or already used answers not_found.
-func (a *Accounts) UseLoginLink(ctx context.Context, token string) (store.Human, error) {
+func (a *Accounts) UseLoginLink(ctx context.Context, token string) (Human, error) {
 	if !strings.HasPrefix(token, LoginLinkPrefix) {
-		return store.Human{}, notifytype.NotFound("login link")
+		return Human{}, notifytype.NotFound("login link")
 	}
-	return store.UseLoginLink(ctx, a.pool, HashToken(token))
+	return hoststore.UseLoginLink(ctx, a.pool, HashToken(token))
 }
 
 // HashToken is how every credential is stored and looked up: the SHA-256
@@ -213,25 +231,25 @@ func mint(prefix string) (notifytype.Secret, []byte, error) {
 }
 
 // HumanByEmail returns the human with email (not_found for none).
-func (a *Accounts) HumanByEmail(ctx context.Context, email string) (store.Human, error) {
-	return store.HumanByEmail(ctx, a.pool, email)
+func (a *Accounts) HumanByEmail(ctx context.Context, email string) (Human, error) {
+	return hoststore.HumanByEmail(ctx, a.pool, email)
 }
 
 // HumanByEmailFold returns the human with email, ignoring case when no
 // email matches exactly and one does so (not_found for none or several).
-func (a *Accounts) HumanByEmailFold(ctx context.Context, email string) (store.Human, error) {
-	return store.HumanByEmailFold(ctx, a.pool, strings.TrimSpace(email))
+func (a *Accounts) HumanByEmailFold(ctx context.Context, email string) (Human, error) {
+	return hoststore.HumanByEmailFold(ctx, a.pool, strings.TrimSpace(email))
 }
 
 // GrantOperator gives the human with email the operator role (D26): the
 // instance-wide ops view and /metrics. An unknown email is not_found.
-func (a *Accounts) GrantOperator(ctx context.Context, email string) (store.Human, error) {
-	return store.SetOperator(ctx, a.pool, strings.TrimSpace(email), true)
+func (a *Accounts) GrantOperator(ctx context.Context, email string) (Human, error) {
+	return hoststore.SetOperator(ctx, a.pool, strings.TrimSpace(email), true)
 }
 
 // IsOperator reports whether the human holds the operator role.
 func (a *Accounts) IsOperator(ctx context.Context, humanID int64) (bool, error) {
-	h, err := store.HumanByID(ctx, a.pool, humanID)
+	h, err := hoststore.HumanByID(ctx, a.pool, humanID)
 	if err != nil {
 		return false, fmt.Errorf("error reading human %d: %w", humanID, err)
 	}

@@ -14,9 +14,9 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hoststore"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 func TestAccounts(t *testing.T) {
@@ -24,12 +24,12 @@ func TestAccounts(t *testing.T) {
 
 	type bundle struct {
 		accounts *host.Accounts
-		factory  *storetest.Factory
+		factory  *hosttest.Factory
 	}
 	setup := func(t *testing.T) (*bundle, context.Context) {
 		t.Helper()
-		pool := storetest.New(t)
-		return &bundle{accounts: host.NewAccounts(pool), factory: storetest.NewFactory(t, pool)}, context.Background()
+		pool := hosttest.New(t)
+		return &bundle{accounts: host.NewAccounts(pool), factory: hosttest.NewFactory(t, pool)}, context.Background()
 	}
 
 	t.Run("CreateHumanAndEnsureIsIdempotent", func(t *testing.T) {
@@ -109,7 +109,7 @@ func TestAccounts(t *testing.T) {
 			var role string
 			require.NoError(t, b.factory.InTx(func(tx pgx.Tx) error {
 				var err error
-				role, err = store.TeamRole(ctx, tx, team.ID, h)
+				role, err = hoststore.TeamRole(ctx, tx, team.ID, h)
 				return err
 			}))
 			roles[h] = role

@@ -5,25 +5,25 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/switchboard/notify/store"
+	"github.com/switchboard/notify/host/hoststore"
 )
 
 // HumanListing is a human with the teams they belong to, for the binary's
 // admin listing.
 type HumanListing struct {
-	Human store.Human
-	Teams []store.Membership
+	Human Human
+	Teams []Membership
 }
 
 // ListHumans returns every human with their teams and roles, by id.
 func (a *Accounts) ListHumans(ctx context.Context) ([]HumanListing, error) {
-	humans, err := store.ListHumans(ctx, a.pool)
+	humans, err := hoststore.ListHumans(ctx, a.pool)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]HumanListing, len(humans))
 	for i, h := range humans {
-		teams, err := store.TeamsOf(ctx, a.pool, h.ID)
+		teams, err := hoststore.TeamsOf(ctx, a.pool, h.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -33,22 +33,22 @@ func (a *Accounts) ListHumans(ctx context.Context) ([]HumanListing, error) {
 }
 
 // ListTeams returns every team with its members, by id.
-func (a *Accounts) ListTeams(ctx context.Context) ([]store.TeamListing, error) {
-	return store.ListTeams(ctx, a.pool)
+func (a *Accounts) ListTeams(ctx context.Context) ([]TeamListing, error) {
+	return hoststore.ListTeams(ctx, a.pool)
 }
 
 // FindTeam returns the team named name, or, when no team has that name
 // and name is a number, the team with that id; otherwise not_found.
-func (a *Accounts) FindTeam(ctx context.Context, name string) (store.Team, error) {
+func (a *Accounts) FindTeam(ctx context.Context, name string) (Team, error) {
 	name = strings.TrimSpace(name)
-	t, err := store.TeamByName(ctx, a.pool, name)
+	t, err := hoststore.TeamByName(ctx, a.pool, name)
 	if err == nil {
 		return t, nil
 	}
 	if id, perr := strconv.ParseInt(name, 10, 64); perr == nil {
-		teams, lerr := store.ListTeams(ctx, a.pool)
+		teams, lerr := hoststore.ListTeams(ctx, a.pool)
 		if lerr != nil {
-			return store.Team{}, lerr
+			return Team{}, lerr
 		}
 		for _, tl := range teams {
 			if tl.Team.ID == id {
@@ -56,5 +56,5 @@ func (a *Accounts) FindTeam(ctx context.Context, name string) (store.Team, error
 			}
 		}
 	}
-	return store.Team{}, err
+	return Team{}, err
 }

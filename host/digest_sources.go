@@ -5,8 +5,8 @@ import (
 
 	"github.com/switchboard/notify/engine/digest"
 	"github.com/switchboard/notify/engine/digests"
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 )
 
 // DigestSources gives the engine the figures of digest sections over the
@@ -19,13 +19,13 @@ import (
 // measured on this instance" (D21). Quarantined deliveries are counted from
 // the webhooks' quarantine (webhook_deliveries).
 type DigestSources struct {
-	db store.DBTX
+	db hoststore.DBTX
 }
 
 var _ digests.Sources = (*DigestSources)(nil)
 
 // NewDigestSources returns the sources reading db.
-func NewDigestSources(db store.DBTX) *DigestSources {
+func NewDigestSources(db hoststore.DBTX) *DigestSources {
 	if db == nil {
 		panic("host: NewDigestSources needs a database")
 	}
@@ -34,7 +34,7 @@ func NewDigestSources(db store.DBTX) *DigestSources {
 
 // Queues lists the scope's queues.
 func (s *DigestSources) Queues(ctx context.Context, owner notifytype.OwnerScope) ([]digest.Queue, error) {
-	qs, err := store.QueuesOf(ctx, s.db, owner)
+	qs, err := hoststore.QueuesOf(ctx, s.db, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (s *DigestSources) Queues(ctx context.Context, owner notifytype.OwnerScope)
 
 // Pending counts pending todos per queue with the oldest one's age.
 func (s *DigestSources) Pending(ctx context.Context, q digests.Query) (map[int64]digest.Pending, error) {
-	rows, err := store.PendingByQueue(ctx, s.db, q.Owner, q.QueueIDs)
+	rows, err := hoststore.PendingByQueue(ctx, s.db, q.Owner, q.QueueIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -60,17 +60,17 @@ func (s *DigestSources) Pending(ctx context.Context, q digests.Query) (map[int64
 
 // Claimed counts claimed todos per queue.
 func (s *DigestSources) Claimed(ctx context.Context, q digests.Query) (map[int64]int, error) {
-	return s.claimed(ctx, q, func(r store.QueueClaimed) int { return r.Claimed })
+	return s.claimed(ctx, q, func(r hoststore.QueueClaimed) int { return r.Claimed })
 }
 
 // StalledLeases counts stalled claims per queue: lease expired but not yet
 // reaped, or no heartbeat for more than twice the lease TTL.
 func (s *DigestSources) StalledLeases(ctx context.Context, q digests.Query) (map[int64]int, error) {
-	return s.claimed(ctx, q, func(r store.QueueClaimed) int { return r.Stalled })
+	return s.claimed(ctx, q, func(r hoststore.QueueClaimed) int { return r.Stalled })
 }
 
-func (s *DigestSources) claimed(ctx context.Context, q digests.Query, pick func(store.QueueClaimed) int) (map[int64]int, error) {
-	rows, err := store.ClaimedByQueue(ctx, s.db, q.Owner, q.QueueIDs)
+func (s *DigestSources) claimed(ctx context.Context, q digests.Query, pick func(hoststore.QueueClaimed) int) (map[int64]int, error) {
+	rows, err := hoststore.ClaimedByQueue(ctx, s.db, q.Owner, q.QueueIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func (s *DigestSources) claimed(ctx context.Context, q digests.Query, pick func(
 // DeadLetters counts the todos dead-lettered since q.Since per queue, with
 // up to five titles each.
 func (s *DigestSources) DeadLetters(ctx context.Context, q digests.Query) (map[int64]digest.DeadLetters, error) {
-	rows, err := store.DeadLettersByQueue(ctx, s.db, q.Owner, q.QueueIDs, q.Since, digest.MaxDeadLetterTitles)
+	rows, err := hoststore.DeadLettersByQueue(ctx, s.db, q.Owner, q.QueueIDs, q.Since, digest.MaxDeadLetterTitles)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (s *DigestSources) DeadLetters(ctx context.Context, q digests.Query) (map[i
 // Quarantined counts the deliveries quarantined since q.Since per webhook
 // of the scope.
 func (s *DigestSources) Quarantined(ctx context.Context, q digests.Query) ([]digest.NamedCount, error) {
-	rows, err := store.QuarantinedByWebhook(ctx, s.db, q.Owner, q.Since)
+	rows, err := hoststore.QuarantinedByWebhook(ctx, s.db, q.Owner, q.Since)
 	if err != nil {
 		return nil, err
 	}

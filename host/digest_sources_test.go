@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/host/hostid"
-	"github.com/switchboard/notify/store"
-	"github.com/switchboard/notify/store/storetest"
+	"github.com/switchboard/notify/host/hoststore"
+	"github.com/switchboard/notify/host/hosttest"
 )
 
 // TestDigestSectionQueriesUseIndexes fills a database as a busy owner's
@@ -20,8 +20,8 @@ import (
 // timings).
 func TestDigestSectionQueriesUseIndexes(t *testing.T) {
 	t.Parallel()
-	pool := storetest.New(t)
-	f := storetest.NewFactory(t, pool)
+	pool := hosttest.New(t)
+	f := hosttest.NewFactory(t, pool)
 	ctx := context.Background()
 	owner := hostid.Human(f.Human(""))
 	other := hostid.Human(f.Human(""))
@@ -48,9 +48,9 @@ func TestDigestSectionQueriesUseIndexes(t *testing.T) {
 		args  []any
 		index string // a partial index on the todos of one state
 	}{
-		"pending":      {store.PendingSQL, []any{owner.String(), queues}, "todos_(digest_pending|claimable)"},
-		"claimed":      {store.ClaimedSQL, []any{owner.String(), queues}, "todos_(digest_claimed|lease)"},
-		"dead letters": {store.DeadLettersSQL, []any{owner.String(), queues, since, 5}, "todos_digest_dead"},
+		"pending":      {hoststore.PendingSQL, []any{owner.String(), queues}, "todos_(digest_pending|claimable)"},
+		"claimed":      {hoststore.ClaimedSQL, []any{owner.String(), queues}, "todos_(digest_claimed|lease)"},
+		"dead letters": {hoststore.DeadLettersSQL, []any{owner.String(), queues, since, 5}, "todos_digest_dead"},
 	} {
 		rows, err := pool.Query(ctx, "EXPLAIN "+q.sql, q.args...)
 		require.NoError(t, err)
@@ -68,7 +68,7 @@ func TestDigestSectionQueriesUseIndexes(t *testing.T) {
 	}
 
 	// And the figures are the owner's alone.
-	pending, err := store.PendingByQueue(ctx, pool, owner, queues)
+	pending, err := hoststore.PendingByQueue(ctx, pool, owner, queues)
 	require.NoError(t, err)
 	total := 0
 	for _, p := range pending {

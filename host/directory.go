@@ -6,8 +6,8 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 )
 
 // Directory answers the engine's questions about owners and ownership over
@@ -16,7 +16,7 @@ import (
 // by bigint (hostid): an id that is not one of the host's names nobody (no
 // role, no actor, no teams).
 type Directory struct {
-	db store.DBTX
+	db hoststore.DBTX
 }
 
 var (
@@ -26,7 +26,7 @@ var (
 
 // NewDirectory returns a directory reading db: a *pgxpool.Pool, or a pgx.Tx
 // to answer inside a transaction.
-func NewDirectory(db store.DBTX) *Directory {
+func NewDirectory(db hoststore.DBTX) *Directory {
 	if db == nil {
 		panic("host: NewDirectory needs a database")
 	}
@@ -41,7 +41,7 @@ func (d *Directory) TeamRole(ctx context.Context, humanID, teamID string) (engin
 	if !okH || !okT {
 		return engine.RoleNone, nil
 	}
-	role, err := store.TeamRole(ctx, d.db, t, h)
+	role, err := hoststore.TeamRole(ctx, d.db, t, h)
 	if err != nil {
 		return engine.RoleNone, err
 	}
@@ -55,7 +55,7 @@ func (d *Directory) KnownActor(ctx context.Context, humanID string, endpointID i
 	if !ok {
 		return false, nil
 	}
-	return store.KnownActor(ctx, d.db, h, endpointID)
+	return hoststore.KnownActor(ctx, d.db, h, endpointID)
 }
 
 // MemberTeams returns the ids of the teams the human is a member of, in
@@ -66,7 +66,7 @@ func (d *Directory) MemberTeams(ctx context.Context, humanID string) ([]string, 
 	if !ok {
 		return nil, nil
 	}
-	ids, err := store.MemberTeamIDs(ctx, d.db, h)
+	ids, err := hoststore.MemberTeamIDs(ctx, d.db, h)
 	if err != nil {
 		return nil, err
 	}
@@ -89,5 +89,5 @@ func (d *Directory) Owned(ctx context.Context, scope notifytype.OwnerScope, kind
 	if !scope.Valid() {
 		return []int64{}, nil
 	}
-	return store.OwnedIDs(ctx, d.db, scope.String(), string(kind), ids)
+	return hoststore.OwnedIDs(ctx, d.db, scope.String(), string(kind), ids)
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 func TestDirectory(t *testing.T) {
@@ -18,12 +18,12 @@ func TestDirectory(t *testing.T) {
 
 	type bundle struct {
 		dir *host.Directory
-		f   *storetest.Factory
+		f   *hosttest.Factory
 	}
 	setup := func(t *testing.T) (*bundle, context.Context) {
 		t.Helper()
-		pool := storetest.New(t)
-		return &bundle{dir: host.NewDirectory(pool), f: storetest.NewFactory(t, pool)}, context.Background()
+		pool := hosttest.New(t)
+		return &bundle{dir: host.NewDirectory(pool), f: hosttest.NewFactory(t, pool)}, context.Background()
 	}
 
 	t.Run("TeamRole", func(t *testing.T) {
@@ -56,11 +56,11 @@ func TestDirectory(t *testing.T) {
 		mk := map[engine.Resource]func(notifytype.OwnerScope) int64{
 			engine.ResourceQueue: func(s notifytype.OwnerScope) int64 { return b.f.Queue(s, "") },
 			engine.ResourceEndpoint: func(s notifytype.OwnerScope) int64 {
-				return b.f.Endpoint(storetest.EndpointOpts{Owner: s, Human: b.f.Human("")})
+				return b.f.Endpoint(hosttest.EndpointOpts{Owner: s, Human: b.f.Human("")})
 			},
 			engine.ResourceWebhook: func(s notifytype.OwnerScope) int64 { return b.f.Webhook(s, "") },
 			engine.ResourceTodo: func(s notifytype.OwnerScope) int64 {
-				return b.f.Todo(storetest.TodoOpts{Queue: b.f.Queue(s, "")})
+				return b.f.Todo(hosttest.TodoOpts{Queue: b.f.Queue(s, "")})
 			},
 		}
 		for kind, make := range mk {

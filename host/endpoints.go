@@ -14,8 +14,8 @@ import (
 	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/engine/history"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 )
 
 // EndpointCredentialPrefix marks an endpoint's vended bearer credential.
@@ -66,7 +66,7 @@ type Endpoint struct {
 	RevokedAt          *time.Time            `json:"revoked_at,omitempty"`
 }
 
-func endpointOut(e store.Endpoint) Endpoint {
+func endpointOut(e hoststore.Endpoint) Endpoint {
 	owner, _ := notifytype.ParseOwnerScope(e.Owner)
 	grants := make([]notifytype.Grant, len(e.Grants))
 	for i, g := range e.Grants {
@@ -131,10 +131,10 @@ func (s *Endpoints) Vend(ctx context.Context, humanID int64, scope notifytype.Ow
 	if err != nil {
 		return Endpoint{}, notifytype.Secret{}, err
 	}
-	var e store.Endpoint
+	var e hoststore.Endpoint
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		e, err = store.InsertEndpoint(ctx, tx, store.Endpoint{
+		e, err = hoststore.InsertEndpoint(ctx, tx, hoststore.Endpoint{
 			Owner: scope.String(), Name: name, AccountableHumanID: humanID, Grants: names,
 		}, hash)
 		if err != nil {
@@ -142,7 +142,7 @@ func (s *Endpoints) Vend(ctx context.Context, humanID int64, scope notifytype.Ow
 		}
 		return history.RecordWrite(ctx, tx, engine.HumanPrincipal(hostid.String(humanID)), scope, WriteEndpointVend, ObjectEndpoint, e.ID)
 	})
-	if errors.Is(err, store.ErrEndpointNameTaken) {
+	if errors.Is(err, hoststore.ErrEndpointNameTaken) {
 		return Endpoint{}, notifytype.Secret{}, notifytype.InvalidArgument("name", "an endpoint of this name exists in this owner scope")
 	}
 	if err != nil {
@@ -164,7 +164,7 @@ func (s *Endpoints) List(ctx context.Context, humanID int64, scope notifytype.Ow
 	} else if scope != hostid.Human(humanID) {
 		return nil, notifytype.NotFound("owner scope")
 	}
-	rows, err := store.ListEndpoints(ctx, s.pool, scope.String())
+	rows, err := hoststore.ListEndpoints(ctx, s.pool, scope.String())
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func (s *Endpoints) List(ctx context.Context, humanID int64, scope notifytype.Ow
 // Revoke revokes an endpoint: its credential stops working and every todo
 // it has claimed dead-letters (D15).
 func (s *Endpoints) Revoke(ctx context.Context, humanID, endpointID int64) error {
-	e, err := store.GetEndpoint(ctx, s.pool, endpointID)
+	e, err := hoststore.GetEndpoint(ctx, s.pool, endpointID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return notifytype.NotFound("endpoint")
 	}
@@ -203,7 +203,7 @@ func (s *Endpoints) Authenticate(ctx context.Context, credential string) (engine
 	if !strings.HasPrefix(credential, EndpointCredentialPrefix) {
 		return engine.Principal{}, Endpoint{}, notifytype.NotFound("endpoint")
 	}
-	e, err := store.EndpointByCredentialHash(ctx, s.pool, HashToken(credential))
+	e, err := hoststore.EndpointByCredentialHash(ctx, s.pool, HashToken(credential))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return engine.Principal{}, Endpoint{}, notifytype.NotFound("endpoint")
 	}
@@ -228,32 +228,32 @@ func (s *Endpoints) Authenticate(ctx context.Context, credential string) (engine
 
 // StartSession spends a one-time login link and returns a new session's
 // cookie value, once, and when it expires.
-func (a *Accounts) StartSession(ctx context.Context, loginToken string, now time.Time) (store.Human, notifytype.Secret, time.Time, error) {
+func (a *Accounts) StartSession(ctx context.Context, loginToken string, now time.Time) (Human, notifytype.Secret, time.Time, error) {
 	h, err := a.UseLoginLink(ctx, loginToken)
 	if err != nil {
-		return store.Human{}, notifytype.Secret{}, time.Time{}, err
+		return Human{}, notifytype.Secret{}, time.Time{}, err
 	}
 	secret, hash, err := mint(SessionPrefix)
 	if err != nil {
-		return store.Human{}, notifytype.Secret{}, time.Time{}, err
+		return Human{}, notifytype.Secret{}, time.Time{}, err
 	}
 	expires := now.Add(SessionTTL)
-	if err := store.InsertSession(ctx, a.pool, h.ID, hash, expires); err != nil {
-		return store.Human{}, notifytype.Secret{}, time.Time{}, err
+	if err := hoststore.InsertSession(ctx, a.pool, h.ID, hash, expires); err != nil {
+		return Human{}, notifytype.Secret{}, time.Time{}, err
 	}
 	return h, secret, expires, nil
 }
 
 // HumanBySession resolves a session cookie's value to its human.
-func (a *Accounts) HumanBySession(ctx context.Context, session string, now time.Time) (store.Human, error) {
-	h, err := store.HumanBySession(ctx, a.pool, HashToken(session), now)
+func (a *Accounts) HumanBySession(ctx context.Context, session string, now time.Time) (Human, error) {
+	h, err := hoststore.HumanBySession(ctx, a.pool, HashToken(session), now)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Human{}, notifytype.NotFound("session")
+		return Human{}, notifytype.NotFound("session")
 	}
 	return h, err
 }
 
 // EndSession logs a session out.
 func (a *Accounts) EndSession(ctx context.Context, session string) error {
-	return store.DeleteSession(ctx, a.pool, HashToken(session))
+	return hoststore.DeleteSession(ctx, a.pool, HashToken(session))
 }

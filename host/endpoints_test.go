@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
@@ -20,8 +21,8 @@ import (
 func TestEndpointWritesRecordTheirAuthor(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := storetest.New(t)
-	f := storetest.NewFactory(t, pool)
+	pool := hosttest.New(t)
+	f := hosttest.NewFactory(t, pool)
 	dir := host.NewDirectory(pool)
 	eng, err := engine.New(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: dir})
 	require.NoError(t, err)
@@ -55,8 +56,8 @@ func TestEndpointWritesRecordTheirAuthor(t *testing.T) {
 func TestTeamEndpointOutlivesNoMembership(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := storetest.New(t)
-	f := storetest.NewFactory(t, pool)
+	pool := hosttest.New(t)
+	f := hosttest.NewFactory(t, pool)
 	dir := host.NewDirectory(pool)
 	eng, err := engine.New(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: dir})
 	require.NoError(t, err)

@@ -27,6 +27,7 @@ func Events() []engine.EventKind {
 	relay := kind(notifytype.EventRelayExhausted,
 		"a relay todo (a reply sent back to its source) ran out of attempts; it replaces the dead-letter message for that todo", deadLetter)
 	relay.AlsoMatches = []notifytype.EventType{notifytype.EventTodoDeadLettered}
+	relay.Replaces = notifytype.EventTodoDeadLettered
 	return []engine.EventKind{
 		kind(notifytype.EventTodoDeadLettered,
 			"a todo failed for good: its last attempt failed or its lease ran out, its endpoint was revoked, or it was interrupted", deadLetter),
@@ -40,16 +41,23 @@ func Events() []engine.EventKind {
 }
 
 // hostMessage words a row of the host's types (sinks.HostDraft).
-func hostMessage(m engine.EventMessage) sinks.Draft { return sinks.HostDraft(m.Content, m.Type) }
+func hostMessage(m engine.EventMessage) engine.Draft { return sinks.HostDraft(m.Content, m.Type) }
 
 // Links are the host's links for the messages the engine words itself:
 // the coalesced message opens the board's notifications page, a digest its
-// page on the board.
+// page on the board, a todo (a digest's dead letter, an agent's page
+// about it) its page on the board.
 func Links() engine.Links {
 	return engine.Links{
 		Coalesced: func(notifytype.OwnerScope) string { return sinks.CoalescedLinkPath },
 		Digest: func(_ notifytype.OwnerScope, id int64) string {
 			return "/board/digests/" + strconv.FormatInt(id, 10)
+		},
+		Item: func(_ notifytype.OwnerScope, kind engine.Resource, id int64) string {
+			if kind != engine.ResourceTodo {
+				return ""
+			}
+			return "/board/todos/" + strconv.FormatInt(id, 10)
 		},
 		Text: sinks.BoardLinkText,
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard/notify/engine/enginemigrate"
-	"github.com/switchboard/notify/store"
+	"github.com/switchboard/notify/host/hoststore"
 )
 
 // Migrate brings a database up to date for the reference product: the
@@ -18,11 +18,11 @@ import (
 // host_migrations), whose owner columns use the engine's owner_scope
 // domain. A database an older build migrated (one history,
 // schema_migrations) is converted in place by the first of the two.
-func Migrate(ctx context.Context, db store.Beginner) error {
+func Migrate(ctx context.Context, db hoststore.Beginner) error {
 	if err := enginemigrate.Up(ctx, db); err != nil {
 		return err
 	}
-	return store.MigrateHost(ctx, db)
+	return hoststore.Migrate(ctx, db)
 }
 
 // CleanUp is the reference host's housekeeping, for engine.Config.HostCleanUp:
@@ -32,7 +32,7 @@ func Migrate(ctx context.Context, db store.Beginner) error {
 // the janitor's own connection.
 func CleanUp(log *slog.Logger) func(ctx context.Context, db *pgx.Conn, now, before time.Time, batch int) error {
 	return func(ctx context.Context, db *pgx.Conn, now, before time.Time, batch int) error {
-		x, err := store.PruneHostExpired(ctx, db, before, batch)
+		x, err := hoststore.PruneExpired(ctx, db, before, batch)
 		if x.WebhookDeliveries > 0 {
 			log.Info("removed expired webhook deliveries", "webhook_deliveries", x.WebhookDeliveries,
 				"older_than", before.Format(time.RFC3339))
@@ -40,7 +40,7 @@ func CleanUp(log *slog.Logger) func(ctx context.Context, db *pgx.Conn, now, befo
 		if err != nil {
 			return err
 		}
-		p, err := store.PruneHostSpent(ctx, db, now)
+		p, err := hoststore.PruneSpent(ctx, db, now)
 		if err != nil {
 			return err
 		}

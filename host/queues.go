@@ -12,8 +12,8 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 )
 
 // QueueNameMaxLen bounds a queue name, in characters.
@@ -34,7 +34,7 @@ type Queue struct {
 	Dead      int                   `json:"dead"`
 }
 
-func queueOut(q store.QueueRow) (Queue, error) {
+func queueOut(q hoststore.QueueRow) (Queue, error) {
 	owner, err := notifytype.ParseOwnerScope(q.Owner)
 	if err != nil {
 		return Queue{}, fmt.Errorf("error reading queue %d: %w", q.ID, err)
@@ -66,7 +66,7 @@ type TodoDetail struct {
 // roleIn returns the human's role in scope: "owner" for their own human
 // scope, the team role for a team. A scope the human has no part in is
 // not_found (D3).
-func roleIn(ctx context.Context, db store.DBTX, humanID int64, scope notifytype.OwnerScope, what string) (engine.Role, error) {
+func roleIn(ctx context.Context, db hoststore.DBTX, humanID int64, scope notifytype.OwnerScope, what string) (engine.Role, error) {
 	switch scope.Kind {
 	case notifytype.ScopeHuman:
 		if scope == hostid.Human(humanID) {
@@ -77,7 +77,7 @@ func roleIn(ctx context.Context, db store.DBTX, humanID int64, scope notifytype.
 		if !ok {
 			break
 		}
-		role, err := store.TeamRole(ctx, db, team, humanID)
+		role, err := hoststore.TeamRole(ctx, db, team, humanID)
 		if err != nil {
 			return engine.RoleNone, err
 		}
@@ -94,7 +94,7 @@ func (t *Todos) ListQueues(ctx context.Context, humanID int64, scope notifytype.
 	if _, err := roleIn(ctx, t.pool, humanID, scope, "owner scope"); err != nil {
 		return nil, fmt.Errorf("error listing queues: %w", err)
 	}
-	rows, err := store.ListQueues(ctx, t.pool, scope.String())
+	rows, err := hoststore.ListQueues(ctx, t.pool, scope.String())
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (t *Todos) ClaimableQueues(ctx context.Context, endpointID int64) ([]Queue,
 			return err
 		}
 		memberOf, _ := hostid.Of(scope, notifytype.ScopeHuman)
-		rows, err := store.ListClaimableQueues(ctx, tx, ep.Owner, memberOf)
+		rows, err := hoststore.ListClaimableQueues(ctx, tx, ep.Owner, memberOf)
 		if err != nil {
 			return err
 		}
@@ -174,7 +174,7 @@ func (t *Todos) CreateQueue(ctx context.Context, humanID int64, scope notifytype
 	if !role.CanConfigure() {
 		return Queue{}, notifytype.Forbidden("only a team owner or admin may create the team's queues")
 	}
-	row, taken, err := store.InsertQueue(ctx, t.pool, scope.String(), name)
+	row, taken, err := hoststore.InsertQueue(ctx, t.pool, scope.String(), name)
 	if err != nil {
 		return Queue{}, err
 	}
@@ -187,7 +187,7 @@ func (t *Todos) CreateQueue(ctx context.Context, humanID int64, scope notifytype
 // GetQueue returns a queue of one of the human's scopes; any other is
 // not_found.
 func (t *Todos) GetQueue(ctx context.Context, humanID, queueID int64) (Queue, error) {
-	row, err := store.GetQueue(ctx, t.pool, queueID)
+	row, err := hoststore.GetQueue(ctx, t.pool, queueID)
 	if err != nil {
 		return Queue{}, err
 	}
@@ -200,14 +200,14 @@ func (t *Todos) QueueByName(ctx context.Context, humanID int64, scope notifytype
 	if _, err := roleIn(ctx, t.pool, humanID, scope, "queue"); err != nil {
 		return Queue{}, err
 	}
-	row, err := store.QueueByName(ctx, t.pool, scope.String(), name)
+	row, err := hoststore.QueueByName(ctx, t.pool, scope.String(), name)
 	if err != nil {
 		return Queue{}, err
 	}
 	return queueOut(row)
 }
 
-func (t *Todos) visibleQueue(ctx context.Context, humanID int64, row store.QueueRow) (Queue, error) {
+func (t *Todos) visibleQueue(ctx context.Context, humanID int64, row hoststore.QueueRow) (Queue, error) {
 	q, err := queueOut(row)
 	if err != nil {
 		return Queue{}, err
@@ -236,7 +236,7 @@ func (t *Todos) ListTodos(ctx context.Context, humanID, queueID int64, limit int
 	if limit <= 0 || limit > TodosShownMax {
 		limit = TodosShownMax
 	}
-	rows, err := store.ListQueueTodos(ctx, t.pool, queueID, limit)
+	rows, err := hoststore.ListQueueTodos(ctx, t.pool, queueID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +256,7 @@ func (t *Todos) ListTodos(ctx context.Context, humanID, queueID int64, limit int
 func (t *Todos) TodoDetail(ctx context.Context, humanID, todoID int64) (TodoDetail, error) {
 	var out TodoDetail
 	err := pgx.BeginTxFunc(ctx, t.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		row, err := store.GetTodo(ctx, tx, todoID)
+		row, err := hoststore.GetTodo(ctx, tx, todoID)
 		if err != nil {
 			return err
 		}
@@ -266,12 +266,12 @@ func (t *Todos) TodoDetail(ctx context.Context, humanID, todoID int64) (TodoDeta
 		if _, err := roleIn(ctx, tx, humanID, out.Owner, "todo"); err != nil {
 			return err
 		}
-		q, err := store.GetQueue(ctx, tx, out.QueueID)
+		q, err := hoststore.GetQueue(ctx, tx, out.QueueID)
 		if err != nil {
 			return err
 		}
 		out.QueueName = q.Name
-		attempts, err := store.ListAttempts(ctx, tx, todoID)
+		attempts, err := hoststore.ListAttempts(ctx, tx, todoID)
 		if err != nil {
 			return err
 		}
@@ -308,7 +308,7 @@ func (d *Directory) Names(ctx context.Context, humanID int64, scope notifytype.O
 	if _, err := roleIn(ctx, d.db, humanID, scope, "owner scope"); err != nil {
 		return nil, err
 	}
-	rows, err := store.ListOwnedNames(ctx, d.db, scope.String(), string(kind))
+	rows, err := hoststore.ListOwnedNames(ctx, d.db, scope.String(), string(kind))
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +332,7 @@ func (t TeamOf) Scope() notifytype.OwnerScope { return hostid.Team(t.ID) }
 // TeamsOf returns the teams the human is a member of, by name: the "my
 // teams" a scope picker lists.
 func (d *Directory) TeamsOf(ctx context.Context, humanID int64) ([]TeamOf, error) {
-	rows, err := store.TeamsOf(ctx, d.db, humanID)
+	rows, err := hoststore.TeamsOf(ctx, d.db, humanID)
 	if err != nil {
 		return nil, err
 	}

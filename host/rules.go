@@ -10,9 +10,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/host/rulesandbox"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 )
 
 // Bounds of routing rules (D17).
@@ -74,7 +74,7 @@ type Rule struct {
 	UpdatedByEndpointID int64 `json:"updated_by_endpoint_id,omitempty"`
 }
 
-func ruleOut(r store.RuleRow) Rule {
+func ruleOut(r hoststore.RuleRow) Rule {
 	return Rule{
 		ID: r.ID, WebhookID: r.WebhookID, Position: r.Position, Name: r.Name, Expr: r.Expr,
 		Action: RuleAction{
@@ -192,21 +192,21 @@ func isBidiControl(r rune) bool {
 // checkRulesInScope checks what needs the database: every queue is one the
 // webhook's scope may route to, and every notify names a sink of that
 // scope (REQ-8: a sink of another scope is as good as none).
-func checkRulesInScope(ctx context.Context, db store.DBTX, owner string, rules []checkedRule, field func(i int) string) error {
+func checkRulesInScope(ctx context.Context, db hoststore.DBTX, owner string, rules []checkedRule, field func(i int) string) error {
 	var names []string
 	for _, r := range rules {
 		if r.in.Action.Notify != "" {
 			names = append(names, r.in.Action.Notify)
 		}
 	}
-	sinks, err := store.SinksByName(ctx, db, owner, names, false)
+	sinks, err := hoststore.SinksByName(ctx, db, owner, names, false)
 	if err != nil {
 		return err
 	}
 	for i, r := range rules {
 		ref := ruleRef(r.in.Name, i)
 		if q := r.in.Action.Queue; q != 0 {
-			ok, err := store.QueueRoutable(ctx, db, q, owner)
+			ok, err := hoststore.QueueRoutable(ctx, db, q, owner)
 			if err != nil {
 				return err
 			}
@@ -261,7 +261,7 @@ type evaluation struct {
 // runs for at most timeout (past it, plus the pool's grace, its worker is
 // killed) and all of them together until ctx ends (the rules' time
 // budget): a rule reached after that is a fault, not run.
-func evaluate(ctx context.Context, sb *rulesandbox.Pool, owner string, rows []store.RuleRow, body []byte, timeout time.Duration) evaluation {
+func evaluate(ctx context.Context, sb *rulesandbox.Pool, owner string, rows []hoststore.RuleRow, body []byte, timeout time.Duration) evaluation {
 	ev := evaluation{decider: -1, results: make([]RuleResult, len(rows))}
 	exprs := make([]string, len(rows))
 	for i, r := range rows {

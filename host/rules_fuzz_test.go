@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -33,7 +34,7 @@ func FuzzRuleSave(f *testing.F) {
 	f.Add("doubling", `(.s + .s) as $a | ($a + $a) as $b | $b`, "", "", true, false)
 	f.Add("bidi\u202e", `true`, "", "", true, false)
 
-	pool := storetest.New(f)
+	pool := hosttest.New(f)
 	w := newHookWorldOn(f, pool, 0)
 	ctx := context.Background()
 	hook, _, p := w.hook(f, ctx)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/switchboard/notify/store"
+	"github.com/switchboard/notify/host/hoststore"
 )
 
 // ItemTitles reads the titles of the board items that notification links
@@ -18,7 +18,7 @@ import (
 // record), so the board reads it from the item itself, which still has it
 // (issue 25: a delivered notification keeps its title on the board). Paths
 // it does not know, and items gone or of other owners, are left out.
-func ItemTitles(ctx context.Context, db store.DBTX, owners []string, paths []string) (map[string]string, error) {
+func ItemTitles(ctx context.Context, db hoststore.DBTX, owners []string, paths []string) (map[string]string, error) {
 	var todos, deliveries, digests []int64
 	for _, p := range paths {
 		parts := strings.Split(strings.Trim(p, "/"), "/")

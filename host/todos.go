@@ -20,9 +20,8 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/sinks"
-	"github.com/switchboard/notify/store"
 )
 
 // Defaults and bounds of todo input.
@@ -206,7 +205,7 @@ func (t *Todos) Enqueue(ctx context.Context, queueID int64, in TodoInput) (Todo,
 	var out Todo
 	err = pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
 		if in.WebhookID != 0 {
-			ok, err := store.WebhookExists(ctx, tx, in.WebhookID)
+			ok, err := hoststore.WebhookExists(ctx, tx, in.WebhookID)
 			if err != nil {
 				return err
 			}
@@ -214,7 +213,7 @@ func (t *Todos) Enqueue(ctx context.Context, queueID int64, in TodoInput) (Todo,
 				return notifytype.InvalidArgument("webhook_id", "no such webhook")
 			}
 		}
-		row, err := store.InsertTodo(ctx, tx, ins)
+		row, err := hoststore.InsertTodo(ctx, tx, ins)
 		if err != nil {
 			return err
 		}
@@ -227,8 +226,8 @@ func (t *Todos) Enqueue(ctx context.Context, queueID int64, in TodoInput) (Todo,
 	return out, nil
 }
 
-func (in TodoInput) validate() (store.TodoInsert, error) {
-	var ins store.TodoInsert
+func (in TodoInput) validate() (hoststore.TodoInsert, error) {
+	var ins hoststore.TodoInsert
 	title := strings.TrimSpace(in.Title)
 	switch {
 	case title == "":
@@ -325,18 +324,18 @@ func (t *Todos) Claim(ctx context.Context, endpointID, queueID int64, opts ...Cl
 			return err
 		}
 		memberOf, _ := hostid.Of(scope, notifytype.ScopeHuman)
-		claimable, err := store.QueueClaimable(ctx, tx, queueID, ep.Owner, memberOf)
+		claimable, err := hoststore.QueueClaimable(ctx, tx, queueID, ep.Owner, memberOf)
 		if err != nil {
 			return err
 		}
 		if !claimable {
 			return notifytype.NotFound("queue")
 		}
-		var row store.TodoRow
+		var row hoststore.TodoRow
 		if o.TodoID != 0 {
-			row, err = store.ClaimTodoByID(ctx, tx, queueID, o.TodoID, endpointID, now)
+			row, err = hoststore.ClaimTodoByID(ctx, tx, queueID, o.TodoID, endpointID, now)
 		} else {
-			row, err = store.ClaimNextTodo(ctx, tx, queueID, endpointID, now)
+			row, err = hoststore.ClaimNextTodo(ctx, tx, queueID, endpointID, now)
 		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -344,7 +343,7 @@ func (t *Todos) Claim(ctx context.Context, endpointID, queueID int64, opts ...Cl
 		if err != nil {
 			return err
 		}
-		if _, err := store.InsertAttempt(ctx, tx, row.ID, string(kind), endpointID, now); err != nil {
+		if _, err := hoststore.InsertAttempt(ctx, tx, row.ID, string(kind), endpointID, now); err != nil {
 			return err
 		}
 		todo, err = toTodo(row)
@@ -360,8 +359,8 @@ func (t *Todos) Claim(ctx context.Context, endpointID, queueID int64, opts ...Cl
 // Heartbeat renews the claimant's lease on the todo for a full TTL from
 // now. A todo the endpoint does not hold claimed is not_found.
 func (t *Todos) Heartbeat(ctx context.Context, endpointID, todoID int64) (Todo, error) {
-	return t.asClaimant(ctx, endpointID, todoID, "renewing lease of", func(tx pgx.Tx, _ store.TodoRow, now time.Time) (Todo, error) {
-		row, err := store.ExtendTodoLease(ctx, tx, todoID, now)
+	return t.asClaimant(ctx, endpointID, todoID, "renewing lease of", func(tx pgx.Tx, _ hoststore.TodoRow, now time.Time) (Todo, error) {
+		row, err := hoststore.ExtendTodoLease(ctx, tx, todoID, now)
 		if err != nil {
 			return Todo{}, err
 		}
@@ -374,14 +373,14 @@ func (t *Todos) Heartbeat(ctx context.Context, endpointID, todoID int64) (Todo, 
 // its error as "error <doing> todo <id>". A todo the endpoint does not hold
 // claimed is not_found.
 func (t *Todos) asClaimant(ctx context.Context, endpointID, todoID int64, doing string,
-	fn func(tx pgx.Tx, row store.TodoRow, now time.Time) (Todo, error)) (Todo, error) {
+	fn func(tx pgx.Tx, row hoststore.TodoRow, now time.Time) (Todo, error)) (Todo, error) {
 	now := t.clock.Now()
 	var out Todo
 	err := pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
 		if _, _, err := lockActingEndpoint(ctx, tx, endpointID); err != nil {
 			return err
 		}
-		row, err := store.LockClaimedTodo(ctx, tx, todoID, endpointID)
+		row, err := hoststore.LockClaimedTodo(ctx, tx, todoID, endpointID)
 		if err != nil {
 			return err
 		}
@@ -400,11 +399,11 @@ func (t *Todos) Complete(ctx context.Context, endpointID, todoID int64, report A
 	if err := report.validate(); err != nil {
 		return Todo{}, err
 	}
-	return t.asClaimant(ctx, endpointID, todoID, "completing", func(tx pgx.Tx, _ store.TodoRow, now time.Time) (Todo, error) {
+	return t.asClaimant(ctx, endpointID, todoID, "completing", func(tx pgx.Tx, _ hoststore.TodoRow, now time.Time) (Todo, error) {
 		if err := finishAttempt(ctx, tx, todoID, outcomeDone, &report, now); err != nil {
 			return Todo{}, err
 		}
-		row, err := store.CompleteTodo(ctx, tx, todoID, now)
+		row, err := hoststore.CompleteTodo(ctx, tx, todoID, now)
 		if err != nil {
 			return Todo{}, err
 		}
@@ -420,7 +419,7 @@ func (t *Todos) Fail(ctx context.Context, endpointID, todoID int64, report Attem
 	if err := report.validate(); err != nil {
 		return Todo{}, err
 	}
-	return t.asClaimant(ctx, endpointID, todoID, "failing", func(tx pgx.Tx, row store.TodoRow, now time.Time) (Todo, error) {
+	return t.asClaimant(ctx, endpointID, todoID, "failing", func(tx pgx.Tx, row hoststore.TodoRow, now time.Time) (Todo, error) {
 		if row.Attempts >= row.AttemptCap {
 			return t.deadLetter(ctx, tx, row, CauseFailAtCap, outcomeFailed, &report, now)
 		}
@@ -453,7 +452,7 @@ func (t *Todos) reapOnce(ctx context.Context) (int, error) {
 	now := t.clock.Now()
 	var n int
 	err := pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
-		rows, err := store.LockExpiredTodos(ctx, tx, now, t.reapBatch)
+		rows, err := hoststore.LockExpiredTodos(ctx, tx, now, t.reapBatch)
 		if err != nil {
 			return err
 		}
@@ -490,7 +489,7 @@ func (t *Todos) RevokeEndpoint(ctx context.Context, endpointID int64) error {
 func (t *Todos) revokeEndpoint(ctx context.Context, endpointID int64, inTx func(pgx.Tx) error) error {
 	now := t.clock.Now()
 	err := pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
-		if err := store.MarkEndpointRevoked(ctx, tx, endpointID, now); err != nil {
+		if err := hoststore.MarkEndpointRevoked(ctx, tx, endpointID, now); err != nil {
 			return err
 		}
 		if inTx != nil {
@@ -498,7 +497,7 @@ func (t *Todos) revokeEndpoint(ctx context.Context, endpointID int64, inTx func(
 				return err
 			}
 		}
-		rows, err := store.LockTodosClaimedBy(ctx, tx, endpointID)
+		rows, err := hoststore.LockTodosClaimedBy(ctx, tx, endpointID)
 		if err != nil {
 			return err
 		}
@@ -555,7 +554,7 @@ func (t *Todos) Requeue(ctx context.Context, humanID, todoID int64) (Todo, error
 		if row.State != string(TodoDead) {
 			return notifytype.InvalidArgumentf("todo_id", "the todo is %s; only a dead todo can be re-queued", row.State)
 		}
-		row, err = store.RequeueTodo(ctx, tx, todoID, now)
+		row, err = hoststore.RequeueTodo(ctx, tx, todoID, now)
 		if err != nil {
 			return err
 		}
@@ -572,15 +571,15 @@ func (t *Todos) Requeue(ctx context.Context, humanID, todoID int64) (Todo, error
 // the report, if any), the todo becomes dead with its dead-letter count
 // incremented, its reason set and its claim cleared, and one event is
 // emitted in tx. An emit error fails the transaction.
-func (t *Todos) deadLetter(ctx context.Context, tx pgx.Tx, row store.TodoRow, cause Cause, outcome string, report *AttemptReport, now time.Time) (Todo, error) {
+func (t *Todos) deadLetter(ctx context.Context, tx pgx.Tx, row hoststore.TodoRow, cause Cause, outcome string, report *AttemptReport, now time.Time) (Todo, error) {
 	if err := finishAttempt(ctx, tx, row.ID, outcome, report, now); err != nil {
 		return Todo{}, err
 	}
-	dead, err := store.DeadLetterTodo(ctx, tx, row.ID, string(cause), now)
+	dead, err := hoststore.DeadLetterTodo(ctx, tx, row.ID, string(cause), now)
 	if err != nil {
 		return Todo{}, err
 	}
-	dc, err := store.TodoDeadLetterContext(ctx, tx, row.ID)
+	dc, err := hoststore.TodoDeadLetterContext(ctx, tx, row.ID)
 	if err != nil {
 		return Todo{}, err
 	}
@@ -597,12 +596,12 @@ func (t *Todos) deadLetter(ctx context.Context, tx pgx.Tx, row store.TodoRow, ca
 
 // deadLetterEvent is the event announcing a dead todo; claimant is the
 // endpoint that held it, zero for none.
-func deadLetterEvent(todo Todo, claimant int64, cause Cause, dc store.DeadLetterContext) engine.Event {
+func deadLetterEvent(todo Todo, claimant int64, cause Cause, dc hoststore.DeadLetterContext) engine.Event {
 	typ, what := notifytype.EventTodoDeadLettered, "Todo dead-lettered"
 	if dc.HasRelay {
 		typ, what = notifytype.EventRelayExhausted, "Relay exhausted"
 	}
-	c := sinks.Content{
+	c := engine.Content{
 		Title:           todo.Title,
 		Place:           dc.QueueName,
 		Summary:         what + afterAttempts(todo.Attempts),
@@ -636,7 +635,7 @@ func release(ctx context.Context, tx pgx.Tx, todoID int64, outcome string, repor
 	if err := finishAttempt(ctx, tx, todoID, outcome, report, now); err != nil {
 		return Todo{}, err
 	}
-	row, err := store.ReleaseTodo(ctx, tx, todoID, now)
+	row, err := hoststore.ReleaseTodo(ctx, tx, todoID, now)
 	if err != nil {
 		return Todo{}, err
 	}
@@ -644,19 +643,19 @@ func release(ctx context.Context, tx pgx.Tx, todoID int64, outcome string, repor
 }
 
 func finishAttempt(ctx context.Context, tx pgx.Tx, todoID int64, outcome string, report *AttemptReport, now time.Time) error {
-	f := store.AttemptFinish{TodoID: todoID, Outcome: outcome, Now: now}
+	f := hoststore.AttemptFinish{TodoID: todoID, Outcome: outcome, Now: now}
 	if report != nil {
 		f.Summary = nonEmpty(report.Summary)
 		f.ArtifactHandle = nonEmpty(report.ArtifactHandle)
 	}
-	_, err := store.FinishOpenAttempt(ctx, tx, f)
+	_, err := hoststore.FinishOpenAttempt(ctx, tx, f)
 	return err
 }
 
 // lockActingEndpoint reads the acting endpoint FOR SHARE and refuses a
 // revoked one, or one whose grant lacks the todos family, with forbidden.
-func lockActingEndpoint(ctx context.Context, tx pgx.Tx, endpointID int64) (store.ClaimantEndpoint, notifytype.OwnerScope, error) {
-	ep, err := store.LockClaimantEndpoint(ctx, tx, endpointID)
+func lockActingEndpoint(ctx context.Context, tx pgx.Tx, endpointID int64) (hoststore.ClaimantEndpoint, notifytype.OwnerScope, error) {
+	ep, err := hoststore.LockClaimantEndpoint(ctx, tx, endpointID)
 	if err != nil {
 		return ep, notifytype.OwnerScope{}, err
 	}
@@ -675,8 +674,8 @@ func lockActingEndpoint(ctx context.Context, tx pgx.Tx, endpointID int64) (store
 
 // lockTodoFor locks a todo the human may act on: one they own, or one of a
 // team they are a member of. Any other is not_found (D3).
-func lockTodoFor(ctx context.Context, tx pgx.Tx, humanID, todoID int64) (store.TodoRow, error) {
-	row, err := store.LockTodo(ctx, tx, todoID)
+func lockTodoFor(ctx context.Context, tx pgx.Tx, humanID, todoID int64) (hoststore.TodoRow, error) {
+	row, err := hoststore.LockTodo(ctx, tx, todoID)
 	if err != nil {
 		return row, err
 	}
@@ -694,7 +693,7 @@ func lockTodoFor(ctx context.Context, tx pgx.Tx, humanID, todoID int64) (store.T
 		if !ok {
 			break
 		}
-		role, err := store.TeamRole(ctx, tx, team, humanID)
+		role, err := hoststore.TeamRole(ctx, tx, team, humanID)
 		if err != nil {
 			return row, err
 		}
@@ -705,7 +704,7 @@ func lockTodoFor(ctx context.Context, tx pgx.Tx, humanID, todoID int64) (store.T
 	return row, notifytype.NotFound("todo")
 }
 
-func toTodo(r store.TodoRow) (Todo, error) {
+func toTodo(r hoststore.TodoRow) (Todo, error) {
 	owner, err := notifytype.ParseOwnerScope(r.Owner)
 	if err != nil {
 		return Todo{}, fmt.Errorf("error reading todo %d: %w", r.ID, err)
@@ -785,5 +784,5 @@ func (t *Todos) EnsureQueue(ctx context.Context, scope notifytype.OwnerScope, na
 	if !scope.Valid() || name == "" {
 		return 0, notifytype.InvalidArgument("queue", "a queue needs an owner scope and a name")
 	}
-	return store.EnsureQueue(ctx, t.pool, scope.String(), name)
+	return hoststore.EnsureQueue(ctx, t.pool, scope.String(), name)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
@@ -56,7 +57,7 @@ func (r *recorder) Events() []engine.Event {
 // todoWorld is one database with the real engine and the host's todos.
 type todoWorld struct {
 	pool   *pgxpool.Pool
-	f      *storetest.Factory
+	f      *hosttest.Factory
 	clock  *fakeClock
 	engine *engine.Engine
 	rec    *recorder
@@ -65,7 +66,7 @@ type todoWorld struct {
 
 func newTodoWorld(t *testing.T) (*todoWorld, context.Context) {
 	t.Helper()
-	return newTodoWorldOn(t, storetest.New(t), newFakeClock()), context.Background()
+	return newTodoWorldOn(t, hosttest.New(t), newFakeClock()), context.Background()
 }
 
 func newTodoWorldOn(t *testing.T, pool *pgxpool.Pool, clock *fakeClock) *todoWorld {
@@ -75,7 +76,7 @@ func newTodoWorldOn(t *testing.T, pool *pgxpool.Pool, clock *fakeClock) *todoWor
 	rec := &recorder{inner: eng}
 	return &todoWorld{
 		pool:   pool,
-		f:      storetest.NewFactory(t, pool),
+		f:      hosttest.NewFactory(t, pool),
 		clock:  clock,
 		engine: eng,
 		rec:    rec,
@@ -95,7 +96,7 @@ func (w *todoWorld) person(t *testing.T, queueName string) person {
 	scope := hostid.Human(h)
 	return person{
 		human:    h,
-		endpoint: w.f.Endpoint(storetest.EndpointOpts{Human: h}),
+		endpoint: w.f.Endpoint(hosttest.EndpointOpts{Human: h}),
 		queue:    w.f.Queue(scope, queueName),
 		scope:    scope,
 	}

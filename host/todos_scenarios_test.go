@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -25,7 +26,7 @@ func TestScenarioDeadLetterIsAnnouncedNotAssigned(t *testing.T) {
 	// only one has a sink.
 	start := newFakeClock().Now()
 	run := func(t *testing.T, withSink bool) (w *todoWorld, todoID int64) {
-		w, ctx := newTodoWorldOn(t, storetest.New(t), clockwork.NewFakeClockAt(start)), context.Background()
+		w, ctx := newTodoWorldOn(t, hosttest.New(t), clockwork.NewFakeClockAt(start)), context.Background()
 		p := w.person(t, "forge")
 		if withSink {
 			w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, notifytype.EventTodoDeadLettered)

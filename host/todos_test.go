@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store/storetest"
@@ -148,7 +149,7 @@ func TestTodosClaim(t *testing.T) {
 		team := hostid.Team(teamID)
 		w.f.Member(teamID, a.human, "member")
 		teamQueue := w.f.Queue(team, "team-queue")
-		teamEndpoint := w.f.Endpoint(storetest.EndpointOpts{Owner: team, Human: b.human})
+		teamEndpoint := w.f.Endpoint(hosttest.EndpointOpts{Owner: team, Human: b.human})
 		for range 3 {
 			w.enqueue(t, ctx, teamQueue, host.TodoInput{})
 		}
@@ -178,7 +179,7 @@ func TestTodosClaim(t *testing.T) {
 		t.Parallel()
 		w, ctx := newTodoWorld(t)
 		p := w.person(t, "")
-		rulesOnly := w.f.Endpoint(storetest.EndpointOpts{Human: p.human, Grants: []string{"rules"}})
+		rulesOnly := w.f.Endpoint(hosttest.EndpointOpts{Human: p.human, Grants: []string{"rules"}})
 		w.enqueue(t, ctx, p.queue, host.TodoInput{})
 
 		_, _, err := w.todos.Claim(ctx, rulesOnly, p.queue)
@@ -595,7 +596,7 @@ func TestTodosRequeueFiresAgain(t *testing.T) {
 // each expired todo exactly once.
 func TestTodosReapersRace(t *testing.T) {
 	t.Parallel()
-	url := storetest.URL(t)
+	url := hosttest.URL(t)
 	ctx := context.Background()
 	clock := newFakeClock()
 	const instances, n = 3, 40

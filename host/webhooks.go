@@ -20,9 +20,9 @@ import (
 	"github.com/switchboard/notify/engine/history"
 	"github.com/switchboard/notify/engine/vault"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/host/rulesandbox"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 )
 
 // Bounds and defaults of webhooks (D17).
@@ -194,7 +194,7 @@ type Webhook struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-func webhookOut(w store.WebhookRow) (Webhook, error) {
+func webhookOut(w hoststore.WebhookRow) (Webhook, error) {
 	owner, err := notifytype.ParseOwnerScope(w.Owner)
 	if err != nil {
 		return Webhook{}, fmt.Errorf("error reading webhook %d owner: %w", w.ID, err)
@@ -261,7 +261,7 @@ func (s *Webhooks) authorize(ctx context.Context, p engine.Principal, scope noti
 		if !ok {
 			return notifytype.NotFound("webhook")
 		}
-		role, err := store.TeamRole(ctx, s.pool, team, human)
+		role, err := hoststore.TeamRole(ctx, s.pool, team, human)
 		if err != nil {
 			return fmt.Errorf("error reading team role: %w", err)
 		}
@@ -277,20 +277,20 @@ func (s *Webhooks) authorize(ctx context.Context, p engine.Principal, scope noti
 }
 
 // read reads a webhook the caller may see (write: may change), in db.
-func (s *Webhooks) read(ctx context.Context, db store.DBTX, p engine.Principal, id int64, write, lock bool) (store.WebhookRow, error) {
-	w, err := store.GetWebhook(ctx, db, id, lock)
+func (s *Webhooks) read(ctx context.Context, db hoststore.DBTX, p engine.Principal, id int64, write, lock bool) (hoststore.WebhookRow, error) {
+	w, err := hoststore.GetWebhook(ctx, db, id, lock)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.WebhookRow{}, notifytype.NotFound("webhook")
+		return hoststore.WebhookRow{}, notifytype.NotFound("webhook")
 	}
 	if err != nil {
-		return store.WebhookRow{}, err
+		return hoststore.WebhookRow{}, err
 	}
 	scope, err := notifytype.ParseOwnerScope(w.Owner)
 	if err != nil {
-		return store.WebhookRow{}, fmt.Errorf("error reading webhook %d owner: %w", w.ID, err)
+		return hoststore.WebhookRow{}, fmt.Errorf("error reading webhook %d owner: %w", w.ID, err)
 	}
 	if err := s.authorize(ctx, p, scope, write); err != nil {
-		return store.WebhookRow{}, err
+		return hoststore.WebhookRow{}, err
 	}
 	return w, nil
 }
@@ -371,7 +371,7 @@ func (s *Webhooks) sealSecret(id int64, owner string, secret notifytype.Secret) 
 	return s.vault.Seal(-id, scope, secret)
 }
 
-func (s *Webhooks) openSecret(w store.WebhookRow) (notifytype.Secret, error) {
+func (s *Webhooks) openSecret(w hoststore.WebhookRow) (notifytype.Secret, error) {
 	scope, err := notifytype.ParseOwnerScope(w.Owner)
 	if err != nil {
 		return notifytype.Secret{}, err
@@ -412,11 +412,11 @@ func (s *Webhooks) Create(ctx context.Context, p engine.Principal, in WebhookInp
 	var out Webhook
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.clock.Now()
-		w, err := store.InsertWebhook(ctx, tx, store.WebhookInsert{
+		w, err := hoststore.InsertWebhook(ctx, tx, hoststore.WebhookInsert{
 			Owner: in.Owner.String(), Name: name, TrustedSenders: set.TrustedSenders,
 			SenderExpr: set.SenderExpr, SubjectExpr: set.SubjectExpr, Now: now,
 		})
-		if errors.Is(err, store.ErrWebhookNameTaken) {
+		if errors.Is(err, hoststore.ErrWebhookNameTaken) {
 			return notifytype.InvalidArgument("name", "a webhook of this name exists in this owner scope")
 		}
 		if err != nil {
@@ -426,7 +426,7 @@ func (s *Webhooks) Create(ctx context.Context, p engine.Principal, in WebhookInp
 		if err != nil {
 			return err
 		}
-		if err := store.SetWebhookSecret(ctx, tx, w.ID, sealed, now); err != nil {
+		if err := hoststore.SetWebhookSecret(ctx, tx, w.ID, sealed, now); err != nil {
 			return err
 		}
 		if err := history.RecordWrite(ctx, tx, p, in.Owner, WriteWebhookCreate, ObjectWebhook, w.ID); err != nil {
@@ -458,7 +458,7 @@ func (s *Webhooks) RotateSecret(ctx context.Context, p engine.Principal, id int6
 		if err != nil {
 			return err
 		}
-		if err := store.SetWebhookSecret(ctx, tx, w.ID, sealed, s.clock.Now()); err != nil {
+		if err := hoststore.SetWebhookSecret(ctx, tx, w.ID, sealed, s.clock.Now()); err != nil {
 			return err
 		}
 		return recordWebhookWrite(ctx, tx, p, w, WriteWebhookRotate)
@@ -489,7 +489,7 @@ func (s *Webhooks) UpdateSettings(ctx context.Context, p engine.Principal, id in
 		if _, err := s.read(ctx, tx, p, id, true, true); err != nil {
 			return err
 		}
-		w, err := store.UpdateWebhookSettings(ctx, tx, id, store.WebhookSettings{
+		w, err := hoststore.UpdateWebhookSettings(ctx, tx, id, hoststore.WebhookSettings{
 			TrustedSenders: set.TrustedSenders, SenderExpr: set.SenderExpr, SubjectExpr: set.SubjectExpr, Now: s.clock.Now(),
 		})
 		if err != nil {
@@ -524,7 +524,7 @@ func (s *Webhooks) Delete(ctx context.Context, p engine.Principal, id int64) err
 		if err != nil {
 			return err
 		}
-		if err := store.DeleteWebhook(ctx, tx, w.ID); err != nil {
+		if err := hoststore.DeleteWebhook(ctx, tx, w.ID); err != nil {
 			return err
 		}
 		return recordWebhookWrite(ctx, tx, p, w, WriteWebhookDelete)
@@ -533,7 +533,7 @@ func (s *Webhooks) Delete(ctx context.Context, p engine.Principal, id int64) err
 }
 
 // recordWebhookWrite records p's write (action) of w in the write log.
-func recordWebhookWrite(ctx context.Context, tx pgx.Tx, p engine.Principal, w store.WebhookRow, action string) error {
+func recordWebhookWrite(ctx context.Context, tx pgx.Tx, p engine.Principal, w hoststore.WebhookRow, action string) error {
 	owner, err := notifytype.ParseOwnerScope(w.Owner)
 	if err != nil {
 		return fmt.Errorf("error reading webhook %d owner: %w", w.ID, err)
@@ -555,7 +555,7 @@ func (s *Webhooks) List(ctx context.Context, p engine.Principal, scope notifytyp
 	if err := s.authorize(ctx, p, scope, false); err != nil {
 		return nil, err
 	}
-	rows, err := store.ListWebhooks(ctx, s.pool, []string{scope.String()})
+	rows, err := hoststore.ListWebhooks(ctx, s.pool, []string{scope.String()})
 	if err != nil {
 		return nil, err
 	}
@@ -575,7 +575,7 @@ func (s *Webhooks) Rules(ctx context.Context, p engine.Principal, id int64) ([]R
 	if _, err := s.read(ctx, s.pool, p, id, false, false); err != nil {
 		return nil, wrap(err, "listing rules")
 	}
-	rows, err := store.ListRules(ctx, s.pool, id)
+	rows, err := hoststore.ListRules(ctx, s.pool, id)
 	if err != nil {
 		return nil, err
 	}
@@ -586,9 +586,9 @@ func (s *Webhooks) Rules(ctx context.Context, p engine.Principal, id int64) ([]R
 	return out, nil
 }
 
-func (s *Webhooks) ruleWrite(p engine.Principal, in RuleInput) store.RuleWrite {
+func (s *Webhooks) ruleWrite(p engine.Principal, in RuleInput) hoststore.RuleWrite {
 	human, _ := hostid.Parse(p.HumanID) // authorize parsed it
-	return store.RuleWrite{
+	return hoststore.RuleWrite{
 		Name: in.Name, Expr: in.Expr, QueueID: in.Action.Queue, Drop: in.Action.Drop,
 		Notify: in.Action.Notify, NotifySeverity: string(in.Action.NotifySeverity),
 		HumanID: human, EndpointID: p.EndpointID, Now: s.clock.Now(),
@@ -623,12 +623,12 @@ func (s *Webhooks) SetRules(ctx context.Context, p engine.Principal, id int64, i
 		if err := checkRulesInScope(ctx, tx, w.Owner, checked, func(i int) string { return fmt.Sprintf("rules[%d].", i) }); err != nil {
 			return err
 		}
-		if err := store.DeleteRules(ctx, tx, id); err != nil {
+		if err := hoststore.DeleteRules(ctx, tx, id); err != nil {
 			return err
 		}
 		out = make([]Rule, 0, len(checked))
 		for _, c := range checked {
-			r, err := store.InsertRule(ctx, tx, id, s.ruleWrite(p, c.in))
+			r, err := hoststore.InsertRule(ctx, tx, id, s.ruleWrite(p, c.in))
 			if err != nil {
 				return err
 			}
@@ -673,14 +673,14 @@ func (s *Webhooks) AddRule(ctx context.Context, p engine.Principal, id int64, in
 		if err := checkRulesInScope(ctx, tx, w.Owner, []checkedRule{c}, func(int) string { return "" }); err != nil {
 			return err
 		}
-		rows, err := store.ListRules(ctx, tx, id)
+		rows, err := hoststore.ListRules(ctx, tx, id)
 		if err != nil {
 			return err
 		}
 		if len(rows) >= RulesMax {
 			return notifytype.InvalidArgumentf("rules", "at most %d rules", RulesMax)
 		}
-		r, err := store.InsertRule(ctx, tx, id, s.ruleWrite(p, c.in))
+		r, err := hoststore.InsertRule(ctx, tx, id, s.ruleWrite(p, c.in))
 		out = ruleOut(r)
 		return err
 	})
@@ -709,7 +709,7 @@ func (s *Webhooks) UpdateRule(ctx context.Context, p engine.Principal, id, ruleI
 		if err := checkRulesInScope(ctx, tx, w.Owner, []checkedRule{c}, func(int) string { return "" }); err != nil {
 			return err
 		}
-		r, err := store.UpdateRule(ctx, tx, id, ruleID, s.ruleWrite(p, c.in))
+		r, err := hoststore.UpdateRule(ctx, tx, id, ruleID, s.ruleWrite(p, c.in))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notifytype.NotFound("rule")
 		}
@@ -737,7 +737,7 @@ func (s *Webhooks) RoutableQueues(ctx context.Context, p engine.Principal, id in
 	if err != nil {
 		return nil, err
 	}
-	rows, err := store.RoutableQueues(ctx, s.pool, w.Owner)
+	rows, err := hoststore.RoutableQueues(ctx, s.pool, w.Owner)
 	if err != nil {
 		return nil, wrap(err, "listing routable queues")
 	}
@@ -759,7 +759,7 @@ func (s *Webhooks) BefriendQueue(ctx context.Context, humanID, queueID int64, fr
 	if !friend.Valid() {
 		return notifytype.InvalidArgument("friend", "must be human:<id> or team:<id>")
 	}
-	owner, err := store.QueueOwner(ctx, s.pool, queueID)
+	owner, err := hoststore.QueueOwner(ctx, s.pool, queueID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return notifytype.NotFound("queue")
 	}
@@ -776,7 +776,7 @@ func (s *Webhooks) BefriendQueue(ctx context.Context, humanID, queueID int64, fr
 		}
 		return err
 	}
-	return store.BefriendQueue(ctx, s.pool, queueID, friend.String())
+	return hoststore.BefriendQueue(ctx, s.pool, queueID, friend.String())
 }
 
 // wrap adds context to an uncoded error; a coded refusal passes as it is.
@@ -806,7 +806,7 @@ type Delivery struct {
 	Owner notifytype.OwnerScope `json:"-"`
 }
 
-func deliveryOut(d store.DeliveryRow) (Delivery, error) {
+func deliveryOut(d hoststore.DeliveryRow) (Delivery, error) {
 	owner, err := notifytype.ParseOwnerScope(d.Owner)
 	if err != nil {
 		return Delivery{}, fmt.Errorf("error reading delivery %d owner: %w", d.ID, err)
@@ -834,7 +834,7 @@ func (s *Webhooks) Deliveries(ctx context.Context, p engine.Principal, id int64,
 	if _, err := s.read(ctx, s.pool, p, id, false, false); err != nil {
 		return nil, wrap(err, "listing deliveries")
 	}
-	rows, err := store.ListDeliveries(ctx, s.pool, id, string(outcome), limit)
+	rows, err := hoststore.ListDeliveries(ctx, s.pool, id, string(outcome), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -854,7 +854,7 @@ func (s *Webhooks) Deliveries(ctx context.Context, p engine.Principal, id int64,
 // the board links of messages already sent still open); another scope's
 // is not_found, as is a delivery that does not exist, alike (D3).
 func (s *Webhooks) Delivery(ctx context.Context, p engine.Principal, webhookID, deliveryID int64) (Delivery, error) {
-	r, err := store.GetDelivery(ctx, s.pool, webhookID, deliveryID)
+	r, err := hoststore.GetDelivery(ctx, s.pool, webhookID, deliveryID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Delivery{}, notifytype.NotFound("delivery")
 	}

@@ -22,10 +22,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/host/rulesandbox"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/sinks"
-	"github.com/switchboard/notify/store"
 )
 
 // Outcome is what became of a received delivery.
@@ -339,7 +338,7 @@ func checkSignature(secret notifytype.Secret, e Envelope, body []byte) bool {
 // verify checks the delivery's webhook-signature under the webhook's
 // secret (checkSignature). A webhook without a secret refuses every
 // delivery, after the same work.
-func (s *Webhooks) verify(w store.WebhookRow, e Envelope, body []byte) error {
+func (s *Webhooks) verify(w hoststore.WebhookRow, e Envelope, body []byte) error {
 	if len(w.Secret) == 0 {
 		s.verifyUnknown(e, body)
 		return &ReceiveRefusal{Reason: RefusalBadSignature}
@@ -395,7 +394,7 @@ type subject struct {
 
 // readSubject reads the sender, subject key, title and body of a payload
 // with the webhook's expressions.
-func (s *Webhooks) readSubject(ctx context.Context, w store.WebhookRow, payload map[string]any, body []byte) subject {
+func (s *Webhooks) readSubject(ctx context.Context, w hoststore.WebhookRow, payload map[string]any, body []byte) subject {
 	subjectExpr := w.SubjectExpr
 	if subjectExpr == "" {
 		subjectExpr = SubjectExprDefault
@@ -441,7 +440,7 @@ func (s *Webhooks) Receive(ctx context.Context, id int64, body []byte, env Envel
 	if err != nil {
 		return Received{}, err
 	}
-	w, err := store.GetWebhook(ctx, s.pool, id, false)
+	w, err := hoststore.GetWebhook(ctx, s.pool, id, false)
 	if errors.Is(err, pgx.ErrNoRows) {
 		s.verifyUnknown(env, body)
 		return Received{}, &ReceiveRefusal{Reason: RefusalUnknownWebhook}
@@ -454,7 +453,7 @@ func (s *Webhooks) Receive(ctx context.Context, id int64, body []byte, env Envel
 	}
 	// A repeat is answered before its payload is run through the rules
 	// again; TakeMessageID below is what decides when two race.
-	if first, seen, err := store.MessageDelivery(ctx, s.pool, w.ID, env.MessageID); err != nil || seen {
+	if first, seen, err := hoststore.MessageDelivery(ctx, s.pool, w.ID, env.MessageID); err != nil || seen {
 		return Received{DeliveryID: first, Outcome: OutcomeDuplicate, Summary: Describe(OutcomeDuplicate, 0, nil)}, err
 	}
 	if bytes.Contains(body, []byte(`\u0000`)) {
@@ -470,8 +469,8 @@ func (s *Webhooks) Receive(ctx context.Context, id int64, body []byte, env Envel
 	if !slices.Contains(w.TrustedSenders, subj.sender) || subj.sender == "" {
 		out, err = s.quarantine(ctx, w, msg, body, subj)
 	} else {
-		var rows []store.RuleRow
-		if rows, err = store.ListRules(ctx, s.pool, w.ID); err != nil {
+		var rows []hoststore.RuleRow
+		if rows, err = hoststore.ListRules(ctx, s.pool, w.ID); err != nil {
 			return Received{}, err
 		}
 		budgetCtx, cancel := context.WithTimeout(ctx, s.budget)
@@ -485,7 +484,7 @@ func (s *Webhooks) Receive(ctx context.Context, id int64, body []byte, env Envel
 		err = wrap(err, "routing delivery")
 	}
 	if errors.Is(err, errMessageTaken) {
-		first, _, err := store.MessageDelivery(ctx, s.pool, w.ID, env.MessageID)
+		first, _, err := hoststore.MessageDelivery(ctx, s.pool, w.ID, env.MessageID)
 		return Received{DeliveryID: first, Outcome: OutcomeDuplicate, Summary: Describe(OutcomeDuplicate, 0, nil)}, err
 	}
 	if err != nil {
@@ -511,7 +510,7 @@ var errMessageTaken = errors.New("webhook message id already taken")
 // takeMessage records msg for delivery id in tx, first, so a concurrent
 // repeat waits here and then rolls back with errMessageTaken.
 func takeMessage(ctx context.Context, tx pgx.Tx, webhookID int64, msg message, id int64) error {
-	ok, err := store.TakeMessageID(ctx, tx, webhookID, msg.id, id, msg.expires)
+	ok, err := hoststore.TakeMessageID(ctx, tx, webhookID, msg.id, id, msg.expires)
 	if err != nil {
 		return err
 	}
@@ -535,14 +534,14 @@ func deliveryTitle(title string, deliveryID int64) string {
 // quarantine stores a delivery from an untrusted sender and emits
 // delivery.quarantined in the same transaction. Its dedup key is the
 // webhook with a 10-minute window (D7): a storm is one message.
-func (s *Webhooks) quarantine(ctx context.Context, w store.WebhookRow, msg message, body []byte, subj subject) (Received, error) {
+func (s *Webhooks) quarantine(ctx context.Context, w hoststore.WebhookRow, msg message, body []byte, subj subject) (Received, error) {
 	owner, err := notifytype.ParseOwnerScope(w.Owner)
 	if err != nil {
 		return Received{}, err
 	}
 	var id int64
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if id, err = store.NextDeliveryID(ctx, tx); err != nil {
+		if id, err = hoststore.NextDeliveryID(ctx, tx); err != nil {
 			return err
 		}
 		if err := takeMessage(ctx, tx, w.ID, msg, id); err != nil {
@@ -556,7 +555,7 @@ func (s *Webhooks) quarantine(ctx context.Context, w store.WebhookRow, msg messa
 		if title == "" {
 			title = "delivery from " + cmp.Or(subj.sender, "an unnamed sender")
 		}
-		if err := store.InsertDelivery(ctx, tx, store.DeliveryRow{
+		if err := hoststore.InsertDelivery(ctx, tx, hoststore.DeliveryRow{
 			ID: id, WebhookID: w.ID, Owner: w.Owner, ReceivedAt: s.clock.Now(), Sender: subj.sender,
 			SubjectKey: subj.key, Title: subj.title, Outcome: string(OutcomeQuarantined), Payload: body, Trace: trace,
 		}); err != nil {
@@ -564,7 +563,7 @@ func (s *Webhooks) quarantine(ctx context.Context, w store.WebhookRow, msg messa
 		}
 		return s.emitter.Emit(ctx, tx, engine.Event{
 			Type: notifytype.EventDeliveryQuarantined, Owner: owner, WebhookID: w.ID, Subject: QuarantineSubject(w.ID),
-			Content: sinks.Content{
+			Content: engine.Content{
 				Title: title, Place: w.Name, Summary: "a delivery from an untrusted sender was quarantined",
 				LinkPath: boardLink(w.ID, id),
 			},
@@ -578,13 +577,13 @@ func (s *Webhooks) quarantine(ctx context.Context, w store.WebhookRow, msg messa
 
 // route applies an evaluation in tx: the todo, the rule notifies and the
 // delivery with its trace commit together (REQ-10).
-func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w store.WebhookRow, msg message, body []byte, subj subject,
-	rules []store.RuleRow, ev evaluation) (Received, error) {
+func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w hoststore.WebhookRow, msg message, body []byte, subj subject,
+	rules []hoststore.RuleRow, ev evaluation) (Received, error) {
 	owner, err := notifytype.ParseOwnerScope(w.Owner)
 	if err != nil {
 		return Received{}, err
 	}
-	id, err := store.NextDeliveryID(ctx, tx)
+	id, err := hoststore.NextDeliveryID(ctx, tx)
 	if err != nil {
 		return Received{}, err
 	}
@@ -602,7 +601,7 @@ func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w store.WebhookRow, msg
 		case r.Drop:
 			outcome = OutcomeDropped
 		case r.QueueID != 0:
-			ok, err := store.QueueRoutable(ctx, tx, r.QueueID, w.Owner)
+			ok, err := hoststore.QueueRoutable(ctx, tx, r.QueueID, w.Owner)
 			if err != nil {
 				return Received{}, err
 			}
@@ -610,7 +609,7 @@ func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w store.WebhookRow, msg
 				trace.Faults = append(trace.Faults, fmt.Sprintf("rule %q: queue %d can no longer take this webhook's deliveries", r.Name, r.QueueID))
 				break
 			}
-			todo, err := store.InsertTodo(ctx, tx, store.TodoInsert{
+			todo, err := hoststore.InsertTodo(ctx, tx, hoststore.TodoInsert{
 				QueueID: r.QueueID, Title: deliveryTitle(subj.title, id), Payload: body,
 				AttemptCap: AttemptCapDefault, LeaseTTLSecs: int(LeaseTTLDefault.Seconds()), WebhookID: &w.ID, Now: now,
 			})
@@ -626,7 +625,7 @@ func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w store.WebhookRow, msg
 		for i, n := range ev.notify {
 			names[i] = n.Sink
 		}
-		found, err := store.SinksByName(ctx, tx, w.Owner, names, true)
+		found, err := hoststore.SinksByName(ctx, tx, w.Owner, names, true)
 		if err != nil {
 			return Received{}, err
 		}
@@ -654,7 +653,7 @@ func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w store.WebhookRow, msg
 			sent, err := s.emitter.EmitToSink(ctx, tx, ref.ID, engine.Event{
 				Type: notifytype.EventRuleNotify, Owner: owner, Severity: n.Severity, WebhookID: w.ID,
 				QueueID: queueID, Subject: RuleSubject(n.RuleID, subj.key, id),
-				Content: sinks.Content{
+				Content: engine.Content{
 					Title: deliveryTitle(subj.title, id), Place: w.Name,
 					Summary:  fmt.Sprintf("rule %q matched; %s", n.Rule, todoWords),
 					Subject:  subjectWords(subj.sender, subj.payload),
@@ -680,7 +679,7 @@ func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w store.WebhookRow, msg
 	if err != nil {
 		return Received{}, fmt.Errorf("error encoding trace: %w", err)
 	}
-	if err := store.InsertDelivery(ctx, tx, store.DeliveryRow{
+	if err := hoststore.InsertDelivery(ctx, tx, hoststore.DeliveryRow{
 		ID: id, WebhookID: w.ID, Owner: w.Owner, ReceivedAt: now, Sender: subj.sender, SubjectKey: subj.key,
 		Title: subj.title, Outcome: string(outcome), TodoID: todoID, Payload: body, Trace: traceJSON,
 	}); err != nil {
@@ -734,9 +733,9 @@ func (s *Webhooks) TestRules(ctx context.Context, p engine.Principal, id int64, 
 	if err != nil {
 		return TestReport{}, wrap(err, "testing rules")
 	}
-	var rules []store.RuleRow
+	var rules []hoststore.RuleRow
 	if candidates == nil {
-		if rules, err = store.ListRules(ctx, s.pool, id); err != nil {
+		if rules, err = hoststore.ListRules(ctx, s.pool, id); err != nil {
 			return TestReport{}, err
 		}
 	} else {
@@ -750,7 +749,7 @@ func (s *Webhooks) TestRules(ctx context.Context, p engine.Principal, id int64, 
 			return TestReport{}, err
 		}
 		for i, c := range checked {
-			rules = append(rules, store.RuleRow{
+			rules = append(rules, hoststore.RuleRow{
 				Position: i + 1, Name: c.in.Name, Expr: c.in.Expr, QueueID: c.in.Action.Queue, Drop: c.in.Action.Drop,
 				Notify: c.in.Action.Notify, NotifySeverity: string(c.in.Action.NotifySeverity),
 			})
@@ -762,14 +761,14 @@ func (s *Webhooks) TestRules(ctx context.Context, p engine.Principal, id int64, 
 			names = append(names, r.Notify)
 		}
 	}
-	sinkRefs, err := store.SinksByName(ctx, s.pool, w.Owner, names, false)
+	sinkRefs, err := hoststore.SinksByName(ctx, s.pool, w.Owner, names, false)
 	if err != nil {
 		return TestReport{}, err
 	}
 	if limit <= 0 {
 		limit = DeliveriesListDefault
 	}
-	stored, err := store.ListDeliveries(ctx, s.pool, id, "", min(limit, DeliveriesListMax))
+	stored, err := hoststore.ListDeliveries(ctx, s.pool, id, "", min(limit, DeliveriesListMax))
 	if err != nil {
 		return TestReport{}, err
 	}

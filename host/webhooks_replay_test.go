@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
 )
 
@@ -207,11 +207,11 @@ func TestMessageIDsArePruned(t *testing.T) {
 
 	// Kept while a copy could still pass the timestamp check on an
 	// instance whose clock is minutes off.
-	p, err := store.PruneHostSpent(ctx, w.pool, signedAt.Add(2*host.SignatureTolerance-time.Second))
+	p, err := hoststore.PruneSpent(ctx, w.pool, signedAt.Add(2*host.SignatureTolerance-time.Second))
 	require.NoError(t, err)
 	require.Zero(t, p.WebhookMessageIDs)
 	require.Equal(t, 1, count())
-	p, err = store.PruneHostSpent(ctx, w.pool, signedAt.Add(2*host.SignatureTolerance))
+	p, err = hoststore.PruneSpent(ctx, w.pool, signedAt.Add(2*host.SignatureTolerance))
 	require.NoError(t, err)
 	require.EqualValues(t, 1, p.WebhookMessageIDs)
 	require.Zero(t, count())

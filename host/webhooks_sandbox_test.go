@@ -13,9 +13,9 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/host/rulesandbox"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 // regexBomb is issue 24 item 1's rule, n copies of (?:.?){1000} long (the
@@ -34,7 +34,7 @@ func sandboxedHookWorld(t *testing.T, timeout time.Duration) (*hookWorld, *rules
 // sandboxedHookWorldBudget is sandboxedHookWorld with a rules' budget.
 func sandboxedHookWorldBudget(t *testing.T, timeout, budget time.Duration) (*hookWorld, *rulesandbox.Pool, context.Context) {
 	t.Helper()
-	pool := storetest.New(t)
+	pool := hosttest.New(t)
 	w := newHookWorldOn(t, pool, timeout)
 	sb := rulesandbox.New(rulesandbox.Config{Grace: 100 * time.Millisecond, CompileTimeout: 10 * time.Second})
 	t.Cleanup(sb.Close)

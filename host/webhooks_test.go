@@ -17,9 +17,10 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hoststore"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
 )
 
@@ -33,7 +34,7 @@ type hookWorld struct {
 
 func newHookWorld(t *testing.T) (*hookWorld, context.Context) {
 	t.Helper()
-	pool := storetest.New(t)
+	pool := hosttest.New(t)
 	return newHookWorldOn(t, pool, 0), context.Background()
 }
 
@@ -44,7 +45,7 @@ func newHookWorldOn(t testing.TB, pool *pgxpool.Pool, timeout time.Duration) *ho
 	require.NoError(t, err)
 	rec := &recorder{inner: eng}
 	w := &todoWorld{
-		pool: pool, f: storetest.NewFactory(t, pool), clock: clock, engine: eng, rec: rec,
+		pool: pool, f: hosttest.NewFactory(t, pool), clock: clock, engine: eng, rec: rec,
 		todos: host.NewTodos(pool, rec, clock),
 	}
 	key := make([]byte, 32)
@@ -170,7 +171,7 @@ func TestAnotherOwnersSinkName(t *testing.T) {
 	hook, _, _ := w.hook(t, ctx)
 	other := hostid.Human(w.f.Human(""))
 	w.f.Sink(storetest.SinkOpts{Owner: other, Name: "their-phone"})
-	agent := w.f.Endpoint(storetest.EndpointOpts{Human: hostid.Number(hook.Owner.ID)})
+	agent := w.f.Endpoint(hosttest.EndpointOpts{Human: hostid.Number(hook.Owner.ID)})
 	p := engine.EndpointPrincipal(agent, hook.Owner.ID, hook.Owner, notifytype.GrantTodos, notifytype.GrantRules)
 	good := host.RuleInput{Name: "keep", Expr: `true`, Action: host.RuleAction{Drop: true}}
 	_, err := w.hooks.AddRule(ctx, p, hook.ID, good)
@@ -345,7 +346,7 @@ func TestReceiveRefusesAndChangesNothing(t *testing.T) {
 
 func TestExpressionThatLoopsForeverIsAFault(t *testing.T) {
 	t.Parallel()
-	w := newHookWorldOn(t, storetest.New(t), 50*time.Millisecond)
+	w := newHookWorldOn(t, hosttest.New(t), 50*time.Millisecond)
 	ctx := context.Background()
 	hook, secret, p := w.hook(t, ctx)
 	w.f.Sink(storetest.SinkOpts{Owner: hook.Owner, Name: "phone"})
@@ -381,10 +382,10 @@ func TestStoredRuleOutsideTheSubsetFaultsWithoutRunning(t *testing.T) {
 	hook, secret, p := w.hook(t, ctx)
 	queue := w.f.Queue(hook.Owner, "forge")
 	for i, expr := range []string{`def f: f; f`, `setpath([536870912]; 1)`, `.[536870912] = 1`} {
-		_, err := store.InsertRule(ctx, w.pool, hook.ID, store.RuleWrite{Name: "old" + itoa(int64(i)), Expr: expr, Drop: true})
+		_, err := hoststore.InsertRule(ctx, w.pool, hook.ID, hoststore.RuleWrite{Name: "old" + itoa(int64(i)), Expr: expr, Drop: true})
 		require.NoError(t, err)
 	}
-	_, err := store.InsertRule(ctx, w.pool, hook.ID, store.RuleWrite{Name: "route", Expr: `.issue.number == 9`, QueueID: queue})
+	_, err := hoststore.InsertRule(ctx, w.pool, hook.ID, hoststore.RuleWrite{Name: "route", Expr: `.issue.number == 9`, QueueID: queue})
 	require.NoError(t, err)
 
 	const not = ", not allowed in rules (a checked subset of jq); not run"
@@ -410,7 +411,7 @@ func TestStoredRuleOutsideTheSubsetFaultsWithoutRunning(t *testing.T) {
 // it.
 func TestRulesPastTheTimeBudgetAreNotRun(t *testing.T) {
 	t.Parallel()
-	pool := storetest.New(t)
+	pool := hosttest.New(t)
 	w := newHookWorldOn(t, pool, 0)
 	w.hooks = host.NewWebhooks(host.WebhooksConfig{
 		Pool: pool, Emitter: w.engine, SecretKey: w.key, Clock: w.clock,
@@ -504,10 +505,10 @@ func TestWebhookSecretsAreShownOnceAndRotate(t *testing.T) {
 	requireCode(t, err, notifytype.CodeNotFound, "")
 	_, err = w.hooks.Get(ctx, other, hook.ID)
 	requireCode(t, err, notifytype.CodeNotFound, "")
-	agent := engine.EndpointPrincipal(w.f.Endpoint(storetest.EndpointOpts{Human: hostid.Number(p.HumanID)}), p.HumanID, hook.Owner, notifytype.GrantRules)
+	agent := engine.EndpointPrincipal(w.f.Endpoint(hosttest.EndpointOpts{Human: hostid.Number(p.HumanID)}), p.HumanID, hook.Owner, notifytype.GrantRules)
 	_, err = w.hooks.RotateSecret(ctx, agent, hook.ID)
 	requireCode(t, err, notifytype.CodeForbidden, "")
-	noRules := engine.EndpointPrincipal(w.f.Endpoint(storetest.EndpointOpts{Human: hostid.Number(p.HumanID)}), p.HumanID, hook.Owner, notifytype.GrantTodos)
+	noRules := engine.EndpointPrincipal(w.f.Endpoint(hosttest.EndpointOpts{Human: hostid.Number(p.HumanID)}), p.HumanID, hook.Owner, notifytype.GrantTodos)
 	_, err = w.hooks.AddRule(ctx, noRules, hook.ID, host.RuleInput{Name: "x", Expr: "true", Action: host.RuleAction{Drop: true}})
 	requireCode(t, err, notifytype.CodeForbidden, "")
 
@@ -556,7 +557,7 @@ func TestDeleteWebhook(t *testing.T) {
 	got := w.post(t, ctx, hook, secret, issue("mallory", 1, "spam"))
 	require.Equal(t, host.OutcomeQuarantined, got.Outcome)
 
-	ep := w.f.Endpoint(storetest.EndpointOpts{Owner: hook.Owner, Human: hostid.Number(p.HumanID)})
+	ep := w.f.Endpoint(hosttest.EndpointOpts{Owner: hook.Owner, Human: hostid.Number(p.HumanID)})
 	agent := engine.EndpointPrincipal(ep, p.HumanID, hook.Owner, notifytype.GrantRules, notifytype.GrantNotifications)
 	err = w.hooks.Delete(ctx, agent, hook.ID)
 	require.ErrorIs(t, err, notifytype.ErrForbidden)
@@ -571,9 +572,9 @@ func TestDeleteWebhook(t *testing.T) {
 	require.ErrorIs(t, err, notifytype.ErrForbidden, "the old secret signs nothing any more")
 	require.Equal(t, 1, w.f.Count(`SELECT count(*) FROM webhook_deliveries`), "a refused delivery is not stored")
 
-	counts, err := store.QuarantinedByWebhook(ctx, w.pool, hook.Owner, since)
+	counts, err := hoststore.QuarantinedByWebhook(ctx, w.pool, hook.Owner, since)
 	require.NoError(t, err)
-	require.Equal(t, []store.WebhookCount{{Name: "deleted webhook " + strconv.FormatInt(hook.ID, 10), Count: 1}}, counts)
+	require.Equal(t, []hoststore.WebhookCount{{Name: "deleted webhook " + strconv.FormatInt(hook.ID, 10), Count: 1}}, counts)
 	d, err := w.hooks.Delivery(ctx, p, hook.ID, got.DeliveryID)
 	require.NoError(t, err)
 	require.Equal(t, hook.Owner, d.Owner)

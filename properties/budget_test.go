@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host/hosttest"
 )
 
 // gapGen draws the fake time between two batches of events: none (the same
@@ -25,7 +26,7 @@ var gapGen = rapid.OneOf(
 // settle waits until the world has nothing due at the fake clock's present
 // and returns the attempts seen meanwhile; it waits as long as that takes
 // (waitLimit).
-func settle(rt *rapid.T, w *enginetest.World) []engine.Attempt {
+func settle(rt *rapid.T, w *hosttest.World) []engine.Attempt {
 	rt.Helper()
 	seen, err := w.SettleWithin(waitLimit())
 	require.NoError(rt, err)
@@ -49,7 +50,7 @@ func failFast(t *testing.T) {
 }
 
 // openRows counts the outbox rows not yet finished.
-func openRows(rt *rapid.T, w *enginetest.World) int {
+func openRows(rt *rapid.T, w *hosttest.World) int {
 	rt.Helper()
 	var n int
 	require.NoError(rt, w.Pool.QueryRow(w.Ctx, `SELECT count(*) FROM switchboard.outbox WHERE state IN ('pending', 'held', 'claimed')`).Scan(&n))
@@ -59,7 +60,7 @@ func openRows(rt *rapid.T, w *enginetest.World) int {
 // drainDelivered collects attempts until as many delivered ones as the
 // database has delivered records are in seen: an attempt is reported just
 // after its rows are recorded, so the last ones may lag.
-func drainDelivered(rt *rapid.T, w *enginetest.World, sink int64, seen []engine.Attempt) []engine.Attempt {
+func drainDelivered(rt *rapid.T, w *hosttest.World, sink int64, seen []engine.Attempt) []engine.Attempt {
 	rt.Helper()
 	var want int
 	require.NoError(rt, w.Pool.QueryRow(w.Ctx,
@@ -86,7 +87,7 @@ func drainDelivered(rt *rapid.T, w *enginetest.World, sink int64, seen []engine.
 // requireEachRowDeliveredOnce checks that every outbox row of sink is
 // delivered, and in exactly one delivered message: alone, or with the other
 // held rows in a coalesced one.
-func requireEachRowDeliveredOnce(rt *rapid.T, w *enginetest.World, sink int64, attempts []engine.Attempt) map[int64]int {
+func requireEachRowDeliveredOnce(rt *rapid.T, w *hosttest.World, sink int64, attempts []engine.Attempt) map[int64]int {
 	rt.Helper()
 	in := map[int64]int{} // row: how many delivered messages it was in
 	for _, a := range attempts {

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -91,7 +92,7 @@ type outboxRow struct {
 	delivered *int
 }
 
-func readRows(rt *rapid.T, w *enginetest.World, sink int64, states ...string) map[int64]outboxRow {
+func readRows(rt *rapid.T, w *hosttest.World, sink int64, states ...string) map[int64]outboxRow {
 	rt.Helper()
 	rows, err := w.Pool.Query(w.Ctx, `
 		SELECT o.id, o.event_type, o.count, o.delivered_count

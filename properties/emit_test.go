@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -139,8 +140,8 @@ func key(e emitted) string {
 //     one row, of type relay.exhausted;
 //   - every row's sink is of the event's owner scope.
 func TestEmitProperties(t *testing.T) {
-	pool := storetest.New(t)
-	f := storetest.NewFactory(t, pool)
+	pool := hosttest.New(t)
+	f := hosttest.NewFactory(t, pool)
 	ctx := context.Background()
 	clock := clockwork.NewFakeClockAt(time.Now().UTC().Truncate(time.Second))
 	eng, err := engine.New(testhooks.WithDatabaseClock(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: nopDirectory{}, Clock: clock}, clock))

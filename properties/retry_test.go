@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -99,9 +100,9 @@ func (rc *receiver) received() []request {
 // newWorld builds a world whose throwaway database commits without waiting
 // for the disk (synchronous_commit off for every later connection): a check
 // makes many small transactions, and durability is not what it tests.
-func newWorld(t *testing.T) *enginetest.World {
+func newWorld(t *testing.T) *hosttest.World {
 	noteDeadline(t)
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	_, err := w.Pool.Exec(w.Ctx, `DO $$ BEGIN
 		EXECUTE format('ALTER DATABASE %I SET synchronous_commit = off', current_database());
 	END $$`)
@@ -112,7 +113,7 @@ func newWorld(t *testing.T) *enginetest.World {
 
 // emit emits evs through eng in one transaction, as one state change of
 // the host would.
-func emit(rt *rapid.T, w *enginetest.World, eng *engine.Engine, evs ...engine.Event) {
+func emit(rt *rapid.T, w *hosttest.World, eng *engine.Engine, evs ...engine.Event) {
 	rt.Helper()
 	require.NoError(rt, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
 		for _, ev := range evs {
@@ -135,7 +136,7 @@ func quietJanitor(c *engine.Config) { c.JanitorInterval = 1000 * time.Hour }
 const attemptTimeout = 10 * time.Second
 
 // nextAttemptOf waits for the next attempt on sink, dropping others.
-func nextAttemptOf(rt *rapid.T, w *enginetest.World, sink int64) engine.Attempt {
+func nextAttemptOf(rt *rapid.T, w *hosttest.World, sink int64) engine.Attempt {
 	rt.Helper()
 	deadline := time.Now().Add(attemptTimeout)
 	for {

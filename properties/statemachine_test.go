@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -108,7 +109,7 @@ var (
 // smReceiver is a Gotify stand-in for one sink.
 type smReceiver struct {
 	*httptest.Server
-	w       *enginetest.World
+	w       *hosttest.World
 	sink    int64
 	senders *smSenders
 
@@ -120,7 +121,7 @@ type smReceiver struct {
 	live     func() []string
 }
 
-func newSMReceiver(t *testing.T, w *enginetest.World, senders *smSenders) *smReceiver {
+func newSMReceiver(t *testing.T, w *hosttest.World, senders *smSenders) *smReceiver {
 	rc := &smReceiver{w: w, senders: senders}
 	rc.Server = httptest.NewServer(http.HandlerFunc(rc.serve))
 	t.Cleanup(rc.Close)
@@ -319,7 +320,7 @@ func (rc *smReceiver) coalescedRows(ctx context.Context) []int64 {
 }
 
 // smDescribe lists a sink's rows, for failure messages.
-func smDescribe(ctx context.Context, w *enginetest.World, sink int64) string {
+func smDescribe(ctx context.Context, w *hosttest.World, sink int64) string {
 	var out string
 	err := w.Pool.QueryRow(ctx, `
 		SELECT string_agg(format(E'\n  row %s %s attempts %s due %s claimed by %s until %s token %s key %s count %s',
@@ -401,7 +402,7 @@ func (r *smEngines) stopAll() {
 	}
 }
 
-func startSMEngine(rt *rapid.T, w *enginetest.World, reg *smEngines, senders *smSenders) *smEngine {
+func startSMEngine(rt *rapid.T, w *hosttest.World, reg *smEngines, senders *smSenders) *smEngine {
 	rt.Helper()
 	name := "sm-" + rand.Text()[:10]
 	cfg, err := pgxpool.ParseConfig(w.URL)
@@ -448,7 +449,7 @@ func (e *smEngine) stop() error {
 
 // smMachine is the state of one check.
 type smMachine struct {
-	w       *enginetest.World
+	w       *hosttest.World
 	reg     *smEngines
 	senders *smSenders
 	mgr     *engine.Engine

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,7 +82,8 @@ func phoneExamples() []phoneExample {
 		{heading: "The queue digest (`digest`)",
 			meta: sinks.Meta{EventType: notifytype.EventDigest},
 			content: sinks.Content{Place: "morning", LinkPath: "/board/digests/4",
-				Lines: phoneDigest().Lines(digest.Plain, phoneBase)}},
+				Lines: phoneDigest().Lines(digest.Plain, phoneBase, digest.Links{
+					Todo: func(id int64) string { return "/board/todos/" + strconv.FormatInt(id, 10) }})}},
 		{heading: "A sink's budget was spent, and what waited is summed up", message: &coalesced},
 		{heading: "Send test", message: &test},
 	}

@@ -41,7 +41,7 @@ func TestClaimHeldNeverStartsAnEighthAttempt(t *testing.T) {
 	// Between the two statements the recorder writes the late outcome: a
 	// failure the budget holds (held again, at seven attempts).
 	b := &pgx.Batch{}
-	store.QueueHoldRows(b, []store.Hold{{Row: late, SinkID: sink, Until: now.Add(-time.Second)}}, "instance-a", map[int64]int{})
+	store.QueueHoldRows(b, []store.Hold{{Row: late, SinkID: sink, Until: now.Add(-time.Second)}}, "instance-a", map[int64]int{}, hostReplaces)
 	require.NoError(t, pool.SendBatch(ctx, b).Close())
 
 	require.NoError(t, store.Beat(ctx, pool, "instance-b", now, time.Hour, time.Minute)) // its heartbeat lets it dispatch

@@ -28,7 +28,7 @@ func TestFanOutClaimAndWakeReadsWhatTheCycleLeft(t *testing.T) {
 		       ($1, 'human:1', 'dead_letter', 'normal', '{}', $2 - interval '1 second', 'held')`, sink, now)
 	require.NoError(t, err)
 
-	p := store.ClaimParams{Instance: "instance-a", Now: now, TTL: 10 * time.Minute, Limit: 10, PerSink: 5}
+	p := store.ClaimParams{Instance: "instance-a", Now: now, TTL: 10 * time.Minute, Limit: 10, PerSink: 5, Replaces: hostReplaces}
 	_, rows, w, err := store.FanOutClaimAndWake(ctx, pool, 100, p, 10)
 	require.NoError(t, err)
 	require.Len(t, rows, 1, "the due row is claimed; the later one is not due")

@@ -50,19 +50,19 @@ func TestARowGoingBackTakesInTheRepeatOfItsKey(t *testing.T) {
 	back := map[string]func(r store.Claimed) error{
 		"retry": func(r store.Claimed) error {
 			return store.FinishRows(ctx, pool, []store.Claimed{r}, "instance-a",
-				store.RowOutcome{State: "pending", Class: "server", DueAt: time.Now().Add(time.Minute)}, time.Now())
+				store.RowOutcome{State: "pending", Class: "server", DueAt: time.Now().Add(time.Minute)}, time.Now(), hostReplaces)
 		},
 		"recorded retry": func(r store.Claimed) error {
 			return store.RecordFinished(ctx, pool, []store.Finished{{Rows: []store.Claimed{r}, Status: "failed",
-				Outcome: store.RowOutcome{State: "pending", Class: "server", DueAt: time.Now().Add(time.Minute)}, At: time.Now()}}, "instance-a")
+				Outcome: store.RowOutcome{State: "pending", Class: "server", DueAt: time.Now().Add(time.Minute)}, At: time.Now()}}, "instance-a", hostReplaces)
 		},
 		"hold": func(r store.Claimed) error {
 			b := &pgx.Batch{}
-			store.QueueHoldRows(b, []store.Hold{{Row: r, SinkID: sink, Until: time.Now().Add(time.Minute)}}, "instance-a", map[int64]int{})
+			store.QueueHoldRows(b, []store.Hold{{Row: r, SinkID: sink, Until: time.Now().Add(time.Minute)}}, "instance-a", map[int64]int{}, hostReplaces)
 			return pool.SendBatch(ctx, b).Close()
 		},
 		"release": func(r store.Claimed) error {
-			n, err := store.ReleaseRows(ctx, pool, []store.Claimed{r}, "instance-a")
+			n, err := store.ReleaseRows(ctx, pool, []store.Claimed{r}, "instance-a", hostReplaces)
 			require.Equal(t, 1, n)
 			return err
 		},
@@ -117,15 +117,15 @@ func TestAnOldClaimsStatementsChangeNothing(t *testing.T) {
 	old := store.Claimed{Token: 1001}
 	statements := map[string]func(r store.Claimed) error{
 		"finish": func(r store.Claimed) error {
-			return store.FinishRows(ctx, pool, []store.Claimed{r}, "instance-a", store.RowOutcome{State: "delivered"}, now)
+			return store.FinishRows(ctx, pool, []store.Claimed{r}, "instance-a", store.RowOutcome{State: "delivered"}, now, hostReplaces)
 		},
 		"record": func(r store.Claimed) error {
 			return store.RecordFinished(ctx, pool, []store.Finished{{Rows: []store.Claimed{r}, Status: "delivered",
-				Outcome: store.RowOutcome{State: "delivered"}, At: now}}, "instance-a")
+				Outcome: store.RowOutcome{State: "delivered"}, At: now}}, "instance-a", hostReplaces)
 		},
 		"hold": func(r store.Claimed) error {
 			b := &pgx.Batch{}
-			store.QueueHoldRows(b, []store.Hold{{Row: r, SinkID: sink, Until: now}}, "instance-a", map[int64]int{})
+			store.QueueHoldRows(b, []store.Hold{{Row: r, SinkID: sink, Until: now}}, "instance-a", map[int64]int{}, hostReplaces)
 			return pool.SendBatch(ctx, b).Close()
 		},
 		"start": func(r store.Claimed) error {
@@ -139,7 +139,7 @@ func TestAnOldClaimsStatementsChangeNothing(t *testing.T) {
 			return nil
 		},
 		"release": func(r store.Claimed) error {
-			n, err := store.ReleaseRows(ctx, pool, []store.Claimed{r}, "instance-a")
+			n, err := store.ReleaseRows(ctx, pool, []store.Claimed{r}, "instance-a", hostReplaces)
 			require.Equal(t, r.Token != old.Token, n == 1)
 			return err
 		},

@@ -32,3 +32,19 @@ func ApplyPoolDefaults(pc *pgxpool.Config, databaseURL string) {
 		pc.MaxConns = PoolMaxConnsDefault
 	}
 }
+
+// nullID is id, or NULL for 0.
+func nullID(id int64) *int64 {
+	if id == 0 {
+		return nil
+	}
+	return &id
+}
+
+// nullText is s, or NULL for "".
+func nullText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

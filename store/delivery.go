@@ -125,6 +125,9 @@ type ClaimParams struct {
 	// claims may expire (a slow sink ahead of them), but this instance
 	// does not take them again; another instance may.
 	Handed []int64
+	// Replaces is what the fan-out of FanOutAndClaim and
+	// FanOutClaimAndWake takes as FanOut's rep; the claim does not use it.
+	Replaces Replacements
 }
 
 // ClaimDue claims, in one statement, due pending rows and rows whose claim
@@ -327,7 +330,8 @@ func fanOutAndClaim(ctx context.Context, db BatchSender, fanOutLimit int, p Clai
 		w    Wake
 	)
 	b := &pgx.Batch{}
-	b.Queue(fanOutSQL, fanOutLimit, p.Now).QueryRow(func(row pgx.Row) error {
+	by, of := p.Replaces.args()
+	b.Queue(fanOutSQL, fanOutLimit, p.Now, by, of).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&fr.Events, &fr.Rows, &fr.Gone)
 	})
 	queueClaimDue(b, p, &rows)
@@ -584,9 +588,10 @@ func StartAttempt(ctx context.Context, tx DBTX, row Claimed, instance string, no
 // were (their instance is stopping before it attempted them). A row whose
 // key has a pending or held row again (a repeat arrived while it was
 // claimed) takes that row's count in, and that row goes (absorbRepeats).
-func ReleaseRows(ctx context.Context, db DBTX, rows []Claimed, instance string) (int, error) {
+func ReleaseRows(ctx context.Context, db DBTX, rows []Claimed, instance string, rep Replacements) (int, error) {
 	ids, tokens := splitClaims(rows)
-	tag, err := db.Exec(ctx, releaseRowsSQL, ids, tokens, instance)
+	by, of := rep.args()
+	tag, err := db.Exec(ctx, releaseRowsSQL, ids, tokens, instance, by, of)
 	if err != nil {
 		return 0, fmt.Errorf("error releasing rows %v: %w", ids, err)
 	}
@@ -598,9 +603,9 @@ var releaseRowsSQL = `
 		mine AS (
 		    SELECT o.id, o.sink_id, o.dedup_key, 'pending' AS state FROM u JOIN switchboard.outbox o ON o.ctid = u.tid
 		    WHERE o.claimed_by = $3 AND o.claim_token = u.token
-		), ` + absorbRepeats("mine") + `
+		), ` + absorbRepeats("mine", "$4") + `
 		UPDATE switchboard.outbox SET state = 'pending', claimed_by = NULL, claim_expires_at = NULL, claim_token = NULL,
-		       ` + absorbedSet + `, payload = ` + absorbedPayload + `
+		       ` + absorbedSet("$4", "$5") + `, payload = ` + absorbedPayload("$4", "$5") + `
 		FROM u LEFT JOIN extra ON extra.keep = u.id
 		WHERE outbox.ctid = u.tid AND outbox.claimed_by = $3 AND outbox.claim_token = u.token`
 
@@ -610,12 +615,15 @@ var releaseRowsSQL = `
 // (the claimed one is no longer open for coalescing, D7), and the two may
 // not both be open (outbox_open_key): so the row going back takes the open
 // row in as the fan-out would have had it been open (fanOutSQL's ON
-// CONFLICT: REQ-11's "and N more" for a windowed key, a relay exhaustion
-// replacing a dead letter) and the open row goes. The row going back keeps
+// CONFLICT: REQ-11's "and N more" for a windowed key, an event of a type
+// that replaces the row's, Replacements, taking it over) and the open row
+// goes. The row going back keeps
 // its attempts and schedule, so repeats never reset the attempt cap.
 // "mine" names a CTE of the rows the statement changes, with their id,
 // sink_id, dedup_key and new state; the statement sets absorbedSet and
-// absorbedPayload from "extra", joined on extra.keep = the row's id.
+// absorbedPayload from "extra", joined on extra.keep = the row's id. by
+// and of are the statement's parameters for the Replacements
+// (Replacements.args); absorbedSet and absorbedPayload take the same.
 //
 // The statement's update reads "extra", an aggregate of every row
 // deleted: the deletes are done before the first row is updated, so the
@@ -623,7 +631,7 @@ var releaseRowsSQL = `
 // committed between the two (it found no open row) makes the statement
 // fail on outbox_open_key; the recorder writes that outcome again on its
 // own, and the second try takes the new row in.
-func absorbRepeats(mine string) string {
+func absorbRepeats(mine, by string) string {
 	return `absorbed AS (
 		    DELETE FROM switchboard.outbox x USING ` + mine + ` r
 		    WHERE r.state IN ('pending', 'held') AND r.dedup_key IS NOT NULL
@@ -632,22 +640,27 @@ func absorbRepeats(mine string) string {
 		    RETURNING r.id AS keep, x.count, x.windowed, x.event_type, x.severity, x.payload, x.include_excerpt
 		), extra AS (
 		    SELECT keep, sum(count) FILTER (WHERE windowed)::int AS n, bool_or(include_excerpt) AS excerpt,
-		           (array_agg(severity) FILTER (WHERE event_type = 'relay.exhausted'))[1] AS relay_severity,
-		           (array_agg(payload) FILTER (WHERE event_type = 'relay.exhausted'))[1] AS relay_payload
+		           (array_agg(severity) FILTER (WHERE event_type = ANY (` + by + `::text[])))[1] AS replacing_severity,
+		           (array_agg(event_type) FILTER (WHERE event_type = ANY (` + by + `::text[])))[1] AS replacing_type,
+		           (array_agg(payload) FILTER (WHERE event_type = ANY (` + by + `::text[])))[1] AS replacing_payload
 		    FROM absorbed GROUP BY keep
 		)`
 }
 
 // absorbedSet and absorbedPayload are the assignments that take in the
 // rows absorbRepeats deleted (nothing changes for a row without any).
-const (
-	absorbedSet = `count = count + coalesce(extra.n, 0),
-		       event_type = CASE WHEN extra.relay_payload IS NULL THEN event_type ELSE 'relay.exhausted' END,
-		       severity = coalesce(extra.relay_severity, severity),
+func absorbedSet(by, of string) string {
+	return `count = count + coalesce(extra.n, 0),
+		       event_type = CASE WHEN ` + replacesSQL("extra.replacing_type", "outbox.event_type", by, of) + `
+		                         THEN extra.replacing_type ELSE event_type END,
+		       severity = coalesce(extra.replacing_severity, severity),
 		       include_excerpt = include_excerpt OR coalesce(extra.excerpt, false)`
-	absorbedPayload = `CASE WHEN extra.relay_payload IS NOT NULL AND event_type <> 'relay.exhausted'
-		            THEN extra.relay_payload ELSE payload END`
-)
+}
+
+func absorbedPayload(by, of string) string {
+	return `CASE WHEN ` + replacesSQL("extra.replacing_type", "outbox.event_type", by, of) + `
+		            THEN extra.replacing_payload ELSE payload END`
+}
 
 // FinishHeldAtCap ends a sink's held rows that have had their last attempt
 // (cap) as undeliverable, so a coalesced message never attempts a row
@@ -784,12 +797,12 @@ type RowOutcome struct {
 // FinishRows applies an outcome to rows this instance holds. A row that
 // ends (delivered, partial, undeliverable) keeps no payload: its delivery
 // records are what is kept of it.
-func FinishRows(ctx context.Context, db DBTX, rows []Claimed, instance string, o RowOutcome, now time.Time) error {
+func FinishRows(ctx context.Context, db DBTX, rows []Claimed, instance string, o RowOutcome, now time.Time, rep Replacements) error {
 	var r rowOutcomes
 	r.add(rows, o, now)
-	done, err := collectIDs(db.Query(ctx, finishRowsSQL, r.args(instance)...))
+	done, err := collectIDs(db.Query(ctx, finishRowsSQL, r.args(instance, rep)...))
 	if err == nil {
-		err = finishRowsAgain(ctx, db, r, done, instance)
+		err = finishRowsAgain(ctx, db, r, done, instance, rep)
 	}
 	if err != nil {
 		return fmt.Errorf("error recording outcome of rows %v: %w", r.ids, err)
@@ -805,22 +818,22 @@ func FinishRows(ctx context.Context, db DBTX, rows []Claimed, instance string, o
 // The second statement, with a snapshot of its own, finds the row's latest
 // version: an outcome is never dropped (to be sent again once its claim
 // expires) because a row changed while it was written.
-func finishRowsAgain(ctx context.Context, db DBTX, r rowOutcomes, done []int64, instance string) error {
+func finishRowsAgain(ctx context.Context, db DBTX, r rowOutcomes, done []int64, instance string, rep Replacements) error {
 	rest := r.without(done)
 	if len(rest.ids) == 0 {
 		return nil
 	}
-	_, err := db.Exec(ctx, finishRowsSQL, rest.args(instance)...)
+	_, err := db.Exec(ctx, finishRowsSQL, rest.args(instance, rep)...)
 	return err
 }
 
 // QueueFinishRows queues FinishRows into b, without its second statement:
 // a row it leaves stays claimed, and is found again once its claim
 // expires.
-func QueueFinishRows(b *pgx.Batch, rows []Claimed, instance string, o RowOutcome, now time.Time) {
+func QueueFinishRows(b *pgx.Batch, rows []Claimed, instance string, o RowOutcome, now time.Time, rep Replacements) {
 	var r rowOutcomes
 	r.add(rows, o, now)
-	b.Queue(finishRowsSQL, r.args(instance)...)
+	b.Queue(finishRowsSQL, r.args(instance, rep)...)
 }
 
 // finishRowsSQL applies an outcome to each row of a list as its claim
@@ -832,13 +845,13 @@ var finishRowsSQL = `
 		mine AS (
 		    SELECT o.id, o.sink_id, o.dedup_key, u.state FROM u JOIN switchboard.outbox o ON o.ctid = u.tid
 		    WHERE u.state IN ('pending', 'held') AND o.claimed_by = $6 AND o.claim_token = u.token
-		), ` + absorbRepeats("mine") + `
+		), ` + absorbRepeats("mine", "$8") + `
 		UPDATE switchboard.outbox SET state = u.state, last_class = coalesce(nullif(u.class, ''), last_class),
 		       due_at = coalesce(u.due, due_at),
 		       delivered_count = CASE WHEN u.state = 'delivered' THEN count ELSE delivered_count END,
 		       had_partial = had_partial OR u.class = 'partial',
-		       payload = CASE WHEN u.finished IS NULL THEN ` + absorbedPayload + ` ELSE ` + finishedPayload + ` END,
-		       ` + absorbedSet + `,
+		       payload = CASE WHEN u.finished IS NULL THEN ` + absorbedPayload("$8", "$9") + ` ELSE ` + finishedPayload + ` END,
+		       ` + absorbedSet("$8", "$9") + `,
 		       finished_at = u.finished, claimed_by = NULL, claim_expires_at = NULL, claim_token = NULL
 		FROM u LEFT JOIN extra ON extra.keep = u.id
 		WHERE outbox.ctid = u.tid AND outbox.claimed_by = $6 AND outbox.claim_token = u.token
@@ -890,8 +903,9 @@ func (r *rowOutcomes) without(ids []int64) rowOutcomes {
 	return out
 }
 
-func (r *rowOutcomes) args(instance string) []any {
-	return []any{nonNilIDs(r.ids), r.states, r.classes, r.dues, r.finished, instance, nonNilIDs(r.tokens)}
+func (r *rowOutcomes) args(instance string, rep Replacements) []any {
+	by, of := rep.args()
+	return []any{nonNilIDs(r.ids), r.states, r.classes, r.dues, r.finished, instance, nonNilIDs(r.tokens), by, of}
 }
 
 func nonNilIDs(ids []int64) []int64 {

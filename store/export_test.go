@@ -21,7 +21,7 @@ func MigrateLegacyForTest(ctx context.Context, db Beginner, upTo string) error {
 // batch), so a test can check that an index serves each.
 func ExpirySelectsForTest() map[string]string {
 	out := map[string]string{}
-	for _, e := range append(expiries[:len(expiries):len(expiries)], hostExpiries...) {
+	for _, e := range expiries {
 		_, sel, _ := strings.Cut(e.sql, "IN (")
 		out[e.what] = strings.TrimSuffix(sel, ")")
 	}
@@ -43,13 +43,18 @@ func HeldRowStatementsForTest(rows []Claimed, instance, state string) map[string
 	ids, tokens := splitClaims(rows)
 	tats := make([]time.Time, len(rows))
 	return map[string][]any{
-		finishRowsSQL:     r.args(instance),
+		finishRowsSQL:     r.args(instance, hostReplacesForTest),
 		closeAbandonedSQL: {ids, now, instance, tokens},
 		startAttemptsSQL:  {ids, tats, instance, now, time.Minute, tokens, 7, nil},
-		holdRowsSQL:       {ids, tats, instance, tokens},
-		releaseRowsSQL:    {ids, tokens, instance},
+		holdRowsSQL:       {ids, tats, instance, tokens, hostReplacesForTest.By, hostReplacesForTest.Of},
+		releaseRowsSQL:    {ids, tokens, instance, hostReplacesForTest.By, hostReplacesForTest.Of},
 	}
 }
+
+// hostReplacesForTest is the reference host's replacement (a relay
+// exhaustion replaces its todo's dead letter), for the plans of the
+// statements that absorb repeats.
+var hostReplacesForTest = Replacements{By: []string{"relay.exhausted"}, Of: []string{"todo.dead_lettered"}}
 
 // ClaimDueForTest returns ClaimDue's statement and its arguments for p, so
 // a test can check how the planner reads it.

@@ -150,11 +150,11 @@ func TestHeldRowStatementsFollowARowChangedMeanwhile(t *testing.T) {
 
 	writers := map[string]func(id int64) error{
 		"FinishRows": func(id int64) error {
-			return store.FinishRows(ctx, pool, []store.Claimed{{ID: id, Token: 1}}, "instance-a", store.RowOutcome{State: "delivered"}, time.Now())
+			return store.FinishRows(ctx, pool, []store.Claimed{{ID: id, Token: 1}}, "instance-a", store.RowOutcome{State: "delivered"}, time.Now(), hostReplaces)
 		},
 		"RecordFinished": func(id int64) error {
 			return store.RecordFinished(ctx, pool, []store.Finished{{Rows: []store.Claimed{{ID: id, Token: 1}}, Status: "delivered",
-				Outcome: store.RowOutcome{State: "delivered"}, At: time.Now()}}, "instance-a")
+				Outcome: store.RowOutcome{State: "delivered"}, At: time.Now()}}, "instance-a", hostReplaces)
 		},
 	}
 	for writer, write := range writers {

@@ -21,39 +21,6 @@ func PruneSpent(ctx context.Context, db DBTX, pagesBefore time.Time) (Pruned, er
 	return Pruned{AgentPages: tag.RowsAffected()}, nil
 }
 
-// HostPruned counts what PruneHostSpent removed.
-type HostPruned struct {
-	Sessions   int64
-	LoginLinks int64
-	// WebhookMessageIDs: webhook message ids past their expiry (their
-	// timestamp, the tolerance and a margin): a repeat is refused as stale.
-	WebhookMessageIDs int64
-}
-
-// PruneHostSpent removes what of the reference host's is of no more use:
-// sessions expired at now, login links used or expired at now, and
-// webhook message ids expired at now.
-func PruneHostSpent(ctx context.Context, db DBTX, now time.Time) (HostPruned, error) {
-	var p HostPruned
-	for _, s := range []struct {
-		n    *int64
-		what string
-		sql  string
-	}{
-		{&p.Sessions, "expired sessions", `DELETE FROM sessions WHERE expires_at <= $1`},
-		{&p.LoginLinks, "spent login links", `DELETE FROM login_links WHERE used_at IS NOT NULL OR expires_at <= $1`},
-		// webhook_message_ids_expiry
-		{&p.WebhookMessageIDs, "expired webhook message ids", `DELETE FROM webhook_message_ids WHERE expires_at <= $1`},
-	} {
-		tag, err := db.Exec(ctx, s.sql, now)
-		if err != nil {
-			return p, fmt.Errorf("error deleting %s: %w", s.what, err)
-		}
-		*s.n = tag.RowsAffected()
-	}
-	return p, nil
-}
-
 // Expired counts what PruneExpired removed, per table.
 type Expired struct {
 	// DeliveryRecords and OutboxRows: delivery records sent, and outbox
@@ -64,15 +31,11 @@ type Expired struct {
 	Writes int64
 	// DigestRuns: digest runs before the cut-off.
 	DigestRuns int64
-	// WebhookDeliveries: received webhook deliveries (payloads, routing
-	// traces, the quarantine) received before the cut-off; the reference
-	// host's, pruned by PruneHostExpired.
-	WebhookDeliveries int64
 }
 
 // Total is the number of rows removed.
 func (x Expired) Total() int64 {
-	return x.DeliveryRecords + x.OutboxRows + x.Writes + x.DigestRuns + x.WebhookDeliveries
+	return x.DeliveryRecords + x.OutboxRows + x.Writes + x.DigestRuns
 }
 
 // expiry is one table the janitor prunes: a DELETE of at most $2 rows
@@ -98,12 +61,6 @@ var expiries = []expiry{
 		`DELETE FROM switchboard.digest_runs WHERE id IN (SELECT id FROM switchboard.digest_runs WHERE ran_at < $1 LIMIT $2)`},
 }
 
-var hostExpiries = []expiry{
-	{"webhook deliveries", func(x *Expired) *int64 { return &x.WebhookDeliveries },
-		// webhook_deliveries_age
-		`DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE received_at < $1 LIMIT $2)`},
-}
-
 // PruneExpired removes what of the engine's is older than before, table by
 // table, in deletes of at most batch rows each: delivery records and
 // finished outbox rows (REQ-10), the write log and digest runs. Give it a pool or a connection outside a transaction, so
@@ -112,13 +69,6 @@ var hostExpiries = []expiry{
 // between batches when ctx is done.
 func PruneExpired(ctx context.Context, db DBTX, before time.Time, batch int) (Expired, error) {
 	return prune(ctx, db, expiries, before, batch)
-}
-
-// PruneHostExpired is PruneExpired for the reference host's history:
-// received webhook deliveries with their routing traces and the
-// quarantine.
-func PruneHostExpired(ctx context.Context, db DBTX, before time.Time, batch int) (Expired, error) {
-	return prune(ctx, db, hostExpiries, before, batch)
 }
 
 func prune(ctx context.Context, db DBTX, expiries []expiry, before time.Time, batch int) (Expired, error) {

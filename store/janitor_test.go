@@ -29,11 +29,10 @@ func TestPruneExpiredUsesAnIndexForEveryTable(t *testing.T) {
 		"finished outbox rows": "outbox_finished",
 		"write log rows":       "write_log_age",
 		"digest runs":          "digest_runs_age",
-		"webhook deliveries":   "webhook_deliveries_age",
 	}
 	ageColumn := map[string]string{
 		"delivery records": "sent_at", "finished outbox rows": "finished_at", "write log rows": "at",
-		"digest runs": "ran_at", "webhook deliveries": "received_at",
+		"digest runs": "ran_at",
 	}
 	require.Len(t, selects, len(want))
 	for what, sel := range selects {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io/fs"
 	"slices"
@@ -23,12 +22,11 @@ import (
 // whatever the connection's search_path.
 const EngineSchema = "switchboard"
 
-// The two migration sets, and the frozen legacy set they replaced.
+// The engine's migration set, and the frozen legacy set it replaced (with
+// the reference host's set, host/hoststore).
 var (
 	//go:embed schema/engine/*.sql
 	engineFS embed.FS
-	//go:embed schema/host/*.sql
-	hostFS embed.FS
 	// legacyFS is the set that store.Migrate applied before the split: one
 	// history (schema_migrations) for the engine's and the host's tables,
 	// all in the connection's current schema. It is kept, never edited
@@ -49,7 +47,7 @@ type Migration struct {
 type set struct {
 	name    string
 	files   fs.FS
-	history string // schema-qualified for the engine; current schema for the host
+	history string // schema-qualified for the engine; current schema for the legacy set
 	prelude string // run before the history table is created
 }
 
@@ -59,11 +57,6 @@ var (
 		files:   mustSub(engineFS, "schema/engine"),
 		history: EngineSchema + ".migrations",
 		prelude: `CREATE SCHEMA IF NOT EXISTS ` + EngineSchema,
-	}
-	hostSet = set{
-		name:    "host",
-		files:   mustSub(hostFS, "schema/host"),
-		history: "host_migrations",
 	}
 	legacySet = set{
 		name:    "legacy",
@@ -91,21 +84,20 @@ func mustSub(f fs.FS, dir string) fs.FS {
 // would be empty.
 func EngineMigrations() fs.FS { return engineSet.files }
 
-// HostMigrations is the reference host's migration set (humans, teams,
-// endpoints, queues, todos, webhooks, ...), in the connection's current
-// schema. It runs after the engine's.
-func HostMigrations() fs.FS { return hostSet.files }
-
 // list returns the set's files in the order they apply.
-func (s set) list() []Migration {
-	names, err := fs.Glob(s.files, "*.sql")
+func (s set) list() []Migration { return MigrationFiles(s.files) }
+
+// MigrationFiles lists the *.sql files of fsys in the order they apply
+// (name order). The files are embedded: a read error panics.
+func MigrationFiles(fsys fs.FS) []Migration {
+	names, err := fs.Glob(fsys, "*.sql")
 	if err != nil {
 		panic(err) // the pattern is a constant
 	}
 	sort.Strings(names)
 	out := make([]Migration, 0, len(names))
 	for _, n := range names {
-		b, err := fs.ReadFile(s.files, n)
+		b, err := fs.ReadFile(fsys, n)
 		if err != nil {
 			panic(err) // embedded at build time
 		}
@@ -114,20 +106,28 @@ func (s set) list() []Migration {
 	return out
 }
 
-// EngineMigrationList and HostMigrationList list each set's files in the
-// order they apply.
+// EngineMigrationList lists the engine's files in the order they apply.
 func EngineMigrationList() []Migration { return engineSet.list() }
 
-// HostMigrationList lists the host set's files in the order they apply.
-func HostMigrationList() []Migration { return hostSet.list() }
-
-// MigrationsHash identifies the engine's and the host's sets together; test
-// helpers key template databases on it.
+// MigrationsHash identifies the engine's set; test helpers key template
+// databases on it (host/hoststore.MigrationsHash adds the host's set).
 func MigrationsHash() string {
+	return HashMigrations(MigrationSet{Name: engineSet.name, Files: engineSet.list()})
+}
+
+// MigrationSet names a list of migration files, for HashMigrations.
+type MigrationSet struct {
+	Name  string
+	Files []Migration
+}
+
+// HashMigrations identifies the sets together, in order: test helpers key
+// template databases on it.
+func HashMigrations(sets ...MigrationSet) string {
 	h := sha256.New()
-	for _, s := range []set{engineSet, hostSet} {
-		for _, m := range s.list() {
-			h.Write([]byte(s.name))
+	for _, s := range sets {
+		for _, m := range s.Files {
+			h.Write([]byte(s.Name))
 			h.Write([]byte{0})
 			h.Write([]byte(m.Name))
 			h.Write([]byte{0})
@@ -243,19 +243,6 @@ func dryRun(ctx context.Context, db Beginner, pending []Migration) ([]AppliedMig
 	return out, nil
 }
 
-// MigrateHost applies the reference host's set, recording it in
-// host_migrations of the connection's current schema. The engine's set
-// must have been applied first: the host's tables use its owner_scope
-// domain.
-func MigrateHost(ctx context.Context, db Beginner) error {
-	for _, m := range hostSet.list() {
-		if _, _, err := applyOne(ctx, db, hostSet, m); err != nil {
-			return fmt.Errorf("error applying %s migration %s: %w", hostSet.name, m.Name, err)
-		}
-	}
-	return nil
-}
-
 func applyOne(ctx context.Context, db Beginner, s set, m Migration) (a AppliedMigration, ran bool, err error) {
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		a, ran, err = applyIn(ctx, tx, s, m)
@@ -269,21 +256,11 @@ func applyOne(ctx context.Context, db Beginner, s set, m Migration) (a AppliedMi
 // version is at or past it.
 func applyIn(ctx context.Context, tx pgx.Tx, s set, m Migration) (AppliedMigration, bool, error) {
 	a := AppliedMigration{Migration: m}
-	// Both sets take the same lock, so a legacy database is converted once.
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0), pg_advisory_xact_lock($2)`, LockFamilyMigrate, legacyMigrateLockKey); err != nil {
-		return a, false, fmt.Errorf("error taking migration lock: %w", err)
+	if err := LockMigrations(ctx, tx); err != nil {
+		return a, false, err
 	}
 	if err := convertLegacy(ctx, tx); err != nil {
 		return a, false, err
-	}
-	if s.name == hostSet.name {
-		var ok bool
-		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, EngineSchema+".outbox").Scan(&ok); err != nil {
-			return a, false, fmt.Errorf("error reading %s.outbox: %w", EngineSchema, err)
-		}
-		if !ok {
-			return a, false, errors.New("the engine's migrations must be applied before the host's")
-		}
 	}
 	done, err := applied(ctx, tx, s, m.Name)
 	if err != nil || done {
@@ -306,6 +283,19 @@ func applyIn(ctx context.Context, tx pgx.Tx, s set, m Migration) (AppliedMigrati
 	}
 	a.Duration = time.Since(start)
 	return a, true, record(ctx, tx, s, m.Name)
+}
+
+// LockMigrations takes, in tx, the lock every migration runs under: the
+// engine's and a host's (host/hoststore) alike, so a legacy database is
+// converted once and concurrent callers apply each file once. It also
+// takes the one-key lock of the builds before the families
+// (legacyMigrateLockKey), so an older build migrating at the same moment
+// waits.
+func LockMigrations(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0), pg_advisory_xact_lock($2)`, LockFamilyMigrate, legacyMigrateLockKey); err != nil {
+		return fmt.Errorf("error taking migration lock: %w", err)
+	}
+	return nil
 }
 
 // applied creates the set's history table if missing and reports whether
@@ -348,14 +338,16 @@ var engineTables = []string{
 const legacyFirst = "0001_foundation.sql"
 
 // convertLegacy moves a database migrated by the legacy set (one history,
-// schema_migrations, every table in the current schema) to the two sets,
-// inside tx: it applies the legacy files the database lacks, moves the
-// engine's tables, their sequences and the owner_scope domain into the
+// schema_migrations, every table in the current schema) to the engine's
+// set, inside tx: it applies the legacy files the database lacks, moves
+// the engine's tables, their sequences and the owner_scope domain into the
 // schema switchboard, drops the foreign keys from the engine's tables into
-// the host's (humans, endpoints: owners and actors are opaque ids now),
-// records the baseline of each set as applied, and drops the legacy
-// history. Nothing of the data changes. A database without the legacy
-// history is left alone.
+// the tables left behind (owners and actors are opaque ids now), records
+// the engine's baseline as applied, and drops the legacy history. Nothing
+// of the data changes. The tables left in the current schema are the
+// reference host's, as its own baseline makes them: its set
+// (host/hoststore) finds them there and records its baseline without
+// running it. A database without the legacy history is left alone.
 func convertLegacy(ctx context.Context, tx pgx.Tx) error {
 	var legacy bool
 	if err := tx.QueryRow(ctx, `
@@ -436,14 +428,12 @@ func convertLegacy(ctx context.Context, tx pgx.Tx) error {
 			return fmt.Errorf("error converting the legacy schema (%s): %w", s, err)
 		}
 	}
-	for _, s := range []set{engineSet, hostSet} {
-		base := s.list()[0].Name
-		if _, err := applied(ctx, tx, s, base); err != nil {
-			return err
-		}
-		if err := record(ctx, tx, s, base); err != nil {
-			return fmt.Errorf("error recording %s: %w", s.history, err)
-		}
+	base := engineSet.list()[0].Name
+	if _, err := applied(ctx, tx, engineSet, base); err != nil {
+		return err
+	}
+	if err := record(ctx, tx, engineSet, base); err != nil {
+		return fmt.Errorf("error recording %s: %w", engineSet.history, err)
 	}
 	if _, err := tx.Exec(ctx, `DROP TABLE schema_migrations`); err != nil {
 		return fmt.Errorf("error dropping the legacy migration history: %w", err)

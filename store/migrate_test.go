@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,32 +19,12 @@ import (
 	"github.com/switchboard/notify/engine/vault"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
 )
-
-func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
-	t.Parallel()
-	pool := storetest.New(t)
-	ctx := context.Background()
-
-	var wg sync.WaitGroup
-	errs := make([]error, 4)
-	for i := range errs {
-		wg.Go(func() { errs[i] = host.Migrate(ctx, pool) })
-	}
-	wg.Wait()
-	for _, err := range errs {
-		require.NoError(t, err)
-	}
-	var n int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM switchboard.migrations`).Scan(&n))
-	require.Equal(t, len(store.EngineMigrationList()), n)
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM host_migrations`).Scan(&n))
-	require.Equal(t, len(store.HostMigrationList()), n)
-}
 
 func openPool(t *testing.T, url string) *pgxpool.Pool {
 	t.Helper()
@@ -96,11 +75,6 @@ func TestEngineMigratesBesideTheDatabasesOwnTables(t *testing.T) {
 		SELECT count(*) FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid JOIN pg_class r ON r.oid = c.confrelid
 		WHERE c.contype = 'f' AND t.relnamespace = 'switchboard'::regnamespace AND r.relnamespace <> 'switchboard'::regnamespace`).Scan(&refs))
 	require.Zero(t, refs, "no engine table references a table outside its schema")
-
-	// The host's set is the product's, never an embedder's: it needs the
-	// engine's first, and says so.
-	empty := openPool(t, storetest.EmptyURL(t))
-	require.ErrorContains(t, store.MigrateHost(ctx, empty), "the engine's migrations must be applied before the host's")
 }
 
 // A database an older build migrated (store.Migrate: one history,
@@ -169,7 +143,7 @@ func TestLegacyDatabaseIsConvertedInPlace(t *testing.T) {
 	require.False(t, legacyLeft, "the legacy history gave way to the two sets'")
 	require.Equal(t, legacyRows, dumpRows(t, pool, "public", "switchboard"), "every row is where it was, unchanged")
 
-	fresh := storetest.New(t)
+	fresh := hosttest.New(t)
 	require.Equal(t, describe(t, fresh, "public", "switchboard"), describe(t, pool, "public", "switchboard"),
 		"the converted schema is exactly a fresh one")
 
@@ -208,7 +182,7 @@ func TestPartlyMigratedLegacyDatabaseIsConverted(t *testing.T) {
 	pool := openPool(t, storetest.EmptyURL(t))
 	require.NoError(t, store.MigrateLegacyForTest(ctx, pool, "0016_claimed_by_instance.sql"))
 	require.NoError(t, host.Migrate(ctx, pool))
-	require.Equal(t, describe(t, storetest.New(t), "public", "switchboard"), describe(t, pool, "public", "switchboard"))
+	require.Equal(t, describe(t, hosttest.New(t), "public", "switchboard"), describe(t, pool, "public", "switchboard"))
 }
 
 // A legacy history naming a file this build does not know (a migration
@@ -289,7 +263,7 @@ func dumpRows(t *testing.T, pool *pgxpool.Pool, schemas ...string) map[string]st
 // The legacy set (store/migrations) is frozen: it only brings an old
 // database to the point the conversion starts from. A migration added
 // there would reach no new database; it belongs in the engine's set
-// (store/schema/engine) or the host's (store/schema/host).
+// (store/schema/engine) or the host's (host/hoststore/schema/host).
 func TestLegacySetIsFrozen(t *testing.T) {
 	require.Equal(t, []string{
 		"0001_foundation.sql", "0002_delivery.sql", "0003_surfaces.sql", "0004_event_fanout.sql",
@@ -300,5 +274,5 @@ func TestLegacySetIsFrozen(t *testing.T) {
 		"0018_claim_tokens.sql", "0020_served_base_urls.sql",
 	}, store.LegacyNamesForTest(),
 		"store/migrations is the frozen legacy set: put a new migration in store/schema/engine (the engine's tables, "+
-			"schema-qualified) or store/schema/host (the reference host's), numbered after the last file there")
+			"schema-qualified) or host/hoststore/schema/host (the reference host's), numbered after the last file there")
 }

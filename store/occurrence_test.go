@@ -21,7 +21,7 @@ func emitKeyed(t *testing.T, pool *pgxpool.Pool, sink int64, eventType, key stri
 		VALUES ('human:1', $2, ARRAY[$2], 'high', 2, 0, 0, 0, $3, $4, '{"title": "nightly build"}', now() - interval '1 second', ARRAY[$1::bigint])`,
 		sink, eventType, key, windowed)
 	require.NoError(t, err)
-	_, err = store.FanOut(context.Background(), pool, 100, time.Now())
+	_, err = store.FanOut(context.Background(), pool, 100, time.Now(), hostReplaces)
 	require.NoError(t, err)
 }
 
@@ -36,7 +36,7 @@ func claimAll(t *testing.T, pool *pgxpool.Pool) []store.OutboxRow {
 func deliver(t *testing.T, pool *pgxpool.Pool, rows []store.OutboxRow) {
 	t.Helper()
 	require.NoError(t, store.RecordFinished(context.Background(), pool, []store.Finished{{Rows: store.Claims(rows), Status: "delivered",
-		Outcome: store.RowOutcome{State: "delivered"}, At: time.Now()}}, "instance-a"))
+		Outcome: store.RowOutcome{State: "delivered"}, At: time.Now()}}, "instance-a", hostReplaces))
 }
 
 // A dead letter's key names one occurrence: a repeat of it that arrives
@@ -80,9 +80,13 @@ func TestWindowedKeysAndRelayExhaustionStillOpenRows(t *testing.T) {
 	require.Len(t, dead, 1)
 	emitKeyed(t, pool, sink, "relay.exhausted", "todo:7:1", false)
 	require.NoError(t, store.FinishRows(context.Background(), pool, store.Claims(dead), "instance-a",
-		store.RowOutcome{State: "pending", Class: "server", DueAt: time.Now().Add(-time.Second)}, time.Now()))
+		store.RowOutcome{State: "pending", Class: "server", DueAt: time.Now().Add(-time.Second)}, time.Now(), hostReplaces))
 	again := claimAll(t, pool)
 	require.Len(t, again, 1)
 	require.Equal(t, dead[0].ID, again[0].ID)
 	require.Equal(t, "relay.exhausted", again[0].EventType)
 }
+
+// hostReplaces is what the reference host declares (host.Events): a relay
+// exhaustion replaces the dead letter of its todo.
+var hostReplaces = store.Replacements{By: []string{"relay.exhausted"}, Of: []string{"todo.dead_lettered"}}

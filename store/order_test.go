@@ -61,7 +61,7 @@ func TestFanOutAndClaimKeepEventOrderAtEveryDigitBoundary(t *testing.T) {
 			ctx := context.Background()
 			due := time.Now().Add(-time.Minute).Truncate(time.Microsecond)
 			emitEventsFrom(t, pool, sink, first, 4, due) // e.g. 8, 9, 10, 11
-			fr, err := store.FanOut(ctx, pool, 100, time.Now())
+			fr, err := store.FanOut(ctx, pool, 100, time.Now(), hostReplaces)
 			require.NoError(t, err)
 			require.Equal(t, 4, fr.Events)
 			var want []string

@@ -113,19 +113,51 @@ func QueueEmit(b *pgx.Batch, p EmitParams) {
 	}
 }
 
+// Replacements say which event types replace which: an event of By[i]
+// takes over the open outbox row of its dedup key whose type is Of[i], so
+// a sink hears of the occurrence once, as By[i] (its type, severity and
+// payload), whichever of the two reached it first; and it is the one
+// repeat that still opens a row beside a claimed Of[i] row of its key,
+// which takes it in if that attempt fails. The two types must share
+// their key space for their keys to meet. The engine builds them from its
+// declarations (engine.EventKind.Replaces).
+type Replacements struct {
+	By, Of []string
+}
+
+// args returns the two arrays, never nil (a NULL array matches nothing,
+// but says so less plainly).
+func (r Replacements) args() (by, of []string) {
+	if r.By == nil || r.Of == nil {
+		return []string{}, []string{}
+	}
+	return r.By, r.Of
+}
+
+// replacesSQL is the condition that an event of type byType replaces a
+// row of type ofType, the pairs being the text arrays byParam and ofParam
+// (Replacements.args).
+func replacesSQL(byType, ofType, byParam, ofParam string) string {
+	return `EXISTS (SELECT 1 FROM unnest(` + byParam + `::text[], ` + ofParam + `::text[]) AS rp(by_type, of_type)
+	                WHERE rp.by_type = ` + byType + ` AND rp.of_type = ` + ofType + `)`
+}
+
 // fanOutSQL takes a batch of events (oldest first, SKIP LOCKED so that
 // instances take disjoint batches) and writes their outbox rows: one per
 // event and matching sink, or, for events with a dedup key, one per key
 // and sink, coalesced into the row already open for it (D7):
 //   - a windowed key (quarantine, rule.notify) adds its events to count;
 //   - an occurrence key (a todo's n-th dead letter) is one dead letter
-//     however often it is emitted; relay.exhausted replaces
-//     todo.dead_lettered (REQ-6). Its window is the occurrence itself: a
-//     repeat of a key whose row is being sent (claimed) or was delivered
-//     (delivered, partial) to the sink writes nothing (it would send the
-//     same dead letter twice), for as long as the finished row is kept
-//     (the janitor's retention); only a relay exhaustion still opens a
-//     row beside a claimed dead letter of its key, which takes it in if
+//     however often it is emitted; an event of a type that replaces
+//     another ($3 and $4, Replacements: the reference host's
+//     relay.exhausted replaces todo.dead_lettered, REQ-6) takes over the
+//     open row of that type for its key, its type, severity and payload
+//     winning. Its window is the occurrence itself: a repeat of a key
+//     whose row is being sent (claimed) or was delivered (delivered,
+//     partial) to the sink writes nothing (it would send the same
+//     occurrence twice), for as long as the finished row is kept (the
+//     janitor's retention); only a replacing event still opens a row
+//     beside a claimed row of the type it replaces, which takes it in if
 //     the attempt fails (absorbRepeats). A row that ended undeliverable
 //     does not hold its key: a repeat is sent.
 //
@@ -136,7 +168,7 @@ func QueueEmit(b *pgx.Batch, p EmitParams) {
 // migration 0006 has no sink set and is matched as subscriptions are now.
 // The excerpt goes only into the rows of sinks whose subscription opted in
 // (REQ-9).
-const fanOutSQL = `
+var fanOutSQL = `
 WITH ev AS (
     DELETE FROM switchboard.outbox_events WHERE id IN (
         SELECT id FROM switchboard.outbox_events ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
@@ -166,7 +198,7 @@ WITH ev AS (
 ), g AS (
     SELECT m.sink_id,
            coalesce(ev.dedup_key, 'event:' || ev.id) AS grp,
-           (array_agg(ev.id ORDER BY ev.event_type = 'relay.exhausted' DESC, ev.id))[1] AS lead_id,
+           (array_agg(ev.id ORDER BY ev.event_type = ANY ($3::text[]) DESC, ev.id))[1] AS lead_id,
            min(ev.id) AS first_id,
            count(*) AS n,
            bool_or(m.excerpt) AS excerpt,
@@ -185,13 +217,14 @@ WHERE ev.dedup_key IS NULL OR NOT EXISTS (
     SELECT 1 FROM switchboard.outbox x
     WHERE x.sink_id = g.sink_id AND x.dedup_key = ev.dedup_key AND NOT x.windowed
       AND (x.state IN ('delivered', 'partial')
-           OR (x.state = 'claimed' AND NOT (ev.event_type = 'relay.exhausted' AND x.event_type <> 'relay.exhausted'))))
+           OR (x.state = 'claimed' AND NOT ` + replacesSQL("ev.event_type", "x.event_type", "$3", "$4") + `)))
 ORDER BY g.sink_id, g.first_id
 ON CONFLICT (sink_id, dedup_key) WHERE state IN ('pending', 'held') DO UPDATE SET
     count = outbox.count + CASE WHEN outbox.windowed THEN excluded.count ELSE 0 END,
-    event_type = CASE WHEN excluded.event_type = 'relay.exhausted' THEN excluded.event_type ELSE outbox.event_type END,
-    severity = CASE WHEN excluded.event_type = 'relay.exhausted' THEN excluded.severity ELSE outbox.severity END,
-    payload = CASE WHEN excluded.event_type = 'relay.exhausted' AND outbox.event_type <> 'relay.exhausted'
+    event_type = CASE WHEN ` + replacesSQL("excluded.event_type", "outbox.event_type", "$3", "$4") + `
+                      THEN excluded.event_type ELSE outbox.event_type END,
+    severity = CASE WHEN excluded.event_type = ANY ($3::text[]) THEN excluded.severity ELSE outbox.severity END,
+    payload = CASE WHEN ` + replacesSQL("excluded.event_type", "outbox.event_type", "$3", "$4") + `
                    THEN excluded.payload ELSE outbox.payload END,
     include_excerpt = outbox.include_excerpt OR excluded.include_excerpt
 RETURNING 1
@@ -209,11 +242,13 @@ type FanOutResult struct {
 	Gone int
 }
 
-// FanOut fans out at most limit events at now. A batch is one statement:
-// its events, their outbox rows and records commit together.
-func FanOut(ctx context.Context, db DBTX, limit int, now time.Time) (FanOutResult, error) {
+// FanOut fans out at most limit events at now, rep saying which event
+// types replace which. A batch is one statement: its events, their outbox
+// rows and records commit together.
+func FanOut(ctx context.Context, db DBTX, limit int, now time.Time, rep Replacements) (FanOutResult, error) {
 	var r FanOutResult
-	if err := db.QueryRow(ctx, fanOutSQL, limit, now).Scan(&r.Events, &r.Rows, &r.Gone); err != nil {
+	by, of := rep.args()
+	if err := db.QueryRow(ctx, fanOutSQL, limit, now, by, of).Scan(&r.Events, &r.Rows, &r.Gone); err != nil {
 		return FanOutResult{}, fmt.Errorf("error fanning out events: %w", err)
 	}
 	return r, nil

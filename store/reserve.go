@@ -115,7 +115,7 @@ type Hold struct {
 // until their sinks' next tokens (D9) and move every held row of those
 // sinks to the same time (a row whose own retry falls due later keeps
 // its time); held gets how many rows each sink holds now.
-func QueueHoldRows(b *pgx.Batch, holds []Hold, instance string, held map[int64]int) {
+func QueueHoldRows(b *pgx.Batch, holds []Hold, instance string, held map[int64]int, rep Replacements) {
 	ids := make([]int64, len(holds))
 	tokens := make([]int64, len(holds))
 	sinkIDs := make([]int64, len(holds))
@@ -123,7 +123,8 @@ func QueueHoldRows(b *pgx.Batch, holds []Hold, instance string, held map[int64]i
 	for i, h := range holds {
 		ids[i], tokens[i], sinkIDs[i], until[i] = h.Row.ID, h.Row.Token, h.SinkID, h.Until
 	}
-	b.Queue(holdRowsSQL, ids, until, instance, tokens)
+	by, of := rep.args()
+	b.Queue(holdRowsSQL, ids, until, instance, tokens, by, of)
 	b.Queue(`
 		WITH s AS (
 		    SELECT DISTINCT ON (sink_id) sink_id, until
@@ -142,16 +143,17 @@ func QueueHoldRows(b *pgx.Batch, holds []Hold, instance string, held map[int64]i
 }
 
 // holdRowsSQL parks claimed rows: $1 their ids, $2 their due times, $3
-// the instance holding them, $4 their claims' tokens. A row taking in the
-// open row a repeat of its key opened meanwhile: absorbRepeats.
+// the instance holding them, $4 their claims' tokens, $5 and $6 the
+// Replacements. A row taking in the open row a repeat of its key opened
+// meanwhile: absorbRepeats.
 var holdRowsSQL = `
 		WITH ` + heldRowsByTID(`unnest($1::bigint[], $4::bigint[], $2::timestamptz[]) AS u(id, token, until)`) + `,
 		mine AS (
 		    SELECT o.id, o.sink_id, o.dedup_key, 'held' AS state FROM u JOIN switchboard.outbox o ON o.ctid = u.tid
 		    WHERE o.claimed_by = $3 AND o.claim_token = u.token
-		), ` + absorbRepeats("mine") + `
+		), ` + absorbRepeats("mine", "$5") + `
 		UPDATE switchboard.outbox SET state = 'held', due_at = u.until, claimed_by = NULL, claim_expires_at = NULL,
-		       claim_token = NULL, ` + absorbedSet + `, payload = ` + absorbedPayload + `
+		       claim_token = NULL, ` + absorbedSet("$5", "$6") + `, payload = ` + absorbedPayload("$5", "$6") + `
 		FROM u LEFT JOIN extra ON extra.keep = u.id
 		WHERE outbox.ctid = u.tid AND outbox.claimed_by = $3 AND outbox.claim_token = u.token`
 
@@ -263,7 +265,7 @@ func (f Finished) addTo(r *rowOutcomes) {
 func RecordFinished(ctx context.Context, db interface {
 	BatchSender
 	DBTX
-}, fs []Finished, instance string) error {
+}, fs []Finished, instance string, rep Replacements) error {
 	var (
 		recIDs   = make([]int64, len(fs))
 		statuses = make([]string, len(fs))
@@ -284,7 +286,7 @@ func RecordFinished(ctx context.Context, db interface {
 		       http_status = nullif(u.http, 0), finished_at = u.at
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::timestamptz[]) AS u(id, status, class, http, at)
 		WHERE d.id = u.id`, recIDs, statuses, classes, https, ats)
-	b.Queue(finishRowsSQL, rows.args(instance)...).Query(func(rs pgx.Rows) error {
+	b.Queue(finishRowsSQL, rows.args(instance, rep)...).Query(func(rs pgx.Rows) error {
 		var err error
 		done, err = collectIDs(rs, nil)
 		return err
@@ -295,7 +297,7 @@ func RecordFinished(ctx context.Context, db interface {
 	}
 	// Rows another transaction changed meanwhile, or that another instance
 	// took: rare, and written on their own.
-	if err := finishRowsAgain(ctx, db, rows, done, instance); err != nil {
+	if err := finishRowsAgain(ctx, db, rows, done, instance, rep); err != nil {
 		return fmt.Errorf("error recording the rows of %d attempts: %w", len(fs), err)
 	}
 	return nil

@@ -17,7 +17,6 @@ import (
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 )
 
 // The demo's names in the demo owner's scope.
@@ -161,16 +160,16 @@ func Handler(d httpx.Deps, w *World) http.Handler {
 
 // allowed answers whether the request is the demo human's session, and
 // redirects to /login when it is not.
-func (w *World) allowed(d httpx.Deps, rw http.ResponseWriter, r *http.Request) (store.Human, bool) {
+func (w *World) allowed(d httpx.Deps, rw http.ResponseWriter, r *http.Request) (host.Human, bool) {
 	p, err := d.Auth.Session(r.Context(), r)
 	if err != nil || hostid.Number(p.HumanID) != w.HumanID {
 		http.Redirect(rw, r, "/login", http.StatusSeeOther)
-		return store.Human{}, false
+		return host.Human{}, false
 	}
-	hum, err := store.HumanByID(r.Context(), d.Pool, hostid.Number(p.HumanID))
+	hum, err := d.Accounts.HumanByID(r.Context(), hostid.Number(p.HumanID))
 	if err != nil {
 		httpx.WriteError(rw, r, d.Logger, err)
-		return store.Human{}, false
+		return host.Human{}, false
 	}
 	return hum, true
 }

@@ -22,15 +22,15 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/sinktest"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 // hookBundle is a served engine, the host's webhooks on it, and
 // POST /hooks/{id} on an httptest server.
 type hookBundle struct {
-	w      *enginetest.World
+	w      *hosttest.World
 	eng    *engine.Engine
 	hooks  *host.Webhooks
 	server *httptest.Server
@@ -38,7 +38,7 @@ type hookBundle struct {
 
 func setup(t *testing.T) *hookBundle {
 	t.Helper()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	eng := w.Serve()
 	svc := host.NewWebhooks(host.WebhooksConfig{Pool: w.Pool, Emitter: eng, SecretKey: w.Key, Clock: w.Clock})
 	srv := httptest.NewServer(hooks.New(httpx.Deps{Webhooks: svc, Logger: slog.New(slog.NewJSONHandler(w.Logs, nil))}))
@@ -136,7 +136,7 @@ func TestFriendshipFanOutThroughAWebhook(t *testing.T) {
 	sinkA := b.w.Sink(b.eng, pA, scopeA, enginetest.SinkOpts{BaseURL: gA.URL, Secret: "gtfya.a"})
 	sinkB := b.w.Sink(b.eng, pB, scopeB, enginetest.SinkOpts{BaseURL: gB.URL, Secret: "gtfya.b"})
 	queueB := b.w.F.Queue(scopeB, "inbox")
-	endpointB := b.w.F.Endpoint(storetest.EndpointOpts{Human: bID})
+	endpointB := b.w.F.Endpoint(hosttest.EndpointOpts{Human: bID})
 	require.NoError(t, b.hooks.BefriendQueue(b.w.Ctx, bID, queueB, scopeA), "B lets A's webhooks route to B's queue")
 
 	hook, secret, err := b.hooks.Create(b.w.Ctx, pA, host.WebhookInput{Owner: scopeA, Name: "a-forge", TrustedSenders: []string{"octocat"}})

@@ -20,8 +20,8 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 // tsClientDir holds the TypeScript SDK client fixture; .ci/run installs
@@ -391,7 +391,7 @@ func TestTypeScriptClientListsAndPaths(t *testing.T) {
 	w := rulesWorld(t)
 	human, scope := w.person()
 	queue := w.F.Queue(scope, "forge")
-	w.F.Todo(storetest.TodoOpts{Queue: queue, Title: "build 812"})
+	w.F.Todo(hosttest.TodoOpts{Queue: queue, Title: "build 812"})
 	p := engine.HumanPrincipal(hostid.String(human))
 	conn, err := w.eng.CreateConnection(w.Ctx, p, engine.ConnectionInput{
 		Owner: scope, Kind: engine.KindGotify, Name: "phone", BaseURL: "https://push.example.net", Secret: notifytype.NewSecret(gotifyToken),

@@ -20,8 +20,8 @@ import (
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 // gotifyToken is the test sinks' Gotify application token.
@@ -31,7 +31,7 @@ const gotifyToken = "gtfya.mcp-test-token"
 // w.Serve), the reference host over it, and the MCP server on an httptest
 // server.
 type world struct {
-	*enginetest.World
+	*hosttest.World
 	eng  *engine.Engine
 	deps httpx.Deps
 	url  string
@@ -39,7 +39,7 @@ type world struct {
 
 func newWorld(t *testing.T, configure ...func(*httpx.Deps)) *world {
 	t.Helper()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	eng := w.Engine()
 	todos := host.NewTodos(w.Pool, eng, w.Clock)
 	endpoints := host.NewEndpoints(w.Pool, host.NewDirectory(w.Pool), todos, w.Clock)
@@ -79,7 +79,7 @@ func (w *world) vend(t *testing.T, human int64, scope notifytype.OwnerScope, gra
 // endpoint), and returns its id and a working credential.
 func (w *world) endpointAs(t *testing.T, owner notifytype.OwnerScope, human int64, grants ...string) (int64, string) {
 	t.Helper()
-	id := w.F.Endpoint(storetest.EndpointOpts{Owner: owner, Human: human, Grants: grants})
+	id := w.F.Endpoint(hosttest.EndpointOpts{Owner: owner, Human: human, Grants: grants})
 	cred := host.EndpointCredentialPrefix + rand.Text()
 	_, err := w.Pool.Exec(w.Ctx, `UPDATE endpoints SET credential_hash = $1 WHERE id = $2`, host.HashToken(cred), id)
 	require.NoError(t, err)

@@ -10,8 +10,8 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 // Issue 19 item 14: agents could not discover ids. The list verbs answer
@@ -28,7 +28,7 @@ func TestListVerbsDiscoverIds(t *testing.T) {
 
 	mine := w.F.Queue(scope, "forge")
 	teamQueue := w.F.Queue(team, "team-forge")
-	w.F.Todo(storetest.TodoOpts{Queue: mine, Title: "build 812"})
+	w.F.Todo(hosttest.TodoOpts{Queue: mine, Title: "build 812"})
 	w.F.Queue(otherScope, "theirs")
 
 	canary := "canary" + rand.Text()

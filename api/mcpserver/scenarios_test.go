@@ -12,9 +12,9 @@ import (
 	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/sinktest"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 func TestSinkVerbsOffUntilGranted(t *testing.T) {
@@ -141,8 +141,8 @@ func TestGrantedAgentPagesOwner(t *testing.T) {
 	// The owner has todos in flight: one claimed by another endpoint, one
 	// pending.
 	queue := w.F.Queue(scope, "builds")
-	w.F.Todo(storetest.TodoOpts{Queue: queue, Title: "build 812"})
-	w.F.Todo(storetest.TodoOpts{Queue: queue, Title: "build 813"})
+	w.F.Todo(hosttest.TodoOpts{Queue: queue, Title: "build 812"})
+	w.F.Todo(hosttest.TodoOpts{Queue: queue, Title: "build 813"})
 	worker, _ := w.vend(t, human, scope)
 	_, ok, err := w.deps.Todos.Claim(w.Ctx, worker, queue)
 	require.NoError(t, err)
@@ -357,7 +357,7 @@ func TestTodosVerbsDeadLetterEndToEnd(t *testing.T) {
 	human, scope := w.person()
 	sink := w.sink(human, scope, gotify.URL, notifytype.EventTodoDeadLettered)
 	queue := w.F.Queue(scope, "forge")
-	todo := w.F.Todo(storetest.TodoOpts{Queue: queue, Title: "fix the flaky test", AttemptCap: 1})
+	todo := w.F.Todo(hosttest.TodoOpts{Queue: queue, Title: "fix the flaky test", AttemptCap: 1})
 	_, cred := w.vend(t, human, scope)
 	cs := w.connect(t, cred)
 
@@ -392,7 +392,7 @@ func TestTodosVerbsDeadLetterEndToEnd(t *testing.T) {
 	require.Equal(t, notifytype.CodeNotFound, e.Code)
 
 	// complete ends another todo as done; another owner's queue is not_found.
-	next := w.F.Todo(storetest.TodoOpts{Queue: queue, Title: "next"})
+	next := w.F.Todo(hosttest.TodoOpts{Queue: queue, Title: "next"})
 	claimed = succeeds[mcpserver.ClaimOut](t, cs, mcpserver.ToolClaim, map[string]any{"queue_id": queue})
 	require.Equal(t, next, claimed.Todo.ID)
 	done := succeeds[mcpserver.TodoOut](t, cs, mcpserver.ToolComplete, map[string]any{"todo_id": next, "summary": "fixed"})

@@ -16,8 +16,8 @@ import (
 	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 // toolSchemas lists every tool of an endpoint holding every grant, with its
@@ -172,7 +172,7 @@ func TestWholeNumbersAreIntegers(t *testing.T) {
 	w := newWorld(t)
 	human, scope := w.person()
 	queue := w.F.Queue(scope, "forge")
-	w.F.Todo(storetest.TodoOpts{Queue: queue, Title: "build 812"})
+	w.F.Todo(hosttest.TodoOpts{Queue: queue, Title: "build 812"})
 	sink := w.sink(human, scope, "https://push.example.net")
 	_, cred := w.vend(t, human, scope, notifytype.Grants...)
 	cs := w.connect(t, cred)

@@ -9,7 +9,6 @@ import (
 	"github.com/switchboard/notify/engine/warnings"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/sinks/apprise"
 )
 
 // connectionJSON is a connection as the API answers it: never its secret,
@@ -60,11 +59,7 @@ func (in connectionCreate) secret() (notifytype.Secret, error) {
 		if in.Token != "" {
 			return notifytype.Secret{}, notifytype.InvalidArgument("token", "an apprise connection takes urls and/or authorization, not token")
 		}
-		s := apprise.Secret{URLs: in.URLs, Authorization: in.Authorization}
-		if s.IsZero() {
-			return notifytype.Secret{}, nil
-		}
-		return notifytype.NewSecret(s.Encode()), nil
+		return engine.AppriseSecret(in.URLs, in.Authorization), nil
 	default: // gotify and cairn take a token; the engine refuses any other kind
 		switch {
 		case in.URLs != nil:

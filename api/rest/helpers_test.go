@@ -20,8 +20,8 @@ import (
 	"github.com/switchboard/notify/api/rest"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/digests"
-	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/store/storetest"
 )
 
@@ -30,7 +30,7 @@ import (
 // accounts and endpoints, and the API served by an httptest server. Every
 // response body is kept, for the leak test.
 type bundle struct {
-	w        *enginetest.World
+	w        *hosttest.World
 	eng      *engine.Engine
 	accounts *host.Accounts
 	todos    *host.Todos
@@ -56,7 +56,7 @@ func setup(t *testing.T, opts ...func(*options)) *bundle {
 	for _, f := range opts {
 		f(&o)
 	}
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	eng := w.Engine(o.configure...)
 	dir := host.NewDirectory(w.Pool)
 	todos := host.NewTodos(w.Pool, eng, w.Clock)

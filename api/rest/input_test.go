@@ -10,9 +10,9 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/apprise"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 // refusal is a request and the refusal it must get.
@@ -140,7 +140,7 @@ func TestBadSubscriptionInput(t *testing.T) {
 	b.subscription(t, tokA, sink)
 	mine, theirs := hostid.Human(a), hostid.Human(other)
 	queue, otherQueue := b.w.F.Queue(mine, ""), b.w.F.Queue(theirs, "")
-	otherEndpoint := b.w.F.Endpoint(storetest.EndpointOpts{Owner: theirs, Human: other})
+	otherEndpoint := b.w.F.Endpoint(hosttest.EndpointOpts{Owner: theirs, Human: other})
 	otherWebhook := b.w.F.Webhook(theirs, "")
 	counts := b.counts(t)
 	before := b.ok(t, http.StatusOK, tokA, "GET", sinkPath(sink, "/subscriptions"), nil).body

@@ -10,9 +10,9 @@ import (
 
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 type webhookAnswer struct {
@@ -114,7 +114,7 @@ func TestDeleteWebhook(t *testing.T) {
 	owner, tok := b.human(t)
 	hook, _, delivery := b.webhook(t, tok)
 	queue := b.w.F.Queue(hostid.Human(owner), "forge")
-	routed := b.w.F.Todo(storetest.TodoOpts{Queue: queue})
+	routed := b.w.F.Todo(hosttest.TodoOpts{Queue: queue})
 	_, err := b.w.Pool.Exec(b.w.Ctx, `UPDATE todos SET webhook_id = $1 WHERE id = $2`, hook, routed)
 	require.NoError(t, err)
 	conn := b.connection(t, tok, "", "https://push.example.net")

@@ -9,7 +9,6 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/digest"
 	"github.com/switchboard/notify/engine/digests"
-	"github.com/switchboard/notify/sinks"
 )
 
 // reportView is a digest's preview as the page shows it: a readable
@@ -106,7 +105,7 @@ func reportOf(r digest.Report, loc *time.Location) reportView {
 			d := r.DeadLetters.Data[q.ID]
 			qr.Lines = append(qr.Lines, sentence(count(d.Count, "dead letter", "dead letters")+" since then"))
 			for _, t := range d.Recent {
-				qr.DeadLetters = append(qr.DeadLetters, digest.TodoRef{ID: t.ID, Title: sinks.Clean(t.Title, sinks.TitleMaxRunes)})
+				qr.DeadLetters = append(qr.DeadLetters, digest.TodoRef{ID: t.ID, Title: engine.CleanTitle(t.Title)})
 			}
 		} else {
 			qr.Lines = append(qr.Lines, "Dead letters: "+unavailable(r.DeadLetters.Unavailable))

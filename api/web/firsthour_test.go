@@ -15,10 +15,10 @@ import (
 	"github.com/switchboard/notify/engine/warnings"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/sinktest"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 // TestBoardPagesAreScopeChecked: the board pages every message links to
@@ -30,7 +30,7 @@ func TestBoardPagesAreScopeChecked(t *testing.T) {
 	owner, c := b.human(t)
 	me := hostid.Human(owner)
 	queue := b.f.Queue(me, "builds")
-	ep := b.f.Endpoint(storetest.EndpointOpts{Owner: me, Human: owner, Name: "builder", Grants: []string{"todos"}})
+	ep := b.f.Endpoint(hosttest.EndpointOpts{Owner: me, Human: owner, Name: "builder", Grants: []string{"todos"}})
 	todo, err := b.deps.Todos.Enqueue(b.ctx, queue, host.TodoInput{Title: "Nightly <build> failed", AttemptCap: 1})
 	require.NoError(t, err)
 	_, ok, err := b.deps.Todos.Claim(b.ctx, ep, queue)
@@ -148,7 +148,7 @@ func TestNamesNotIds(t *testing.T) {
 	b.f.Member(team, id, "admin")
 	b.f.Queue(me, "builds")
 	b.f.Queue(me, "deploys")
-	b.f.Endpoint(storetest.EndpointOpts{Owner: me, Human: id, Name: "ci-agent"})
+	b.f.Endpoint(hosttest.EndpointOpts{Owner: me, Human: id, Name: "ci-agent"})
 	b.f.Queue(hostid.Team(team), "team-only")
 	gotify := sinktest.NewServer(t, nil)
 	sink := b.gotifySink(t, id, me, b.gotifyConnection(t, id, me, gotify.URL, "gtfya.n").ID, "phone")

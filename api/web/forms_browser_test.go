@@ -14,8 +14,8 @@ import (
 	"github.com/switchboard/notify/api/web"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/sinks/sinktest"
-	"github.com/switchboard/notify/store"
 )
 
 // eval runs a script on the page and returns its value.
@@ -92,7 +92,7 @@ func TestBrowserFormsPhoneAndSignIn(t *testing.T) {
 	b := setupServing(t)
 	id := b.f.Human("Mary Jackson")
 	me := hostid.Human(id)
-	hum, err := store.HumanByID(b.ctx, b.pool, id)
+	hum, err := hoststore.HumanByID(b.ctx, b.pool, id)
 	require.NoError(t, err)
 	queue := b.f.Queue(me, "builds")
 	todo, err := b.deps.Todos.Enqueue(b.ctx, queue, host.TodoInput{Title: "Nightly build failed on main"})

@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -35,7 +36,7 @@ import (
 type bundle struct {
 	ctx      context.Context
 	pool     *pgxpool.Pool
-	f        *storetest.Factory
+	f        *hosttest.Factory
 	eng      *engine.Engine
 	accounts *host.Accounts
 	deps     httpx.Deps
@@ -82,7 +83,7 @@ func (b *bundle) serve(t *testing.T) {
 // newBundle builds everything but the server.
 func newBundle(t *testing.T, configure ...func(*engine.Config)) *bundle {
 	t.Helper()
-	pool := storetest.New(t)
+	pool := hosttest.New(t)
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	key := make([]byte, 32)
@@ -107,7 +108,7 @@ func newBundle(t *testing.T, configure ...func(*engine.Config)) *bundle {
 	todos := host.NewTodos(pool, eng, nil)
 	endpoints := host.NewEndpoints(pool, dir, todos, nil)
 	return &bundle{
-		ctx: context.Background(), pool: pool, f: storetest.NewFactory(t, pool), eng: eng, accounts: accounts, logs: logs,
+		ctx: context.Background(), pool: pool, f: hosttest.NewFactory(t, pool), eng: eng, accounts: accounts, logs: logs,
 		deps: httpx.Deps{
 			Engine: eng, Digests: digests.New(eng, dcfg), Accounts: accounts, Endpoints: endpoints, Todos: todos, Pool: pool,
 			Auth:    &httpx.Auth{Accounts: accounts, Endpoints: endpoints, Clock: clocks.System{}},

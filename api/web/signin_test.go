@@ -14,8 +14,8 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/sinks/sinktest"
-	"github.com/switchboard/notify/store"
 )
 
 // gotifyMessage is what a Gotify stand-in received.
@@ -56,7 +56,7 @@ func TestSignInLinkBySinkReturnsToTheItem(t *testing.T) {
 	const token = "gtfya.SignInToken1"
 	id := b.f.Human("Ada Lovelace")
 	me := hostid.Human(id)
-	hum, err := store.HumanByID(b.ctx, b.pool, id)
+	hum, err := hoststore.HumanByID(b.ctx, b.pool, id)
 	require.NoError(t, err)
 	conn := b.gotifyConnection(t, id, me, gotify.URL, token)
 	b.gotifySink(t, id, me, conn.ID, "phone")
@@ -138,7 +138,7 @@ func TestSignInLinkBySinkReturnsToTheItem(t *testing.T) {
 
 	// A human without a sink: the same answer, nothing minted.
 	loner := b.f.Human("")
-	lonerHum, err := store.HumanByID(b.ctx, b.pool, loner)
+	lonerHum, err := hoststore.HumanByID(b.ctx, b.pool, loner)
 	require.NoError(t, err)
 	res = askSignInLink(t, b.anon(t), lonerHum.Email, "")
 	require.Equal(t, "/login/sent", res.header.Get("Location"))
@@ -160,7 +160,7 @@ func TestSignInLinkRateLimited(t *testing.T) {
 	gotify := sinktest.NewServer(t, nil)
 	id := b.f.Human("")
 	me := hostid.Human(id)
-	hum, err := store.HumanByID(b.ctx, b.pool, id)
+	hum, err := hoststore.HumanByID(b.ctx, b.pool, id)
 	require.NoError(t, err)
 	conn := b.gotifyConnection(t, id, me, gotify.URL, "gtfya.x")
 	b.gotifySink(t, id, me, conn.ID, "phone")

@@ -24,7 +24,6 @@ import (
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/store"
 )
 
 //go:embed templates/*.html
@@ -155,7 +154,7 @@ func (s *server) optionalActor(r *http.Request) *actor {
 	if err != nil {
 		return nil
 	}
-	hum, err := store.HumanByID(r.Context(), s.d.Pool, hostid.Number(p.HumanID))
+	hum, err := s.d.Accounts.HumanByID(r.Context(), hostid.Number(p.HumanID))
 	if err != nil {
 		return nil
 	}
@@ -165,7 +164,7 @@ func (s *server) optionalActor(r *http.Request) *actor {
 // actor is the signed-in human a handler acts for.
 type actor struct {
 	P     engine.Principal
-	Human store.Human
+	Human host.Human
 }
 
 // handler is a page or form handler for a signed-in human.
@@ -190,7 +189,7 @@ func (s *server) authed(h handler) http.Handler {
 			s.fail(w, r, nil, err)
 			return
 		}
-		hum, err := store.HumanByID(r.Context(), s.d.Pool, hostid.Number(p.HumanID))
+		hum, err := s.d.Accounts.HumanByID(r.Context(), hostid.Number(p.HumanID))
 		if err != nil {
 			s.fail(w, r, nil, err)
 			return
@@ -339,7 +338,7 @@ func (s *server) logout(w http.ResponseWriter, r *http.Request) {
 type view struct {
 	Title string
 	Nav   string // the menu entry to mark
-	Human *store.Human
+	Human *host.Human
 	// Scope is the owner scope the page shows; ScopeText its form value.
 	Scope    notifytype.OwnerScope
 	CanWrite bool
@@ -587,7 +586,7 @@ type Shell struct {
 	// Nav is the menu entry to mark ("demo").
 	Nav string
 	// Human is the signed-in human; the navigation bar shows for them.
-	Human *store.Human
+	Human *host.Human
 	Body  template.HTML
 }
 

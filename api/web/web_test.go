@@ -18,9 +18,9 @@ import (
 	"github.com/switchboard/notify/api/web"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/sinktest"
-	"github.com/switchboard/notify/store"
 )
 
 func TestLoginLinkWorksOnce(t *testing.T) {
@@ -49,7 +49,7 @@ func TestLoginLinkWorksOnce(t *testing.T) {
 
 	page := c.get("/sinks")
 	require.Equal(t, http.StatusOK, page.status, page.body)
-	hum, err := store.HumanByID(b.ctx, b.pool, id)
+	hum, err := hoststore.HumanByID(b.ctx, b.pool, id)
 	require.NoError(t, err)
 	require.Contains(t, page.body, "<h2>Sinks of "+hum.Name+" ("+hum.Email+")</h2>", "the human's name, not an id")
 

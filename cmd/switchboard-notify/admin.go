@@ -13,7 +13,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
-	"github.com/switchboard/notify/store"
+	"github.com/switchboard/notify/host/hoststore"
 )
 
 // The admin commands act on the database directly (DATABASE_URL): they
@@ -136,7 +136,7 @@ func linkBase(ctx context.Context, cfg config, pool *pgxpool.Pool) (string, erro
 	if cfg.BaseURLSet {
 		return cfg.BaseURL, nil
 	}
-	served, err := store.LastBaseURL(ctx, pool)
+	served, err := hoststore.LastBaseURL(ctx, pool)
 	if err != nil || served == "" {
 		return cfg.BaseURL, err
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/host"
-	"github.com/switchboard/notify/store/storetest"
+	"github.com/switchboard/notify/host/hosttest"
 )
 
 // TestAdminCommands runs the operator's admin commands against a real
@@ -19,7 +19,7 @@ import (
 // mint a token and a login link that work.
 func TestAdminCommands(t *testing.T) {
 	t.Parallel()
-	dbURL := storetest.URL(t)
+	dbURL := hosttest.URL(t)
 	ctx := context.Background()
 	vars := env("DATABASE_URL", dbURL, "SWITCHBOARD_BASE_URL", "https://notify.example.net", "SWITCHBOARD_LOG_FORMAT", "json")
 	cmd := func(args ...string) string {

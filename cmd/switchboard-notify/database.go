@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/store"
 )
 
@@ -92,7 +93,7 @@ func runMigrate(ctx context.Context, cfg config, log *slog.Logger, stdout io.Wri
 	defer pool.Close()
 	fmt.Fprintf(stdout, "database %s: engine at migration %s (schema %s), host at migration %s\n",
 		redactedDatabase(cfg.DatabaseURL), lastMigration(store.EngineMigrationList()), store.EngineSchema,
-		lastMigration(store.HostMigrationList()))
+		lastMigration(hoststore.MigrationList()))
 	return nil
 }
 

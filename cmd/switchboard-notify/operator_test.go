@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/host"
-	"github.com/switchboard/notify/store/storetest"
+	"github.com/switchboard/notify/host/hosttest"
 )
 
 // TestGrantOperator: the command gives an existing human the operator role
@@ -18,7 +18,7 @@ import (
 func TestGrantOperator(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dbURL := storetest.URL(t)
+	dbURL := hosttest.URL(t)
 	pool, err := pgxpool.New(ctx, dbURL)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)

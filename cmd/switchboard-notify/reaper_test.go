@@ -11,7 +11,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
-	"github.com/switchboard/notify/store/storetest"
+	"github.com/switchboard/notify/host/hosttest"
 )
 
 // TestServeReapsExpiredLeases runs the serve command over a todo whose
@@ -19,16 +19,16 @@ import (
 // (REQ-6's lease expiry), with no test calling ReapExpired.
 func TestServeReapsExpiredLeases(t *testing.T) {
 	t.Parallel()
-	dbURL := storetest.URL(t)
+	dbURL := hosttest.URL(t)
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, dbURL)
 	require.NoError(t, err)
 	defer pool.Close()
-	f := storetest.NewFactory(t, pool)
+	f := hosttest.NewFactory(t, pool)
 	human := f.Human("")
 	queue := f.Queue(hostid.Human(human), "forge")
-	endpoint := f.Endpoint(storetest.EndpointOpts{Human: human})
-	todo := f.Todo(storetest.TodoOpts{Queue: queue, AttemptCap: 1})
+	endpoint := f.Endpoint(hosttest.EndpointOpts{Human: human})
+	todo := f.Todo(hosttest.TodoOpts{Queue: queue, AttemptCap: 1})
 	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links()})
 	require.NoError(t, err)
 	claimed, ok, err := host.NewTodos(pool, eng, nil).Claim(ctx, endpoint, queue)

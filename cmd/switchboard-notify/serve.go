@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/store"
 )
 
@@ -48,7 +49,7 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 		return err
 	}
 	defer pool.Close()
-	log.Info("database ready", "database", redactedDatabase(cfg.DatabaseURL), "engine_migration", lastMigration(store.EngineMigrationList()), "host_migration", lastMigration(store.HostMigrationList()))
+	log.Info("database ready", "database", redactedDatabase(cfg.DatabaseURL), "engine_migration", lastMigration(store.EngineMigrationList()), "host_migration", lastMigration(hoststore.MigrationList()))
 
 	var receivers *demo.Receivers
 	allowHTTP, privateHosts := cfg.PushAllowHTTP, cfg.PrivateHosts
@@ -138,7 +139,7 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 
 	// The operator's commands print links for this address when their own
 	// shell does not set SWITCHBOARD_BASE_URL (linkBase).
-	if err := store.RecordBaseURL(ctx, pool, cfg.BaseURL); err != nil {
+	if err := hoststore.RecordBaseURL(ctx, pool, cfg.BaseURL); err != nil {
 		return err
 	}
 	if n, err := accounts.CountHumans(ctx); err != nil {

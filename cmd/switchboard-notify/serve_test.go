@@ -23,7 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/host"
-	"github.com/switchboard/notify/store/storetest"
+	"github.com/switchboard/notify/host/hosttest"
 )
 
 func TestHealthz(t *testing.T) {
@@ -38,14 +38,14 @@ func TestHealthz(t *testing.T) {
 
 	t.Run("DatabaseAnswers", func(t *testing.T) {
 		t.Parallel()
-		code, body := get(t, storetest.New(t))
+		code, body := get(t, hosttest.New(t))
 		require.Equal(t, http.StatusOK, code)
 		require.Equal(t, "ok\n", body)
 	})
 
 	t.Run("DatabaseGone", func(t *testing.T) {
 		t.Parallel()
-		pool, err := pgxpool.New(context.Background(), storetest.URL(t))
+		pool, err := pgxpool.New(context.Background(), hosttest.URL(t))
 		require.NoError(t, err)
 		pool.Close()
 		code, body := get(t, pool)
@@ -116,7 +116,7 @@ var listeningRE = regexp.MustCompile(`"msg":"listening on (http://[^"]+)"`)
 // cleanly when its context ends.
 func TestServe(t *testing.T) {
 	t.Parallel()
-	dbURL := storetest.URL(t)
+	dbURL := hosttest.URL(t)
 
 	start := func(t *testing.T) (stdout, stderr *lineSink, stop func() error) {
 		ctx, cancel := context.WithCancel(context.Background())

@@ -1,6 +1,7 @@
 package digest
 
 import (
+	"cmp"
 	"fmt"
 
 	"slices"
@@ -234,12 +235,14 @@ const (
 //     the spec's word and its reason (REQ-13). A section not computed is never
 //     shown as zero and makes the lead say so (REQ-13).
 //
-// Board links are baseURL + /board/todos/<id> and /board/digests/<id>
-// (D13), each at the end of its line after the words it links, so that a
-// renderer that knows its base URL makes them links (sinks.Render does,
-// for Gotify); in Markdown they are links already. Only counts, ages,
-// names, truncated titles and board links appear (REQ-13).
-func (r Report) Lines(f Format, baseURL string) []string {
+// Links are the embedder's (l: a dead letter's todo, the digest's own
+// page), each a path under baseURL or an absolute http(s) URL, at the end
+// of its line after the words it links, so that a renderer that knows its
+// base URL makes them links (sinks.Render does, for Gotify, under the
+// reference board's /board/); in Markdown they are links already. A line
+// whose link is "" carries none. Only counts, ages, names, truncated
+// titles and the embedder's links appear (REQ-13).
+func (r Report) Lines(f Format, baseURL string, l Links) []string {
 	text := func(s string, limit int) string {
 		s = sinks.Clean(s, limit)
 		if f == Markdown {
@@ -248,7 +251,13 @@ func (r Report) Lines(f Format, baseURL string) []string {
 		return s
 	}
 	link := func(words, path string) string {
-		url := strings.TrimRight(baseURL, "/") + path
+		if path == "" {
+			return words
+		}
+		url := path
+		if lower := strings.ToLower(path); !strings.HasPrefix(lower, "https://") && !strings.HasPrefix(lower, "http://") {
+			url = strings.TrimRight(baseURL, "/") + "/" + strings.TrimLeft(path, "/")
+		}
 		if f == Markdown {
 			return "[" + words + "](" + url + ")"
 		}
@@ -285,7 +294,7 @@ func (r Report) Lines(f Format, baseURL string) []string {
 			d := r.DeadLetters.Data[q.ID]
 			shown := d.Recent[:min(len(d.Recent), MaxDeadLetterTitles)]
 			for _, t := range shown {
-				items = append(items, "- "+link("Dead letter: "+text(t.Title, sinks.TitleMaxRunes), "/board/todos/"+strconv.FormatInt(t.ID, 10)))
+				items = append(items, "- "+link("Dead letter: "+text(t.Title, sinks.TitleMaxRunes), l.todo(t.ID)))
 			}
 			if d.Count > len(shown) {
 				more := Count(d.Count, "dead letter", "dead letters")
@@ -344,8 +353,8 @@ func (r Report) Lines(f Format, baseURL string) []string {
 	for _, u := range r.unavailableByReason() {
 		lines = append(lines, "", "Unavailable ("+text(u.reason, 200)+"): "+strings.Join(u.titles, ", ")+".")
 	}
-	if r.DigestID > 0 && f == Markdown {
-		lines = append(lines, "", link("Open on the board", "/board/digests/"+strconv.FormatInt(r.DigestID, 10)))
+	if r.DigestID > 0 && f == Markdown && l.Digest != "" {
+		lines = append(lines, "", link(cmp.Or(l.DigestText, sinks.DefaultLinkText), l.Digest))
 	}
 	return lines
 }
@@ -442,8 +451,28 @@ func (r Report) sections() []sectionState {
 }
 
 // Text is Lines joined by newlines.
-func (r Report) Text(f Format, baseURL string) string {
-	return strings.Join(r.Lines(f, baseURL), "\n")
+func (r Report) Text(f Format, baseURL string, l Links) string {
+	return strings.Join(r.Lines(f, baseURL, l), "\n")
+}
+
+// Links are where a report's lines point, the embedder's to say
+// (engine.Config.Links): each a path under the base URL or an absolute
+// http(s) URL, "" for none.
+type Links struct {
+	// Todo links a dead letter's todo. Nil: no link.
+	Todo func(id int64) string
+	// Digest links the digest's own page, from the last line of the
+	// Markdown text, in the words DigestText (default
+	// sinks.DefaultLinkText). "": no such line.
+	Digest     string
+	DigestText string
+}
+
+func (l Links) todo(id int64) string {
+	if l.Todo == nil {
+		return ""
+	}
+	return l.Todo(id)
 }
 
 var markdownSpecial = strings.NewReplacer(

@@ -195,7 +195,7 @@ func (s *Service) sendReport(ctx context.Context, d store.Digest, r digest.Repor
 	// full text carries its own headline.
 	content := sinks.Content{
 		Place: d.Name, LinkPath: s.core.DigestLink(d.Owner, d.ID),
-		Lines: r.Lines(digest.Plain, s.core.BaseURL),
+		Lines: r.Lines(digest.Plain, s.core.BaseURL, s.reportLinks(d.Owner, d.ID)),
 	}
 	if d.CairnConnectionID > 0 {
 		artifact, err := s.publishToCairn(ctx, d, r)
@@ -243,5 +243,16 @@ func (s *Service) publishToCairn(ctx context.Context, d store.Digest, r digest.R
 	}
 	client := cairn.New(cairn.Config{BaseURL: c.AccountKey, Token: secret}, s.core.Client)
 	name := "Switchboard digest " + sinks.Clean(d.Name, 64) + " " + r.At.UTC().Format("2006-01-02 15:04 UTC")
-	return client.Publish(ctx, name, r.Text(digest.Markdown, s.core.BaseURL))
+	return client.Publish(ctx, name, r.Text(digest.Markdown, s.core.BaseURL, s.reportLinks(d.Owner, d.ID)))
+}
+
+// reportLinks are the links of digest id's report lines: its dead
+// letters' todos (Config.Links.Item) and its own page
+// (Config.Links.Digest), in the embedder's words (Config.Links.Text).
+func (s *Service) reportLinks(owner notifytype.OwnerScope, id int64) digest.Links {
+	return digest.Links{
+		Todo:       func(todo int64) string { return s.core.ItemLink(owner, string(engine.ResourceTodo), todo) },
+		Digest:     s.core.DigestLink(owner, id),
+		DigestText: s.core.LinkText,
+	}
 }

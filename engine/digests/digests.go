@@ -397,7 +397,8 @@ func (s *Service) Preview(ctx context.Context, p engine.Principal, id int64) (Pr
 		return Preview{}, enginecore.WrapErr(err, "previewing digest")
 	}
 	return Preview{
-		Report: r, Markdown: r.Text(digest.Markdown, s.core.BaseURL), Text: r.Text(digest.Plain, s.core.BaseURL), Quiet: r.Quiet(),
+		Report: r, Markdown: r.Text(digest.Markdown, s.core.BaseURL, s.reportLinks(d.Owner, d.ID)),
+		Text: r.Text(digest.Plain, s.core.BaseURL, s.reportLinks(d.Owner, d.ID)), Quiet: r.Quiet(),
 	}, nil
 }
 

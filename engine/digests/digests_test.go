@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
@@ -25,7 +26,7 @@ import (
 
 // withSources is the digests of an engine with the reference host's digest
 // sources; with fast, its scheduler looks for due digests every 10 ms.
-func withSources(w *enginetest.World, fast bool) digests.Config {
+func withSources(w *hosttest.World, fast bool) digests.Config {
 	c := digests.Config{Sources: host.NewDigestSources(w.Pool)}
 	if fast {
 		c.Interval = 10 * time.Millisecond
@@ -36,7 +37,7 @@ func withSources(w *enginetest.World, fast bool) digests.Config {
 // slotAgo is a daily UTC schedule whose latest send time is ago before the
 // database's now, rounded down to the minute (so it is between ago and
 // ago + 1 minute late).
-func slotAgo(t *testing.T, w *enginetest.World, ago time.Duration) string {
+func slotAgo(t *testing.T, w *hosttest.World, ago time.Duration) string {
 	t.Helper()
 	var hhmm string
 	require.NoError(t, w.Pool.QueryRow(w.Ctx,
@@ -46,16 +47,16 @@ func slotAgo(t *testing.T, w *enginetest.World, ago time.Duration) string {
 
 // backdate makes a digest two days old, so that its latest send time falls
 // after its creation.
-func backdate(t *testing.T, w *enginetest.World, id int64) {
+func backdate(t *testing.T, w *hosttest.World, id int64) {
 	t.Helper()
 	_, err := w.Pool.Exec(w.Ctx, `UPDATE switchboard.digests SET created_at = now() - interval '2 days' WHERE id = $1`, id)
 	require.NoError(t, err)
 }
 
 // deadTodo inserts a todo on queue that dead-lettered just now.
-func deadTodo(t *testing.T, w *enginetest.World, queue int64, title string) int64 {
+func deadTodo(t *testing.T, w *hosttest.World, queue int64, title string) int64 {
 	t.Helper()
-	id := w.F.Todo(storetest.TodoOpts{Queue: queue, Title: title})
+	id := w.F.Todo(hosttest.TodoOpts{Queue: queue, Title: title})
 	_, err := w.Pool.Exec(w.Ctx, `UPDATE todos SET state = 'dead', dead_letter_count = 1, updated_at = now() WHERE id = $1`, id)
 	require.NoError(t, err)
 	return id
@@ -73,7 +74,7 @@ func requireCode(t *testing.T, err error, code notifytype.Code, field string) {
 }
 
 type digestWorld struct {
-	w     *enginetest.World
+	w     *hosttest.World
 	eng   *engine.Engine
 	dgs   *digests.Service
 	g     *gotifyServer
@@ -84,7 +85,7 @@ type digestWorld struct {
 }
 
 func newDigestWorld(t *testing.T, configure ...func(*engine.Config)) digestWorld {
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	eng := w.Engine(configure...)
@@ -113,7 +114,7 @@ func (d digestWorld) digestRows(t *testing.T) int {
 func TestDigestOneSendAcrossInstances(t *testing.T) {
 	t.Parallel()
 	// Scenario: One send across instances
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	engA, engB := w.Serve(), w.Serve()
@@ -322,7 +323,7 @@ func TestDigestUnmeasuredIsNotZero(t *testing.T) {
 	t.Parallel()
 	// Scenario: Unmeasured is not zero
 	d := newDigestWorld(t)
-	d.w.F.Todo(storetest.TodoOpts{Queue: d.queue, Title: "fresh"})
+	d.w.F.Todo(hosttest.TodoOpts{Queue: d.queue, Title: "fresh"})
 	dg := d.digest(t, digests.Input{Schedule: slotAgo(t, d.w, time.Minute)})
 
 	pv, err := d.dgs.Preview(d.w.Ctx, d.p, dg.ID)
@@ -347,14 +348,14 @@ func TestDigestUnmeasuredIsNotZero(t *testing.T) {
 func TestDigestQuietDay(t *testing.T) {
 	t.Parallel()
 	// Scenario: Quiet day
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	eng := w.Engine()
 	dgs := digests.New(eng, digests.Config{Sources: stubSources{DigestSources: host.NewDigestSources(w.Pool)}})
 	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.digest"})
 	queue := w.F.Queue(scope, "forge")
-	w.F.Todo(storetest.TodoOpts{Queue: queue, Title: "young and pending"})
+	w.F.Todo(hosttest.TodoOpts{Queue: queue, Title: "young and pending"})
 
 	quiet, err := dgs.Create(w.Ctx, p, digests.Input{Owner: scope, Name: "quiet", Schedule: slotAgo(t, w, time.Minute), SinkIDs: []int64{sink}})
 	require.NoError(t, err)
@@ -394,18 +395,18 @@ func TestDigestAnotherOwnersQueues(t *testing.T) {
 	// Scenario: Another owner's queues
 	d := newDigestWorld(t)
 	for range 2 {
-		d.w.F.Todo(storetest.TodoOpts{Queue: d.queue, Title: "a's todo"})
+		d.w.F.Todo(hosttest.TodoOpts{Queue: d.queue, Title: "a's todo"})
 	}
 	deadTodo(t, d.w, d.queue, "a's dead letter")
 	_, _, scopeB := d.w.Human()
 	queueB := d.w.F.Queue(scopeB, "forge") // the same name
 	for range 5 {
-		d.w.F.Todo(storetest.TodoOpts{Queue: queueB, Title: "b's todo"})
+		d.w.F.Todo(hosttest.TodoOpts{Queue: queueB, Title: "b's todo"})
 	}
 	for range 3 {
 		deadTodo(t, d.w, queueB, "b's secret dead letter")
 	}
-	claimedB := d.w.F.Todo(storetest.TodoOpts{Queue: queueB})
+	claimedB := d.w.F.Todo(hosttest.TodoOpts{Queue: queueB})
 	_, err := d.w.Pool.Exec(d.w.Ctx, `UPDATE todos SET state = 'claimed', lease_expires_at = now() - interval '1 hour' WHERE id = $1`, claimedB)
 	require.NoError(t, err)
 
@@ -427,7 +428,7 @@ func TestDigestSections(t *testing.T) {
 	t.Parallel()
 	d := newDigestWorld(t)
 	other := d.w.F.Queue(d.scope, "inbox")
-	old := d.w.F.Todo(storetest.TodoOpts{Queue: d.queue})
+	old := d.w.F.Todo(hosttest.TodoOpts{Queue: d.queue})
 	_, err := d.w.Pool.Exec(d.w.Ctx, `UPDATE todos SET created_at = now() - interval '2 hours 5 minutes' WHERE id = $1`, old)
 	require.NoError(t, err)
 	// Claimed: one healthy, one lease expired (not reaped), one silent
@@ -437,7 +438,7 @@ func TestDigestSections(t *testing.T) {
 		`lease_expires_at = now() - interval '1 minute', last_heartbeat_at = now() - interval '2 minutes'`,
 		`lease_expires_at = now() + interval '1 hour', last_heartbeat_at = now() - interval '11 minutes'`,
 	} {
-		id := d.w.F.Todo(storetest.TodoOpts{Queue: d.queue, LeaseTTL: 300})
+		id := d.w.F.Todo(hosttest.TodoOpts{Queue: d.queue, LeaseTTL: 300})
 		_, err := d.w.Pool.Exec(d.w.Ctx, `UPDATE todos SET state = 'claimed', `+set+` WHERE id = $1`, id)
 		require.NoError(t, err)
 	}
@@ -540,7 +541,7 @@ func TestDigestSinkDownAppearsInTheNextDigest(t *testing.T) {
 	// Scenario: Sink down
 	// (its first half, seven attempts over about 30 minutes, is
 	// TestDeliverySinkDown; this is the next digest's "could not deliver").
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	down := newGotify(t)
 	down.setStatus(http.StatusBadGateway)

@@ -1,8 +1,10 @@
 // Package enginetest builds worlds for tests of the delivery engine: a
-// migrated database, engines on it driven by one fake clock, the reference
-// host's directory, and sinks pointed at httptest servers on loopback
-// (allowed over plain HTTP through the operator's opt-ins, as an operator
-// would allow a local receiver).
+// database with the engine's tables, engines on it driven by one fake
+// clock, and sinks pointed at httptest servers on loopback (allowed over
+// plain HTTP through the operator's opt-ins, as an operator would allow a
+// local receiver). It knows no host: a world's embedder (World.Embed,
+// World.NewHuman) is the test's to give; host/hosttest gives the
+// reference host's.
 //
 // Tests wait on attempts through Attempts, which every engine of the world
 // feeds from Config.OnAttempt: no sleeps.
@@ -27,8 +29,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
-	"github.com/switchboard/notify/host"
-	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
@@ -53,6 +53,13 @@ type World struct {
 	Attempts chan engine.Attempt
 	// Logs holds every log line of every engine of the world, as JSON.
 	Logs *SyncBuffer
+	// Embed, when set, configures each engine of the world as its
+	// embedder would (Directory, Events, Links, HostCleanUp), before the
+	// test's own configure functions.
+	Embed func(pool *pgxpool.Pool, cfg *engine.Config)
+	// NewHuman, when set, makes the humans Human returns (in the
+	// embedder's own tables); by default Human returns SoleOwner.
+	NewHuman func() (int64, engine.Principal, notifytype.OwnerScope)
 
 	tb testing.TB
 }
@@ -75,10 +82,16 @@ func (b *SyncBuffer) String() string {
 	return b.buf.String()
 }
 
-// New builds a world on a fresh database.
+// New builds a world on a fresh database with the engine's tables.
 func New(tb testing.TB) *World {
 	tb.Helper()
-	url := storetest.URL(tb)
+	return NewOn(tb, storetest.URL(tb))
+}
+
+// NewOn builds a world on the database at url, which has the engine's
+// tables (and, say, an embedder's).
+func NewOn(tb testing.TB, url string) *World {
+	tb.Helper()
 	pool, err := pgxpool.New(context.Background(), url)
 	require.NoError(tb, err)
 	tb.Cleanup(pool.Close)
@@ -95,8 +108,7 @@ func New(tb testing.TB) *World {
 // edits it further.
 func (w *World) Config(pool *pgxpool.Pool, configure ...func(*engine.Config)) engine.Config {
 	cfg := engine.Config{
-		Pool:      pool,
-		Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(),
+		Pool:           pool,
 		SecretKey:      w.Key,
 		BaseURL:        "https://switchboard.example.net",
 		PushAllowHTTP:  true,
@@ -107,7 +119,9 @@ func (w *World) Config(pool *pgxpool.Pool, configure ...func(*engine.Config)) en
 		Logger:         slog.New(slog.NewJSONHandler(w.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OnAttempt:      func(a engine.Attempt) { w.Attempts <- a },
 	}
-	cfg.HostCleanUp = host.CleanUp(cfg.Logger)
+	if w.Embed != nil {
+		w.Embed(pool, &cfg)
+	}
 	testhooks.SetDatabaseClock(&cfg, w.Clock)
 	for _, c := range configure {
 		c(&cfg)
@@ -215,10 +229,14 @@ func (w *World) WaitFor(ok func(engine.Attempt) bool) engine.Attempt {
 	}
 }
 
-// Human inserts a human and returns its id, principal and scope.
+// Human returns a human's id, principal and scope: a new one from
+// NewHuman when the world has it, else the sole owner of an engine
+// without a Directory (engine.SoleOwner).
 func (w *World) Human() (int64, engine.Principal, notifytype.OwnerScope) {
-	id := w.F.Human("")
-	return id, engine.HumanPrincipal(hostid.String(id)), hostid.Human(id)
+	if w.NewHuman != nil {
+		return w.NewHuman()
+	}
+	return 1, engine.HumanPrincipal(engine.SoleOwner.ID), engine.SoleOwner
 }
 
 // SinkOpts describes a sink made through the management service.

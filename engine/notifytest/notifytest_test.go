@@ -15,9 +15,9 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/notifytest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
-	"github.com/switchboard/notify/store/storetest"
 )
 
 // setup is an engine (not started) with one Gotify stand-in sink of the
@@ -25,7 +25,7 @@ import (
 func setup(t *testing.T) (*pgxpool.Pool, *engine.Engine, *notifytest.Gotify) {
 	t.Helper()
 	ctx := context.Background()
-	pool := storetest.New(t)
+	pool := hosttest.New(t)
 	g := notifytest.NewGotify(t)
 	cfg := engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), SecretKey: key(), BaseURL: "https://jobs.example.net"}
 	g.Allow(&cfg)

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -89,7 +88,7 @@ func notifyOwner(ctx context.Context, e *engine.Engine, p engine.Principal, in N
 		if len(owned) != 1 {
 			return notifytype.NotFound("todo")
 		}
-		content.LinkPath = "/board/todos/" + strconv.FormatInt(in.TodoID, 10)
+		content.LinkPath = core.ItemLink(p.EndpointScope, string(engine.ResourceTodo), in.TodoID)
 	}
 	now, err := core.Now(ctx)
 	if err != nil {

@@ -34,7 +34,6 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginemigrate"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/sinks"
 )
 
 func main() {
@@ -99,8 +98,8 @@ func run(ctx context.Context, databaseURL string, out io.Writer) error {
 		Severity: notifytype.SeverityHigh,
 		// One message per queue and incident, however often it is emitted.
 		Dedup: engine.Dedup{By: engine.DedupOccurrence},
-		Message: func(m engine.EventMessage) sinks.Draft {
-			return sinks.Draft{
+		Message: func(m engine.EventMessage) engine.Draft {
+			return engine.Draft{
 				Title:    "Queue stuck: " + m.Content.Place,
 				Lines:    []string{m.Content.Summary},
 				Link:     m.Content.LinkPath,
@@ -174,7 +173,7 @@ func run(ctx context.Context, databaseURL string, out io.Writer) error {
 			Owner:         engine.SoleOwner,
 			QueueID:       queue,
 			OccurrenceKey: fmt.Sprintf("%d:1", queue), // the queue's first incident
-			Content: sinks.Content{
+			Content: engine.Content{
 				Place: "builds", Summary: "no job has finished for an hour",
 				LinkPath: fmt.Sprintf("/queues/%d", queue),
 			},

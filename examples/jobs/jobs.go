@@ -17,7 +17,6 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginemigrate"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/sinks"
 )
 
 //go:embed migrations/*.sql
@@ -39,8 +38,8 @@ var JobFailed = engine.EventKind{
 	Help:     "A job ran out of attempts.",
 	Severity: notifytype.SeverityHigh,
 	Dedup:    engine.Dedup{By: engine.DedupOccurrence},
-	Message: func(m engine.EventMessage) sinks.Draft {
-		d := sinks.Draft{
+	Message: func(m engine.EventMessage) engine.Draft {
+		d := engine.Draft{
 			Title:    "Job failed: " + m.Content.Title,
 			Lines:    []string{fmt.Sprintf("Run %s failed.", m.Content.Data["run"])},
 			Link:     m.Content.LinkPath,
@@ -142,7 +141,7 @@ func Fail(ctx context.Context, eng *engine.Engine, tx pgx.Tx, jobID, cause strin
 		Type:          JobFailedType,
 		Owner:         Owner(owner),
 		OccurrenceKey: jobID + ":" + strconv.Itoa(run),
-		Content: sinks.Content{
+		Content: engine.Content{
 			Title: name, Cause: cause, LinkPath: "/jobs/" + jobID,
 			Data: map[string]string{"run": strconv.Itoa(run)},
 		},

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/faults"
-	"github.com/switchboard/notify/store/storetest"
+	"github.com/switchboard/notify/host/hosttest"
 )
 
 // process is one running serve.
@@ -110,7 +110,7 @@ func TestProcessCrashMidDrain(t *testing.T) {
 	t0 := time.Now()
 	bin := buildBinary(t)
 	t.Logf("built in %v", time.Since(t0))
-	url := storetest.URL(t)
+	url := hosttest.URL(t)
 	pool, err := pgxpool.New(ctx, url)
 	require.NoError(t, err)
 	defer pool.Close()

@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/faults"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -83,7 +84,7 @@ func within(t *testing.T, what string, f func() error) error {
 // transactions end every row queued meanwhile is delivered.
 func TestFullPool(t *testing.T) {
 	t.Parallel()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	token := faults.PlantedSecrets().GotifyToken
 	recv := faults.NewReceiver(t, token)
 	ids, err := faults.SeedSinks(w.Ctx, w.Pool, w.Key, recv.URL, token, 1)
@@ -198,7 +199,7 @@ func TestDigestDueAtTheDatabasesTime(t *testing.T) {
 	for _, by := range []time.Duration{24 * time.Hour, -24 * time.Hour} {
 		t.Run(by.String(), func(t *testing.T) {
 			t.Parallel()
-			w := enginetest.New(t)
+			w := hosttest.NewWorld(t)
 			token := faults.PlantedSecrets().GotifyToken
 			recv := faults.NewReceiver(t, token)
 			ids, err := faults.SeedSinks(w.Ctx, w.Pool, w.Key, recv.URL, token, 1)

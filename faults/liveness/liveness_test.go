@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard/notify/faults"
 	"github.com/switchboard/notify/faults/pgcluster"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hosttest"
 )
 
 // pauseFor is how long the database is frozen: a failover's worth.
@@ -177,7 +178,7 @@ func TestStopPastItsBound(t *testing.T) {
 	}
 	defer func() { faults.Report(t, row) }()
 
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	secrets := faults.PlantedSecrets()
 	recv := faults.NewReceiver(t, secrets.GotifyToken)
 	sinks, err := faults.SeedSinks(ctx, w.Pool, w.Key, recv.URL, secrets.GotifyToken, sinkCount)

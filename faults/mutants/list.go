@@ -296,7 +296,7 @@ var List = []Mutant{
 		ID:    "release-on-stop",
 		Guard: "release on stop: a stopping engine gives back the rows queued in its actors' mailboxes (else they wait out their claims)",
 		Edits: []Edit{{File: "engine/delivery.go",
-			Old: "n, err := store.ReleaseRows(ctx, w.e.cfg.Pool, store.Claims(rows), w.e.instance)",
+			Old: "n, err := store.ReleaseRows(ctx, w.e.cfg.Pool, store.Claims(rows), w.e.instance, w.e.kinds.replaces)",
 			New: "n, err := 0, error(nil)"}},
 		Package: "./engine/", Run: "^TestDeliveryGracefulStopReleasesQueuedRows$",
 	},

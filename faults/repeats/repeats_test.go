@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/faults"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/sinktest"
@@ -98,7 +99,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestRepeatsDuringClaims(t *testing.T) {
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	_, p, scope := w.Human()
 	var engines []*engine.Engine
 	for range 3 {

@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/faults"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -218,7 +219,7 @@ func TestSinkFaults(t *testing.T) {
 }
 
 func runFault(t *testing.T, fc fault) {
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	var requests atomic.Int32
 	srv := sinktest.NewServer(t, func(rw http.ResponseWriter, r *http.Request) {
 		fc.answer(rw, r, int(requests.Add(1)))
@@ -350,7 +351,7 @@ func runFault(t *testing.T, fc fault) {
 // abandoned and counted against the budget, the row never attempted an 8th
 // time, and the sink's actor still serving: the next event to the same
 // sink is delivered by it.
-func checkPanics(t *testing.T, w *enginetest.World, eng *engine.Engine, fc fault, sink int64, classes []string,
+func checkPanics(t *testing.T, w *hosttest.World, eng *engine.Engine, fc fault, sink int64, classes []string,
 	requests *atomic.Int32, emit func(int64)) {
 	t.Helper()
 	var abandoned, counted, pastCap int
@@ -403,7 +404,7 @@ func d24Due(first, at time.Time, k int, retryAfter time.Duration) time.Time {
 }
 
 // attemptOffsets lists when a sink's attempts were made, after the first.
-func attemptOffsets(t *testing.T, w *enginetest.World, sink int64, first time.Time) string {
+func attemptOffsets(t *testing.T, w *hosttest.World, sink int64, first time.Time) string {
 	t.Helper()
 	rows, err := w.Pool.Query(w.Ctx, `SELECT sent_at FROM switchboard.delivery_records WHERE sink_id = $1 ORDER BY attempt`, sink)
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/faults"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 )
 
@@ -64,7 +65,7 @@ func check(t *testing.T, ok bool, format string, args ...any) {
 
 // setup seeds one sink (its budget lifted unless perHour is set) at a
 // receiver and returns it.
-func setup(t *testing.T, w *enginetest.World, perHour int) (*faults.Receiver, int64) {
+func setup(t *testing.T, w *hosttest.World, perHour int) (*faults.Receiver, int64) {
 	t.Helper()
 	token := faults.PlantedSecrets().GotifyToken
 	recv := faults.NewReceiver(t, token)
@@ -86,7 +87,7 @@ func TestSkewDueTimes(t *testing.T) {
 	for _, sk := range skews {
 		t.Run(sk.name, func(t *testing.T) {
 			t.Parallel()
-			w := enginetest.New(t)
+			w := hosttest.NewWorld(t)
 			recv, sink := setup(t, w, 0)
 			require.NoError(t, faults.InsertRows(w.Ctx, w.Pool, []int64{sink}, 1))
 			_, err := w.Pool.Exec(w.Ctx, `UPDATE switchboard.outbox SET due_at = now() + $1::interval`, sk.by/2)
@@ -113,7 +114,7 @@ func TestSkewClaims(t *testing.T) {
 	for _, sk := range skews {
 		t.Run(sk.name, func(t *testing.T) {
 			t.Parallel()
-			w := enginetest.New(t)
+			w := hosttest.NewWorld(t)
 			token := faults.PlantedSecrets().GotifyToken
 			release := make(chan struct{})
 			inner := faults.NewReceiver(t, token)
@@ -151,7 +152,7 @@ func TestSkewBudgets(t *testing.T) {
 	for _, sk := range skews {
 		t.Run(sk.name, func(t *testing.T) {
 			t.Parallel()
-			w := enginetest.New(t)
+			w := hosttest.NewWorld(t)
 			recv, sink := setup(t, w, 1)
 			_, stop := w.Start(clockOff(0))
 			require.NoError(t, faults.InsertRows(w.Ctx, w.Pool, []int64{sink}, 1))

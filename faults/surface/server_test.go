@@ -24,9 +24,9 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/engine/digests"
-	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -41,7 +41,7 @@ const (
 
 // server is the whole handler as serve builds it, over a serving engine.
 type server struct {
-	w    *enginetest.World
+	w    *hosttest.World
 	eng  *engine.Engine
 	deps httpx.Deps
 	url  string
@@ -63,7 +63,7 @@ type serverOpts struct {
 
 func newServer(t testing.TB, o serverOpts) *server {
 	t.Helper()
-	w := enginetest.New(t)
+	w := hosttest.NewWorld(t)
 	var clock clocks.Clock = w.Clock
 	var metrics *ops.Metrics
 	var prepare func(*engine.Engine)

@@ -72,6 +72,10 @@ type Pool struct {
 	closed  bool
 	warming int
 
+	// onReady, when set (tests), is called with a worker's pid once it
+	// has its request's input.
+	onReady func(pid int)
+
 	spawned, killed atomic.Int64
 }
 
@@ -229,6 +233,13 @@ func (p *Pool) run(ctx context.Context, owner string, req request, timeout time.
 const readyAllowance = 5 * time.Second
 
 const budgetGone = "not run: the rules' time budget ran out"
+
+// wallCap is how many times its programs' time a request may take in wall
+// time while its worker has not used that much CPU (a loaded machine):
+// past it the worker is killed, so that a worker that never gets a core,
+// or is stopped, cannot hold its caller without end when the caller set
+// no deadline.
+const wallCap = 8
 
 // acquire takes a worker for owner: an idle one, else a new one; it waits
 // only while owner holds PerOwner workers, or the pool holds Workers.
@@ -420,6 +431,7 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 	// no program anything, so they have their own allowance.
 	ready := false
 	var cpuStart time.Duration
+	var since time.Time // when the worker said it was ready
 	for i := 0; ; {
 		d, isBudget := deadline()
 		if !ready {
@@ -435,14 +447,23 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 		// counts it: on a loaded machine a worker waiting for a core is
 		// not the program's fault. Past its wall deadline, a worker that
 		// has not used its programs' time yet gets the difference (the
-		// caller's budget still bounds the wall time).
+		// caller's budget still bounds the wall time), up to wallCap of
+		// its programs' time: a worker that gets no CPU at all (stopped,
+		// or starved for that long) is given up, whatever it used.
 		for ready && errors.Is(err, os.ErrDeadlineExceeded) && !isBudget && ctx.Err() == nil {
 			used, ok := cpuTime(w.cmd.Process.Pid)
 			left := per*time.Duration(i+1) - (used - cpuStart)
 			if !ok || left < 10*time.Millisecond {
 				break
 			}
+			limit := since.Add(wallCap * per * time.Duration(i+1))
+			if !time.Now().Before(limit) {
+				break
+			}
 			d, isBudget = time.Now().Add(left), false
+			if limit.Before(d) {
+				d = limit
+			}
 			if dl, ok := ctx.Deadline(); ok && dl.Before(d) {
 				d, isBudget = dl, true
 			}
@@ -455,7 +476,11 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 		if err == nil && !ready {
 			if rep.Ready {
 				ready = true
+				since = time.Now()
 				cpuStart, _ = cpuTime(w.cmd.Process.Pid)
+				if p.onReady != nil {
+					p.onReady(w.cmd.Process.Pid)
+				}
 				continue
 			}
 			if !rep.Done {

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -95,6 +97,26 @@ func TestWorkerPastItsCPUTimeIsStopped(t *testing.T) {
 	got := p.Eval(context.Background(), "human:1", []string{`any(range(1e15); . < 0)`}, hostilePayload(t), time.Minute)
 	require.Equal(t, Stopped, got[0].Kind, "%+v", got[0])
 	require.Contains(t, got[0].Detail, "CPU time limit")
+}
+
+// A worker that gets no CPU at all (here stopped by SIGSTOP, as a worker
+// starved by a loaded machine would be) is not waited for without end
+// when the caller set no deadline: the wall cap gives it up, and the pool
+// answers the next evaluation with a new worker.
+func TestAStoppedWorkerIsGivenUpAtItsWallCap(t *testing.T) {
+	t.Parallel()
+	p := newPool(t, Config{Grace: 50 * time.Millisecond, Unchecked: true})
+	var stopped atomic.Int32
+	p.onReady = func(pid int) {
+		if stopped.CompareAndSwap(0, 1) {
+			require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+		}
+	}
+	got := p.Eval(context.Background(), "human:1", []string{`.a`}, []byte(`{"a":1}`), 50*time.Millisecond)
+	require.Equal(t, Stopped, got[0].Kind, "%+v", got[0])
+	require.Contains(t, got[0].Detail, "ran past its time limit")
+	again := p.Eval(context.Background(), "human:1", []string{`.a`}, []byte(`{"a":1}`), time.Minute)
+	require.Equal(t, "1", again[0].Text, "%+v", again[0])
 }
 
 // hostilePrograms are constructs outside (and inside) the checked subset

@@ -92,8 +92,11 @@ type Core struct {
 	// stand-in clock's time when one is set.
 	StatementNow func() time.Time
 
-	// DigestLink is Config.Links.Digest, "" for none.
+	// DigestLink is Config.Links.Digest, ItemLink Config.Links.Item (kind
+	// an engine.Resource), each "" for none; LinkText is Config.Links.Text.
 	DigestLink func(owner notifytype.OwnerScope, digestID int64) string
+	ItemLink   func(owner notifytype.OwnerScope, kind string, id int64) string
+	LinkText   string
 
 	// AddService runs svc under the engine's supervision tree: from Start
 	// when the engine has not started yet, at once when it runs.

@@ -10,12 +10,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
 
-// Factory inserts rows with sensible defaults, straight in SQL, for tests
-// that need a world to act on. Options structs take zero values as "use the
+// Factory inserts the engine's rows with sensible defaults, straight in
+// SQL, for tests that need a world to act on (host/hosttest adds the
+// reference host's). Options structs take zero values as "use the
 // default". It bypasses every rule of the management service on purpose:
 // tests of those rules go through the service.
 type Factory struct {
@@ -30,6 +30,17 @@ func next() int64 { return seq.Add(1) }
 // NewFactory returns a factory writing to pool.
 func NewFactory(tb testing.TB, pool *pgxpool.Pool) *Factory { return &Factory{tb: tb, pool: pool} }
 
+// Insert runs an INSERT … RETURNING id and returns the id; a failure
+// fails the test.
+func (f *Factory) Insert(sql string, args ...any) int64 {
+	f.tb.Helper()
+	return f.id(sql, args...)
+}
+
+// Next is a number no other call of Next in the test binary returns, for
+// unique names.
+func Next() int64 { return next() }
+
 func (f *Factory) id(sql string, args ...any) int64 {
 	f.tb.Helper()
 	var id int64
@@ -37,66 +48,6 @@ func (f *Factory) id(sql string, args ...any) int64 {
 		f.tb.Fatalf("factory: %v\n%s", err, sql)
 	}
 	return id
-}
-
-// Human inserts a human and returns its id.
-func (f *Factory) Human(name string) int64 {
-	n := next()
-	name = cmp.Or(name, fmt.Sprintf("human-%d", n))
-	return f.id(`INSERT INTO humans (name, email) VALUES ($1, $2) RETURNING id`, name, fmt.Sprintf("h%d@example.test", n))
-}
-
-// Team inserts a team and returns its id.
-func (f *Factory) Team(name string) int64 {
-	name = cmp.Or(name, fmt.Sprintf("team-%d", next()))
-	return f.id(`INSERT INTO teams (name) VALUES ($1) RETURNING id`, name)
-}
-
-// Member adds a human to a team with a role ("owner", "admin", "member").
-func (f *Factory) Member(teamID, humanID int64, role string) {
-	f.tb.Helper()
-	if _, err := f.pool.Exec(context.Background(),
-		`INSERT INTO team_members (team_id, human_id, role) VALUES ($1, $2, $3)`, teamID, humanID, role); err != nil {
-		f.tb.Fatalf("factory: member: %v", err)
-	}
-}
-
-// EndpointOpts describes an endpoint. Human defaults to a new human; Grants
-// to the default grant {todos, rules}.
-type EndpointOpts struct {
-	Owner  notifytype.OwnerScope
-	Human  int64
-	Name   string
-	Grants []string
-}
-
-// Endpoint inserts an endpoint with a random credential hash.
-func (f *Factory) Endpoint(o EndpointOpts) int64 {
-	n := next()
-	if o.Human == 0 {
-		o.Human = f.Human("")
-	}
-	if o.Owner.IsZero() {
-		o.Owner = hostid.Human(o.Human)
-	}
-	if o.Grants == nil {
-		o.Grants = []string{"todos", "rules"}
-	}
-	return f.id(`INSERT INTO endpoints (owner, name, accountable_human_id, grants, credential_hash)
-		VALUES ($1, $2, $3, $4, $5) RETURNING id`,
-		o.Owner.String(), cmp.Or(o.Name, fmt.Sprintf("endpoint-%d", n)), o.Human, o.Grants, []byte(fmt.Sprintf("hash-%d", n)))
-}
-
-// Queue inserts a queue.
-func (f *Factory) Queue(owner notifytype.OwnerScope, name string) int64 {
-	name = cmp.Or(name, fmt.Sprintf("queue-%d", next()))
-	return f.id(`INSERT INTO queues (owner, name) VALUES ($1, $2) RETURNING id`, owner.String(), name)
-}
-
-// Webhook inserts a webhook.
-func (f *Factory) Webhook(owner notifytype.OwnerScope, name string) int64 {
-	name = cmp.Or(name, fmt.Sprintf("webhook-%d", next()))
-	return f.id(`INSERT INTO webhooks (owner, name) VALUES ($1, $2) RETURNING id`, owner.String(), name)
 }
 
 // ConnectionOpts describes a connection. Kind defaults to gotify; the
@@ -164,24 +115,6 @@ func (f *Factory) Subscription(o SubscriptionOpts) int64 {
 		max(cmp.Or(o.MinSeverity, notifytype.SeverityLow).Rank(), 0), o.IncludeExcerpt)
 }
 
-// TodoOpts describes a todo. Owner defaults to the queue's; Title to a
-// generated one; AttemptCap to 3.
-type TodoOpts struct {
-	Queue      int64
-	Title      string
-	Payload    string // JSON, default {}
-	AttemptCap int
-	LeaseTTL   int // seconds, default 300
-}
-
-// Todo inserts a pending todo.
-func (f *Factory) Todo(o TodoOpts) int64 {
-	return f.id(`INSERT INTO todos (queue_id, owner, title, payload, attempt_cap, lease_ttl_secs)
-		SELECT $1, owner, $2, $3, $4, $5 FROM queues WHERE id = $1 RETURNING id`,
-		o.Queue, cmp.Or(o.Title, fmt.Sprintf("todo %d", next())), cmp.Or(o.Payload, "{}"),
-		cmp.Or(o.AttemptCap, 3), cmp.Or(o.LeaseTTL, 300))
-}
-
 func nonNil(v []int64) []int64 {
 	if v == nil {
 		return []int64{}
@@ -197,6 +130,14 @@ func (f *Factory) Count(sql string, args ...any) int {
 		f.tb.Fatalf("factory: count: %v\n%s", err, sql)
 	}
 	return n
+}
+
+// Exec runs a statement; a failure fails the test.
+func (f *Factory) Exec(sql string, args ...any) {
+	f.tb.Helper()
+	if _, err := f.pool.Exec(context.Background(), sql, args...); err != nil {
+		f.tb.Fatalf("factory: %v\n%s", err, sql)
+	}
 }
 
 // InTx runs fn in a transaction that commits when fn returns nil.

@@ -1,5 +1,6 @@
-// Package storetest gives each test its own migrated PostgreSQL database on
-// the real server, cloned from a template that is migrated once per
+// Package storetest gives each test its own PostgreSQL database with the
+// engine's tables (or, through URLOf, any template's: host/hosttest adds
+// the reference host's) on the real server, cloned from a template that is migrated once per
 // migration set (github.com/peterldowns/pgtestdb), and dropped when the test
 // passes (a failed test's database is kept and its URL logged, to inspect).
 //
@@ -25,21 +26,31 @@ import (
 	"github.com/switchboard/notify/store"
 )
 
-// migrator applies the embedded migrations to pgtestdb's template database.
-type migrator struct{}
+// Template is how a template database is migrated: Hash identifies the
+// migrations (a template is migrated once per hash), Migrate applies
+// them.
+type Template struct {
+	Hash    string
+	Migrate func(ctx context.Context, pool *pgxpool.Pool) error
+}
 
-func (migrator) Hash() (string, error) { return store.MigrationsHash(), nil }
+// Engine is the template of the engine's migrations alone.
+var Engine = Template{Hash: store.MigrationsHash(), Migrate: func(ctx context.Context, pool *pgxpool.Pool) error {
+	return store.MigrateEngine(ctx, pool)
+}}
 
-func (migrator) Migrate(ctx context.Context, _ *sql.DB, conf pgtestdb.Config) error {
+// migrator applies a template's migrations to pgtestdb's template database.
+type migrator struct{ t Template }
+
+func (m migrator) Hash() (string, error) { return m.t.Hash, nil }
+
+func (m migrator) Migrate(ctx context.Context, _ *sql.DB, conf pgtestdb.Config) error {
 	pool, err := pgxpool.New(ctx, conf.URL())
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	if err := store.MigrateEngine(ctx, pool); err != nil {
-		return err
-	}
-	return store.MigrateHost(ctx, pool)
+	return m.t.Migrate(ctx, pool)
 }
 
 func config() pgtestdb.Config {
@@ -56,18 +67,32 @@ func config() pgtestdb.Config {
 	}
 }
 
-// URL creates a fresh migrated database for t and returns its connection
-// string, for tests that open their own pools (two engines on one database).
+// URL creates a fresh database with the engine's tables for t and returns
+// its connection string, for tests that open their own pools (two engines
+// on one database).
 func URL(tb testing.TB) string {
 	tb.Helper()
-	return pgtestdb.Custom(tb, config(), migrator{}).URL()
+	return URLOf(tb, Engine)
 }
 
-// New creates a fresh migrated database for tb and returns a pool on it,
-// closed at cleanup.
+// URLOf is URL for a database migrated by t (host/hosttest's adds the
+// reference host's tables).
+func URLOf(tb testing.TB, t Template) string {
+	tb.Helper()
+	return pgtestdb.Custom(tb, config(), migrator{t}).URL()
+}
+
+// New creates a fresh database with the engine's tables for tb and
+// returns a pool on it, closed at cleanup.
 func New(tb testing.TB) *pgxpool.Pool {
 	tb.Helper()
-	pool, err := pgxpool.New(context.Background(), URL(tb))
+	return Open(tb, URL(tb))
+}
+
+// Open returns a pool on url, closed at cleanup.
+func Open(tb testing.TB, url string) *pgxpool.Pool {
+	tb.Helper()
+	pool, err := pgxpool.New(context.Background(), url)
 	if err != nil {
 		tb.Fatalf("error opening test database: %v", err)
 	}
@@ -91,7 +116,7 @@ var engineTables = map[string]bool{
 }
 
 // Table qualifies a table name for a statement a test builds: the
-// engine's tables live in the schema switchboard, the host's in the
+// engine's tables live in the schema switchboard, a host's in the
 // current schema. A name already qualified is returned as it is.
 func Table(name string) string {
 	if engineTables[name] {

@@ -55,7 +55,7 @@ func (w *world) steps(ctx context.Context, count int) ([]float64, error) {
 		d[0] = time.Since(t)
 
 		t = time.Now()
-		if _, err := store.FanOut(ctx, w.host, 500, time.Now()); err != nil {
+		if _, err := store.FanOut(ctx, w.host, 500, time.Now(), store.Replacements{}); err != nil {
 			return nil, err
 		}
 		d[1] = time.Since(t)
@@ -92,7 +92,7 @@ func (w *world) steps(ctx context.Context, count int) ([]float64, error) {
 			if err := store.FinishDeliveryRecord(ctx, tx, recID, "delivered", "", 200, now); err != nil {
 				return err
 			}
-			return store.FinishRows(ctx, tx, []store.Claimed{rows[0].Claim()}, instance, store.RowOutcome{State: "delivered"}, now)
+			return store.FinishRows(ctx, tx, []store.Claimed{rows[0].Claim()}, instance, store.RowOutcome{State: "delivered"}, now, store.Replacements{})
 		})
 		if err != nil {
 			return nil, err

@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store"
@@ -88,7 +89,7 @@ func newWorld(ctx context.Context, url string, sinkCounts []int, conns int) (*wo
 		if _, ok := w.owner[n]; ok {
 			continue
 		}
-		h, err := store.InsertHuman(ctx, hp, "bench-"+rand.Text()[:8], rand.Text()[:12]+"@example.test")
+		h, err := hoststore.InsertHuman(ctx, hp, "bench-"+rand.Text()[:8], rand.Text()[:12]+"@example.test")
 		if err != nil {
 			return nil, err
 		}

@@ -26,7 +26,7 @@ import (
 	"github.com/switchboard/notify/bench/internal/benchdb"
 	"github.com/switchboard/notify/bench/internal/workload"
 	"github.com/switchboard/notify/host"
-	"github.com/switchboard/notify/store/storetest"
+	"github.com/switchboard/notify/host/hosttest"
 )
 
 var (
@@ -88,7 +88,7 @@ func run(ctx context.Context) (err error) {
 	if err := workload.MigrateRiver(ctx, pool); err != nil {
 		return fmt.Errorf("error migrating River: %w", err)
 	}
-	w, err := workload.Setup(ctx, pool, storetest.NewFactory(panicTB{}, pool))
+	w, err := workload.Setup(ctx, pool, hosttest.NewFactory(panicTB{}, pool))
 	if err != nil {
 		return err
 	}
@@ -270,7 +270,7 @@ func pass(ok bool) string {
 	return "FAIL"
 }
 
-// panicTB lets storetest.Factory, which reports failures through
+// panicTB lets hosttest.Factory, which reports failures through
 // testing.TB, build fixtures in this program: Fatalf panics, and the
 // deferred drop still removes the database. The Factory calls nothing else.
 type panicTB struct{ testing.TB }

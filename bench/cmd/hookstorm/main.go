@@ -43,6 +43,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
@@ -108,7 +109,7 @@ func run(ctx context.Context) (err error) {
 	if err := workload.MigrateRiver(ctx, pool); err != nil {
 		return fmt.Errorf("error migrating River: %w", err)
 	}
-	f := storetest.NewFactory(panicTB{}, pool)
+	f := hosttest.NewFactory(panicTB{}, pool)
 	w, err := workload.Setup(ctx, pool, f)
 	if err != nil {
 		return err
@@ -257,7 +258,7 @@ func post(c *http.Client, url string, body []byte, sig host.Envelope) error {
 	return nil
 }
 
-// panicTB lets storetest.Factory build fixtures here: Fatalf panics.
+// panicTB lets hosttest.Factory build fixtures here: Fatalf panics.
 type panicTB struct{ testing.TB }
 
 func (panicTB) Helper() {}

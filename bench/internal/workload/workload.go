@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -130,7 +131,7 @@ func MigrateRiver(ctx context.Context, pool *pgxpool.Pool) error {
 // Setup builds the world in a database already migrated with
 // host.Migrate and MigrateRiver. Fixtures go in through f, straight in SQL
 // (the 10-sink owner is at the management service's default ceiling).
-func Setup(ctx context.Context, pool *pgxpool.Pool, f *storetest.Factory) (*World, error) {
+func Setup(ctx context.Context, pool *pgxpool.Pool, f *hosttest.Factory) (*World, error) {
 	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links()})
 	if err != nil {
 		return nil, err
@@ -147,7 +148,7 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, f *storetest.Factory) (*Worl
 		owner := hostid.Human(f.Human(""))
 		h := &hostSet{owner: owner, queue: f.Queue(owner, "")}
 		for range TodosPerVariant {
-			h.todos = append(h.todos, f.Todo(storetest.TodoOpts{Queue: h.queue}))
+			h.todos = append(h.todos, f.Todo(hosttest.TodoOpts{Queue: h.queue}))
 		}
 		for range sinksFor[v] {
 			s := f.Sink(storetest.SinkOpts{Owner: owner})

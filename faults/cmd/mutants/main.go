@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard/notify/faults/mutants"
+	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -366,7 +367,7 @@ func (r *runner) dropDatabases(out []byte, schema bool) {
 		if n := string(m[1]); !slices.Contains(names, n) {
 			names = append(names, n)
 		}
-		if schema && string(m[2]) != store.MigrationsHash() {
+		if h := string(m[2]); schema && h != store.MigrationsHash() && h != hoststore.MigrationsHash() {
 			templates["testdb_tpl_"+string(m[2])] = true
 		}
 	}
