@@ -65,7 +65,7 @@ func TestOpsViewsAreScopedToTheirHumans(t *testing.T) {
 		t.Helper()
 		resp, body := s.get(t, "/ops/actors", token)
 		require.Equal(t, http.StatusOK, resp.StatusCode, body)
-		var v struct{ Actors []engine.ActorStatus }
+		var v struct{ Actors []engine.SinkStatus }
 		require.NoError(t, json.Unmarshal([]byte(body), &v))
 		var ids []int64
 		for _, a := range v.Actors {
@@ -172,7 +172,7 @@ func TestOpsActorsOfATeam(t *testing.T) {
 		t.Helper()
 		resp, body := s.get(t, "/ops/actors", token)
 		require.Equal(t, http.StatusOK, resp.StatusCode, body)
-		var v struct{ Actors []engine.ActorStatus }
+		var v struct{ Actors []engine.SinkStatus }
 		require.NoError(t, json.Unmarshal([]byte(body), &v))
 		ids := []int64{}
 		for _, a := range v.Actors {

@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/api/ops"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hosttest"
 )
@@ -45,16 +46,15 @@ func newServer(t *testing.T) *server {
 	w := hosttest.NewWorld(t)
 	var metrics *ops.Metrics
 	eng := w.Serve(func(c *engine.Config) {
-		c.DigestSources = host.NewDigestSources(w.Pool)
 		inner := c.OnAttempt
 		c.OnAttempt = func(a engine.Attempt) { metrics.OnAttempt(a); inner(a) }
 		c.OnClaim = func(sink int64, lag time.Duration) { metrics.OnClaim(sink, lag) }
 	})
-	metrics = ops.NewMetrics(w.Pool, eng.Status)
+	metrics = ops.NewMetrics(w.Pool, eng.AllSinkStatuses)
 	accounts := host.NewAccounts(w.Pool)
 	todos := host.NewTodos(w.Pool, eng, w.Clock)
 	deps := httpx.Deps{
-		Engine: eng, Accounts: accounts, Endpoints: host.NewEndpoints(w.Pool, host.NewDirectory(w.Pool), todos, w.Clock),
+		Engine: eng, Digests: digests.New(eng, digests.Config{Sources: host.NewDigestSources(w.Pool)}), Accounts: accounts, Endpoints: host.NewEndpoints(w.Pool, host.NewDirectory(w.Pool), todos, w.Clock),
 		Todos: todos, Pool: w.Pool, Limiter: httpx.NewLimiter(1000, 1000),
 		Webhooks: host.NewWebhooks(host.WebhooksConfig{Pool: w.Pool, Emitter: eng, SecretKey: w.Key, Clock: w.Clock}),
 		Logger:   slog.New(slog.NewJSONHandler(w.Logs, nil)), Clock: w.Clock, BaseURL: "http://127.0.0.1",
@@ -166,7 +166,7 @@ func TestDemoDeadLetterReachesBothReceivers(t *testing.T) {
 	requireStandardHeaders(t, resp)
 	resp, body := s.get(t, "/ops/actors", s.token)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var actors struct{ Actors []engine.ActorStatus }
+	var actors struct{ Actors []engine.SinkStatus }
 	require.NoError(t, json.Unmarshal([]byte(body), &actors))
 	require.Len(t, actors.Actors, 2, "one actor per demo sink")
 	for _, a := range actors.Actors {

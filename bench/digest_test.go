@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hosttest"
@@ -17,7 +18,7 @@ import (
 )
 
 // BenchmarkDigestBuild builds one digest (every section, from the reference
-// host's sources, as PreviewDigest does) for an owner with 50 queues and
+// host's sources, as digests.Service.Preview does) for an owner with 50 queues and
 // 100,000 todos (70% done, 15% pending, 10% dead, 5% claimed), beside
 // another owner with as many. Each iteration also runs, interleaved, the
 // baseline: one scan of the owner's todos counting them by queue and state
@@ -55,25 +56,26 @@ func BenchmarkDigestBuild(b *testing.B) {
 	if _, err := pool.Exec(ctx, `VACUUM ANALYZE todos`); err != nil {
 		b.Fatal(err)
 	}
-	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(), DigestSources: host.NewDigestSources(pool)})
+	eng, err := engine.New(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links()})
 	if err != nil {
 		b.Fatal(err)
 	}
+	dgs := digests.New(eng, digests.Config{Sources: host.NewDigestSources(pool)})
 	sink := f.Sink(storetest.SinkOpts{Owner: owner})
 	p := engine.HumanPrincipal(hostid.String(humanID))
-	d, err := eng.CreateDigest(ctx, p, engine.DigestInput{Owner: owner, Name: "bench", Schedule: "* 09:00", SinkIDs: []int64{sink}})
+	d, err := dgs.Create(ctx, p, digests.Input{Owner: owner, Name: "bench", Schedule: "* 09:00", SinkIDs: []int64{sink}})
 	if err != nil {
 		b.Fatal(err)
 	}
 
-	var digests, scans []time.Duration
+	var built, scans []time.Duration
 	for b.Loop() {
 		start := time.Now()
-		pv, err := eng.PreviewDigest(ctx, p, d.ID)
+		pv, err := dgs.Preview(ctx, p, d.ID)
 		if err != nil {
 			b.Fatal(err)
 		}
-		digests = append(digests, time.Since(start))
+		built = append(built, time.Since(start))
 		if len(pv.Report.Queues) != 50 || !pv.Report.Pending.Available() || !pv.Report.DeadLetters.Available() {
 			b.Fatalf("the digest is not whole: %d queues, %v", len(pv.Report.Queues), pv.Report.Unavailable())
 		}
@@ -90,7 +92,7 @@ func BenchmarkDigestBuild(b *testing.B) {
 		slices.Sort(v)
 		return v[len(v)/2]
 	}
-	dp50, sp50 := p50(digests), p50(scans)
+	dp50, sp50 := p50(built), p50(scans)
 	b.ReportMetric(float64(dp50.Microseconds())/1000, "digest-p50-ms")
 	b.ReportMetric(float64(sp50.Microseconds())/1000, "scan-p50-ms")
 	b.ReportMetric(float64(dp50)/float64(sp50), "digest/scan")

@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/switchboard/notify/internal/enginecore"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store"
@@ -21,40 +20,34 @@ const (
 	// SendTestsPerMinute is how many test messages one sink may send a
 	// minute (the spec's Rate Limiting).
 	SendTestsPerMinute = 6
-	// AgentPagesPerHour is how many notify_owner calls one endpoint may
-	// make an hour (D12).
-	AgentPagesPerHour = 5
-	// agentPageWindow is how long an agent page counts against the limit;
-	// the janitor removes older ones.
-	agentPageWindow = time.Hour
-	// AgentTitleMaxLen bounds a page's title as given; the message shows
-	// at most 120 characters of it (REQ-9).
-	AgentTitleMaxLen = 1000
+	// agentPageWindow is how long an agent's page (pages.NotifyOwner)
+	// counts against its limit; the janitor removes older ones.
+	agentPageWindow = enginecore.AgentPageWindow
 )
 
-// TestResult is what a send test reports: success or the error class.
-type TestResult struct {
+// TestMessageResult is what a send test reports: success or the error class.
+type TestMessageResult struct {
 	Delivered bool                  `json:"delivered"`
 	Class     notifytype.ErrorClass `json:"error_class,omitempty"`
 	Status    int                   `json:"http_status,omitempty"`
 }
 
-// SendTest delivers one message titled as a test through the sink, now
+// SendTestMessage delivers one message titled as a test through the sink, now
 // (REQ-5): it bypasses subscriptions and the budget, but not the SSRF
 // guard, the HTTPS rule or the connection checks. At most
 // SendTestsPerMinute a minute per sink. It needs write access to the sink.
-func (e *Engine) SendTest(ctx context.Context, p Principal, sinkID int64) (TestResult, error) {
+func (e *Engine) SendTestMessage(ctx context.Context, p Principal, sinkID int64) (TestMessageResult, error) {
 	res, err := e.sendTest(ctx, p, sinkID)
 	return res, wrapErr(err, "sending test message")
 }
 
-func (e *Engine) sendTest(ctx context.Context, p Principal, sinkID int64) (TestResult, error) {
+func (e *Engine) sendTest(ctx context.Context, p Principal, sinkID int64) (TestMessageResult, error) {
 	if _, err := e.readSink(ctx, p, sinkID, true); err != nil {
-		return TestResult{}, err
+		return TestMessageResult{}, err
 	}
 	now, err := e.now(ctx)
 	if err != nil {
-		return TestResult{}, err
+		return TestMessageResult{}, err
 	}
 	var (
 		adapter  sinks.Adapter
@@ -92,10 +85,10 @@ func (e *Engine) sendTest(ctx context.Context, p Principal, sinkID int64) (TestR
 		if err != nil {
 			return fmt.Errorf("error reading sink %d owner: %w", s.ID, err)
 		}
-		return RecordWrite(ctx, tx, p, scope, writeSinkTest, objectSink, s.ID)
+		return recordWrite(ctx, tx, p, scope, writeSinkTest, objectSink, s.ID)
 	})
 	if err != nil {
-		return TestResult{}, err
+		return TestMessageResult{}, err
 	}
 	result := e.send(ctx, adapter, sinks.RenderTest())
 	status := "delivered"
@@ -107,85 +100,9 @@ func (e *Engine) sendTest(ctx context.Context, p Principal, sinkID int64) (TestR
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	if err := store.FinishDeliveryRecord(rctx, e.cfg.Pool, recordID, status, string(result.Class), result.Status, e.nowOrLocal(rctx)); err != nil {
-		return TestResult{}, err
+		return TestMessageResult{}, err
 	}
-	return TestResult{Delivered: result.OK(), Class: result.Class, Status: result.Status}, nil
-}
-
-// NotifyOwnerInput is an agent's page (REQ-6).
-type NotifyOwnerInput struct {
-	// Title is agent-written: required, at most AgentTitleMaxLen
-	// characters, shown truncated to 120 and control-stripped.
-	Title string
-	// Severity defaults to normal.
-	Severity notifytype.Severity
-	// TodoID, when set, must be one of the endpoint's owner's todos.
-	TodoID int64
-}
-
-// NotifyOwner enqueues one agent.notify event in the endpoint's owner
-// scope (REQ-6): only for an endpoint granted notify_owner, at most
-// AgentPagesPerHour an hour per endpoint (counted in the database, so
-// across instances), inside the sink budget like any event. It creates no
-// acknowledgement, assignment or state of any todo (REQ-1).
-func (e *Engine) NotifyOwner(ctx context.Context, p Principal, in NotifyOwnerInput) error {
-	return wrapErr(e.notifyOwner(ctx, p, in), "paging owner")
-}
-
-func (e *Engine) notifyOwner(ctx context.Context, p Principal, in NotifyOwnerInput) error {
-	if p.EndpointID == 0 {
-		return notifytype.Forbidden("notify_owner is an endpoint's verb")
-	}
-	if !slices.Contains(p.Grants, notifytype.GrantNotifyOwner) {
-		return notifytype.Forbidden("this endpoint's grant lacks notify_owner")
-	}
-	if err := e.checkEndpointMember(ctx, p); err != nil {
-		return err
-	}
-	switch {
-	case in.Title == "":
-		return notifytype.InvalidArgument("title", "is required")
-	case !utf8.ValidString(in.Title):
-		return notifytype.InvalidArgument("title", "must be UTF-8 text")
-	case utf8.RuneCountInString(in.Title) > AgentTitleMaxLen:
-		return notifytype.InvalidArgumentf("title", "must be at most %d characters", AgentTitleMaxLen)
-	}
-	sev, err := notifytype.ParseSeverity("severity", string(in.Severity), notifytype.SeverityNormal)
-	if err != nil {
-		return err
-	}
-	content := sinks.Content{Title: in.Title, Summary: "An agent paged its owner."}
-	if in.TodoID != 0 {
-		owned, err := e.cfg.Directory.Owned(ctx, p.EndpointScope, ResourceTodo, []int64{in.TodoID})
-		if err != nil {
-			return fmt.Errorf("error checking todo: %w", err)
-		}
-		if len(owned) != 1 {
-			return notifytype.NotFound("todo")
-		}
-		content.LinkPath = e.itemLink(p.EndpointScope, ResourceTodo, in.TodoID)
-	}
-	now, err := e.now(ctx)
-	if err != nil {
-		return err
-	}
-	return pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
-		ok, first, err := store.RecordAgentPage(ctx, tx, p.EndpointID, now, now.Add(-agentPageWindow), AgentPagesPerHour)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return notifytype.RateLimitedFor(fmt.Sprintf("at most %d pages an hour per endpoint", AgentPagesPerHour),
-				first.Add(agentPageWindow).Sub(now))
-		}
-		if err := RecordWrite(ctx, tx, p, p.EndpointScope, writeAgentPage, objectEndpoint, p.EndpointID); err != nil {
-			return err
-		}
-		return e.Emit(ctx, tx, Event{
-			Type: notifytype.EventAgentNotify, Owner: p.EndpointScope, Severity: sev,
-			EndpointID: p.EndpointID, Content: content,
-		})
-	})
+	return TestMessageResult{Delivered: result.OK(), Class: result.Class, Status: result.Status}, nil
 }
 
 // DeliveryRecord is one recorded attempt or test message, as surfaces show
@@ -227,11 +144,11 @@ func (e *Engine) ListDeliveries(ctx context.Context, p Principal, sinkID int64, 
 	return out, nil
 }
 
-// TestSettingsInput is a sink not saved yet, for SendTestSettings: its
+// UnsavedSinkSettings is a sink not saved yet, for TrySinkSettings: its
 // owner scope and kind, its options, and either a saved connection of the
 // scope and kind (ConnectionID) or a connection not saved yet (BaseURL and
-// Secret, as ConnectionInput's AccountKey and Secret).
-type TestSettingsInput struct {
+// Secret, as ConnectionInput's BaseURL and Secret).
+type UnsavedSinkSettings struct {
 	Owner        notifytype.OwnerScope
 	Kind         string
 	ConnectionID int64
@@ -240,7 +157,7 @@ type TestSettingsInput struct {
 	Options      json.RawMessage
 }
 
-// SendTestSettings delivers the test message through a sink that is not
+// TrySinkSettings delivers the test message through a sink that is not
 // saved yet (the web UI's guided start: try the destination before saving
 // it), storing nothing: no connection, sink or delivery record. It passes
 // every check a save would (owner scope and role, kind, the connection's
@@ -249,56 +166,56 @@ type TestSettingsInput struct {
 // delivery (SSRF guard, HTTPS unless opted out, no redirects, 10 s). Only a
 // human may use it, at most SendTestsPerMinute a minute each. The secret
 // is never returned or logged.
-func (e *Engine) SendTestSettings(ctx context.Context, p Principal, in TestSettingsInput) (TestResult, error) {
+func (e *Engine) TrySinkSettings(ctx context.Context, p Principal, in UnsavedSinkSettings) (TestMessageResult, error) {
 	r, err := e.sendTestSettings(ctx, p, in)
 	return r, wrapErr(err, "sending a test message")
 }
 
-func (e *Engine) sendTestSettings(ctx context.Context, p Principal, in TestSettingsInput) (TestResult, error) {
+func (e *Engine) sendTestSettings(ctx context.Context, p Principal, in UnsavedSinkSettings) (TestMessageResult, error) {
 	if err := rejectEndpoint(p, "test unsaved settings"); err != nil {
-		return TestResult{}, err
+		return TestMessageResult{}, err
 	}
 	if err := e.authorizeTarget(ctx, p, in.Owner); err != nil {
-		return TestResult{}, err
+		return TestMessageResult{}, err
 	}
 	if in.Kind != KindGotify && in.Kind != KindApprise {
-		return TestResult{}, notifytype.InvalidArgument("kind", "must be gotify or apprise")
+		return TestMessageResult{}, notifytype.InvalidArgument("kind", "must be gotify or apprise")
 	}
 	base, secret := in.BaseURL, in.Secret
 	connID := in.ConnectionID
 	if connID > 0 {
 		c, s, err := e.openConnection(ctx, e.cfg.Pool, connID, in.Owner, in.Kind)
 		if err != nil {
-			return TestResult{}, err
+			return TestMessageResult{}, err
 		}
 		base, secret = c.AccountKey, s
 	} else {
-		if err := e.checkAccountKey(base); err != nil {
-			return TestResult{}, err
+		if err := e.checkBaseURL(base); err != nil {
+			return TestMessageResult{}, err
 		}
 		plaintext, err := e.connectionSecret(in.Kind, secret)
 		if err != nil {
-			return TestResult{}, err
+			return TestMessageResult{}, err
 		}
 		secret = notifytype.NewSecret(plaintext)
 	}
 	opts, err := e.checkOptions(in.Kind, in.Options, secret, connID)
 	if err != nil {
-		return TestResult{}, err
+		return TestMessageResult{}, err
 	}
 	if !e.unsavedTests.allow(p.HumanID, e.cfg.Clock.Now()) {
-		return TestResult{}, notifytype.RateLimited(fmt.Sprintf("at most %d test messages a minute", SendTestsPerMinute))
+		return TestMessageResult{}, notifytype.RateLimited(fmt.Sprintf("at most %d test messages a minute", SendTestsPerMinute))
 	}
 	adapter, refusal := e.newAdapter(in.Kind, base, secret, opts)
 	if refusal != "" {
-		return TestResult{}, notifytype.Forbidden(refusal)
+		return TestMessageResult{}, notifytype.Forbidden(refusal)
 	}
 	result := e.send(ctx, adapter, sinks.RenderTest())
 	if !result.OK() {
 		e.log.Warn("test message of unsaved settings failed", "owner_scope", in.Owner.String(), "kind", in.Kind,
 			"class", result.Class, "http_status", result.Status)
 	}
-	return TestResult{Delivered: result.OK(), Class: result.Class, Status: result.Status}, nil
+	return TestMessageResult{Delivered: result.OK(), Class: result.Class, Status: result.Status}, nil
 }
 
 // testWindow counts a human's test messages of unsaved settings in the

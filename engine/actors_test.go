@@ -28,7 +28,7 @@ func TestUnknownActorIsNotFound(t *testing.T) {
 	ghost := engine.HumanPrincipal(nobody)
 	_, err := b.eng.CreateConnection(b.ctx, ghost, engine.ConnectionInput{
 		Owner: notifytype.Human(nobody), Kind: engine.KindGotify, Name: "home",
-		AccountKey: "https://gotify.example.net", Secret: notifytype.NewSecret("gtfya.test-token"),
+		BaseURL: "https://gotify.example.net", Secret: notifytype.NewSecret("gtfya.test-token"),
 	})
 	e := requireRefusal(t, err, notifytype.CodeNotFound, "")
 	require.Equal(t, "acting human not found", e.Message)

@@ -97,7 +97,7 @@ func TestSavingAppriseURLsParsersReadDifferentlyIsRefused(t *testing.T) {
 	h, p := b.human()
 	save := func(u string) error {
 		_, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{
-			Owner: hostid.Human(h), Kind: engine.KindApprise, Name: "apprise", AccountKey: "https://apprise.example.net",
+			Owner: hostid.Human(h), Kind: engine.KindApprise, Name: "apprise", BaseURL: "https://apprise.example.net",
 			Secret: notifytype.NewSecret(`{"urls":[` + strconv.Quote(u) + `]}`),
 		})
 		return err

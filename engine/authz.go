@@ -5,8 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/switchboard/notify/internal/enginecore"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -138,23 +137,10 @@ func rejectEndpoint(p Principal, action string) error {
 // wrapErr adds context to an error crossing the service boundary. A coded
 // refusal (*notifytype.Error) passes through unchanged, so callers and
 // surfaces see exactly the code, field and message it was made with.
-func wrapErr(err error, doing string) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := notifytype.AsError(err); ok {
-		return err
-	}
-	return fmt.Errorf("error %s: %w", doing, err)
-}
+func wrapErr(err error, doing string) error { return enginecore.WrapErr(err, doing) }
 
 // notFoundIfNoRows turns a missing row into not_found for what.
-func notFoundIfNoRows(err error, what string) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return notifytype.NotFound(what)
-	}
-	return err
-}
+func notFoundIfNoRows(err error, what string) error { return enginecore.NotFoundIfNoRows(err, what) }
 
 // ItemError is the refusal of one item of a list input (SetSubscriptions'
 // ins[Index]). It reads, matches and answers as its refusal (Err), field

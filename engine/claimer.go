@@ -241,7 +241,7 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 // and returns the ids of the rows it claimed and whether it also looked
 // for rows whose claim expired: a test asserts that a row is not claimed at
 // a given instant by a condition that can fail, instead of waiting some
-// wall time for an attempt that should never come (enginetest.ClaimOnce).
+// wall time for an attempt that should never come (testhooks.ClaimOnce).
 // The engine need not be serving; if it is, the pass takes turns with the
 // serving claimer's. Production never calls it.
 func (e *Engine) claimOnce(ctx context.Context) (rows []int64, searchedExpired bool, err error) {

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host/hosttest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
@@ -164,7 +165,7 @@ func TestARowClaimedAgainBeforeItsEndedCopyIsForgottenGoesOutInItsTurn(t *testin
 	emitToSink(t, w, eng, sink, ruleNotify(scope, 1, "forge#2"))
 
 	// One claim takes the retry and the later row, in that order.
-	pass, err := enginetest.ClaimOnce(w.Ctx, eng)
+	pass, err := testhooks.ClaimOnce(w.Ctx, eng)
 	require.NoError(t, err)
 	require.Len(t, pass.Rows, 2)
 	require.Equal(t, first.ID, pass.Rows[0])
@@ -205,7 +206,7 @@ func TestAnExpiredClaimOfAQueuedRowHandsNoSecondCopy(t *testing.T) {
 	<-g.arrived // the first row is being sent
 	emitToSink(t, w, eng, sink, ruleNotify(scope, 1, "forge#2"))
 	require.Eventually(t, func() bool {
-		st := eng.StatusOf(sink)
+		st := eng.SinkStatusesOfForTest(sink)
 		return len(st) == 1 && st[0].Queued == 1
 	}, enginetest.WaitTimeout, 5*time.Millisecond, "the second row waits in the mailbox")
 
@@ -214,7 +215,7 @@ func TestAnExpiredClaimOfAQueuedRowHandsNoSecondCopy(t *testing.T) {
 	w.Clock.Advance(engine.ClaimTTLDefault + time.Second)
 	require.Eventually(t, func() bool { return eng.ExpiredSearchesForTest() >= searches+2 },
 		enginetest.WaitTimeout, 5*time.Millisecond)
-	st := eng.StatusOf(sink)
+	st := eng.SinkStatusesOfForTest(sink)
 	require.Len(t, st, 1)
 	require.Equal(t, 1, st[0].Queued, "no second copy was queued")
 

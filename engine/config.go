@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jonboulle/clockwork"
 
-	"github.com/switchboard/notify/actors"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/apprise"
@@ -23,32 +22,30 @@ import (
 
 // Defaults and operator bounds. Each Config field says which applies.
 const (
-	MaxSinksPerScopeDefault     = 10
-	BudgetPerHourDefault        = 30
-	BudgetBurstDefault          = 10
-	BudgetPerHourMinDefault     = 1
-	BudgetPerHourMaxDefault     = 120
-	BudgetBurstMinDefault       = 1
-	BudgetBurstMaxDefault       = 30
-	QuarantineWindowDefault     = 10 * time.Minute
-	ClaimTTLDefault             = 2 * time.Minute
-	PollIntervalDefault         = time.Second
-	NotifyDebounceDefault       = 5 * time.Millisecond
-	RetentionDefault            = 30 * 24 * time.Hour
-	JanitorIntervalDefault      = time.Hour
-	JanitorBatchDefault         = 1000
-	DigestIntervalDefault       = 30 * time.Second
-	DigestSectionTimeoutDefault = 5 * time.Second
-	ActorStopTimeoutDefault     = 12 * time.Second
-	RecordGraceDefault          = 8 * time.Second
-	StopTimeoutDefault          = 30 * time.Second
+	MaxSinksPerScopeDefault = 10
+	BudgetPerHourDefault    = 30
+	BudgetBurstDefault      = 10
+	BudgetPerHourMinDefault = 1
+	BudgetPerHourMaxDefault = 120
+	BudgetBurstMinDefault   = 1
+	BudgetBurstMaxDefault   = 30
+	QuarantineWindowDefault = 10 * time.Minute
+	ClaimTTLDefault         = 2 * time.Minute
+	PollIntervalDefault     = time.Second
+	NotifyDebounceDefault   = 5 * time.Millisecond
+	RetentionDefault        = 30 * 24 * time.Hour
+	JanitorIntervalDefault  = time.Hour
+	JanitorBatchDefault     = 1000
+	ActorStopTimeoutDefault = 12 * time.Second
+	RecordGraceDefault      = 8 * time.Second
+	StopTimeoutDefault      = 30 * time.Second
 )
 
 // The fixed stages of a graceful stop.
 const (
 	// ReleaseTimeout bounds giving back the claimed rows the sink actors
-	// had queued but not begun (actors.ReleaseTimeout).
-	ReleaseTimeout = actors.ReleaseTimeout
+	// had queued but not begun.
+	ReleaseTimeout = 5 * time.Second
 	// UnbeatTimeout bounds removing the instance's heartbeat, the stop's
 	// last step.
 	UnbeatTimeout = 5 * time.Second
@@ -78,7 +75,8 @@ type Config struct {
 
 	// Events declares the embedder's event types: their words, default
 	// severity, dedup rule and message (EventKind). Emit refuses any other
-	// type but the engine's own (DigestEvent, AgentNotifyEvent). The
+	// type but the engine's own (digest and agent.notify, which
+	// engine/digests and engine/pages emit). The
 	// reference host declares its own with host.Events. Defaults to none.
 	Events []EventKind
 
@@ -194,30 +192,8 @@ type Config struct {
 	// to the real clock.
 	Clock clockwork.Clock
 
-	// databaseClock, set by tests only (enginetest.SetDatabaseClock),
-	// stands in for the database's clock: every instant that instances
-	// compare (claims and their expiry, due times, budgets, windows,
-	// retention) is then read from it, so a test can move time with a fake
-	// clock. Nil in production: the database's own clock.
-	databaseClock clockwork.Clock
-
 	// Logger receives the engine's logs. Defaults to slog.Default().
 	Logger *slog.Logger
-
-	// DigestSources gives the figures of digest sections (REQ-13); the
-	// host implements it. Defaults to none: every section but "could not
-	// deliver" then reads "unavailable: not measured on this instance".
-	DigestSources DigestSources
-
-	// DigestInterval is how often (wall time) the digest scheduler looks
-	// for due digests; which are due is decided on the database's clock.
-	// Defaults to DigestIntervalDefault (30 s).
-	DigestInterval time.Duration
-
-	// DigestSectionTimeout bounds each digest section's source; a section
-	// past it reads "unavailable". Defaults to
-	// DigestSectionTimeoutDefault (5 s).
-	DigestSectionTimeout time.Duration
 
 	// A graceful stop (the ctx given to Serve ends) drains in order: the
 	// claimer stops claiming at once; the sink actors finish the attempts
@@ -328,8 +304,6 @@ func (c Config) WithDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	c.DigestInterval = cmp.Or(c.DigestInterval, DigestIntervalDefault)
-	c.DigestSectionTimeout = cmp.Or(c.DigestSectionTimeout, DigestSectionTimeoutDefault)
 	c.ActorStopTimeout = cmp.Or(c.ActorStopTimeout, ActorStopTimeoutDefault)
 	c.RecordGrace = cmp.Or(c.RecordGrace, RecordGraceDefault)
 	c.StopTimeout = cmp.Or(c.StopTimeout, StopTimeoutDefault)
@@ -375,14 +349,3 @@ func (c Config) validateStop() []error {
 	}
 	return errs
 }
-
-// Clock tells the time: what a host needs of a clock (a
-// clockwork.Clock is one).
-type Clock interface {
-	Now() time.Time
-}
-
-// SystemClock is the wall clock.
-type SystemClock struct{}
-
-func (SystemClock) Now() time.Time { return time.Now() }

@@ -49,9 +49,9 @@ type ConnectionInput struct {
 	// Required.
 	Name string
 
-	// AccountKey is the server's base URL: HTTPS, or HTTP under the
-	// operator's PushAllowHTTP opt-in. Required.
-	AccountKey string
+	// BaseURL is the server's base URL, "https://gotify.example.com":
+	// HTTPS, or HTTP under the operator's PushAllowHTTP opt-in. Required.
+	BaseURL string
 
 	// Secret is what the server is reached with: a Gotify application
 	// token, a Cairn bearer (both required), or for apprise the JSON
@@ -68,7 +68,7 @@ type Connection struct {
 	Owner            notifytype.OwnerScope
 	Kind             string
 	Name             string
-	AccountKey       string
+	BaseURL          string
 	HasSecret        bool
 	CreatedAt        time.Time
 	CreatedByHumanID string
@@ -76,7 +76,7 @@ type Connection struct {
 
 func connectionOut(c store.Connection) Connection {
 	return Connection{
-		ID: c.ID, Owner: c.Owner, Kind: c.Kind, Name: c.Name, AccountKey: c.AccountKey,
+		ID: c.ID, Owner: c.Owner, Kind: c.Kind, Name: c.Name, BaseURL: c.AccountKey,
 		HasSecret: c.Secret != nil, CreatedAt: c.CreatedAt, CreatedByHumanID: c.CreatedByHumanID,
 	}
 }
@@ -106,7 +106,7 @@ func (e *Engine) createConnection(ctx context.Context, p Principal, in Connectio
 	if err := checkName(in.Name); err != nil {
 		return Connection{}, err
 	}
-	if err := e.checkAccountKey(in.AccountKey); err != nil {
+	if err := e.checkBaseURL(in.BaseURL); err != nil {
 		return Connection{}, err
 	}
 	plaintext, err := e.connectionSecret(in.Kind, in.Secret)
@@ -122,7 +122,7 @@ func (e *Engine) createConnection(ctx context.Context, p Principal, in Connectio
 	err = pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
 		var err error
 		row, err = store.InsertConnection(ctx, tx, store.Connection{
-			Owner: in.Owner, Kind: in.Kind, Name: in.Name, AccountKey: in.AccountKey, CreatedByHumanID: p.HumanID,
+			Owner: in.Owner, Kind: in.Kind, Name: in.Name, AccountKey: in.BaseURL, CreatedByHumanID: p.HumanID,
 		})
 		if errors.Is(err, store.ErrConnectionNameTaken) {
 			return notifytype.InvalidArgument("name", "a connection with this name already exists in this owner scope")
@@ -130,7 +130,7 @@ func (e *Engine) createConnection(ctx context.Context, p Principal, in Connectio
 		if err != nil {
 			return err
 		}
-		if err := RecordWrite(ctx, tx, p, row.Owner, writeConnectionCreate, objectConnection, row.ID); err != nil || plaintext == "" {
+		if err := recordWrite(ctx, tx, p, row.Owner, writeConnectionCreate, objectConnection, row.ID); err != nil || plaintext == "" {
 			return err
 		}
 		sealed, err := v.Seal(row.ID, row.Owner, notifytype.NewSecret(plaintext))
@@ -146,10 +146,10 @@ func (e *Engine) createConnection(ctx context.Context, p Principal, in Connectio
 	return connectionOut(row), nil
 }
 
-// checkAccountKey validates a base URL with the sinks' URL rule
+// checkBaseURL validates a base URL with the sinks' URL rule
 // (sinks.CheckURL: absolute, https unless the operator allows http, no
 // credentials, query or fragment).
-func (e *Engine) checkAccountKey(base string) error {
+func (e *Engine) checkBaseURL(base string) error {
 	if base == "" {
 		return notifytype.InvalidArgument("account_key", "the server's base URL is required")
 	}
@@ -263,7 +263,7 @@ func (e *Engine) deleteConnection(ctx context.Context, p Principal, id int64) er
 		if err != nil {
 			return notFoundIfNoRows(err, "connection")
 		}
-		return RecordWrite(ctx, tx, p, c.Owner, writeConnectionDelete, objectConnection, id)
+		return recordWrite(ctx, tx, p, c.Owner, writeConnectionDelete, objectConnection, id)
 	})
 }
 

@@ -24,7 +24,7 @@ func TestCreateConnectionSealsTheSecretToItsRow(t *testing.T) {
 
 	c, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{
 		Owner: owner, Kind: engine.KindGotify, Name: "phone",
-		AccountKey: "https://gotify.example.net", Secret: notifytype.NewSecret(token),
+		BaseURL: "https://gotify.example.net", Secret: notifytype.NewSecret(token),
 	})
 	require.NoError(t, err)
 	require.True(t, c.HasSecret)
@@ -71,7 +71,7 @@ func TestCreateConnectionWithoutKeyStoresNothing(t *testing.T) {
 
 	_, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{
 		Owner: hostid.Human(h), Kind: engine.KindGotify, Name: "phone",
-		AccountKey: "https://gotify.example.net", Secret: notifytype.NewSecret("gtfya.no-key"),
+		BaseURL: "https://gotify.example.net", Secret: notifytype.NewSecret("gtfya.no-key"),
 	})
 	requireRefusal(t, err, notifytype.CodeEncryptionRequired, "")
 	require.ErrorIs(t, err, notifytype.ErrEncryptionRequired)
@@ -79,7 +79,7 @@ func TestCreateConnectionWithoutKeyStoresNothing(t *testing.T) {
 
 	// A connection with no secret needs no key: a stateful Apprise server.
 	c, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{
-		Owner: hostid.Human(h), Kind: engine.KindApprise, Name: "apprise", AccountKey: "https://apprise.example.net",
+		Owner: hostid.Human(h), Kind: engine.KindApprise, Name: "apprise", BaseURL: "https://apprise.example.net",
 	})
 	require.NoError(t, err)
 	require.False(t, c.HasSecret)
@@ -97,7 +97,7 @@ func TestCreateConnectionRefusals(t *testing.T) {
 
 	good := engine.ConnectionInput{
 		Owner: mine, Kind: engine.KindGotify, Name: "phone",
-		AccountKey: "https://gotify.example.net", Secret: notifytype.NewSecret("gtfya.token"),
+		BaseURL: "https://gotify.example.net", Secret: notifytype.NewSecret("gtfya.token"),
 	}
 	for _, tc := range []struct {
 		name  string
@@ -112,9 +112,9 @@ func TestCreateConnectionRefusals(t *testing.T) {
 		{"an endpoint", engine.EndpointPrincipal(endpoint, hostid.String(h), mine), func(*engine.ConnectionInput) {}, notifytype.CodeForbidden, ""},
 		{"unknown kind", p, func(in *engine.ConnectionInput) { in.Kind = "slack" }, notifytype.CodeInvalidArgument, "kind"},
 		{"no name", p, func(in *engine.ConnectionInput) { in.Name = "" }, notifytype.CodeInvalidArgument, "name"},
-		{"no base URL", p, func(in *engine.ConnectionInput) { in.AccountKey = "" }, notifytype.CodeInvalidArgument, "account_key"},
-		{"http base URL", p, func(in *engine.ConnectionInput) { in.AccountKey = "http://gotify.example.net" }, notifytype.CodeInvalidArgument, "account_key"},
-		{"credentials in base URL", p, func(in *engine.ConnectionInput) { in.AccountKey = "https://u:pw@gotify.example.net" }, notifytype.CodeInvalidArgument, "account_key"},
+		{"no base URL", p, func(in *engine.ConnectionInput) { in.BaseURL = "" }, notifytype.CodeInvalidArgument, "account_key"},
+		{"http base URL", p, func(in *engine.ConnectionInput) { in.BaseURL = "http://gotify.example.net" }, notifytype.CodeInvalidArgument, "account_key"},
+		{"credentials in base URL", p, func(in *engine.ConnectionInput) { in.BaseURL = "https://u:pw@gotify.example.net" }, notifytype.CodeInvalidArgument, "account_key"},
 		{"no token", p, func(in *engine.ConnectionInput) { in.Secret = notifytype.Secret{} }, notifytype.CodeInvalidArgument, "secret"},
 		{"token on two lines", p, func(in *engine.ConnectionInput) { in.Secret = notifytype.NewSecret("a\nb") }, notifytype.CodeInvalidArgument, "secret"},
 		{"apprise secret not JSON", p, func(in *engine.ConnectionInput) {
@@ -150,7 +150,7 @@ func TestHTTPBaseURLUnderTheOptIn(t *testing.T) {
 	h, p := b.human()
 	_, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{
 		Owner: hostid.Human(h), Kind: engine.KindGotify, Name: "lan",
-		AccountKey: "http://gotify.lan", Secret: notifytype.NewSecret("gtfya.token"),
+		BaseURL: "http://gotify.lan", Secret: notifytype.NewSecret("gtfya.token"),
 	})
 	require.NoError(t, err)
 }

@@ -13,8 +13,8 @@ import (
 // ConnectionPatch is a change to a connection; nil fields stay as they
 // are. Its kind and owner scope never change.
 type ConnectionPatch struct {
-	Name       *string
-	AccountKey *string
+	Name    *string
+	BaseURL *string
 	// Secret replaces the secret, validated for the connection's kind as
 	// on create, and sealed; nil keeps the sealed one (a form's blank
 	// secret fields). The old secret is never read back.
@@ -46,13 +46,13 @@ func (e *Engine) updateConnection(ctx context.Context, p Principal, id int64, pa
 	if patch.Name != nil {
 		name = *patch.Name
 	}
-	if patch.AccountKey != nil {
-		base = *patch.AccountKey
+	if patch.BaseURL != nil {
+		base = *patch.BaseURL
 	}
 	if err := checkName(name); err != nil {
 		return Connection{}, err
 	}
-	if err := e.checkAccountKey(base); err != nil {
+	if err := e.checkBaseURL(base); err != nil {
 		return Connection{}, err
 	}
 	var plaintext string
@@ -77,7 +77,7 @@ func (e *Engine) updateConnection(ctx context.Context, p Principal, id int64, pa
 		if row.Owner != cur.Owner || row.Kind != cur.Kind {
 			return notifytype.NotFound("connection") // replaced meanwhile
 		}
-		if err := RecordWrite(ctx, tx, p, row.Owner, writeConnectionUpdate, objectConnection, row.ID); err != nil {
+		if err := recordWrite(ctx, tx, p, row.Owner, writeConnectionUpdate, objectConnection, row.ID); err != nil {
 			return err
 		}
 		if patch.Secret == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
@@ -92,7 +93,7 @@ func TestDatabaseClockFullPoolBlocksNoCaller(t *testing.T) {
 		}
 	}
 	drain()
-	clock := engine.NewDatabaseClock(pool, nil)
+	clock := clocks.NewDatabase(pool, nil)
 
 	type result struct {
 		at  time.Time

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host/hosttest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/sinktest"
@@ -59,7 +60,7 @@ func TestDeliveryNeverLeaksSecrets(t *testing.T) {
 		panicked               = make(chan struct{}, 8)
 	)
 	eng := w.ServeWith(func(e *engine.Engine) {
-		enginetest.WrapAdapters(e, func(sinkID int64, a sinks.Adapter) sinks.Adapter {
+		testhooks.WrapAdapters(e, func(sinkID int64, a sinks.Adapter) sinks.Adapter {
 			switch sinkID {
 			case timeoutSink.Load():
 				// The engine's own deadline is 10 s; a shorter one takes the
@@ -169,7 +170,7 @@ func TestDeliveryNeverLeaksSecrets(t *testing.T) {
 		t.Fatal("the panicking adapter never ran")
 	}
 	// A panic is a recovered, classified failure: its actor goes on.
-	for _, st := range eng.Status() {
+	for _, st := range eng.AllSinkStatuses() {
 		require.Zero(t, st.Restarts, "%+v", st)
 	}
 
@@ -232,7 +233,7 @@ func TestDeliveryNeverLeaksSecrets(t *testing.T) {
 	}
 	require.NotEmpty(t, body)
 	require.GreaterOrEqual(t, len(secrets), 5)
-	status, err := json.Marshal(eng.Status())
+	status, err := json.Marshal(eng.AllSinkStatuses())
 	require.NoError(t, err)
 	var capture sinktest.Capture
 	_, _ = capture.Write([]byte(logs))

@@ -17,11 +17,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchboard/notify/actors"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hosttest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/apprise"
@@ -29,7 +29,7 @@ import (
 )
 
 // adapterFunc is a sinks.Adapter made of a function, for
-// enginetest.WrapAdapters.
+// testhooks.WrapAdapters.
 type adapterFunc func(context.Context, sinks.Message) sinks.Result
 
 func (f adapterFunc) Deliver(ctx context.Context, m sinks.Message) sinks.Result { return f(ctx, m) }
@@ -570,7 +570,7 @@ func TestDeliveryPanicStaysInItsSink(t *testing.T) {
 	)
 	panicking.Store(true)
 	eng := w.ServeWith(func(e *engine.Engine) {
-		enginetest.WrapAdapters(e, func(sinkID int64, a sinks.Adapter) sinks.Adapter {
+		testhooks.WrapAdapters(e, func(sinkID int64, a sinks.Adapter) sinks.Adapter {
 			if sinkID != panicky.Load() {
 				return a
 			}
@@ -613,7 +613,7 @@ func TestDeliveryPanicStaysInItsSink(t *testing.T) {
 	for _, a := range w.WaitN(2) {
 		require.Equal(t, "delivered", a.State, "%+v", a)
 	}
-	for _, s := range eng.Status() {
+	for _, s := range eng.AllSinkStatuses() {
 		require.Zero(t, s.Restarts, "%+v", s)
 	}
 	require.Len(t, gb.received(), 2)
@@ -646,12 +646,12 @@ func TestDeliveryStatusWhileHolding(t *testing.T) {
 
 	// Status is a snapshot; wait until each actor is resting after its last
 	// step.
-	var st []engine.ActorStatus
+	var st []engine.SinkStatus
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		st = eng.Status()
+		st = eng.AllSinkStatuses()
 		require.Len(c, st, len(ids))
 		for _, s := range st {
-			require.Equal(c, actors.StateHolding, s.State, "%+v", s)
+			require.Equal(c, engine.SinkHolding, s.State, "%+v", s)
 			require.Zero(c, s.InFlight, "%+v", s)
 			require.Zero(c, s.Queued, "%+v", s)
 		}
@@ -699,12 +699,12 @@ func TestDeliveryStatusAfterFlush(t *testing.T) {
 	require.Equal(t, map[string]int{"delivered": 3}, w.RowStates())
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		st := eng.Status()
+		st := eng.AllSinkStatuses()
 		require.Len(c, st, 1)
 		require.Equal(c, sink, st[0].SinkID)
 		require.Zero(c, st[0].InFlight)
 		require.Zero(c, st[0].Held, "after the flush nothing is held: %+v", st[0])
-		require.Equal(c, actors.StateIdle, st[0].State, "after the flush nothing is held: %+v", st[0])
+		require.Equal(c, engine.SinkIdle, st[0].State, "after the flush nothing is held: %+v", st[0])
 		require.Zero(c, st[0].NextWake, "after the flush no wake-up is due: %+v", st[0])
 	}, 2*time.Second, 5*time.Millisecond)
 }

@@ -81,8 +81,8 @@ func (e *Engine) QueueEmit(b *pgx.Batch, ev Event) error {
 		return notifytype.InvalidArgument("batch", "QueueEmit needs the host's batch")
 	}
 	var now time.Time // zero: the database's clock, read by the statement
-	if e.cfg.databaseClock != nil {
-		now = e.cfg.databaseClock.Now()
+	if e.testDBClock != nil {
+		now = e.testDBClock.Now()
 	}
 	p, err := e.emitParams(ev, now)
 	if err != nil {
@@ -99,7 +99,7 @@ const fanOutBatch = 500
 // fanOut turns the committed events waiting in the outbox into outbox
 // rows, one per matching sink, coalesced by dedup key, until none is left;
 // it reports how many events it took. The claimers of every instance do it
-// before each claim; tests call it (enginetest.FanOut) to have an
+// before each claim; tests call it (testhooks.FanOut) to have an
 // event's rows at once.
 func (e *Engine) fanOut(ctx context.Context) (int, error) {
 	total := 0

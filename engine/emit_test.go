@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
-	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hosttest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store/storetest"
@@ -46,7 +46,7 @@ func setupEmit(t *testing.T) *emitBundle {
 	t.Helper()
 	pool := hosttest.New(t)
 	now := time.Now().UTC().Truncate(time.Second)
-	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}, Clock: clockwork.NewFakeClockAt(now)}, clockwork.NewFakeClockAt(now)))
+	eng, err := engine.New(testhooks.WithDatabaseClock(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}, Clock: clockwork.NewFakeClockAt(now)}, clockwork.NewFakeClockAt(now)))
 	require.NoError(t, err)
 	return &emitBundle{pool: pool, f: hosttest.NewFactory(t, pool), eng: eng, now: now}
 }
@@ -71,7 +71,7 @@ type outboxRow struct {
 
 func (b *emitBundle) rows(t *testing.T) []outboxRow {
 	t.Helper()
-	_, err := enginetest.FanOut(context.Background(), b.eng)
+	_, err := testhooks.FanOut(context.Background(), b.eng)
 	require.NoError(t, err)
 	rows, err := b.pool.Query(context.Background(), `
 		SELECT sink_id, event_type, severity, dedup_key, payload, include_excerpt, due_at, count

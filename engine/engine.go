@@ -11,10 +11,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/thejerf/suture/v4"
 
 	"github.com/switchboard/notify/actors"
+	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/engine/vault"
+	"github.com/switchboard/notify/internal/enginecore"
+	"github.com/switchboard/notify/internal/enginehooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store"
@@ -28,7 +32,7 @@ type Engine struct {
 	instance string
 	vlt      *vault.Vault
 	client   *http.Client // the guarded client every delivery goes through
-	dbClock  *DatabaseClock
+	dbClock  *clocks.Database
 	kinds    kinds
 
 	actors   *actors.Supervisor
@@ -64,6 +68,18 @@ type Engine struct {
 	// wrapAdapter, set only by tests, wraps every adapter built for a
 	// delivery (to make one panic, say).
 	wrapAdapter func(sinkID int64, a sinks.Adapter) sinks.Adapter
+	// testDBClock, set only by tests (Config.Clock an
+	// *enginehooks.TestClock, see testhooks.SetDatabaseClock), stands in
+	// for the database's clock; nil in production.
+	testDBClock clockwork.Clock
+
+	// core is the engine's inside for its feature packages
+	// (internal/enginecore); services are the long-running parts they
+	// added (the digest scheduler), run under root while it serves.
+	core     *enginecore.Core
+	svcMu    sync.Mutex
+	services []enginecore.Service
+	root     *suture.Supervisor
 }
 
 // New validates cfg, fills its defaults and returns an engine. It starts
@@ -83,11 +99,14 @@ func New(cfg Config) (*Engine, error) {
 		log:      cfg.Logger,
 		instance: cfg.Instance,
 		vlt:      vault.New(cfg.SecretKey),
-		dbClock:  NewDatabaseClock(cfg.Pool, cfg.Clock),
+		dbClock:  clocks.NewDatabase(cfg.Pool, cfg.Clock),
 		client: sinks.NewClient(sinks.GuardConfig{
 			AllowHTTP:       cfg.PushAllowHTTP,
 			AllowedPrefixes: cfg.PrivateHosts,
 		}),
+	}
+	if tc, ok := cfg.Clock.(*enginehooks.TestClock); ok {
+		e.testDBClock = tc.Database
 	}
 	e.actors = actors.NewSupervisor(actors.Config{
 		IdleAfter:   cfg.ActorIdleAfter,
@@ -96,6 +115,7 @@ func New(cfg Config) (*Engine, error) {
 		Logger:      cfg.Logger.With("component", "actors"),
 		StopTimeout: cfg.ActorStopTimeout,
 	}, worker{e})
+	e.core = e.newCore()
 	e.actorsGone = make(chan struct{})
 	e.claimer = newClaimer(e)
 	e.reserver = newReserver(e)
@@ -111,8 +131,9 @@ func (e *Engine) Config() Config { return e.cfg }
 // Start checks that the engine's tables are migrated (enginemigrate.Up)
 // and starts delivering in the background: the claimer feeds due rows to
 // one actor per sink, a listener wakes the claimer when Emit commits, a
-// janitor removes what is past retention, and the digest scheduler sends
-// what is due. ctx bounds the start only; the engine runs until Stop. An
+// janitor removes what is past retention, and the services of the
+// engine's feature packages run (engine/digests's scheduler, when the
+// product uses digests). ctx bounds the start only; the engine runs until Stop. An
 // engine is started once.
 func (e *Engine) Start(ctx context.Context) error {
 	e.runMu.Lock()
@@ -204,8 +225,9 @@ func (e *Engine) run(ctx context.Context) error {
 	root.Add(&listener{e: e})
 	root.Add(&janitor{e: e})
 	root.Add(&heartbeat{e: e})
-	root.Add(&digestScheduler{e: e})
+	e.addServicesTo(root)
 	err := root.Serve(ctx)
+	e.servicesStopped()
 	if ctx.Err() == nil {
 		return err
 	}
@@ -284,57 +306,6 @@ func (s actorsService) Serve(ctx context.Context) error {
 // switchboard_outcomes_dropped_total exports it.
 func (e *Engine) OutcomesDropped() int64 { return e.outcomesDropped.Load() }
 
-// ActorStatus is one sink actor's status.
-type ActorStatus = actors.Status
-
-// Status returns the status of every active sink actor of this instance,
-// by sink id. It never blocks an actor. It costs O(every active actor):
-// for one scope's view use StatusOf or StatusFor.
-func (e *Engine) Status() []ActorStatus { return e.actors.Status() }
-
-// StatusOf returns the status of the active sink actors of sinkIDs only,
-// by sink id, each once; a sink with no active actor on this instance is
-// left out. It looks each id up: O(len(sinkIDs)), whatever the number of
-// actors. It never blocks an actor, and checks no permission: the caller
-// names the sinks it may show (StatusFor does, for a principal).
-func (e *Engine) StatusOf(sinkIDs ...int64) []ActorStatus { return e.actors.StatusOf(sinkIDs...) }
-
-// TeamLister is a Directory that can also list the teams a human belongs
-// to. When Config.Directory offers it, StatusFor lists the sinks of the
-// principal's scopes from the database (indexed by owner) and reads only
-// their actors, so its cost is that of the principal's sinks; otherwise it
-// reads every active actor and filters them. The reference host's
-// Directory offers it.
-type TeamLister interface {
-	// MemberTeams returns the ids of the teams the human is a member of,
-	// in any role.
-	MemberTeams(ctx context.Context, humanID string) ([]string, error)
-}
-
-// StatusFor is Status limited to the sinks p may read: a human's own
-// scope's and their teams' (D26); an endpoint's, its own scope's when its
-// grant has the notifications verbs. Status, the instance-wide view, is
-// for operators only; nobody else learns that another scope's sink exists.
-// With a TeamLister Directory it costs O(p's sinks), not O(every actor).
-func (e *Engine) StatusFor(ctx context.Context, p Principal) ([]ActorStatus, error) {
-	lister, ok := e.cfg.Directory.(TeamLister)
-	if !ok {
-		return e.statusFiltered(ctx, p)
-	}
-	scopes, err := e.readableScopes(ctx, p, lister)
-	if err != nil {
-		return nil, wrapErr(err, "reading actor status")
-	}
-	if len(scopes) == 0 {
-		return []ActorStatus{}, nil
-	}
-	ids, err := store.SinkIDsOf(ctx, e.cfg.Pool, scopes)
-	if err != nil {
-		return nil, wrapErr(err, "reading actor status")
-	}
-	return e.StatusOf(ids...), nil
-}
-
 // readableScopes lists the owner scopes whose sinks p may read, as
 // authorize decides them.
 func (e *Engine) readableScopes(ctx context.Context, p Principal, lister TeamLister) ([]string, error) {
@@ -372,9 +343,9 @@ func (e *Engine) readableScopes(ctx context.Context, p Principal, lister TeamLis
 	return out, nil
 }
 
-// statusFiltered is StatusFor for a Directory that cannot list a human's
+// statusFiltered is SinkStatuses for a Directory that cannot list a human's
 // teams: every active actor, filtered by its sink's owner.
-func (e *Engine) statusFiltered(ctx context.Context, p Principal) ([]ActorStatus, error) {
+func (e *Engine) statusFiltered(ctx context.Context, p Principal) ([]SinkStatus, error) {
 	all := e.actors.Status()
 	ids := make([]int64, len(all))
 	for i, s := range all {
@@ -385,7 +356,7 @@ func (e *Engine) statusFiltered(ctx context.Context, p Principal) ([]ActorStatus
 		return nil, wrapErr(err, "reading actor status")
 	}
 	readable := map[notifytype.OwnerScope]bool{}
-	out := make([]ActorStatus, 0, len(all))
+	out := make([]SinkStatus, 0, len(all))
 	for _, s := range all {
 		owner, ok := owners[s.SinkID]
 		if !ok {
@@ -404,7 +375,7 @@ func (e *Engine) statusFiltered(ctx context.Context, p Principal) ([]ActorStatus
 			readable[owner] = may
 		}
 		if may {
-			out = append(out, s)
+			out = append(out, sinkStatusOut(s))
 		}
 	}
 	return out, nil

@@ -16,8 +16,9 @@ import (
 // it becomes a message. An embedder lists its kinds in Config.Events; Emit,
 // QueueEmit and EmitToSink refuse an event of a type not declared there
 // (invalid_argument on "type"), and subscriptions may name only declared
-// types. The engine declares two kinds of its own, for the events its own
-// features emit: AgentNotifyEvent (NotifyOwner) and DigestEvent (digests).
+// types. The engine declares two kinds of its own, for the events of the
+// feature packages built on it: agent.notify (engine/pages's NotifyOwner)
+// and digest (engine/digests).
 //
 // A kind is the embedder's vocabulary, as a job kind is in River: say
 // what happened in the embedder's words, and the engine keeps the rules
@@ -132,11 +133,11 @@ type Dedup struct {
 // bytes, well inside what the outbox's index takes.
 const maxDedupKey = 512
 
-// The engine's own kinds: the events its own features emit.
+// The engine's own kinds: the events of its feature packages.
 var (
-	// DigestEvent is the type of the digests the engine's scheduler sends
+	// digestKind is the type of the digests engine/digests sends
 	// (REQ-13): low severity, each its own notification.
-	DigestEvent = EventKind{
+	digestKind = EventKind{
 		Type:     notifytype.EventDigest,
 		Words:    notifytype.EventDigest.Words(),
 		Label:    sinks.CoalescedLabel(notifytype.EventDigest),
@@ -144,9 +145,9 @@ var (
 		Severity: notifytype.SeverityLow,
 		Message:  hostWording,
 	}
-	// AgentNotifyEvent is the type of NotifyOwner's pages (REQ-6): normal
-	// severity, each its own notification.
-	AgentNotifyEvent = EventKind{
+	// agentNotifyKind is the type of pages.NotifyOwner's pages (REQ-6):
+	// normal severity, each its own notification.
+	agentNotifyKind = EventKind{
 		Type:     notifytype.EventAgentNotify,
 		Words:    notifytype.EventAgentNotify.Words(),
 		Label:    sinks.CoalescedLabel(notifytype.EventAgentNotify),
@@ -160,7 +161,7 @@ var (
 func hostWording(m EventMessage) sinks.Draft { return sinks.HostDraft(m.Content, m.Type) }
 
 // kinds is the engine's registry of declared kinds, in declaration order
-// (Config.Events, then the engine's own: AgentNotifyEvent, DigestEvent).
+// (Config.Events, then the engine's own: agent.notify, digest).
 type kinds struct {
 	list   []EventKind
 	byType map[notifytype.EventType]EventKind
@@ -173,7 +174,7 @@ type kinds struct {
 func newKinds(declared []EventKind) (kinds, error) {
 	k := kinds{byType: map[notifytype.EventType]EventKind{}}
 	var errs []error
-	for _, d := range append(append([]EventKind(nil), declared...), AgentNotifyEvent, DigestEvent) {
+	for _, d := range append(append([]EventKind(nil), declared...), agentNotifyKind, digestKind) {
 		if err := d.check(); err != nil {
 			errs = append(errs, err)
 			continue
@@ -246,6 +247,6 @@ func (d EventKind) check() error {
 
 // EventKinds lists the declared event kinds, with their defaults filled
 // in, in declaration order: Config.Events, then the engine's own
-// (AgentNotifyEvent, DigestEvent). Surfaces list the types a subscription
+// (agent.notify, digest). Surfaces list the types a subscription
 // may name from it.
 func (e *Engine) EventKinds() []EventKind { return append([]EventKind(nil), e.kinds.list...) }

@@ -16,7 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -382,13 +384,14 @@ func TestDigestMessageLinkComesFromConfig(t *testing.T) {
 			w := hosttest.NewWorld(t)
 			g := newGotifyLinks(t)
 			_, p, scope := w.Human()
-			eng := w.Serve(withSources(w, false), func(c *engine.Config) { c.Links = tc.links })
+			eng := w.Serve(func(c *engine.Config) { c.Links = tc.links })
+			dgs := digests.New(eng, digests.Config{Sources: host.NewDigestSources(w.Pool)})
 			sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.digest",
 				Events: []notifytype.EventType{notifytype.EventDigest}})
 			w.F.Queue(scope, "forge")
-			dg, err := eng.CreateDigest(w.Ctx, p, engine.DigestInput{Owner: scope, Name: "morning", Schedule: "* 09:00", SinkIDs: []int64{sink}})
+			dg, err := dgs.Create(w.Ctx, p, digests.Input{Owner: scope, Name: "morning", Schedule: "* 09:00", SinkIDs: []int64{sink}})
 			require.NoError(t, err)
-			_, err = eng.SendDigestNow(w.Ctx, p, dg.ID)
+			_, err = dgs.SendNow(w.Ctx, p, dg.ID)
 			require.NoError(t, err)
 			w.FanOut(eng)
 			require.Equal(t, "delivered", w.WaitFor(func(a engine.Attempt) bool { return a.EventType == notifytype.EventDigest }).State)

@@ -95,7 +95,7 @@ func Example() {
 	// same calls the web UI, the REST API and MCP make.
 	ada, owner := engine.HumanPrincipal(engine.SoleOwner.ID), engine.SoleOwner
 	conn, err := eng.CreateConnection(ctx, ada, engine.ConnectionInput{
-		Owner: owner, Kind: engine.KindGotify, Name: "phone", AccountKey: gotify.URL,
+		Owner: owner, Kind: engine.KindGotify, Name: "phone", BaseURL: gotify.URL,
 		Secret: notifytype.NewSecret("gtfya.application-token"),
 	})
 	if err != nil {

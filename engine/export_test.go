@@ -87,3 +87,7 @@ func (e *Engine) RenderCoalescedForTest(owner notifytype.OwnerScope, counts map[
 	}
 	return e.renderCoalesced(owner, rows)
 }
+
+// SinkStatusesOfForTest exposes sinkStatusesOf, the look-up by sink id
+// that SinkStatuses makes.
+func (e *Engine) SinkStatusesOfForTest(ids ...int64) []SinkStatus { return e.sinkStatusesOf(ids...) }

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host/hosttest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -138,7 +139,7 @@ func TestDeliveryAdapterPanicIsAbandonedAttempt(t *testing.T) {
 	var panicking atomic.Bool
 	panicking.Store(true)
 	eng := w.ServeWith(func(e *engine.Engine) {
-		enginetest.WrapAdapters(e, func(_ int64, a sinks.Adapter) sinks.Adapter {
+		testhooks.WrapAdapters(e, func(_ int64, a sinks.Adapter) sinks.Adapter {
 			return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
 				if panicking.Load() {
 					panic("adapter exploded")
@@ -170,7 +171,7 @@ func TestDeliveryAdapterPanicIsAbandonedAttempt(t *testing.T) {
 	statuses, counted := recordsOf(t, w, sink)
 	require.Equal(t, []string{"failed/abandoned", "delivered/"}, statuses)
 	require.Equal(t, 2, counted, "the panicked attempt may have been sent: it counts")
-	for _, s := range eng.Status() {
+	for _, s := range eng.AllSinkStatuses() {
 		require.Zero(t, s.Restarts, "%+v", s)
 	}
 }
@@ -306,7 +307,7 @@ func TestDeliveryGracefulStopReleasesQueuedRows(t *testing.T) {
 	_, p, scope := w.Human()
 	entered, release := make(chan struct{}, 8), make(chan struct{})
 	eng := w.Engine()
-	enginetest.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
+	testhooks.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
 		return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
 			entered <- struct{}{}
 			<-release
@@ -512,7 +513,7 @@ func TestDeliveryRecordOutlastsADatabaseThatRefusesIt(t *testing.T) {
 		// enough for a try to land on a busy 2-core box once it is gone
 		// (100 ms failed there: issue 23, item 9).
 		e.SetRecordTryTimeoutForTest(time.Second)
-		enginetest.WrapAdapters(e, func(_ int64, a sinks.Adapter) sinks.Adapter {
+		testhooks.WrapAdapters(e, func(_ int64, a sinks.Adapter) sinks.Adapter {
 			return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
 				close(sending)
 				<-sent

@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 
-	"github.com/jonboulle/clockwork"
-
 	"github.com/switchboard/notify/internal/enginehooks"
 	"github.com/switchboard/notify/sinks"
 )
@@ -15,6 +13,5 @@ func init() {
 		eng.(*Engine).wrapAdapter = wrap
 	}
 	enginehooks.FanOut = func(ctx context.Context, eng any) (int, error) { return eng.(*Engine).fanOut(ctx) }
-	enginehooks.SetDatabaseClock = func(cfg any, c clockwork.Clock) { cfg.(*Config).databaseClock = c }
 	enginehooks.ClaimOnce = func(ctx context.Context, eng any) ([]int64, bool, error) { return eng.(*Engine).claimOnce(ctx) }
 }

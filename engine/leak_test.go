@@ -53,7 +53,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		return string(b)
 	}
 	gotifyIn := func(mod func(*engine.ConnectionInput)) engine.ConnectionInput {
-		in := engine.ConnectionInput{Owner: owner, Kind: engine.KindGotify, Name: "g", AccountKey: "https://g.example.net", Secret: notifytype.NewSecret(token)}
+		in := engine.ConnectionInput{Owner: owner, Kind: engine.KindGotify, Name: "g", BaseURL: "https://g.example.net", Secret: notifytype.NewSecret(token)}
 		mod(&in)
 		return in
 	}
@@ -103,9 +103,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 	create(b.eng, p, gotifyIn(func(in *engine.ConnectionInput) { in.Kind = "slack" }))
 	create(b.eng, p, gotifyIn(func(in *engine.ConnectionInput) { in.Name = "" }))
 	create(b.eng, p, gotifyIn(func(in *engine.ConnectionInput) { in.Name = "stored" }))
-	create(b.eng, p, gotifyIn(func(in *engine.ConnectionInput) { in.AccountKey = "https://u:" + canary + "@g.example.net" }))
-	create(b.eng, p, gotifyIn(func(in *engine.ConnectionInput) { in.AccountKey = "http://" + canary + ".example.net" }))
-	create(b.eng, p, gotifyIn(func(in *engine.ConnectionInput) { in.AccountKey = "https://g.example.net/?t=" + canary }))
+	create(b.eng, p, gotifyIn(func(in *engine.ConnectionInput) { in.BaseURL = "https://u:" + canary + "@g.example.net" }))
+	create(b.eng, p, gotifyIn(func(in *engine.ConnectionInput) { in.BaseURL = "http://" + canary + ".example.net" }))
+	create(b.eng, p, gotifyIn(func(in *engine.ConnectionInput) { in.BaseURL = "https://g.example.net/?t=" + canary }))
 	create(b.eng, endpoint, gotifyIn(func(*engine.ConnectionInput) {}))
 	create(b.eng, stranger, gotifyIn(func(*engine.ConnectionInput) {}))
 

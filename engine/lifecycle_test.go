@@ -122,7 +122,7 @@ func TestNilDirectoryMeansOneOwnerNoTeams(t *testing.T) {
 
 	owner := engine.HumanPrincipal(engine.SoleOwner.ID)
 	c, err := eng.CreateConnection(ctx, owner, engine.ConnectionInput{
-		Owner: engine.SoleOwner, Kind: engine.KindGotify, Name: "phone", AccountKey: gotify.URL,
+		Owner: engine.SoleOwner, Kind: engine.KindGotify, Name: "phone", BaseURL: gotify.URL,
 		Secret: notifytype.NewSecret("gtfya.sole"),
 	})
 	require.NoError(t, err)

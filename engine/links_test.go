@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard/notify/engine/digest"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/engine/notifytest"
+	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -58,7 +59,7 @@ func TestNotifyOwnerLinksTheEmbeddersPages(t *testing.T) {
 			w.Sink(eng, p, owner, enginetest.SinkOpts{BaseURL: g.URL, Secret: g.Token,
 				Events: []notifytype.EventType{notifytype.EventAgentNotify}})
 			agent := engine.EndpointPrincipal(5, p.HumanID, owner, notifytype.GrantNotifyOwner)
-			require.NoError(t, eng.NotifyOwner(w.Ctx, agent, engine.NotifyOwnerInput{Title: "nightly export stuck", TodoID: 7}))
+			require.NoError(t, pages.NotifyOwner(w.Ctx, eng, agent, pages.NotifyOwnerInput{Title: "nightly export stuck", TodoID: 7}))
 			w.WaitFor(func(a engine.Attempt) bool { return a.State == "delivered" })
 
 			msgs := g.Messages()

@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host/hosttest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -34,7 +35,7 @@ import (
 // the heartbeat rows (FOR SHARE: a beat waits, a claim reads them) and
 // the "sending" records of the attempts (FOR UPDATE: an outcome waits), as
 // a paused server holds every write; each instance's claim is then run
-// explicitly (enginetest.ClaimOnce) at the clock 30 s on.
+// explicitly (testhooks.ClaimOnce) at the clock 30 s on.
 func TestADatabasePauseUnderThreeInstancesResendsNothingDelivered(t *testing.T) {
 	t.Parallel()
 	w := hosttest.NewWorld(t)
@@ -42,7 +43,7 @@ func TestADatabasePauseUnderThreeInstancesResendsNothingDelivered(t *testing.T) 
 	var engines []*engine.Engine
 	for i := range 3 {
 		engines = append(engines, w.ServeWith(func(e *engine.Engine) {
-			enginetest.WrapAdapters(e, func(sinkID int64, a sinks.Adapter) sinks.Adapter {
+			testhooks.WrapAdapters(e, func(sinkID int64, a sinks.Adapter) sinks.Adapter {
 				return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
 					entered <- sinkID
 					<-release
@@ -114,7 +115,7 @@ func TestADatabasePauseUnderThreeInstancesResendsNothingDelivered(t *testing.T) 
 		poll := time.NewTicker(20 * time.Millisecond)
 		deadline := time.After(enginetest.WaitTimeout)
 		for searched := false; !searched; {
-			pass, err := enginetest.ClaimOnce(w.Ctx, eng)
+			pass, err := testhooks.ClaimOnce(w.Ctx, eng)
 			require.NoError(t, err)
 			for _, id := range pass.Rows {
 				require.False(t, slices.Contains(inFlight, id),

@@ -16,6 +16,8 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/engine/history"
+	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
@@ -66,7 +68,7 @@ func TestOpaqueOwnerIDsGoEndToEnd(t *testing.T) {
 	for _, id := range []string{uuid, slug} {
 		p, owner := engine.HumanPrincipal(id), notifytype.Human(id)
 		conn, err := eng.CreateConnection(ctx, p, engine.ConnectionInput{
-			Owner: owner, Kind: engine.KindGotify, Name: "phone", AccountKey: gotify.URL,
+			Owner: owner, Kind: engine.KindGotify, Name: "phone", BaseURL: gotify.URL,
 			Secret: notifytype.NewSecret("token-" + id),
 		})
 		require.NoError(t, err)
@@ -110,7 +112,7 @@ func TestOpaqueOwnerIDsGoEndToEnd(t *testing.T) {
 	defer cancel()
 	require.NoError(t, eng.Stop(drain))
 	for _, id := range []string{uuid, slug} {
-		ns, err := eng.RecentNotifications(ctx, engine.HumanPrincipal(id), []notifytype.OwnerScope{notifytype.Human(id)}, "", 10)
+		ns, err := history.RecentNotifications(ctx, eng, engine.HumanPrincipal(id), []notifytype.OwnerScope{notifytype.Human(id)}, "", 10)
 		require.NoError(t, err)
 		require.Len(t, ns, 1, "%s lists its own notification", id)
 		require.Equal(t, notifytype.Human(id), ns[0].Owner)
@@ -130,16 +132,16 @@ func TestBadOwnerIDsAreRefused(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = eng.CreateConnection(ctx, engine.HumanPrincipal("ada"), engine.ConnectionInput{
-		Owner: notifytype.Human("ada lovelace"), Kind: engine.KindGotify, Name: "phone", AccountKey: "https://gotify.example.net",
+		Owner: notifytype.Human("ada lovelace"), Kind: engine.KindGotify, Name: "phone", BaseURL: "https://gotify.example.net",
 		Secret: notifytype.NewSecret("t"),
 	})
 	requireRefusal(t, err, notifytype.CodeInvalidArgument, "owner")
 	_, err = eng.CreateConnection(ctx, engine.HumanPrincipal("ada/1"), engine.ConnectionInput{
-		Owner: notifytype.Human("ada"), Kind: engine.KindGotify, Name: "phone", AccountKey: "https://gotify.example.net",
+		Owner: notifytype.Human("ada"), Kind: engine.KindGotify, Name: "phone", BaseURL: "https://gotify.example.net",
 		Secret: notifytype.NewSecret("t"),
 	})
 	requireRefusal(t, err, notifytype.CodeInvalidArgument, "human_id")
-	_, err = eng.SendSignInLink(ctx, "ada lovelace", "https://example.test/login/x", "12:00 UTC")
+	_, err = pages.SendSignInLink(ctx, eng, "ada lovelace", "https://example.test/login/x", "12:00 UTC")
 	requireRefusal(t, err, notifytype.CodeInvalidArgument, "human_id")
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		return eng.Emit(ctx, tx, engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: notifytype.Human(long129()), OccurrenceKey: host.DeadLetterKey(1, 1)})

@@ -23,7 +23,7 @@ type Principal struct {
 	EndpointScope notifytype.OwnerScope
 
 	// Grants are the endpoint's verb families; the management service
-	// needs notifications, NotifyOwner needs notify_owner (D5).
+	// needs notifications, pages.NotifyOwner needs notify_owner (D5).
 	Grants []notifytype.Grant
 }
 

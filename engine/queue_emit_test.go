@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hosttest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store/storetest"
@@ -171,7 +172,7 @@ func TestQueueEmitWakesTheClaimersAtCommit(t *testing.T) {
 	pool := hosttest.New(t)
 	f := hosttest.NewFactory(t, pool)
 	clock := clockwork.NewFakeClockAt(time.Now().UTC())
-	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}, Clock: clock, NotifyDebounce: -1}, clock))
+	eng, err := engine.New(testhooks.WithDatabaseClock(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}, Clock: clock, NotifyDebounce: -1}, clock))
 	require.NoError(t, err)
 	b := &emitBundle{pool: pool, f: f, eng: eng}
 	alice := hostid.Human(f.Human(""))
@@ -200,7 +201,7 @@ func TestQueueEmitDatabaseErrorComesBackFromTheBatch(t *testing.T) {
 	t.Parallel()
 	b := setupEmit(t)
 	// Every emit notifies, so both emits run the one same statement.
-	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: b.pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}, NotifyDebounce: -1}, clockwork.NewFakeClockAt(b.now)))
+	eng, err := engine.New(testhooks.WithDatabaseClock(engine.Config{Pool: b.pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}, NotifyDebounce: -1}, clockwork.NewFakeClockAt(b.now)))
 	require.NoError(t, err)
 	b.eng = eng
 	alice := hostid.Human(b.f.Human(""))
@@ -283,7 +284,7 @@ func TestQueueEmitEquivalentToEmit(t *testing.T) {
 	f := hosttest.NewFactory(t, pool)
 	ctx := context.Background()
 	clock := clockwork.NewFakeClockAt(time.Now().UTC().Truncate(time.Second))
-	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}, Clock: clock}, clock))
+	eng, err := engine.New(testhooks.WithDatabaseClock(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}, Clock: clock}, clock))
 	require.NoError(t, err)
 	b := &emitBundle{pool: pool, f: f, eng: eng, now: clock.Now()}
 	scopes := []notifytype.OwnerScope{hostid.Human(f.Human("")), hostid.Human(f.Human("")), hostid.Team(f.Team(""))}
@@ -292,7 +293,7 @@ func TestQueueEmitEquivalentToEmit(t *testing.T) {
 	obj := func(rt *rapid.T, label string) int64 { return int64(rapid.IntRange(1, 3).Draw(rt, label)) }
 
 	outboxRows := func(rt *rapid.T) []string {
-		_, err := enginetest.FanOut(ctx, eng)
+		_, err := testhooks.FanOut(ctx, eng)
 		require.NoError(rt, err)
 		rows, err := pool.Query(ctx, `
 			SELECT concat_ws('|', sink_id, owner, event_type, severity, coalesce(dedup_key, '-'), windowed, count,

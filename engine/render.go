@@ -35,7 +35,7 @@ func (e *Engine) render(r store.OutboxRow) sinks.Message {
 	if ok {
 		d, ok = e.draft(kind, EventMessage{Type: t, Severity: m.Severity, Count: r.Count, Content: cleanContent(content)})
 	}
-	if ok && (t == AgentNotifyEvent.Type || t == DigestEvent.Type) {
+	if ok && (t == agentNotifyKind.Type || t == digestKind.Type) {
 		// The engine's own kinds link in the embedder's words.
 		d.LinkText = e.cfg.Links.Text
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
-	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store/storetest"
@@ -45,7 +45,7 @@ func TestEmbedderDeclaredReplacementTakesOverTheOpenRow(t *testing.T) {
 		pool := storetest.New(t) // the engine's tables alone
 		now := time.Now().UTC().Truncate(time.Second)
 		clock := clockwork.NewFakeClockAt(now)
-		eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Events: jobKinds(declared), Clock: clock}, clock))
+		eng, err := engine.New(testhooks.WithDatabaseClock(engine.Config{Pool: pool, Events: jobKinds(declared), Clock: clock}, clock))
 		require.NoError(t, err)
 		f := storetest.NewFactory(t, pool)
 		sink := f.Sink(storetest.SinkOpts{Owner: engine.SoleOwner})
@@ -57,7 +57,7 @@ func TestEmbedderDeclaredReplacementTakesOverTheOpenRow(t *testing.T) {
 				return eng.Emit(context.Background(), tx, engine.Event{Type: typ, Owner: engine.SoleOwner, OccurrenceKey: "42:1",
 					Content: sinks.Content{Title: title}})
 			}))
-			_, err := enginetest.FanOut(context.Background(), eng)
+			_, err := testhooks.FanOut(context.Background(), eng)
 			require.NoError(t, err)
 		}
 		emit("job.failed", "failed")

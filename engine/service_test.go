@@ -65,7 +65,7 @@ func (b *svcBundle) gotifyConnection(t *testing.T, p engine.Principal, owner not
 	t.Helper()
 	c, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{
 		Owner: owner, Kind: engine.KindGotify, Name: "gotify-" + rand.Text()[:8],
-		AccountKey: "https://gotify.example.net", Secret: notifytype.NewSecret("gtfya.test-token"),
+		BaseURL: "https://gotify.example.net", Secret: notifytype.NewSecret("gtfya.test-token"),
 	})
 	require.NoError(t, err)
 	return c.ID
@@ -77,7 +77,7 @@ func (b *svcBundle) appriseConnection(t *testing.T, eng *engine.Engine, p engine
 	t.Helper()
 	c, err := eng.CreateConnection(b.ctx, p, engine.ConnectionInput{
 		Owner: owner, Kind: engine.KindApprise, Name: "apprise-" + rand.Text()[:8],
-		AccountKey: "https://apprise.example.net", Secret: notifytype.NewSecret(secret),
+		BaseURL: "https://apprise.example.net", Secret: notifytype.NewSecret(secret),
 	})
 	require.NoError(t, err)
 	return c.ID

@@ -145,7 +145,7 @@ func (e *Engine) createSink(ctx context.Context, p Principal, in SinkInput) (Sin
 		if out, err = store.InsertSink(ctx, tx, row); err != nil {
 			return nameTaken(err)
 		}
-		return RecordWrite(ctx, tx, p, out.Owner, writeSinkCreate, objectSink, out.ID)
+		return recordWrite(ctx, tx, p, out.Owner, writeSinkCreate, objectSink, out.ID)
 	})
 	if err != nil {
 		return Sink{}, err
@@ -250,7 +250,7 @@ func (e *Engine) updateSink(ctx context.Context, p Principal, id int64, patch Si
 		if out, err = store.UpdateSink(ctx, tx, row); err != nil {
 			return nameTaken(err)
 		}
-		return RecordWrite(ctx, tx, p, out.Owner, writeSinkUpdate, objectSink, out.ID)
+		return recordWrite(ctx, tx, p, out.Owner, writeSinkUpdate, objectSink, out.ID)
 	})
 	if err != nil {
 		return Sink{}, err
@@ -274,7 +274,7 @@ func (e *Engine) DeleteSink(ctx context.Context, p Principal, id int64) error {
 		if err := store.DeleteSink(ctx, tx, id); err != nil {
 			return notFoundIfNoRows(err, "sink")
 		}
-		return RecordWrite(ctx, tx, p, s.Owner, writeSinkDelete, objectSink, id)
+		return recordWrite(ctx, tx, p, s.Owner, writeSinkDelete, objectSink, id)
 	})
 	return wrapErr(err, "deleting sink")
 }

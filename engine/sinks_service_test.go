@@ -80,7 +80,7 @@ func TestGenericHTTPSchemeRefused(t *testing.T) {
 	const url = "json://hooks.example.net/collect?token=leak-me"
 
 	_, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{
-		Owner: owner, Kind: engine.KindApprise, Name: "apprise", AccountKey: "https://apprise.example.net",
+		Owner: owner, Kind: engine.KindApprise, Name: "apprise", BaseURL: "https://apprise.example.net",
 		Secret: notifytype.NewSecret(`{"urls":["tgram://bot/chat","` + url + `"]}`),
 	})
 	e := requireRefusal(t, err, notifytype.CodeForbiddenScheme, "")
@@ -325,7 +325,7 @@ func TestTeamRoles(t *testing.T) {
 		},
 		"create connection": func(p engine.Principal) error {
 			_, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{
-				Owner: scope, Kind: engine.KindGotify, Name: "z", AccountKey: "https://g.example.net", Secret: notifytype.NewSecret("t"),
+				Owner: scope, Kind: engine.KindGotify, Name: "z", BaseURL: "https://g.example.net", Secret: notifytype.NewSecret("t"),
 			})
 			return err
 		},
@@ -511,7 +511,7 @@ func TestEndpointPrincipal(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, conns, 1)
 	_, err = b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{
-		Owner: owner, Kind: engine.KindGotify, Name: "mine", AccountKey: "https://g.example.net", Secret: notifytype.NewSecret("t"),
+		Owner: owner, Kind: engine.KindGotify, Name: "mine", BaseURL: "https://g.example.net", Secret: notifytype.NewSecret("t"),
 	})
 	requireRefusal(t, err, notifytype.CodeForbidden, "")
 	requireRefusal(t, b.eng.DeleteConnection(b.ctx, p, conn), notifytype.CodeForbidden, "")

@@ -14,7 +14,7 @@ import (
 )
 
 // sinkIDs is the sink ids of a status table, in its order.
-func sinkIDs(st []engine.ActorStatus) []int64 {
+func sinkIDs(st []engine.SinkStatus) []int64 {
 	ids := make([]int64, len(st))
 	for i, s := range st {
 		ids[i] = s.SinkID
@@ -61,7 +61,7 @@ func newStatusWorld(t *testing.T, configure ...func(*engine.Config)) *statusWorl
 		require.Equal(t, "delivered", w.Wait().State)
 	}
 	// The actors live on for ActorIdleAfter (a minute of wall time).
-	require.Equal(t, []int64{s.aliceSink, s.teamSink, s.bobSink, s.other}, sinkIDs(s.eng.Status()))
+	require.Equal(t, []int64{s.aliceSink, s.teamSink, s.bobSink, s.other}, sinkIDs(s.eng.AllSinkStatuses()))
 	return s
 }
 
@@ -70,10 +70,10 @@ func newStatusWorld(t *testing.T, configure ...func(*engine.Config)) *statusWorl
 func TestStatusOfReturnsOnlyTheAskedSinks(t *testing.T) {
 	t.Parallel()
 	s := newStatusWorld(t)
-	require.Equal(t, []int64{s.aliceSink, s.bobSink}, sinkIDs(s.eng.StatusOf(s.bobSink, 1<<40, s.aliceSink, s.bobSink)))
-	require.Empty(t, s.eng.StatusOf())
-	require.Empty(t, s.eng.StatusOf(1<<40))
-	require.Equal(t, []int64{s.teamSink, s.other}, sinkIDs(s.eng.StatusOf(s.other, s.teamSink)))
+	require.Equal(t, []int64{s.aliceSink, s.bobSink}, sinkIDs(s.eng.SinkStatusesOfForTest(s.bobSink, 1<<40, s.aliceSink, s.bobSink)))
+	require.Empty(t, s.eng.SinkStatusesOfForTest())
+	require.Empty(t, s.eng.SinkStatusesOfForTest(1<<40))
+	require.Equal(t, []int64{s.teamSink, s.other}, sinkIDs(s.eng.SinkStatusesOfForTest(s.other, s.teamSink)))
 }
 
 // TestStatusForIsScoped: a human sees the actors of their own scope's and
@@ -94,7 +94,7 @@ func TestStatusForIsScoped(t *testing.T) {
 			s := newStatusWorld(t, configure)
 			statusFor := func(p engine.Principal) []int64 {
 				t.Helper()
-				st, err := s.eng.StatusFor(s.w.Ctx, p)
+				st, err := s.eng.SinkStatuses(s.w.Ctx, p)
 				require.NoError(t, err)
 				require.NotNil(t, st, "an empty table, not null")
 				return sinkIDs(st)

@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host/hosttest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/sinks"
 )
 
@@ -38,7 +39,7 @@ func TestGracefulStopRecordsEverySendInFlight(t *testing.T) {
 	eng, err := engine.New(w.Config(pool, func(c *engine.Config) { c.Instance = instance }))
 	require.NoError(t, err)
 	entered, release := make(chan struct{}, 8), make(chan struct{})
-	enginetest.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
+	testhooks.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
 		return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
 			entered <- struct{}{}
 			<-release
@@ -185,7 +186,7 @@ func TestAStopThatCannotRecordWhatWasSentReturnsANamedError(t *testing.T) {
 	hold, err := w.Pool.Begin(w.Ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = hold.Rollback(context.Background()) })
-	enginetest.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
+	testhooks.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
 		return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
 			_, err := hold.Exec(ctx, `SELECT 1 FROM switchboard.delivery_records WHERE status = 'sending' FOR UPDATE`)
 			if err == nil {

@@ -105,7 +105,7 @@ func (e *Engine) writeSubscriptions(ctx context.Context, p Principal, sinkID int
 				return err
 			}
 			// The replacement is one write of the sink's subscriptions.
-			if err := RecordWrite(ctx, tx, p, sink.Owner, writeSubscriptionsSet, objectSink, sinkID); err != nil {
+			if err := recordWrite(ctx, tx, p, sink.Owner, writeSubscriptionsSet, objectSink, sinkID); err != nil {
 				return err
 			}
 		}
@@ -115,7 +115,7 @@ func (e *Engine) writeSubscriptions(ctx context.Context, p Principal, sinkID int
 				return notFoundIfNoRows(err, "sink")
 			}
 			out = append(out, subscriptionOut(s))
-			if err := RecordWrite(ctx, tx, p, sink.Owner, writeSubscriptionAdd, objectSubscription, s.ID); err != nil {
+			if err := recordWrite(ctx, tx, p, sink.Owner, writeSubscriptionAdd, objectSubscription, s.ID); err != nil {
 				return err
 			}
 		}
@@ -216,7 +216,7 @@ func (e *Engine) DeleteSubscription(ctx context.Context, p Principal, sinkID, su
 		if err := store.DeleteSubscription(ctx, tx, sinkID, subID); err != nil {
 			return notFoundIfNoRows(err, "subscription")
 		}
-		return RecordWrite(ctx, tx, p, sink.Owner, writeSubscriptionDelete, objectSubscription, subID)
+		return recordWrite(ctx, tx, p, sink.Owner, writeSubscriptionDelete, objectSubscription, subID)
 	})
 	return wrapErr(err, "deleting subscription")
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/switchboard/notify/internal/enginecore"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 )
@@ -21,11 +22,6 @@ const (
 	writeSubscriptionsSet   = "subscriptions.replace"
 	writeSubscriptionAdd    = "subscription.create"
 	writeSubscriptionDelete = "subscription.delete"
-	writeAgentPage          = "agent.notify"
-	writeDigestCreate       = "digest.create"
-	writeDigestUpdate       = "digest.update"
-	writeDigestDelete       = "digest.delete"
-	writeDigestSend         = "digest.send"
 )
 
 // Object kinds of the write log.
@@ -33,19 +29,13 @@ const (
 	objectConnection   = "connection"
 	objectSink         = "sink"
 	objectSubscription = "subscription"
-	objectEndpoint     = "endpoint"
-	objectDigest       = "digest"
 )
 
-// RecordWrite records in the write log that p wrote (action) the object
+// recordWrite records in the write log that p wrote (action) the object
 // of kind and id in owner's scope: the acting human, and the endpoint when
 // one acted for its accountable human. Call it with the write's own
-// transaction, so the record exists exactly when the write does. The
-// engine records its own writes (digests among them); a host records its
-// writes (endpoints, webhooks) through it too.
-func RecordWrite(ctx context.Context, db store.DBTX, p Principal, owner notifytype.OwnerScope, action, objectKind string, objectID int64) error {
-	return store.InsertWrite(ctx, db, store.Write{
-		Owner: owner.String(), Action: action, ObjectKind: objectKind, ObjectID: objectID,
-		HumanID: p.HumanID, EndpointID: p.EndpointID,
-	})
+// transaction, so the record exists exactly when the write does. A host
+// records its own writes through history.RecordWrite.
+func recordWrite(ctx context.Context, db store.DBTX, p Principal, owner notifytype.OwnerScope, action, objectKind string, objectID int64) error {
+	return enginecore.RecordWrite(ctx, db, enginecore.Principal(p), owner, action, objectKind, objectID)
 }

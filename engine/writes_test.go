@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
@@ -47,7 +48,7 @@ func TestEveryWriteRecordsItsAuthor(t *testing.T) {
 	// A loopback base URL: the send test is refused by the guard at dial
 	// time, after its write is recorded.
 	conn, err := b.eng.CreateConnection(b.ctx, human, engine.ConnectionInput{
-		Owner: owner, Kind: engine.KindGotify, Name: "gotify", AccountKey: "https://127.0.0.1:1",
+		Owner: owner, Kind: engine.KindGotify, Name: "gotify", BaseURL: "https://127.0.0.1:1",
 		Secret: notifytype.NewSecret("gtfya.token"),
 	})
 	require.NoError(t, err)
@@ -101,11 +102,11 @@ func TestEveryWriteRecordsItsAuthor(t *testing.T) {
 	require.NoError(t, b.eng.DeleteSubscription(b.ctx, ep, sink.ID, sub.ID))
 	requireAuthor("subscription", sub.ID, "subscription.delete", ep)
 
-	_, err = b.eng.SendTest(b.ctx, ep, sink.ID)
+	_, err = b.eng.SendTestMessage(b.ctx, ep, sink.ID)
 	require.NoError(t, err)
 	requireAuthor("sink", sink.ID, "sink.test", ep)
 
-	require.NoError(t, b.eng.NotifyOwner(b.ctx, ep, engine.NotifyOwnerInput{Title: "device QA needed"}))
+	require.NoError(t, pages.NotifyOwner(b.ctx, b.eng, ep, pages.NotifyOwnerInput{Title: "device QA needed"}))
 	requireAuthor("endpoint", epID, "agent.notify", ep)
 
 	require.NoError(t, b.eng.DeleteSink(b.ctx, ep, sink.ID))

@@ -55,7 +55,7 @@ func SeedSinks(ctx context.Context, pool *pgxpool.Pool, key []byte, baseURL, tok
 	ids := make([]int64, 0, n)
 	for i := range n {
 		c, err := eng.CreateConnection(ctx, p, engine.ConnectionInput{
-			Owner: owner, Kind: engine.KindGotify, Name: fmt.Sprintf("receiver-%d", i), AccountKey: baseURL,
+			Owner: owner, Kind: engine.KindGotify, Name: fmt.Sprintf("receiver-%d", i), BaseURL: baseURL,
 			Secret: notifytype.NewSecret(token),
 		})
 		if err != nil {

@@ -3,14 +3,14 @@ package host
 import (
 	"context"
 
-	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/digest"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/notifytype"
 )
 
 // DigestSources gives the engine the figures of digest sections over the
-// reference host's tables (REQ-13). It implements engine.DigestSources.
+// reference host's tables (REQ-13). It implements digests.Sources.
 //
 // The reference host has queues, todos and leases, so pending, claimed,
 // stalled leases and dead letters are measured. It does not record
@@ -22,7 +22,7 @@ type DigestSources struct {
 	db hoststore.DBTX
 }
 
-var _ engine.DigestSources = (*DigestSources)(nil)
+var _ digests.Sources = (*DigestSources)(nil)
 
 // NewDigestSources returns the sources reading db.
 func NewDigestSources(db hoststore.DBTX) *DigestSources {
@@ -46,7 +46,7 @@ func (s *DigestSources) Queues(ctx context.Context, owner notifytype.OwnerScope)
 }
 
 // Pending counts pending todos per queue with the oldest one's age.
-func (s *DigestSources) Pending(ctx context.Context, q engine.DigestQuery) (map[int64]digest.Pending, error) {
+func (s *DigestSources) Pending(ctx context.Context, q digests.Query) (map[int64]digest.Pending, error) {
 	rows, err := hoststore.PendingByQueue(ctx, s.db, q.Owner, q.QueueIDs)
 	if err != nil {
 		return nil, err
@@ -59,17 +59,17 @@ func (s *DigestSources) Pending(ctx context.Context, q engine.DigestQuery) (map[
 }
 
 // Claimed counts claimed todos per queue.
-func (s *DigestSources) Claimed(ctx context.Context, q engine.DigestQuery) (map[int64]int, error) {
+func (s *DigestSources) Claimed(ctx context.Context, q digests.Query) (map[int64]int, error) {
 	return s.claimed(ctx, q, func(r hoststore.QueueClaimed) int { return r.Claimed })
 }
 
 // StalledLeases counts stalled claims per queue: lease expired but not yet
 // reaped, or no heartbeat for more than twice the lease TTL.
-func (s *DigestSources) StalledLeases(ctx context.Context, q engine.DigestQuery) (map[int64]int, error) {
+func (s *DigestSources) StalledLeases(ctx context.Context, q digests.Query) (map[int64]int, error) {
 	return s.claimed(ctx, q, func(r hoststore.QueueClaimed) int { return r.Stalled })
 }
 
-func (s *DigestSources) claimed(ctx context.Context, q engine.DigestQuery, pick func(hoststore.QueueClaimed) int) (map[int64]int, error) {
+func (s *DigestSources) claimed(ctx context.Context, q digests.Query, pick func(hoststore.QueueClaimed) int) (map[int64]int, error) {
 	rows, err := hoststore.ClaimedByQueue(ctx, s.db, q.Owner, q.QueueIDs)
 	if err != nil {
 		return nil, err
@@ -83,7 +83,7 @@ func (s *DigestSources) claimed(ctx context.Context, q engine.DigestQuery, pick 
 
 // DeadLetters counts the todos dead-lettered since q.Since per queue, with
 // up to five titles each.
-func (s *DigestSources) DeadLetters(ctx context.Context, q engine.DigestQuery) (map[int64]digest.DeadLetters, error) {
+func (s *DigestSources) DeadLetters(ctx context.Context, q digests.Query) (map[int64]digest.DeadLetters, error) {
 	rows, err := hoststore.DeadLettersByQueue(ctx, s.db, q.Owner, q.QueueIDs, q.Since, digest.MaxDeadLetterTitles)
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func (s *DigestSources) DeadLetters(ctx context.Context, q engine.DigestQuery) (
 
 // Quarantined counts the deliveries quarantined since q.Since per webhook
 // of the scope.
-func (s *DigestSources) Quarantined(ctx context.Context, q engine.DigestQuery) ([]digest.NamedCount, error) {
+func (s *DigestSources) Quarantined(ctx context.Context, q digests.Query) ([]digest.NamedCount, error) {
 	rows, err := hoststore.QuarantinedByWebhook(ctx, s.db, q.Owner, q.Since)
 	if err != nil {
 		return nil, err
@@ -114,16 +114,16 @@ func (s *DigestSources) Quarantined(ctx context.Context, q engine.DigestQuery) (
 }
 
 // UnheardDoorbells is not measured by the reference host (D21).
-func (s *DigestSources) UnheardDoorbells(context.Context, engine.DigestQuery) ([]digest.NamedCount, error) {
-	return nil, engine.ErrNotMeasured
+func (s *DigestSources) UnheardDoorbells(context.Context, digests.Query) ([]digest.NamedCount, error) {
+	return nil, digests.ErrNotMeasured
 }
 
 // ClockedOut is not measured by the reference host (D21).
-func (s *DigestSources) ClockedOut(context.Context, engine.DigestQuery) ([]string, error) {
-	return nil, engine.ErrNotMeasured
+func (s *DigestSources) ClockedOut(context.Context, digests.Query) ([]string, error) {
+	return nil, digests.ErrNotMeasured
 }
 
 // AdmissionDeferred is not measured by the reference host (D21).
-func (s *DigestSources) AdmissionDeferred(context.Context, engine.DigestQuery) (map[int64]int, error) {
-	return nil, engine.ErrNotMeasured
+func (s *DigestSources) AdmissionDeferred(context.Context, digests.Query) (map[int64]int, error) {
+	return nil, digests.ErrNotMeasured
 }

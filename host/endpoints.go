@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/clocks"
+	"github.com/switchboard/notify/engine/history"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/notifytype"
@@ -25,7 +27,7 @@ const SessionPrefix = "sbs_"
 // SessionTTL is how long a web session lasts.
 const SessionTTL = 12 * time.Hour
 
-// The host's writes in the write log (engine.RecordWrite).
+// The host's writes in the write log (history.RecordWrite).
 const (
 	WriteEndpointVend   = "endpoint.vend"
 	WriteEndpointRevoke = "endpoint.revoke"
@@ -41,14 +43,14 @@ type Endpoints struct {
 	pool  *pgxpool.Pool
 	dir   engine.Directory
 	todos *Todos
-	clock engine.Clock
+	clock clocks.Clock
 }
 
 // NewEndpoints returns the endpoints kept in pool's database; revoking one
 // dead-letters its claimed todos through todos.
-func NewEndpoints(pool *pgxpool.Pool, dir engine.Directory, todos *Todos, clock engine.Clock) *Endpoints {
+func NewEndpoints(pool *pgxpool.Pool, dir engine.Directory, todos *Todos, clock clocks.Clock) *Endpoints {
 	if clock == nil {
-		clock = engine.SystemClock{}
+		clock = clocks.System{}
 	}
 	return &Endpoints{pool: pool, dir: dir, todos: todos, clock: clock}
 }
@@ -138,7 +140,7 @@ func (s *Endpoints) Vend(ctx context.Context, humanID int64, scope notifytype.Ow
 		if err != nil {
 			return err
 		}
-		return engine.RecordWrite(ctx, tx, engine.HumanPrincipal(hostid.String(humanID)), scope, WriteEndpointVend, ObjectEndpoint, e.ID)
+		return history.RecordWrite(ctx, tx, engine.HumanPrincipal(hostid.String(humanID)), scope, WriteEndpointVend, ObjectEndpoint, e.ID)
 	})
 	if errors.Is(err, hoststore.ErrEndpointNameTaken) {
 		return Endpoint{}, notifytype.Secret{}, notifytype.InvalidArgument("name", "an endpoint of this name exists in this owner scope")
@@ -191,7 +193,7 @@ func (s *Endpoints) Revoke(ctx context.Context, humanID, endpointID int64) error
 		return err
 	}
 	return s.todos.revokeEndpoint(ctx, endpointID, func(tx pgx.Tx) error {
-		return engine.RecordWrite(ctx, tx, engine.HumanPrincipal(hostid.String(humanID)), scope, WriteEndpointRevoke, ObjectEndpoint, endpointID)
+		return history.RecordWrite(ctx, tx, engine.HumanPrincipal(hostid.String(humanID)), scope, WriteEndpointRevoke, ObjectEndpoint, endpointID)
 	})
 }
 

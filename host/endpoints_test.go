@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hosttest"
@@ -75,7 +76,7 @@ func TestTeamEndpointOutlivesNoMembership(t *testing.T) {
 
 	p, _, err := endpoints.Authenticate(ctx, credential.Reveal())
 	require.NoError(t, err)
-	require.NoError(t, eng.NotifyOwner(ctx, p, engine.NotifyOwnerInput{Title: "while a member"}))
+	require.NoError(t, pages.NotifyOwner(ctx, eng, p, pages.NotifyOwnerInput{Title: "while a member"}))
 	paged := events()
 	require.Positive(t, paged)
 
@@ -84,7 +85,7 @@ func TestTeamEndpointOutlivesNoMembership(t *testing.T) {
 
 	_, _, err = endpoints.Authenticate(ctx, credential.Reveal())
 	require.ErrorIs(t, err, notifytype.ErrNotFound, "the credential stops working with its human's membership")
-	err = eng.NotifyOwner(ctx, p, engine.NotifyOwnerInput{Title: "after leaving"})
+	err = pages.NotifyOwner(ctx, eng, p, pages.NotifyOwnerInput{Title: "after leaving"})
 	require.ErrorIs(t, err, notifytype.ErrForbidden)
 	require.Equal(t, paged, events(), "nothing is enqueued")
 }

@@ -14,8 +14,8 @@ import (
 // delivery.quarantined (one per webhook while its 10-minute window is
 // open, QuarantineSubject) and rule.notify (one per rule and subject,
 // RuleSubject). Their messages are the host's wording (sinks.HostDraft).
-// digest and agent.notify are the engine's own (engine.DigestEvent,
-// engine.AgentNotifyEvent).
+// digest and agent.notify are the engine's own (engine/digests and
+// engine/pages emit them).
 func Events() []engine.EventKind {
 	kind := func(t notifytype.EventType, help string, dedup engine.Dedup) engine.EventKind {
 		return engine.EventKind{

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/notifytype"
@@ -100,20 +101,20 @@ var _ Emitter = (*engine.Engine)(nil)
 type Todos struct {
 	pool      *pgxpool.Pool
 	emitter   Emitter
-	clock     engine.Clock
+	clock     clocks.Clock
 	reapBatch int
 }
 
 // NewTodos returns the todos kept in pool's database, announcing dead
 // letters through emitter. clock defaults to the database's clock
-// (engine.DatabaseClock), so that instances whose own clocks disagree
+// (clocks.Database), so that instances whose own clocks disagree
 // agree on every lease; tests give a fake one.
-func NewTodos(pool *pgxpool.Pool, emitter Emitter, clock engine.Clock) *Todos {
+func NewTodos(pool *pgxpool.Pool, emitter Emitter, clock clocks.Clock) *Todos {
 	if pool == nil || emitter == nil {
 		panic("host: NewTodos needs a pool and an emitter")
 	}
 	if clock == nil {
-		clock = engine.NewDatabaseClock(pool, nil).AsClock()
+		clock = clocks.NewDatabase(pool, nil).AsClock()
 	}
 	return &Todos{pool: pool, emitter: emitter, clock: clock, reapBatch: ReapBatchDefault}
 }

@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
-	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hosttest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -71,7 +71,7 @@ func newTodoWorld(t *testing.T) (*todoWorld, context.Context) {
 
 func newTodoWorldOn(t *testing.T, pool *pgxpool.Pool, clock *fakeClock) *todoWorld {
 	t.Helper()
-	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(), Clock: clock}, clock))
+	eng, err := engine.New(testhooks.WithDatabaseClock(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(), Clock: clock}, clock))
 	require.NoError(t, err)
 	rec := &recorder{inner: eng}
 	return &todoWorld{
@@ -153,7 +153,7 @@ type outboxRow struct {
 func (w *todoWorld) outbox(t *testing.T) []outboxRow {
 	t.Helper()
 	// Events become outbox rows when a claimer fans them out: do it now.
-	_, err := enginetest.FanOut(context.Background(), w.engine)
+	_, err := testhooks.FanOut(context.Background(), w.engine)
 	require.NoError(t, err)
 	rows, err := w.pool.Query(context.Background(),
 		`SELECT sink_id, owner, event_type, coalesce(dedup_key, '') FROM switchboard.outbox ORDER BY id`)

@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/clocks"
+	"github.com/switchboard/notify/engine/history"
 	"github.com/switchboard/notify/engine/vault"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hoststore"
@@ -64,7 +66,7 @@ const (
 	DeliveriesListMax     = 500
 )
 
-// The webhooks' writes in the write log (engine.RecordWrite, REQ-5): who
+// The webhooks' writes in the write log (history.RecordWrite, REQ-5): who
 // created, changed, rotated the secret of, or deleted which webhook. Rules
 // carry their author on their own rows.
 const (
@@ -89,7 +91,7 @@ const bodyExpr = `.comment.body // .issue.body // .pull_request.body // empty | 
 type Webhooks struct {
 	pool    *pgxpool.Pool
 	emitter SinkEmitter
-	clock   engine.Clock
+	clock   clocks.Clock
 	vault   *vault.Vault
 	timeout time.Duration
 	budget  time.Duration
@@ -122,7 +124,7 @@ type WebhooksConfig struct {
 	// Without it, creating a webhook fails with encryption_required.
 	SecretKey []byte
 	// Clock defaults to the system clock.
-	Clock engine.Clock
+	Clock clocks.Clock
 	// RuleTimeout bounds one expression on one delivery. Defaults to
 	// RuleTimeoutDefault (250 ms).
 	RuleTimeout time.Duration
@@ -149,7 +151,7 @@ func NewWebhooks(cfg WebhooksConfig) *Webhooks {
 		panic("host: NewWebhooks needs a pool and an emitter")
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = engine.SystemClock{}
+		cfg.Clock = clocks.System{}
 	}
 	if cfg.RuleTimeout <= 0 {
 		cfg.RuleTimeout = RuleTimeoutDefault
@@ -427,7 +429,7 @@ func (s *Webhooks) Create(ctx context.Context, p engine.Principal, in WebhookInp
 		if err := hoststore.SetWebhookSecret(ctx, tx, w.ID, sealed, now); err != nil {
 			return err
 		}
-		if err := engine.RecordWrite(ctx, tx, p, in.Owner, WriteWebhookCreate, ObjectWebhook, w.ID); err != nil {
+		if err := history.RecordWrite(ctx, tx, p, in.Owner, WriteWebhookCreate, ObjectWebhook, w.ID); err != nil {
 			return err
 		}
 		out, err = webhookOut(w)
@@ -536,7 +538,7 @@ func recordWebhookWrite(ctx context.Context, tx pgx.Tx, p engine.Principal, w ho
 	if err != nil {
 		return fmt.Errorf("error reading webhook %d owner: %w", w.ID, err)
 	}
-	return engine.RecordWrite(ctx, tx, p, owner, action, ObjectWebhook, w.ID)
+	return history.RecordWrite(ctx, tx, p, owner, action, ObjectWebhook, w.ID)
 }
 
 // Get returns a webhook the caller may see.

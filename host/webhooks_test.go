@@ -15,11 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
-	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/host/hosttest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -41,7 +41,7 @@ func newHookWorld(t *testing.T) (*hookWorld, context.Context) {
 func newHookWorldOn(t testing.TB, pool *pgxpool.Pool, timeout time.Duration) *hookWorld {
 	t.Helper()
 	clock := newFakeClock()
-	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(), Clock: clock}, clock))
+	eng, err := engine.New(testhooks.WithDatabaseClock(engine.Config{Pool: pool, Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(), Clock: clock}, clock))
 	require.NoError(t, err)
 	rec := &recorder{inner: eng}
 	w := &todoWorld{
@@ -238,7 +238,7 @@ func TestDryRunSendsNothing(t *testing.T) {
 	second := w.post(t, ctx, hook, secret, issue("dependabot", 2, "Bump"))
 	third := w.post(t, ctx, hook, secret, issue("mallory", 3, "spam"))
 	require.Equal(t, host.OutcomeQuarantined, third.Outcome)
-	_, err := enginetest.FanOut(ctx, w.engine)
+	_, err := testhooks.FanOut(ctx, w.engine)
 	require.NoError(t, err)
 	outboxBefore := w.f.Count(`SELECT count(*) FROM switchboard.outbox`)
 	eventsBefore := w.f.Count(`SELECT count(*) FROM switchboard.outbox_events`)

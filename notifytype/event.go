@@ -13,8 +13,8 @@ type EventType string
 
 // The reference host's event types (REQ-6's table). The host declares the
 // first four (host.Events); the engine declares digest and agent.notify,
-// which its own digests and NotifyOwner emit (engine.DigestEvent,
-// engine.AgentNotifyEvent). An embedder need not use any of them.
+// which its feature packages emit (engine/digests, and engine/pages's
+// NotifyOwner). An embedder need not use any of them.
 const (
 	EventTodoDeadLettered    EventType = "todo.dead_lettered"
 	EventRelayExhausted      EventType = "relay.exhausted"

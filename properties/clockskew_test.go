@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -55,7 +56,7 @@ func TestInstanceClocksDisagree(t *testing.T) {
 		engines[i], _ = w.Start(func(c *engine.Config) {
 			quietJanitor(c)
 			c.Clock = skewedClock{clockwork.NewRealClock(), skew}
-			enginetest.SetDatabaseClock(c, nil) // production: the database's clock
+			testhooks.SetDatabaseClock(c, nil) // production: the database's clock
 		})
 	}
 

@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hosttest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store"
@@ -270,7 +271,7 @@ func TestRepeatDuringClaimIsCounted(t *testing.T) {
 	require.NoError(t, eng.Emit(w.Ctx, tx, quarantined(scope, 1)))
 
 	w.Clock.Advance(engine.QuarantineWindowDefault)
-	_, err = enginetest.FanOut(w.Ctx, eng)
+	_, err = testhooks.FanOut(w.Ctx, eng)
 	require.NoError(t, err)
 	claimed, err := store.ClaimDue(w.Ctx, w.Pool, store.ClaimParams{
 		Instance: "probe", Now: w.Clock.Now(), TTL: time.Minute, Limit: 8, PerSink: 8,
@@ -279,7 +280,7 @@ func TestRepeatDuringClaimIsCounted(t *testing.T) {
 	require.Len(t, claimed, 1)
 	require.Equal(t, 1, claimed[0].Count, "the claim reads the one event committed before it")
 	require.NoError(t, tx.Commit(w.Ctx))
-	_, err = enginetest.FanOut(w.Ctx, eng)
+	_, err = testhooks.FanOut(w.Ctx, eng)
 	require.NoError(t, err)
 
 	var rows, events int

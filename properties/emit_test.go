@@ -14,9 +14,9 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/switchboard/notify/engine"
-	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hosttest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store/storetest"
@@ -144,7 +144,7 @@ func TestEmitProperties(t *testing.T) {
 	f := hosttest.NewFactory(t, pool)
 	ctx := context.Background()
 	clock := clockwork.NewFakeClockAt(time.Now().UTC().Truncate(time.Second))
-	eng, err := engine.New(enginetest.WithDatabaseClock(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: nopDirectory{}, Clock: clock}, clock))
+	eng, err := engine.New(testhooks.WithDatabaseClock(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: nopDirectory{}, Clock: clock}, clock))
 	require.NoError(t, err)
 
 	rapid.Check(t, func(rt *rapid.T) {
@@ -217,7 +217,7 @@ func TestEmitProperties(t *testing.T) {
 		for i := range fanErrs {
 			fanners.Go(func() {
 				for {
-					if _, err := enginetest.FanOut(ctx, eng); err != nil {
+					if _, err := testhooks.FanOut(ctx, eng); err != nil {
 						fanErrs[i] = err
 						return
 					}
@@ -235,7 +235,7 @@ func TestEmitProperties(t *testing.T) {
 		for _, err := range append(errs, fanErrs...) {
 			require.NoError(rt, err)
 		}
-		_, err = enginetest.FanOut(ctx, eng)
+		_, err = testhooks.FanOut(ctx, eng)
 		require.NoError(rt, err)
 
 		// The model: per sink, per key, the committed emits that match.

@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hosttest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -416,7 +417,7 @@ func startSMEngine(rt *rapid.T, w *hosttest.World, reg *smEngines, senders *smSe
 		c.HeartbeatEvery, c.HeartbeatTTL = smHeartbeatEvery, smHeartbeatTTL
 	}))
 	require.NoError(rt, err)
-	enginetest.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
+	testhooks.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
 		return smAdapter(func(ctx context.Context, m sinks.Message) sinks.Result {
 			senders.note(m.Title, name)
 			return a.Deliver(ctx, m)
@@ -764,9 +765,9 @@ func (m *smMachine) settle(rt *rapid.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			var status []engine.ActorStatus
+			var status []engine.SinkStatus
 			for _, e := range m.allEngines() {
-				status = append(status, e.eng.Status()...)
+				status = append(status, e.eng.AllSinkStatuses()...)
 			}
 			logs := m.w.Logs.String()[m.logFrom:]
 			rt.Fatalf("%d rows still due or claimed after %v (%s) at %v; live engines %v; actors %+v:\n%s\nlogs:\n%s", busy, limit, waitEnd,

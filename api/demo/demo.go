@@ -75,7 +75,7 @@ func Setup(ctx context.Context, d httpx.Deps, rec *Receivers, humanID int64) (*W
 		{appriseName, engine.KindApprise, rec.AppriseURL, "", json.RawMessage(`{"config_key":"demo"}`)},
 	} {
 		c, err := d.Engine.CreateConnection(ctx, p, engine.ConnectionInput{
-			Owner: owner, Kind: k.kind, Name: k.name, AccountKey: k.url, Secret: notifytype.NewSecret(k.secret),
+			Owner: owner, Kind: k.kind, Name: k.name, BaseURL: k.url, Secret: notifytype.NewSecret(k.secret),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("error creating demo connection %s: %w", k.name, err)
@@ -133,7 +133,7 @@ func Handler(d httpx.Deps, w *World) http.Handler {
 		}
 		var body bytes.Buffer
 		if err := page.Execute(&body, map[string]any{
-			"Inbox": w.Receivers.Inbox(), "Status": d.Engine.Status(), "Made": r.URL.Query().Get("made"),
+			"Inbox": w.Receivers.Inbox(), "Status": d.Engine.AllSinkStatuses(), "Made": r.URL.Query().Get("made"),
 		}); err != nil {
 			httpx.WriteError(rw, r, d.Logger, fmt.Errorf("error rendering the demo page: %w", err))
 			return

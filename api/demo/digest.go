@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
@@ -24,13 +25,13 @@ const (
 // run, whose ports are gone), and returns its id.
 func setupDigest(ctx context.Context, d httpx.Deps, rec *Receivers, humanID int64) (int64, error) {
 	p, owner := engine.HumanPrincipal(hostid.String(humanID)), hostid.Human(humanID)
-	digests, err := d.Engine.ListDigests(ctx, p, owner)
+	existing, err := d.Digests.List(ctx, p, owner)
 	if err != nil {
 		return 0, fmt.Errorf("error listing demo digests: %w", err)
 	}
-	for _, dg := range digests {
+	for _, dg := range existing {
 		if dg.Name == digestName {
-			if err := d.Engine.DeleteDigest(ctx, p, dg.ID); err != nil {
+			if err := d.Digests.Delete(ctx, p, dg.ID); err != nil {
 				return 0, fmt.Errorf("error replacing the demo digest: %w", err)
 			}
 		}
@@ -51,7 +52,7 @@ func setupDigest(ctx context.Context, d httpx.Deps, rec *Receivers, humanID int6
 		return 0, fmt.Errorf("error starting the demo Cairn stand-in: %w", err)
 	}
 	conn, err := d.Engine.CreateConnection(ctx, p, engine.ConnectionInput{
-		Owner: owner, Kind: engine.KindCairn, Name: cairnName, AccountKey: cairnURL, Secret: notifytype.NewSecret(cairnToken),
+		Owner: owner, Kind: engine.KindCairn, Name: cairnName, BaseURL: cairnURL, Secret: notifytype.NewSecret(cairnToken),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("error creating the demo Cairn connection: %w", err)
@@ -66,7 +67,7 @@ func setupDigest(ctx context.Context, d httpx.Deps, rec *Receivers, humanID int6
 			sinkIDs = append(sinkIDs, s.ID)
 		}
 	}
-	dg, err := d.Engine.CreateDigest(ctx, p, engine.DigestInput{
+	dg, err := d.Digests.Create(ctx, p, digests.Input{
 		Owner: owner, Name: digestName, Schedule: digestSchedule, SinkIDs: sinkIDs, CairnConnectionID: conn.ID,
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
@@ -19,7 +20,7 @@ const SessionCookie = "sb_session"
 type Auth struct {
 	Accounts  *host.Accounts
 	Endpoints *host.Endpoints
-	Clock     engine.Clock
+	Clock     clocks.Clock
 	// Failures limits failed bearer tokens per client address and per
 	// token: Human and Endpoint spend both on each bearer token they
 	// cannot resolve, and answer that failure a *TooManyFailures (429)

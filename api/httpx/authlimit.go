@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/clocks"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -46,7 +46,7 @@ const (
 // Both bucket sets are bounded in keys (bucketsMax). The limit is per
 // instance. A nil *AuthFailures limits nothing.
 type AuthFailures struct {
-	clock engine.Clock
+	clock clocks.Clock
 
 	mu     sync.Mutex
 	byAddr buckets[string]
@@ -56,12 +56,12 @@ type AuthFailures struct {
 // NewAuthFailures allows each client address and each credential burst
 // failures, earned back at perMinute a minute, on clock (nil: the system
 // clock).
-func NewAuthFailures(perMinute float64, burst int, clock engine.Clock) *AuthFailures {
+func NewAuthFailures(perMinute float64, burst int, clock clocks.Clock) *AuthFailures {
 	if perMinute <= 0 || burst <= 0 {
 		panic("httpx: NewAuthFailures needs a positive rate and burst")
 	}
 	if clock == nil {
-		clock = engine.SystemClock{}
+		clock = clocks.System{}
 	}
 	return &AuthFailures{clock: clock,
 		byAddr: newBuckets[string](rate.Limit(perMinute/60), burst),

@@ -6,12 +6,16 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/clocks"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host"
 )
 
 // Deps is what every surface is built from.
 type Deps struct {
-	Engine    *engine.Engine
+	Engine *engine.Engine
+	// Digests are the engine's queue digests (digests.New on Engine).
+	Digests   *digests.Service
 	Accounts  *host.Accounts
 	Endpoints *host.Endpoints
 	Todos     *host.Todos
@@ -26,7 +30,7 @@ type Deps struct {
 	// Limiter is the per-human limiter all management routes share.
 	Limiter *Limiter
 	Logger  *slog.Logger
-	Clock   engine.Clock
+	Clock   clocks.Clock
 	// BaseURL is SWITCHBOARD_BASE_URL: links and the cookie's Secure flag
 	// (set when it is https) come from it.
 	BaseURL string

@@ -394,7 +394,7 @@ func TestTypeScriptClientListsAndPaths(t *testing.T) {
 	w.F.Todo(hosttest.TodoOpts{Queue: queue, Title: "build 812"})
 	p := engine.HumanPrincipal(hostid.String(human))
 	conn, err := w.eng.CreateConnection(w.Ctx, p, engine.ConnectionInput{
-		Owner: scope, Kind: engine.KindGotify, Name: "phone", AccountKey: "https://push.example.net", Secret: notifytype.NewSecret(gotifyToken),
+		Owner: scope, Kind: engine.KindGotify, Name: "phone", BaseURL: "https://push.example.net", Secret: notifytype.NewSecret(gotifyToken),
 	})
 	require.NoError(t, err)
 	hook, _, err := w.deps.Webhooks.Create(w.Ctx, p, host.WebhookInput{Owner: scope, Name: "forge"})

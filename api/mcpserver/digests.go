@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host/hostid"
 )
 
@@ -38,7 +39,7 @@ type DigestOut struct {
 	UpdatedByEndpointID   int64      `json:"updated_by_endpoint_id,omitempty"`
 }
 
-func digestOut(d engine.Digest) DigestOut {
+func digestOut(d digests.Digest) DigestOut {
 	return DigestOut{
 		ID: d.ID, Owner: d.Owner.String(), Name: d.Name, Schedule: d.Schedule,
 		QueueIDs: nonNil(d.QueueIDs), SinkIDs: nonNil(d.SinkIDs), CairnConnectionID: d.CairnConnectionID,
@@ -88,7 +89,7 @@ func addListDigests(srv *mcp.Server, s *surface) {
 		Description: "List the queue digests (scheduled reports to the owner's sinks or Cairn) of this endpoint's owner scope.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, func(ctx context.Context, c *caller, _ ListDigestsIn) (ListDigestsOut, error) {
-		ds, err := s.d.Engine.ListDigests(ctx, c.p, c.p.EndpointScope)
+		ds, err := s.d.Digests.List(ctx, c.p, c.p.EndpointScope)
 		if err != nil {
 			return ListDigestsOut{}, err
 		}
@@ -112,16 +113,16 @@ func addSetDigest(srv *mcp.Server, s *surface) {
 		if in.QuietThresholdSeconds != nil {
 			threshold = ptr(time.Duration(*in.QuietThresholdSeconds) * time.Second)
 		}
-		var d engine.Digest
+		var d digests.Digest
 		var err error
 		if in.ID == 0 {
-			d, err = s.d.Engine.CreateDigest(ctx, c.p, engine.DigestInput{
+			d, err = s.d.Digests.Create(ctx, c.p, digests.Input{
 				Owner: c.p.EndpointScope, Name: deref(in.Name), Schedule: deref(in.Schedule),
 				QueueIDs: deref(in.QueueIDs), SinkIDs: deref(in.SinkIDs), CairnConnectionID: deref(in.CairnConnectionID),
 				SkipWhenQuiet: in.SkipWhenQuiet, QuietThreshold: deref(threshold),
 			})
 		} else {
-			d, err = s.d.Engine.UpdateDigest(ctx, c.p, in.ID, engine.DigestPatch{
+			d, err = s.d.Digests.Update(ctx, c.p, in.ID, digests.Patch{
 				Name: in.Name, Schedule: in.Schedule, QueueIDs: in.QueueIDs, SinkIDs: in.SinkIDs,
 				CairnConnectionID: in.CairnConnectionID, SkipWhenQuiet: in.SkipWhenQuiet, QuietThreshold: threshold,
 			})
@@ -143,7 +144,7 @@ func addDeleteDigest(srv *mcp.Server, s *surface) {
 		Description: "Delete a queue digest of this endpoint's owner scope.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true},
 	}, func(ctx context.Context, c *caller, in DigestIDIn) (DeleteDigestOut, error) {
-		if err := s.d.Engine.DeleteDigest(ctx, c.p, in.ID); err != nil {
+		if err := s.d.Digests.Delete(ctx, c.p, in.ID); err != nil {
 			return DeleteDigestOut{}, err
 		}
 		return DeleteDigestOut{Deleted: true, ID: in.ID}, nil

@@ -12,7 +12,7 @@
 // notifications (list_sinks, list_connections, set_sink, delete_sink,
 // test_sink, set_sink_subscriptions and the digest verbs, over the engine's
 // management service in the endpoint's owner scope; they share the operator
-// API's per-human limiter) and notify_owner (over engine.NotifyOwner). The
+// API's per-human limiter) and notify_owner (over pages.NotifyOwner). The
 // list verbs (lists.go) are how an agent discovers the ids the others take. A verb outside the grant
 // called by name anyway is answered as a forbidden tool error, not the
 // SDK's "unknown tool".

@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/api/mcpserver"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
@@ -44,7 +45,7 @@ func newWorld(t *testing.T, configure ...func(*httpx.Deps)) *world {
 	endpoints := host.NewEndpoints(w.Pool, host.NewDirectory(w.Pool), todos, w.Clock)
 	accounts := host.NewAccounts(w.Pool)
 	deps := httpx.Deps{
-		Engine: eng, Accounts: accounts, Endpoints: endpoints, Todos: todos, Pool: w.Pool,
+		Engine: eng, Digests: digests.New(eng, digests.Config{}), Accounts: accounts, Endpoints: endpoints, Todos: todos, Pool: w.Pool,
 		Auth:    &httpx.Auth{Accounts: accounts, Endpoints: endpoints, Clock: w.Clock},
 		Limiter: httpx.NewLimiter(1000, 1000),
 		Logger:  slog.New(slog.NewJSONHandler(w.Logs, nil)),

@@ -153,7 +153,7 @@ func addListConnections(srv *mcp.Server, s *surface) {
 		for i, cn := range conns {
 			out.Connections[i] = ConnectionOut{
 				ID: cn.ID, Owner: cn.Owner.String(), Kind: cn.Kind, Name: cn.Name,
-				AccountKey: cn.AccountKey, HasSecret: cn.HasSecret, CreatedAt: cn.CreatedAt,
+				AccountKey: cn.BaseURL, HasSecret: cn.HasSecret, CreatedAt: cn.CreatedAt,
 			}
 		}
 		return out, nil

@@ -35,7 +35,7 @@ func TestListVerbsDiscoverIds(t *testing.T) {
 	conn := func(p engine.Principal, owner notifytype.OwnerScope, kind, name string) int64 {
 		t.Helper()
 		c, err := w.eng.CreateConnection(w.Ctx, p, engine.ConnectionInput{
-			Owner: owner, Kind: kind, Name: name, AccountKey: "https://push.example.net", Secret: notifytype.NewSecret(canary + name),
+			Owner: owner, Kind: kind, Name: name, BaseURL: "https://push.example.net", Secret: notifytype.NewSecret(canary + name),
 		})
 		require.NoError(t, err)
 		return c.ID

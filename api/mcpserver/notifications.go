@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/warnings"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
@@ -217,7 +218,7 @@ func addSetSink(srv *mcp.Server, s *surface) {
 		if err != nil {
 			return SinkOut{}, err
 		}
-		out.Warning = s.d.Engine.SinkDestinationWarning(ctx, sk)
+		out.Warning = warnings.Sink(ctx, s.d.Engine, sk)
 		return out, nil
 	})
 }
@@ -244,7 +245,7 @@ func addTestSink(srv *mcp.Server, s *surface) {
 			"and report success or the error class. At most 6 a minute per sink.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
 	}, func(ctx context.Context, c *caller, in SinkIDIn) (TestSinkOut, error) {
-		res, err := s.d.Engine.SendTest(ctx, c.p, in.ID)
+		res, err := s.d.Engine.SendTestMessage(ctx, c.p, in.ID)
 		if err != nil {
 			return TestSinkOut{}, err
 		}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -30,7 +30,7 @@ func addNotifyOwner(srv *mcp.Server, s *surface) {
 			"Fire-and-forget: it assigns nothing and changes no todo. At most 5 an hour per endpoint.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
 	}, func(ctx context.Context, c *caller, in NotifyOwnerIn) (NotifyOwnerOut, error) {
-		err := s.d.Engine.NotifyOwner(ctx, c.p, engine.NotifyOwnerInput{
+		err := pages.NotifyOwner(ctx, s.d.Engine, c.p, pages.NotifyOwnerInput{
 			Title: in.Title, Severity: notifytype.Severity(in.Severity), TodoID: in.TodoID,
 		})
 		if err != nil {

@@ -85,7 +85,7 @@ func TestWrongConnectionIsAnInvalidArgument(t *testing.T) {
 	conn := func(p int64, owner notifytype.OwnerScope, kind, name string) int64 {
 		t.Helper()
 		c, err := w.eng.CreateConnection(w.Ctx, engine.HumanPrincipal(hostid.String(p)), engine.ConnectionInput{
-			Owner: owner, Kind: kind, Name: name, AccountKey: "https://push.example.net", Secret: notifytype.NewSecret(gotifyToken),
+			Owner: owner, Kind: kind, Name: name, BaseURL: "https://push.example.net", Secret: notifytype.NewSecret(gotifyToken),
 		})
 		require.NoError(t, err)
 		return c.ID

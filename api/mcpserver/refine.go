@@ -4,6 +4,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
+	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/host"
 )
 
@@ -68,7 +70,7 @@ func (RuleOut) refineSchema(s *jsonschema.Schema, _ limits) {
 }
 
 func (NotifyOwnerIn) refineSchema(s *jsonschema.Schema, _ limits) {
-	length(prop(s, "title"), 1, engine.AgentTitleMaxLen)
+	length(prop(s, "title"), 1, pages.AgentTitleMaxLen)
 	prop(s, "severity").Enum = severityEnum
 }
 
@@ -83,5 +85,5 @@ func (TodoOut) refineSchema(s *jsonschema.Schema, _ limits) {
 
 func (SetDigestIn) refineSchema(s *jsonschema.Schema, _ limits) {
 	length(prop(s, "name"), 1, engine.NameMaxLen)
-	bounded(prop(s, "quiet_threshold_seconds"), engine.QuietThresholdMin.Seconds(), engine.QuietThresholdMax.Seconds())
+	bounded(prop(s, "quiet_threshold_seconds"), digests.QuietThresholdMin.Seconds(), digests.QuietThresholdMax.Seconds())
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard/notify/api/mcpserver"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hosttest"
@@ -181,12 +182,12 @@ func TestSetSinkRefusalsMatchTheHumanSurfaces(t *testing.T) {
 	w.F.Member(hostid.Number(team.ID), admin, "admin")
 	asAdmin := engine.HumanPrincipal(hostid.String(admin))
 	personalConn, err := w.eng.CreateConnection(w.Ctx, asAdmin, engine.ConnectionInput{
-		Owner: personal, Kind: engine.KindGotify, Name: "mine", AccountKey: "https://push.example.net",
+		Owner: personal, Kind: engine.KindGotify, Name: "mine", BaseURL: "https://push.example.net",
 		Secret: notifytype.NewSecret(gotifyToken),
 	})
 	require.NoError(t, err)
 	teamConn, err := w.eng.CreateConnection(w.Ctx, asAdmin, engine.ConnectionInput{
-		Owner: team, Kind: engine.KindGotify, Name: "ours", AccountKey: "https://push.example.org",
+		Owner: team, Kind: engine.KindGotify, Name: "ours", BaseURL: "https://push.example.org",
 		Secret: notifytype.NewSecret(gotifyToken),
 	})
 	require.NoError(t, err)
@@ -320,7 +321,7 @@ func TestNotifyOwnerSixthCallRateLimited(t *testing.T) {
 	_, cred := w.vend(t, human, scope, notifytype.GrantNotifyOwner)
 	cs := w.connect(t, cred)
 
-	for i := range engine.AgentPagesPerHour {
+	for i := range pages.AgentPagesPerHour {
 		succeeds[mcpserver.NotifyOwnerOut](t, cs, mcpserver.ToolNotifyOwner, map[string]any{"title": "page", "severity": "high"})
 		require.Equal(t, i+1, w.count(t, `SELECT count(*) FROM switchboard.outbox WHERE event_type = 'agent.notify'`))
 		if i == 0 {

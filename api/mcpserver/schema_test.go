@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard/notify/api/mcpserver"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hosttest"
@@ -113,7 +114,7 @@ func TestSchemasDeclareAllowedValuesAndLimits(t *testing.T) {
 	require.Equal(t, f(float64(cfg.BudgetBurstMax)), prop(mcpserver.ToolSetSink, false, "budget_burst").Maximum)
 	require.Equal(t, i(engine.NameMaxLen), prop(mcpserver.ToolSetSink, false, "name").MaxLength)
 	require.Equal(t, severities, prop(mcpserver.ToolNotifyOwner, false, "severity").Enum)
-	require.Equal(t, i(engine.AgentTitleMaxLen), prop(mcpserver.ToolNotifyOwner, false, "title").MaxLength)
+	require.Equal(t, i(pages.AgentTitleMaxLen), prop(mcpserver.ToolNotifyOwner, false, "title").MaxLength)
 	require.Equal(t, i(host.AttemptSummaryMaxLen), prop(mcpserver.ToolComplete, false, "summary").MaxLength)
 	require.Equal(t, i(host.RulesMax), prop(mcpserver.ToolSetWebhookRules, false, "rules").MaxItems)
 	require.Equal(t, i(host.RuleNameMaxLen), prop(mcpserver.ToolSetWebhookRules, false, "rules", "[]", "name").MaxLength)

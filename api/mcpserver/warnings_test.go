@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchboard/notify/api/mcpserver"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/warnings"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
@@ -23,7 +24,7 @@ func TestSetSinkWarnsOfABlockedConnection(t *testing.T) {
 	conn := func(name, base string) int64 {
 		t.Helper()
 		c, err := w.eng.CreateConnection(w.Ctx, p, engine.ConnectionInput{
-			Owner: scope, Kind: engine.KindGotify, Name: name, AccountKey: base, Secret: notifytype.NewSecret(gotifyToken),
+			Owner: scope, Kind: engine.KindGotify, Name: name, BaseURL: base, Secret: notifytype.NewSecret(gotifyToken),
 		})
 		require.NoError(t, err)
 		return c.ID
@@ -34,7 +35,7 @@ func TestSetSinkWarnsOfABlockedConnection(t *testing.T) {
 	cs := w.connect(t, cred)
 
 	created := succeeds[mcpserver.SinkOut](t, cs, mcpserver.ToolSetSink, map[string]any{"name": "phone", "kind": "gotify", "connection_id": private})
-	require.Equal(t, w.eng.DestinationWarning(w.Ctx, "https://192.168.7.9"), created.Warning)
+	require.Equal(t, warnings.Destination(w.Ctx, w.eng, "https://192.168.7.9"), created.Warning)
 	require.Contains(t, created.Warning, "192.168.7.9")
 	require.Contains(t, created.Warning, "SWITCHBOARD_PRIVATE_HOSTS")
 

@@ -17,7 +17,7 @@ type Metrics struct {
 
 	attempts *prometheus.CounterVec
 	claimLag prometheus.Histogram
-	statusFn func() []engine.ActorStatus
+	statusFn func() []engine.SinkStatus
 	pool     *pgxpool.Pool
 
 	// OutcomesDropped, when set, feeds switchboard_outcomes_dropped_total
@@ -27,7 +27,7 @@ type Metrics struct {
 
 // NewMetrics builds the metrics; status and pool feed the gauges read at
 // scrape time (actor status, outbox depth).
-func NewMetrics(pool *pgxpool.Pool, status func() []engine.ActorStatus) *Metrics {
+func NewMetrics(pool *pgxpool.Pool, status func() []engine.SinkStatus) *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{

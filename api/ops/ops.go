@@ -46,16 +46,16 @@ func New(d httpx.Deps, m *Metrics) http.Handler {
 // VisibleActors is the actor table p may see: every actor for an
 // operator, else those of p's own scopes' sinks (D26). The scoped table
 // costs p's sinks, not the instance's actors: the engine lists the sinks
-// of p's scopes by index and looks their actors up (Engine.StatusFor).
-func VisibleActors(r *http.Request, d httpx.Deps, p engine.Principal) ([]engine.ActorStatus, error) {
+// of p's scopes by index and looks their actors up (Engine.SinkStatuses).
+func VisibleActors(r *http.Request, d httpx.Deps, p engine.Principal) ([]engine.SinkStatus, error) {
 	operator, err := d.Accounts.IsOperator(r.Context(), hostid.Number(p.HumanID))
 	if err != nil {
 		return nil, err
 	}
 	if operator {
-		return d.Engine.Status(), nil
+		return d.Engine.AllSinkStatuses(), nil
 	}
-	return d.Engine.StatusFor(r.Context(), p)
+	return d.Engine.SinkStatuses(r.Context(), p)
 }
 
 // requireHuman lets through a request carrying an operator API token or a

@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/warnings"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
@@ -31,7 +32,7 @@ type connectionJSON struct {
 
 func connectionOut(c engine.Connection) connectionJSON {
 	return connectionJSON{
-		ID: c.ID, Owner: c.Owner, Kind: c.Kind, Name: c.Name, AccountKey: c.AccountKey,
+		ID: c.ID, Owner: c.Owner, Kind: c.Kind, Name: c.Name, AccountKey: c.BaseURL,
 		HasSecret: c.HasSecret, CreatedAt: c.CreatedAt, CreatedByHumanID: hostid.Number(c.CreatedByHumanID),
 	}
 }
@@ -115,13 +116,13 @@ func (s *server) createConnection(w http.ResponseWriter, r *http.Request, p engi
 		return err
 	}
 	c, err := s.d.Engine.CreateConnection(r.Context(), p, engine.ConnectionInput{
-		Owner: owner, Kind: in.Kind, Name: in.Name, AccountKey: base, Secret: secret,
+		Owner: owner, Kind: in.Kind, Name: in.Name, BaseURL: base, Secret: secret,
 	})
 	if err != nil {
 		return remapField(err, secretFields[in.Kind])
 	}
 	out := connectionOut(c)
-	out.Warning = s.d.Engine.ConnectionWarning(r.Context(), c)
+	out.Warning = warnings.Connection(r.Context(), s.d.Engine, c)
 	httpx.WriteJSON(w, http.StatusCreated, out)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
@@ -42,7 +43,7 @@ type digestJSON struct {
 	UpdatedByEndpointID   int64                 `json:"updated_by_endpoint_id,omitempty"`
 }
 
-func digestOut(d engine.Digest) digestJSON {
+func digestOut(d digests.Digest) digestJSON {
 	out := digestJSON{
 		ID: d.ID, Owner: d.Owner, Name: d.Name, Schedule: d.Schedule, QueueIDs: d.QueueIDs, SinkIDs: d.SinkIDs,
 		CairnConnectionID: d.CairnConnectionID, SkipWhenQuiet: d.SkipWhenQuiet,
@@ -93,7 +94,7 @@ func (s *server) listDigests(w http.ResponseWriter, r *http.Request, p engine.Pr
 	if err != nil {
 		return err
 	}
-	ds, err := s.d.Engine.ListDigests(r.Context(), p, owner)
+	ds, err := s.d.Digests.List(r.Context(), p, owner)
 	if err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ func (s *server) createDigest(w http.ResponseWriter, r *http.Request, p engine.P
 	if err != nil {
 		return err
 	}
-	d, err := s.d.Engine.CreateDigest(r.Context(), p, engine.DigestInput{
+	d, err := s.d.Digests.Create(r.Context(), p, digests.Input{
 		Owner: owner, Name: in.Name, Schedule: in.Schedule, QueueIDs: in.QueueIDs, SinkIDs: in.SinkIDs,
 		CairnConnectionID: in.CairnConnectionID, SkipWhenQuiet: in.SkipWhenQuiet,
 		QuietThreshold: time.Duration(in.QuietThresholdSeconds) * time.Second,
@@ -130,7 +131,7 @@ func (s *server) getDigest(w http.ResponseWriter, r *http.Request, p engine.Prin
 	if err != nil {
 		return err
 	}
-	d, err := s.d.Engine.GetDigest(r.Context(), p, id)
+	d, err := s.d.Digests.Get(r.Context(), p, id)
 	if err != nil {
 		return err
 	}
@@ -147,7 +148,7 @@ func (s *server) updateDigest(w http.ResponseWriter, r *http.Request, p engine.P
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	patch := engine.DigestPatch{
+	patch := digests.Patch{
 		Name: in.Name, Schedule: in.Schedule, QueueIDs: in.QueueIDs, SinkIDs: in.SinkIDs,
 		CairnConnectionID: in.CairnConnectionID, SkipWhenQuiet: in.SkipWhenQuiet,
 	}
@@ -155,7 +156,7 @@ func (s *server) updateDigest(w http.ResponseWriter, r *http.Request, p engine.P
 		t := time.Duration(*in.QuietThresholdSeconds) * time.Second
 		patch.QuietThreshold = &t
 	}
-	d, err := s.d.Engine.UpdateDigest(r.Context(), p, id, patch)
+	d, err := s.d.Digests.Update(r.Context(), p, id, patch)
 	if err != nil {
 		return remapField(err, digestFields)
 	}
@@ -168,7 +169,7 @@ func (s *server) deleteDigest(w http.ResponseWriter, r *http.Request, p engine.P
 	if err != nil {
 		return err
 	}
-	if err := s.d.Engine.DeleteDigest(r.Context(), p, id); err != nil {
+	if err := s.d.Digests.Delete(r.Context(), p, id); err != nil {
 		return err
 	}
 	return noContent(w)
@@ -188,7 +189,7 @@ func (s *server) previewDigest(w http.ResponseWriter, r *http.Request, p engine.
 	if err != nil {
 		return err
 	}
-	pv, err := s.d.Engine.PreviewDigest(r.Context(), p, id)
+	pv, err := s.d.Digests.Preview(r.Context(), p, id)
 	if err != nil {
 		return err
 	}
@@ -216,7 +217,7 @@ func (s *server) sendDigest(w http.ResponseWriter, r *http.Request, p engine.Pri
 	if err != nil {
 		return err
 	}
-	run, err := s.d.Engine.SendDigestNow(r.Context(), p, id)
+	run, err := s.d.Digests.SendNow(r.Context(), p, id)
 	if err != nil {
 		return err
 	}

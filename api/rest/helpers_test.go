@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/api/rest"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/store/storetest"
@@ -63,7 +64,7 @@ func setup(t *testing.T, opts ...func(*options)) *bundle {
 	endpoints := host.NewEndpoints(w.Pool, dir, todos, w.Clock)
 	webhooks := host.NewWebhooks(host.WebhooksConfig{Pool: w.Pool, Emitter: eng, SecretKey: w.Key, Clock: w.Clock})
 	deps := httpx.Deps{
-		Engine: eng, Accounts: accounts, Endpoints: endpoints, Todos: todos, Webhooks: webhooks, Pool: w.Pool,
+		Engine: eng, Digests: digests.New(eng, digests.Config{}), Accounts: accounts, Endpoints: endpoints, Todos: todos, Webhooks: webhooks, Pool: w.Pool,
 		Auth:    &httpx.Auth{Accounts: accounts, Endpoints: endpoints, Clock: w.Clock},
 		Limiter: o.limiter,
 		Logger:  slog.New(slog.NewJSONHandler(w.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

@@ -54,7 +54,7 @@ func TestBadSinkInput(t *testing.T) {
 		c.AppriseSchemesAllowed = append(slices.Clone(apprise.DefaultAllowedSchemes), "json", "form")
 	})
 	jsonConn, err := lax.CreateConnection(b.w.Ctx, engine.HumanPrincipal(hostid.String(a)), engine.ConnectionInput{
-		Owner: hostid.Human(a), Kind: engine.KindApprise, Name: "lax", AccountKey: g.URL,
+		Owner: hostid.Human(a), Kind: engine.KindApprise, Name: "lax", BaseURL: g.URL,
 		Secret: notifytype.NewSecret(`{"urls": ["json://hooks.example.net/x"]}`),
 	})
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/warnings"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
 )
@@ -101,7 +102,7 @@ func (s *server) createSink(w http.ResponseWriter, r *http.Request, p engine.Pri
 		return err
 	}
 	out := sinkOut(sk)
-	out.Warning = s.d.Engine.SinkDestinationWarning(r.Context(), sk)
+	out.Warning = warnings.Sink(r.Context(), s.d.Engine, sk)
 	httpx.WriteJSON(w, http.StatusCreated, out)
 	return nil
 }
@@ -140,7 +141,7 @@ func (s *server) updateSink(w http.ResponseWriter, r *http.Request, p engine.Pri
 		return err
 	}
 	out := sinkOut(sk)
-	out.Warning = s.d.Engine.SinkDestinationWarning(r.Context(), sk)
+	out.Warning = warnings.Sink(r.Context(), s.d.Engine, sk)
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -161,7 +162,7 @@ func (s *server) sendTest(w http.ResponseWriter, r *http.Request, p engine.Princ
 	if err != nil {
 		return err
 	}
-	res, err := s.d.Engine.SendTest(r.Context(), p, id)
+	res, err := s.d.Engine.SendTestMessage(r.Context(), p, id)
 	if err != nil {
 		return err
 	}

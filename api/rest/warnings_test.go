@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard/notify/engine/warnings"
 )
 
 // A connection (or a sink on one) whose base URL is an address the SSRF
@@ -32,7 +34,7 @@ func TestConnectionAndSinkSavesWarnOfBlockedAddresses(t *testing.T) {
 
 	private := create("https://10.20.0.5:8443")
 	require.NotNil(t, private.Warning, "a private address the operator has not allowed is warned about")
-	require.Equal(t, b.eng.DestinationWarning(b.w.Ctx, "https://10.20.0.5:8443"), *private.Warning, "the web UI's words")
+	require.Equal(t, warnings.Destination(b.w.Ctx, b.eng, "https://10.20.0.5:8443"), *private.Warning, "the web UI's words")
 	require.Contains(t, *private.Warning, "10.20.0.5")
 	require.Contains(t, *private.Warning, "SWITCHBOARD_PRIVATE_HOSTS")
 	require.Nil(t, create("https://127.0.0.1:8443").Warning, "loopback is allowed by this instance's SWITCHBOARD_PRIVATE_HOSTS")

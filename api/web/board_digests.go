@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/switchboard/notify/api/httpx"
-	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/digest"
+	"github.com/switchboard/notify/engine/digests"
 )
 
 // The board page of one digest, /board/digests/<id> (D13): the link every
@@ -16,13 +16,13 @@ import (
 
 // digestPageData is one digest's page.
 type digestPageData struct {
-	Digest  engine.Digest
+	Digest  digests.Digest
 	Form    digestForm
 	Choices digestChoices
-	Preview *engine.DigestPreview
+	Preview *digests.Preview
 	// PreviewWhy is why no preview could be built.
 	PreviewWhy string
-	Runs       []engine.DigestRun
+	Runs       []digests.Run
 	// Report is the preview as a readable report.
 	Report *reportView
 	// Facts are next and last send in the schedule's zone, and the
@@ -47,7 +47,7 @@ func (s *server) renderDigest(w http.ResponseWriter, r *http.Request, a *actor, 
 		s.fail(w, r, a, err)
 		return
 	}
-	d, err := s.d.Engine.GetDigest(ctx, a.P, id)
+	d, err := s.d.Digests.Get(ctx, a.P, id)
 	if err != nil {
 		s.fail(w, r, a, err)
 		return
@@ -65,13 +65,13 @@ func (s *server) renderDigest(w http.ResponseWriter, r *http.Request, a *actor, 
 		s.fail(w, r, a, err)
 		return
 	}
-	if pv, err := s.d.Engine.PreviewDigest(ctx, a.P, id); err != nil {
+	if pv, err := s.d.Digests.Preview(ctx, a.P, id); err != nil {
 		s.log.WarnContext(ctx, "web: error building a digest preview", "digest_id", id, "error", err)
 		data.PreviewWhy = "the preview could not be built just now"
 	} else {
 		data.Preview = &pv
 	}
-	if data.Runs, err = s.d.Engine.DigestRuns(ctx, a.P, id, 10); err != nil {
+	if data.Runs, err = s.d.Digests.Runs(ctx, a.P, id, 10); err != nil {
 		s.fail(w, r, a, err)
 		return
 	}
@@ -110,7 +110,7 @@ func (s *server) editDigest(w http.ResponseWriter, r *http.Request, a *actor) {
 		if sinks == nil {
 			sinks = []int64{}
 		}
-		_, err = s.d.Engine.UpdateDigest(r.Context(), a.P, id, engine.DigestPatch{
+		_, err = s.d.Digests.Update(r.Context(), a.P, id, digests.Patch{
 			Name: &form.Name, Schedule: &form.Schedule, QueueIDs: &queues, SinkIDs: &sinks,
 			CairnConnectionID: &cairn, SkipWhenQuiet: &form.SkipWhenQuiet, QuietThreshold: &threshold,
 		})
@@ -128,9 +128,9 @@ func (s *server) deleteDigest(w http.ResponseWriter, r *http.Request, a *actor) 
 		s.fail(w, r, a, err)
 		return
 	}
-	d, err := s.d.Engine.GetDigest(r.Context(), a.P, id)
+	d, err := s.d.Digests.Get(r.Context(), a.P, id)
 	if err == nil {
-		err = s.d.Engine.DeleteDigest(r.Context(), a.P, id)
+		err = s.d.Digests.Delete(r.Context(), a.P, id)
 	}
 	if err != nil {
 		s.renderDigest(w, r, a, httpx.StatusOf(err), digestPageState{refusal: err})
@@ -146,7 +146,7 @@ func (s *server) sendDigestNow(w http.ResponseWriter, r *http.Request, a *actor)
 		s.fail(w, r, a, err)
 		return
 	}
-	if _, err := s.d.Engine.SendDigestNow(r.Context(), a.P, id); err != nil {
+	if _, err := s.d.Digests.SendNow(r.Context(), a.P, id); err != nil {
 		s.renderDigest(w, r, a, httpx.StatusOf(err), digestPageState{refusal: err})
 		return
 	}
@@ -157,7 +157,7 @@ func (s *server) sendDigestNow(w http.ResponseWriter, r *http.Request, a *actor)
 
 // sentNotice says what the newest manual run of runs (newest first) did,
 // for the page a "Send now" redirects to.
-func sentNotice(runs []engine.DigestRun) string {
+func sentNotice(runs []digests.Run) string {
 	for _, run := range runs {
 		if run.Kind != "manual" {
 			continue

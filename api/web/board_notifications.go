@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/history"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 )
@@ -36,8 +37,8 @@ func (s *server) boardNotifications(w http.ResponseWriter, r *http.Request, a *a
 // notificationEvents lists the latest notification events of scopes, each
 // titled: a finished notification keeps no title (REQ-1), so the title
 // is read from the item its link names, which still has it.
-func (s *server) notificationEvents(ctx context.Context, a *actor, scopes []notifytype.OwnerScope, linkPath string, limit int) ([]engine.NotificationEvent, error) {
-	events, err := s.d.Engine.RecentNotificationEvents(ctx, a.P, scopes, linkPath, limit)
+func (s *server) notificationEvents(ctx context.Context, a *actor, scopes []notifytype.OwnerScope, linkPath string, limit int) ([]history.NotificationEvent, error) {
+	events, err := history.RecentNotificationEvents(ctx, s.d.Engine, a.P, scopes, linkPath, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +70,7 @@ func (s *server) notificationEvents(ctx context.Context, a *actor, scopes []noti
 // pending one that failed before says when it is tried again,
 // "retrying at 16:40 UTC (attempt 2 of 7)"; held reads "waiting for the
 // sink's budget".
-func stateWords(n engine.Notification) string {
+func stateWords(n history.Notification) string {
 	switch n.State {
 	case "pending":
 		if n.Attempts > 0 {
@@ -91,6 +92,6 @@ func stateWords(n engine.Notification) string {
 
 // eventLabel names an event's item for people: its title, else what its
 // link names ("todo 12"), never empty.
-func eventLabel(ev engine.NotificationEvent) string {
-	return noteLabel(engine.Notification{Title: ev.Title, LinkPath: ev.LinkPath, EventType: ev.EventType})
+func eventLabel(ev history.NotificationEvent) string {
+	return noteLabel(history.Notification{Title: ev.Title, LinkPath: ev.LinkPath, EventType: ev.EventType})
 }

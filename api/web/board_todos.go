@@ -3,7 +3,7 @@ package web
 import (
 	"net/http"
 
-	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/history"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
@@ -12,7 +12,7 @@ import (
 // boardTodoData is a todo's board page.
 type boardTodoData struct {
 	Todo          host.TodoDetail
-	Notifications []engine.NotificationEvent
+	Notifications []history.NotificationEvent
 }
 
 // boardTodo is /board/todos/<id>, where every dead-letter message links:

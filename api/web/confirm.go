@@ -198,7 +198,7 @@ func (s *server) confirmDeleteDigest(r *http.Request, a *actor) (string, confirm
 	if err != nil {
 		return "", confirmData{}, err
 	}
-	d, err := s.d.Engine.GetDigest(r.Context(), a.P, id)
+	d, err := s.d.Digests.Get(r.Context(), a.P, id)
 	if err != nil {
 		return "", confirmData{}, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/warnings"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -77,7 +78,7 @@ func (s *server) renderConnections(w http.ResponseWriter, r *http.Request, a *ac
 	// Just saved: warn when its address is one the guard will refuse.
 	if id, err := strconv.ParseInt(r.URL.Query().Get("saved"), 10, 64); err == nil && refusal == nil {
 		if i := slices.IndexFunc(conns, func(c engine.Connection) bool { return c.ID == id }); i >= 0 {
-			v.Warning = s.d.Engine.ConnectionWarning(r.Context(), conns[i])
+			v.Warning = warnings.Connection(r.Context(), s.d.Engine, conns[i])
 		}
 	}
 	s.render(w, r, status, "connections", a, v)
@@ -111,7 +112,7 @@ func (s *server) createConnection(w http.ResponseWriter, r *http.Request, a *act
 	}
 	form := connForm{Kind: r.PostFormValue("kind"), Name: r.PostFormValue("name"), AccountKey: strings.TrimSpace(r.PostFormValue("account_key"))}
 	conn, err := s.d.Engine.CreateConnection(r.Context(), a.P, engine.ConnectionInput{
-		Owner: scope, Kind: form.Kind, Name: form.Name, AccountKey: form.AccountKey, Secret: connSecret(r, form.Kind),
+		Owner: scope, Kind: form.Kind, Name: form.Name, BaseURL: form.AccountKey, Secret: connSecret(r, form.Kind),
 	})
 	if err == nil {
 		seeOther(w, r, withNotice("/connections", "connection_created", &scope)+"&saved="+itoa(conn.ID))
@@ -172,7 +173,7 @@ func (s *server) connectionPage(w http.ResponseWriter, r *http.Request, a *actor
 	if err == nil {
 		var c engine.Connection
 		if c, err = s.findConnection(r, a, scope); err == nil {
-			s.renderConnection(w, r, a, scope, http.StatusOK, c, connForm{Kind: c.Kind, Name: c.Name, AccountKey: c.AccountKey}, nil)
+			s.renderConnection(w, r, a, scope, http.StatusOK, c, connForm{Kind: c.Kind, Name: c.Name, AccountKey: c.BaseURL}, nil)
 			return
 		}
 	}
@@ -206,7 +207,7 @@ func (s *server) editConnection(w http.ResponseWriter, r *http.Request, a *actor
 		return
 	}
 	form := connForm{Kind: c.Kind, Name: r.PostFormValue("name"), AccountKey: strings.TrimSpace(r.PostFormValue("account_key"))}
-	patch := engine.ConnectionPatch{Name: &form.Name, AccountKey: &form.AccountKey}
+	patch := engine.ConnectionPatch{Name: &form.Name, BaseURL: &form.AccountKey}
 	typed := strings.TrimSpace(r.PostFormValue("secret")) != ""
 	if c.Kind == engine.KindApprise {
 		typed = strings.TrimSpace(r.PostFormValue("apprise_urls")) != "" || strings.TrimSpace(r.PostFormValue("apprise_authorization")) != ""

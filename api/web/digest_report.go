@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/digest"
+	"github.com/switchboard/notify/engine/digests"
 )
 
 // reportView is a digest's preview as the page shows it: a readable
@@ -153,7 +154,7 @@ func reportOf(r digest.Report, loc *time.Location) reportView {
 
 // schedulePlace is where a digest's schedule reads its times: its zone,
 // UTC when the schedule does not parse (it was checked on save).
-func schedulePlace(d engine.Digest) *time.Location {
+func schedulePlace(d digests.Digest) *time.Location {
 	if s, err := digest.Parse(d.Schedule); err == nil && s.Location() != nil {
 		return s.Location()
 	}
@@ -188,7 +189,7 @@ type digestFacts struct {
 
 // factsOf says a digest's facts; runs are its latest runs, newest first,
 // ch the scope's sinks and connections (for their names).
-func factsOf(d engine.Digest, runs []engine.DigestRun, ch digestChoices) digestFacts {
+func factsOf(d digests.Digest, runs []digests.Run, ch digestChoices) digestFacts {
 	f := digestFacts{Loc: schedulePlace(d)}
 	f.NextSend = inZone(d.NextSendAt, f.Loc)
 	if run, ok := lastSent(runs); ok {
@@ -225,11 +226,11 @@ func factsOf(d engine.Digest, runs []engine.DigestRun, ch digestChoices) digestF
 // hand (runs newest first): digests.last_sent_at is the scheduler's claim
 // on its slots, which a manual send does not spend, so it is not what a
 // person means by "last sent".
-func lastSent(runs []engine.DigestRun) (engine.DigestRun, bool) {
+func lastSent(runs []digests.Run) (digests.Run, bool) {
 	for _, run := range runs {
 		if run.Outcome == "sent" {
 			return run, true
 		}
 	}
-	return engine.DigestRun{}, false
+	return digests.Run{}, false
 }

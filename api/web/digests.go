@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/digest"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -74,7 +75,7 @@ func (f digestForm) cairn() (int64, error) {
 
 func (f digestForm) threshold() (time.Duration, error) {
 	if f.ThresholdMins == "" {
-		return engine.QuietThresholdDefault, nil
+		return digests.QuietThresholdDefault, nil
 	}
 	n, err := strconv.Atoi(f.ThresholdMins)
 	if err != nil || n <= 0 {
@@ -83,7 +84,7 @@ func (f digestForm) threshold() (time.Duration, error) {
 	return time.Duration(n) * time.Minute, nil
 }
 
-func digestFormOf(d engine.Digest) digestForm {
+func digestFormOf(d digests.Digest) digestForm {
 	f := digestForm{
 		Name: d.Name, Schedule: d.Schedule, QueueIDs: d.QueueIDs, SinkIDs: d.SinkIDs, SkipWhenQuiet: d.SkipWhenQuiet,
 		ThresholdMins: strconv.Itoa(int(d.QuietThreshold / time.Minute)),
@@ -119,7 +120,7 @@ func (s *server) choices(r *http.Request, a *actor, scope notifytype.OwnerScope)
 			c.Connections = append(c.Connections, cn)
 		}
 	}
-	if src := s.d.Engine.Config().DigestSources; src != nil {
+	if src := s.d.Digests.Config().Sources; src != nil {
 		if c.Queues, err = src.Queues(ctx, scope); err != nil {
 			s.log.WarnContext(ctx, "web: error listing queues for the digest form", "error", err)
 			c.QueuesWhy = "the queues could not be listed just now"
@@ -154,7 +155,7 @@ func (s *server) renderDigests(w http.ResponseWriter, r *http.Request, a *actor,
 		s.fail(w, r, a, err)
 		return
 	}
-	ds, err := s.d.Engine.ListDigests(ctx, a.P, scope)
+	ds, err := s.d.Digests.List(ctx, a.P, scope)
 	if err != nil {
 		s.fail(w, r, a, err)
 		return
@@ -166,7 +167,7 @@ func (s *server) renderDigests(w http.ResponseWriter, r *http.Request, a *actor,
 	}
 	rows := make([]digestRow, len(ds))
 	for i, d := range ds {
-		runs, err := s.d.Engine.DigestRuns(ctx, a.P, d.ID, 10)
+		runs, err := s.d.Digests.Runs(ctx, a.P, d.ID, 10)
 		if err != nil {
 			s.fail(w, r, a, err)
 			return
@@ -175,7 +176,7 @@ func (s *server) renderDigests(w http.ResponseWriter, r *http.Request, a *actor,
 	}
 	s.render(w, r, status, "digests", a, view{
 		Title: "Digests", Nav: "digests", Scope: scope, CanWrite: canWrite, ReadOnly: readOnly,
-		Notice: noticeOf(r), Err: s.public(r, refusal), Data: digestsData{Digests: rows, Choices: ch, Form: form, Max: engine.MaxDigestsPerScope},
+		Notice: noticeOf(r), Err: s.public(r, refusal), Data: digestsData{Digests: rows, Choices: ch, Form: form, Max: digests.MaxPerScope},
 	})
 }
 
@@ -186,14 +187,14 @@ func (s *server) createDigest(w http.ResponseWriter, r *http.Request, a *actor) 
 		return
 	}
 	form := readDigestForm(r)
-	var d engine.Digest
+	var d digests.Digest
 	cairn, err := form.cairn()
 	var threshold time.Duration
 	if err == nil {
 		threshold, err = form.threshold()
 	}
 	if err == nil {
-		d, err = s.d.Engine.CreateDigest(r.Context(), a.P, engine.DigestInput{
+		d, err = s.d.Digests.Create(r.Context(), a.P, digests.Input{
 			Owner: scope, Name: form.Name, Schedule: form.Schedule, QueueIDs: form.QueueIDs, SinkIDs: form.SinkIDs,
 			CairnConnectionID: cairn, SkipWhenQuiet: &form.SkipWhenQuiet, QuietThreshold: threshold,
 		})
@@ -207,7 +208,7 @@ func (s *server) createDigest(w http.ResponseWriter, r *http.Request, a *actor) 
 
 // digestRow is one digest of the list, with the facts its page shows.
 type digestRow struct {
-	engine.Digest
+	digests.Digest
 	digestFacts
 }
 

@@ -5,17 +5,25 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 )
 
-func withDigestSources(c *engine.Config) { c.DigestSources = host.NewDigestSources(c.Pool) }
+// withDigestSources gives the bundle's digests the reference host's
+// sources (newBundle reads digestSourcesFor once the config is built).
+func withDigestSources(c *engine.Config) { digestSourcesFor.Store(c.Pool, true) }
+
+// digestSourcesFor holds the pools of the bundles whose digests have
+// sources.
+var digestSourcesFor sync.Map
 
 func TestDigestPagesCreatePreviewSendNow(t *testing.T) {
 	t.Parallel()
@@ -139,7 +147,7 @@ func TestDigestPageReadsForAPerson(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.deps.Todos.Interrupt(b.ctx, id, todo.ID)
 	require.NoError(t, err)
-	dg, err := b.eng.CreateDigest(b.ctx, engine.HumanPrincipal(hostid.String(id)), engine.DigestInput{Owner: scope, Name: "morning",
+	dg, err := b.deps.Digests.Create(b.ctx, engine.HumanPrincipal(hostid.String(id)), digests.Input{Owner: scope, Name: "morning",
 		Schedule: "TZ=America/Los_Angeles Mon-Fri 09:00", SinkIDs: []int64{sink.ID}})
 	require.NoError(t, err)
 	loc := "/board/digests/" + strconv.FormatInt(dg.ID, 10)
@@ -188,7 +196,7 @@ func TestDigestListAgreesWithItsPage(t *testing.T) {
 	conn := b.gotifyConnection(t, id, scope, "https://push.example.net", "gtfya.web")
 	phone := b.gotifySink(t, id, scope, conn.ID, "phone")
 	pager := b.gotifySink(t, id, scope, conn.ID, "pager")
-	dg, err := b.eng.CreateDigest(b.ctx, engine.HumanPrincipal(hostid.String(id)), engine.DigestInput{Owner: scope, Name: "morning",
+	dg, err := b.deps.Digests.Create(b.ctx, engine.HumanPrincipal(hostid.String(id)), digests.Input{Owner: scope, Name: "morning",
 		Schedule: "TZ=America/Los_Angeles Mon-Fri 09:00", SinkIDs: []int64{phone.ID, pager.ID}})
 	require.NoError(t, err)
 	loc := "/board/digests/" + strconv.FormatInt(dg.ID, 10)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
@@ -300,7 +301,7 @@ func TestBrowserPhoneWidth(t *testing.T) {
 	gotify := sinktest.NewServer(t, nil)
 	conn := b.gotifyConnection(t, id, me, gotify.URL+"/a/rather/long/path/that/would/not/fit/on/a/phone/screen", "gtfya.phone")
 	sink := b.gotifySink(t, id, me, conn.ID, "a-sink-with-a-long-name-that-goes-on")
-	_, err := b.eng.SendTest(b.ctx, p, sink.ID)
+	_, err := b.eng.SendTestMessage(b.ctx, p, sink.ID)
 	require.NoError(t, err)
 	queue := b.f.Queue(me, "a-queue-with-a-name-long-enough-to-need-wrapping")
 	todo, err := b.deps.Todos.Enqueue(b.ctx, queue, host.TodoInput{Title: "Nightly build of the release-candidate-branch-with-a-long-name failed"})
@@ -324,10 +325,10 @@ func TestBrowserPhoneWidth(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, deliveries)
 
-	dg, err := b.eng.CreateDigest(b.ctx, p, engine.DigestInput{Owner: me, Name: "morning-digest-for-the-whole-release-team",
+	dg, err := b.deps.Digests.Create(b.ctx, p, digests.Input{Owner: me, Name: "morning-digest-for-the-whole-release-team",
 		Schedule: "TZ=America/Los_Angeles Mon-Fri 09:00,17:00", SinkIDs: []int64{sink.ID}})
 	require.NoError(t, err)
-	_, err = b.eng.SendDigestNow(b.ctx, p, dg.ID)
+	_, err = b.deps.Digests.SendNow(b.ctx, p, dg.ID)
 	require.NoError(t, err)
 
 	pages := []string{"/sinks", "/sinks/" + itoa(sink.ID), "/connections", "/queues", "/queues/" + itoa(queue),

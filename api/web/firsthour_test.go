@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/warnings"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hosttest"
@@ -338,7 +339,7 @@ func TestSinkOnAPrivateConnectionWarns(t *testing.T) {
 	page, sinkURL := create("desk", private.ID)
 	require.Contains(t, page.body, "Sink created.")
 	warning := between(t, page.body, `id="warning">`, "</p>")
-	require.Equal(t, b.eng.DestinationWarning(b.ctx, "http://127.0.0.1:8181"), html.UnescapeString(warning))
+	require.Equal(t, warnings.Destination(b.ctx, b.eng, "http://127.0.0.1:8181"), html.UnescapeString(warning))
 	page, _ = create("phone", public.ID)
 	require.NotContains(t, page.body, `id="warning"`)
 
@@ -376,7 +377,7 @@ func TestOpsShowsLastDeliveryFromTheDatabase(t *testing.T) {
 	id, c := b.human(t)
 	me := hostid.Human(id)
 	down := b.gotifySink(t, id, me, b.gotifyConnection(t, id, me, sinktest.RefusedURL(t), "gtfya.o").ID, "pager")
-	_, err := b.eng.SendTest(b.ctx, engine.HumanPrincipal(hostid.String(id)), down.ID)
+	_, err := b.eng.SendTestMessage(b.ctx, engine.HumanPrincipal(hostid.String(id)), down.ID)
 	require.NoError(t, err)
 	b.gotifySink(t, id, me, b.gotifyConnection(t, id, me, "https://gotify.example.net", "gtfya.q").ID, "quiet")
 

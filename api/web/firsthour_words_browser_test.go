@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
@@ -62,10 +63,10 @@ func TestBrowserFirstHourWords(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "notified phone; no todo created", got.Summary)
 	// A digest, sent by hand.
-	dg, err := b.eng.CreateDigest(b.ctx, p, engine.DigestInput{Owner: me, Name: "morning",
+	dg, err := b.deps.Digests.Create(b.ctx, p, digests.Input{Owner: me, Name: "morning",
 		Schedule: "TZ=Europe/Berlin Mon-Fri 09:00", SinkIDs: []int64{sink.ID}})
 	require.NoError(t, err)
-	_, err = b.eng.SendDigestNow(b.ctx, p, dg.ID)
+	_, err = b.deps.Digests.SendNow(b.ctx, p, dg.ID)
 	require.NoError(t, err)
 	for range 3 {
 		select {

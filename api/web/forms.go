@@ -42,7 +42,7 @@ func (v view) OptionsInvalid() bool {
 // be reached or answered 404, the Apprise URLs or config key Apprise had
 // nothing for. A saved connection's token or address is not on the form:
 // then the Connection picker. "" when no input is to blame.
-func testField(res engine.TestResult, f sinkForm) string {
+func testField(res engine.TestMessageResult, f sinkForm) string {
 	if res.Delivered {
 		return ""
 	}
@@ -102,7 +102,7 @@ func kindClassHelp(kind string, c notifytype.ErrorClass) string {
 // testText says a test's result in words: delivered, or what failed and
 // what to do for the sink's kind, with the HTTP status when there was
 // one. Nothing was saved.
-func testText(res engine.TestResult, kind string) string {
+func testText(res engine.TestMessageResult, kind string) string {
 	if res.Delivered {
 		return "Test message delivered: check that it arrived. Nothing is saved until you create the sink."
 	}

@@ -146,14 +146,14 @@ func TestConnectionEdit(t *testing.T) {
 	conns, err := b.eng.ListConnections(b.ctx, p, me)
 	require.NoError(t, err)
 	require.Equal(t, "home gotify", conns[0].Name)
-	_, err = b.eng.SendTest(b.ctx, p, sink.ID)
+	_, err = b.eng.SendTestMessage(b.ctx, p, sink.ID)
 	require.NoError(t, err)
 	require.Equal(t, "gtfya.OldToken1", gotify.Requests()[0].Header.Get("X-Gotify-Key"), "a blank token keeps the stored one")
 
 	// A new token replaces it.
 	res = post(url.Values{"name": {"home gotify"}, "account_key": {gotify.URL}, "secret": {"gtfya.NewToken2"}})
 	require.Equal(t, http.StatusSeeOther, res.status, res.body)
-	_, err = b.eng.SendTest(b.ctx, p, sink.ID)
+	_, err = b.eng.SendTestMessage(b.ctx, p, sink.ID)
 	require.NoError(t, err)
 	require.Equal(t, "gtfya.NewToken2", gotify.Requests()[1].Header.Get("X-Gotify-Key"))
 	require.NotContains(t, c.get(path).body, "gtfya.NewToken2", "never shown")
@@ -166,7 +166,7 @@ func TestConnectionEdit(t *testing.T) {
 	require.Equal(t, "invalid_argument", code)
 	require.Equal(t, "name", field)
 	require.NotContains(t, res.body, "gtfya.Refused3")
-	_, err = b.eng.SendTest(b.ctx, p, sink.ID)
+	_, err = b.eng.SendTestMessage(b.ctx, p, sink.ID)
 	require.NoError(t, err)
 	require.Equal(t, "gtfya.NewToken2", gotify.Requests()[2].Header.Get("X-Gotify-Key"), "the refused token was not stored")
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/history"
 	"github.com/switchboard/notify/notifytype"
 )
 
@@ -15,15 +15,15 @@ import (
 func TestNoteLabel(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		n    engine.Notification
+		n    history.Notification
 		want string
 	}{
-		{engine.Notification{Title: "Nightly build failed", LinkPath: "/board/todos/12"}, "Nightly build failed"},
-		{engine.Notification{LinkPath: "/board/todos/12", EventType: notifytype.EventTodoDeadLettered}, "todo 12"},
-		{engine.Notification{LinkPath: "/board/webhooks/3/deliveries/9", EventType: notifytype.EventRuleNotify}, "delivery 9"},
-		{engine.Notification{LinkPath: "/board/digests/4", EventType: notifytype.EventDigest}, "digest 4"},
-		{engine.Notification{Title: "  ", EventType: notifytype.EventAgentNotify}, "An agent paged its owner"},
-		{engine.Notification{LinkPath: "/board/todos/x", EventType: notifytype.EventTodoDeadLettered}, "A todo dead-lettered"},
+		{history.Notification{Title: "Nightly build failed", LinkPath: "/board/todos/12"}, "Nightly build failed"},
+		{history.Notification{LinkPath: "/board/todos/12", EventType: notifytype.EventTodoDeadLettered}, "todo 12"},
+		{history.Notification{LinkPath: "/board/webhooks/3/deliveries/9", EventType: notifytype.EventRuleNotify}, "delivery 9"},
+		{history.Notification{LinkPath: "/board/digests/4", EventType: notifytype.EventDigest}, "digest 4"},
+		{history.Notification{Title: "  ", EventType: notifytype.EventAgentNotify}, "An agent paged its owner"},
+		{history.Notification{LinkPath: "/board/todos/x", EventType: notifytype.EventTodoDeadLettered}, "A todo dead-lettered"},
 	} {
 		require.Equal(t, c.want, noteLabel(c.n), "%+v", c.n)
 	}

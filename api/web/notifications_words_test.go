@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -39,7 +39,7 @@ func TestNotificationsOneEntryPerEventWithItsTitle(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.deps.Todos.Interrupt(b.ctx, id, todo.ID)
 	require.NoError(t, err)
-	_, err = enginetest.FanOut(b.ctx, b.eng)
+	_, err = testhooks.FanOut(b.ctx, b.eng)
 	require.NoError(t, err)
 	require.Equal(t, 2, b.f.Count(`SELECT count(*) FROM switchboard.outbox`), "one row per sink")
 

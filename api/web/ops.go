@@ -7,12 +7,13 @@ import (
 	"strconv"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/history"
 	"github.com/switchboard/notify/host/hostid"
 )
 
 // opsRow is one sink actor of this instance, as the ops page shows it.
 type opsRow struct {
-	engine.ActorStatus
+	engine.SinkStatus
 	// SinkName is the sink's name when it is one of the viewer's own
 	// sinks; an operator sees other owners' sinks by id only (D26).
 	SinkName string
@@ -42,19 +43,19 @@ type opsData struct {
 func (s *server) opsPage(w http.ResponseWriter, r *http.Request, a *actor) {
 	// The actors are scoped as D26 says: an operator sees every sink actor
 	// of the instance, any other human those of their own scopes' sinks.
-	var status []engine.ActorStatus
+	var status []engine.SinkStatus
 	operator, err := s.d.Accounts.IsOperator(r.Context(), hostid.Number(a.P.HumanID))
 	switch {
 	case err == nil && operator:
-		status = s.d.Engine.Status()
+		status = s.d.Engine.AllSinkStatuses()
 	case err == nil:
-		status, err = s.d.Engine.StatusFor(r.Context(), a.P)
+		status, err = s.d.Engine.SinkStatuses(r.Context(), a.P)
 	}
 	if err != nil {
 		s.fail(w, r, a, err)
 		return
 	}
-	slices.SortFunc(status, func(x, y engine.ActorStatus) int { return cmp.Compare(x.SinkID, y.SinkID) })
+	slices.SortFunc(status, func(x, y engine.SinkStatus) int { return cmp.Compare(x.SinkID, y.SinkID) })
 	data := opsData{Actors: make([]opsRow, len(status))}
 	for i, st := range status {
 		n := int(st.Tokens)
@@ -62,7 +63,7 @@ func (s *server) opsPage(w http.ResponseWriter, r *http.Request, a *actor) {
 		if n == 1 {
 			left = "1 message"
 		}
-		data.Actors[i] = opsRow{ActorStatus: st, SendsLeft: left}
+		data.Actors[i] = opsRow{SinkStatus: st, SendsLeft: left}
 	}
 	scopes, err := s.scopeOptions(r.Context(), a)
 	if err != nil {
@@ -75,7 +76,7 @@ func (s *server) opsPage(w http.ResponseWriter, r *http.Request, a *actor) {
 			s.fail(w, r, a, err)
 			return
 		}
-		last, err := s.d.Engine.LastDeliveries(r.Context(), a.P, sc.Scope)
+		last, err := history.LastDeliveries(r.Context(), s.d.Engine, a.P, sc.Scope)
 		if err != nil {
 			s.fail(w, r, a, err)
 			return

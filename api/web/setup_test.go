@@ -23,6 +23,8 @@ import (
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/api/web"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/clocks"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hosttest"
@@ -97,6 +99,10 @@ func newBundle(t *testing.T, configure ...func(*engine.Config)) *bundle {
 	}
 	eng, err := engine.New(cfg)
 	require.NoError(t, err)
+	var dcfg digests.Config
+	if _, ok := digestSourcesFor.LoadAndDelete(pool); ok {
+		dcfg.Sources = host.NewDigestSources(pool)
+	}
 	accounts := host.NewAccounts(pool)
 	dir := host.NewDirectory(pool)
 	todos := host.NewTodos(pool, eng, nil)
@@ -104,9 +110,9 @@ func newBundle(t *testing.T, configure ...func(*engine.Config)) *bundle {
 	return &bundle{
 		ctx: context.Background(), pool: pool, f: hosttest.NewFactory(t, pool), eng: eng, accounts: accounts, logs: logs,
 		deps: httpx.Deps{
-			Engine: eng, Accounts: accounts, Endpoints: endpoints, Todos: todos, Pool: pool,
-			Auth:    &httpx.Auth{Accounts: accounts, Endpoints: endpoints, Clock: engine.SystemClock{}},
-			Limiter: httpx.NewLimiter(1000, 1000), Logger: log, Clock: engine.SystemClock{},
+			Engine: eng, Digests: digests.New(eng, dcfg), Accounts: accounts, Endpoints: endpoints, Todos: todos, Pool: pool,
+			Auth:    &httpx.Auth{Accounts: accounts, Endpoints: endpoints, Clock: clocks.System{}},
+			Limiter: httpx.NewLimiter(1000, 1000), Logger: log, Clock: clocks.System{},
 		},
 	}
 }
@@ -209,7 +215,7 @@ func (r response) refusal(t *testing.T) (code, field, scheme string) {
 func (b *bundle) gotifyConnection(t *testing.T, humanID int64, owner notifytype.OwnerScope, base, token string) engine.Connection {
 	t.Helper()
 	c, err := b.eng.CreateConnection(b.ctx, engine.HumanPrincipal(hostid.String(humanID)), engine.ConnectionInput{
-		Owner: owner, Kind: engine.KindGotify, Name: "gotify-" + rand.Text()[:6], AccountKey: base,
+		Owner: owner, Kind: engine.KindGotify, Name: "gotify-" + rand.Text()[:6], BaseURL: base,
 		Secret: notifytype.NewSecret(token),
 	})
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/pages"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
@@ -244,7 +245,7 @@ func (s *server) sendSignInLink(ctx context.Context, email, next string) {
 	if next != "" {
 		link += "?next=" + url.QueryEscape(next)
 	}
-	n, err := s.d.Engine.SendSignInLink(ctx, hostid.String(h.ID), link, expires.UTC().Format("15:04 MST"))
+	n, err := pages.SendSignInLink(ctx, s.d.Engine, hostid.String(h.ID), link, expires.UTC().Format("15:04 MST"))
 	if err != nil {
 		s.log.ErrorContext(ctx, "web: sign-in link: error sending", "human_id", h.ID, "error", err)
 		return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/warnings"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
@@ -237,14 +238,14 @@ type sinksData struct {
 type testedData struct {
 	OK   bool
 	Text string
-	res  engine.TestResult
+	res  engine.TestMessageResult
 	// refused says the test was refused before sending (a field's value).
 	refused bool
 }
 
 // renderSinksTested shows the sinks page answering a send test of the
 // form's unsaved settings.
-func (s *server) renderSinksTested(w http.ResponseWriter, r *http.Request, a *actor, scope notifytype.OwnerScope, form sinkForm, res engine.TestResult) {
+func (s *server) renderSinksTested(w http.ResponseWriter, r *http.Request, a *actor, scope notifytype.OwnerScope, form sinkForm, res engine.TestMessageResult) {
 	text := testText(res, form.Kind)
 	if f := testField(res, form); f != "" {
 		text += " See " + fieldLabels[f] + " below."
@@ -266,7 +267,7 @@ type sinkData struct {
 	Subs        []subRow
 	SubForm     subForm
 	Deliveries  []engine.DeliveryRecord
-	Test        *engine.TestResult
+	Test        *engine.TestMessageResult
 	EventTypes  []engine.EventKind
 	Severities  []notifytype.Severity
 	// Queues, Endpoints and Webhooks of the sink's scope, for the filters.
@@ -388,7 +389,7 @@ func (s *server) createSink(w http.ResponseWriter, r *http.Request, a *actor) {
 		var c engine.Connection
 		c, err = s.d.Engine.CreateConnection(r.Context(), a.P, engine.ConnectionInput{
 			Owner: scope, Kind: form.Kind, Name: cmp.Or(strings.TrimSpace(form.ConnName), strings.TrimSpace(form.Name)),
-			AccountKey: form.ConnURL, Secret: connSecret(r, form.Kind),
+			BaseURL: form.ConnURL, Secret: connSecret(r, form.Kind),
 		})
 		err = connRefusal(err)
 		if err == nil {
@@ -436,15 +437,15 @@ func (s *server) testSinkSettings(w http.ResponseWriter, r *http.Request, a *act
 		return
 	}
 	form := readSinkForm(r)
-	in := engine.TestSettingsInput{Owner: scope, Kind: form.Kind, Options: form.options(form.Kind)}
+	in := engine.UnsavedSinkSettings{Owner: scope, Kind: form.Kind, Options: form.options(form.Kind)}
 	if form.ConnectionID == newConnection {
 		in.BaseURL, in.Secret = form.ConnURL, connSecret(r, form.Kind)
 	} else if in.ConnectionID = form.connectionID(); in.ConnectionID <= 0 {
 		err = notifytype.InvalidArgument("connection_id", "pick a connection, or New connection")
 	}
-	var res engine.TestResult
+	var res engine.TestMessageResult
 	if err == nil {
-		res, err = s.d.Engine.SendTestSettings(r.Context(), a.P, in)
+		res, err = s.d.Engine.TrySinkSettings(r.Context(), a.P, in)
 		err = connRefusal(err)
 	}
 	form.ConnURL = withoutUserInfo(form.ConnURL)
@@ -488,13 +489,13 @@ func (s *server) sinkPage(w http.ResponseWriter, r *http.Request, a *actor) {
 // redirect carried (?test=delivered, or ?test=failed&class=…&http=…), so a
 // reload shows it again without sending again. Only known classes and
 // HTTP statuses are read back.
-func testResultOf(r *http.Request) *engine.TestResult {
+func testResultOf(r *http.Request) *engine.TestMessageResult {
 	q := r.URL.Query()
 	switch q.Get("test") {
 	case "delivered":
-		return &engine.TestResult{Delivered: true}
+		return &engine.TestMessageResult{Delivered: true}
 	case "failed":
-		res := &engine.TestResult{Class: notifytype.ErrorClass(q.Get("class"))}
+		res := &engine.TestMessageResult{Class: notifytype.ErrorClass(q.Get("class"))}
 		if !slices.Contains(notifytype.ErrorClasses, res.Class) && res.Class != "abandoned" {
 			res.Class = ""
 		}
@@ -507,7 +508,7 @@ func testResultOf(r *http.Request) *engine.TestResult {
 }
 
 // testResultQuery is the query testResultOf reads.
-func testResultQuery(res engine.TestResult) string {
+func testResultQuery(res engine.TestMessageResult) string {
 	if res.Delivered {
 		return "?test=delivered"
 	}
@@ -523,7 +524,7 @@ func testResultQuery(res engine.TestResult) string {
 type sinkPageState struct {
 	form    *sinkForm
 	subForm *subForm
-	test    *engine.TestResult
+	test    *engine.TestMessageResult
 	notice  string
 	refusal error
 }
@@ -599,7 +600,7 @@ func (s *server) renderSink(w http.ResponseWriter, r *http.Request, a *actor, st
 	// connection it delivers through is on an address the guard will
 	// refuse (the REST API and MCP answer the same words).
 	if key := r.URL.Query().Get("notice"); (key == "sink_created" || key == "sink_saved") && st.refusal == nil {
-		v.Warning = s.d.Engine.SinkDestinationWarning(ctx, sk)
+		v.Warning = warnings.Sink(ctx, s.d.Engine, sk)
 	}
 	s.render(w, r, status, "sink", a, v)
 }
@@ -678,7 +679,7 @@ func (s *server) testSink(w http.ResponseWriter, r *http.Request, a *actor) {
 		s.fail(w, r, a, err)
 		return
 	}
-	res, err := s.d.Engine.SendTest(r.Context(), a.P, id)
+	res, err := s.d.Engine.SendTestMessage(r.Context(), a.P, id)
 	if err != nil {
 		s.afterSinkWrite(w, r, a, id, err, "", sinkPageState{})
 		return

@@ -19,6 +19,8 @@ import (
 
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/clocks"
+	"github.com/switchboard/notify/engine/history"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/notifytype"
@@ -43,7 +45,7 @@ func favicon(w http.ResponseWriter, r *http.Request) {
 type server struct {
 	d      httpx.Deps
 	log    *slog.Logger
-	clock  engine.Clock
+	clock  clocks.Clock
 	secure bool // the session cookie's Secure flag: the base URL is https
 	pages  map[string]*template.Template
 	// dir answers the pages' questions about teams and names.
@@ -65,7 +67,7 @@ func New(d httpx.Deps) http.Handler {
 		s.log = slog.Default()
 	}
 	if s.clock == nil {
-		s.clock = engine.SystemClock{}
+		s.clock = clocks.System{}
 	}
 	if s.d.Auth == nil {
 		s.d.Auth = &httpx.Auth{Accounts: d.Accounts, Endpoints: d.Endpoints, Clock: s.clock}
@@ -504,7 +506,7 @@ var funcs = template.FuncMap{
 // text is not retained), so then the item its link names ("todo 12",
 // "delivery 9"), else what happened in words. Never empty, so a link
 // always has text to click.
-func noteLabel(n engine.Notification) string {
+func noteLabel(n history.Notification) string {
 	if t := strings.TrimSpace(n.Title); t != "" {
 		return t
 	}

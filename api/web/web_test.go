@@ -213,7 +213,7 @@ func TestBadInputsGiveTheAPICodes(t *testing.T) {
 				"apprise_urls": {"json://hooks.example.net/x"}},
 			api: func() error {
 				_, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{Owner: me, Kind: "apprise", Name: "relay",
-					AccountKey: "https://apprise.example.net", Secret: notifytype.NewSecret(`{"urls":["json://hooks.example.net/x"]}`)})
+					BaseURL: "https://apprise.example.net", Secret: notifytype.NewSecret(`{"urls":["json://hooks.example.net/x"]}`)})
 				return err
 			},
 			code: "forbidden_scheme", keeps: `value="relay"`, table: "connections",
@@ -226,7 +226,7 @@ func TestBadInputsGiveTheAPICodes(t *testing.T) {
 				"apprise_urls": {"mailto://u:p@example.com,json://169.254.169.254/latest/meta-data/"}},
 			api: func() error {
 				_, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{Owner: me, Kind: "apprise", Name: "mail",
-					AccountKey: "https://apprise.example.net", Secret: notifytype.NewSecret(`{"urls":["mailto://u:p@example.com,json://169.254.169.254/latest/meta-data/"]}`)})
+					BaseURL: "https://apprise.example.net", Secret: notifytype.NewSecret(`{"urls":["mailto://u:p@example.com,json://169.254.169.254/latest/meta-data/"]}`)})
 				return err
 			},
 			code: "forbidden_scheme", keeps: `value="mail"`, table: "connections",
@@ -236,7 +236,7 @@ func TestBadInputsGiveTheAPICodes(t *testing.T) {
 			form: url.Values{"owner": {owner}, "kind": {"gotify"}, "name": {"phone2"}, "account_key": {"https://gotify.example.net"}},
 			api: func() error {
 				_, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{Owner: me, Kind: "gotify", Name: "phone2",
-					AccountKey: "https://gotify.example.net"})
+					BaseURL: "https://gotify.example.net"})
 				return err
 			},
 			code: "invalid_argument", field: "secret", keeps: `value="https://gotify.example.net"`, table: "connections",
@@ -246,7 +246,7 @@ func TestBadInputsGiveTheAPICodes(t *testing.T) {
 			form: url.Values{"owner": {owner}, "kind": {"gotify"}, "name": {"ftp"}, "account_key": {"ftp://gotify.example.net"}, "secret": {"gtfya.x"}},
 			api: func() error {
 				_, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{Owner: me, Kind: "gotify", Name: "ftp",
-					AccountKey: "ftp://gotify.example.net", Secret: notifytype.NewSecret("gtfya.x")})
+					BaseURL: "ftp://gotify.example.net", Secret: notifytype.NewSecret("gtfya.x")})
 				return err
 			},
 			code: "invalid_argument", field: "account_key", keeps: `value="ftp"`, table: "connections",
@@ -256,7 +256,7 @@ func TestBadInputsGiveTheAPICodes(t *testing.T) {
 			form: url.Values{"owner": {owner}, "kind": {"slack"}, "name": {"s"}, "account_key": {"https://x.example.net"}, "secret": {"t"}},
 			api: func() error {
 				_, err := b.eng.CreateConnection(b.ctx, p, engine.ConnectionInput{Owner: me, Kind: "slack", Name: "s",
-					AccountKey: "https://x.example.net", Secret: notifytype.NewSecret("t")})
+					BaseURL: "https://x.example.net", Secret: notifytype.NewSecret("t")})
 				return err
 			},
 			code: "invalid_argument", field: "kind", table: "connections",

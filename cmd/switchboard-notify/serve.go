@@ -20,6 +20,8 @@ import (
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/api/ops"
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/clocks"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hoststore"
 	"github.com/switchboard/notify/store"
@@ -65,7 +67,6 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	eng, err := engine.New(engine.Config{
 		Pool:      pool,
 		Directory: host.NewDirectory(pool), Events: host.Events(), Links: host.Links(),
-		DigestSources:         host.NewDigestSources(pool),
 		SecretKey:             cfg.SecretKey,
 		BaseURL:               cfg.BaseURL,
 		PushAllowHTTP:         allowHTTP,
@@ -85,7 +86,9 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	if err != nil {
 		return err
 	}
-	metrics = ops.NewMetrics(pool, eng.Status)
+	// The product's queue digests: their scheduler runs under the engine.
+	digestService := digests.New(eng, digests.Config{Sources: host.NewDigestSources(pool)})
+	metrics = ops.NewMetrics(pool, eng.AllSinkStatuses)
 	metrics.OutcomesDropped = eng.OutcomesDropped
 	accounts := host.NewAccounts(pool)
 	directory := host.NewDirectory(pool)
@@ -120,6 +123,7 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 	}
 	deps := httpx.Deps{
 		Engine:    eng,
+		Digests:   digestService,
 		Accounts:  accounts,
 		Endpoints: host.NewEndpoints(pool, directory, todos, nil),
 		Todos:     todos,
@@ -127,7 +131,7 @@ func runServe(ctx context.Context, cfg config, log *slog.Logger, stdout io.Write
 		Pool:      pool,
 		Limiter:   httpx.NewLimiter(apiRatePerSecond, apiBurst),
 		Logger:    log,
-		Clock:     engine.SystemClock{},
+		Clock:     clocks.System{},
 		BaseURL:   cfg.BaseURL,
 	}
 	deps.AuthFailures = httpx.NewAuthFailures(float64(cfg.AuthFailuresPerMinute), cfg.AuthFailuresBurst, deps.Clock)

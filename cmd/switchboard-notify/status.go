@@ -39,7 +39,7 @@ func runStatus(ctx context.Context, cfg config, stdout io.Writer) error {
 		return fmt.Errorf("the server answered %s", resp.Status)
 	}
 	var body struct {
-		Actors []engine.ActorStatus `json:"actors"`
+		Actors []engine.SinkStatus `json:"actors"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
 		return fmt.Errorf("error reading the server's answer: %w", err)
@@ -48,7 +48,7 @@ func runStatus(ctx context.Context, cfg config, stdout io.Writer) error {
 }
 
 // printStatus writes the actor table.
-func printStatus(w io.Writer, actors []engine.ActorStatus) error {
+func printStatus(w io.Writer, actors []engine.SinkStatus) error {
 	if len(actors) == 0 {
 		_, err := fmt.Fprintln(w, "no active actors")
 		return err

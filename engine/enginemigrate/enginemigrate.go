@@ -38,10 +38,12 @@ import (
 )
 
 // Schema is the PostgreSQL schema that holds the engine's tables.
-const Schema = store.EngineSchema
+const Schema = "switchboard"
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
-type Beginner = store.Beginner
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
 
 // Up applies every migration of the engine not yet applied. Each file runs
 // in its own transaction under an advisory lock, so instances starting

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginemigrate"
+	"github.com/switchboard/notify/store"
 	"github.com/switchboard/notify/store/storetest"
 )
 
@@ -178,4 +179,9 @@ func TestADryRunListsWhatWouldRunAndChangesNothing(t *testing.T) {
 	require.False(t, res.OK)
 	require.Len(t, res.Messages, 1)
 	require.Contains(t, res.Messages[0], "missing")
+}
+
+// Schema names the schema the engine's statements name.
+func TestSchemaIsTheStatementsSchema(t *testing.T) {
+	require.Equal(t, store.EngineSchema, enginemigrate.Schema)
 }

@@ -29,7 +29,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
-	"github.com/switchboard/notify/engine/enginetest/testhooks"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )
@@ -122,7 +122,7 @@ func (w *World) Config(pool *pgxpool.Pool, configure ...func(*engine.Config)) en
 	if w.Embed != nil {
 		w.Embed(pool, &cfg)
 	}
-	SetDatabaseClock(&cfg, w.Clock)
+	testhooks.SetDatabaseClock(&cfg, w.Clock)
 	for _, c := range configure {
 		c(&cfg)
 	}
@@ -264,7 +264,7 @@ func (w *World) Sink(eng *engine.Engine, p engine.Principal, owner notifytype.Ow
 		o.Events = []notifytype.EventType{notifytype.EventTodoDeadLettered}
 	}
 	c, err := eng.CreateConnection(w.Ctx, p, engine.ConnectionInput{
-		Owner: owner, Kind: o.Kind, Name: "conn-" + rand.Text()[:8], AccountKey: o.BaseURL,
+		Owner: owner, Kind: o.Kind, Name: "conn-" + rand.Text()[:8], BaseURL: o.BaseURL,
 		Secret: notifytype.NewSecret(o.Secret),
 	})
 	require.NoError(w.tb, err)
@@ -298,7 +298,7 @@ func (w *World) FanOut(eng *engine.Engine) {
 	w.tb.Helper()
 	deadline := time.Now().Add(WaitTimeout)
 	for {
-		_, err := FanOut(w.Ctx, eng)
+		_, err := testhooks.FanOut(w.Ctx, eng)
 		require.NoError(w.tb, err)
 		var left int
 		require.NoError(w.tb, w.Pool.QueryRow(w.Ctx, `SELECT count(*) FROM switchboard.outbox_events`).Scan(&left))
@@ -496,18 +496,6 @@ func (w *World) describeOutbox() string {
 	return b.String()
 }
 
-// The test hooks (see package testhooks, which benchmarks use).
-var (
-	WrapAdapters      = testhooks.WrapAdapters
-	FanOut            = testhooks.FanOut
-	SetDatabaseClock  = testhooks.SetDatabaseClock
-	WithDatabaseClock = testhooks.WithDatabaseClock
-	ClaimOnce         = testhooks.ClaimOnce
-)
-
-// ClaimPass is what one pass of the claimer did (ClaimOnce).
-type ClaimPass = testhooks.ClaimPass
-
 // skewed is the real clock off by a fixed amount.
 type skewed struct {
 	clockwork.Clock
@@ -525,7 +513,7 @@ func (c skewed) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
 func LocalClockOff(by time.Duration) func(*engine.Config) {
 	return func(c *engine.Config) {
 		c.Clock = skewed{Clock: clockwork.NewRealClock(), by: by}
-		SetDatabaseClock(c, nil)
+		testhooks.SetDatabaseClock(c, nil)
 	}
 }
 

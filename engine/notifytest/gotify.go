@@ -23,7 +23,7 @@ type GotifyMessage struct {
 // application token in X-Gotify-Key, as the engine sends; another token
 // is answered 401, as Gotify does. It closes when the test ends.
 type Gotify struct {
-	// URL is the server's base URL: a connection's AccountKey.
+	// URL is the server's base URL: a connection's BaseURL.
 	URL string
 	// Token is the application token it accepts: a connection's Secret.
 	Token string

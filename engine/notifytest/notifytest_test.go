@@ -33,7 +33,7 @@ func setup(t *testing.T) (*pgxpool.Pool, *engine.Engine, *notifytest.Gotify) {
 	require.NoError(t, err)
 	owner := engine.HumanPrincipal(engine.SoleOwner.ID)
 	conn, err := eng.CreateConnection(ctx, owner, engine.ConnectionInput{Owner: engine.SoleOwner,
-		Kind: engine.KindGotify, Name: "phone", AccountKey: g.URL, Secret: notifytype.NewSecret(g.Token)})
+		Kind: engine.KindGotify, Name: "phone", BaseURL: g.URL, Secret: notifytype.NewSecret(g.Token)})
 	require.NoError(t, err)
 	sink, err := eng.CreateSink(ctx, owner, engine.SinkInput{Owner: engine.SoleOwner, Name: "phone",
 		Kind: engine.KindGotify, ConnectionID: conn.ID})

@@ -133,7 +133,7 @@ func run(ctx context.Context, databaseURL string, out io.Writer) error {
 	owner := engine.HumanPrincipal(engine.SoleOwner.ID)
 	conn, err := eng.CreateConnection(ctx, owner, engine.ConnectionInput{
 		Owner: engine.SoleOwner, Kind: engine.KindGotify, Name: "phone-" + rand.Text()[:6],
-		AccountKey: gotify.URL, Secret: notifytype.NewSecret("gotify-app-token"),
+		BaseURL: gotify.URL, Secret: notifytype.NewSecret("gotify-app-token"),
 	})
 	if err != nil {
 		return err

@@ -67,7 +67,7 @@ func (w *world) phone(t *testing.T) {
 	ctx := context.Background()
 	ada, owner := engine.HumanPrincipal(w.user), jobs.Owner(w.user)
 	conn, err := w.eng.CreateConnection(ctx, ada, engine.ConnectionInput{
-		Owner: owner, Kind: engine.KindGotify, Name: "phone", AccountKey: w.gotify.URL,
+		Owner: owner, Kind: engine.KindGotify, Name: "phone", BaseURL: w.gotify.URL,
 		Secret: notifytype.NewSecret(w.gotify.Token),
 	})
 	if err != nil {

@@ -16,9 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/faults"
 	"github.com/switchboard/notify/host/hosttest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -99,7 +101,7 @@ func TestFullPool(t *testing.T) {
 	local := clockwork.NewFakeClockAt(time.Now())
 	eng, err := engine.New(w.Config(pool, func(c *engine.Config) {
 		c.Clock = local
-		enginetest.SetDatabaseClock(c, nil) // the database's own clock, read through the pool
+		testhooks.SetDatabaseClock(c, nil) // the database's own clock, read through the pool
 	}))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -154,7 +156,7 @@ func TestFullPool(t *testing.T) {
 		err := within(t, fmt.Sprintf("caller %d with a 200 ms deadline", i), func() error {
 			cctx, ccancel := context.WithTimeout(w.Ctx, 200*time.Millisecond)
 			defer ccancel()
-			_, err := enginetest.FanOut(cctx, eng)
+			_, err := testhooks.FanOut(cctx, eng)
 			return err
 		})
 		require.True(t, errors.Is(err, context.DeadlineExceeded), "caller %d: %v", i, err)
@@ -208,12 +210,12 @@ func TestDigestDueAtTheDatabasesTime(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, notifytype.ScopeHuman, scope.Kind)
 			p := engine.HumanPrincipal(scope.ID)
-			eng := w.Engine(enginetest.LocalClockOff(by))
-			dg, err := eng.CreateDigest(w.Ctx, p, engine.DigestInput{Owner: scope, Name: "skewed", Schedule: "TZ=UTC * 09:00", SinkIDs: ids})
+			dgs := digests.New(w.Engine(enginetest.LocalClockOff(by)), digests.Config{})
+			dg, err := dgs.Create(w.Ctx, p, digests.Input{Owner: scope, Name: "skewed", Schedule: "TZ=UTC * 09:00", SinkIDs: ids})
 			require.NoError(t, err)
 			var before, after, due time.Time
 			require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT clock_timestamp()`).Scan(&before))
-			_, err = eng.SendDigestNow(w.Ctx, p, dg.ID)
+			_, err = dgs.SendNow(w.Ctx, p, dg.ID)
 			require.NoError(t, err)
 			require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT clock_timestamp()`).Scan(&after))
 			require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT due_at FROM switchboard.outbox WHERE event_type = 'digest'`).Scan(&due))

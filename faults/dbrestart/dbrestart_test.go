@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/faults"
 	"github.com/switchboard/notify/faults/pgcluster"
@@ -62,10 +63,11 @@ func TestDatabaseRestartMidDrain(t *testing.T) {
 		Pool: enginePool, Directory: host.NewDirectory(enginePool), Events: host.Events(), Links: host.Links(), SecretKey: key, PushAllowHTTP: true,
 		PrivateHosts: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
 		ClaimTTL:     3 * time.Second, PollInterval: 200 * time.Millisecond,
-		Retention: time.Hour, JanitorInterval: 300 * time.Millisecond, DigestInterval: 200 * time.Millisecond,
+		Retention: time.Hour, JanitorInterval: 300 * time.Millisecond,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
 	})
 	require.NoError(t, err)
+	dgs := digests.New(eng, digests.Config{Interval: 200 * time.Millisecond})
 	engineCtx, stop := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() { served <- eng.Serve(engineCtx) }()
@@ -123,7 +125,7 @@ func TestDatabaseRestartMidDrain(t *testing.T) {
 
 	// A digest falls due while the database is down: it is sent once the
 	// engine is back, and only once.
-	digestFigure := digestAcrossOutage(t, ctx, cluster, pool, eng, recv, sinks[0], &pending)
+	digestFigure := digestAcrossOutage(t, ctx, cluster, pool, dgs, recv, sinks[0], &pending)
 
 	// The janitor resumes: history past retention goes.
 	_, err = pool.Exec(ctx, `INSERT INTO switchboard.delivery_records (sink_id, owner, event_type, status, sent_at, finished_at)
@@ -158,7 +160,7 @@ func TestDatabaseRestartMidDrain(t *testing.T) {
 // sends the digest, exactly once (one run, one outbox row, one message at
 // the receiver), and a further pass claims nothing.
 func digestAcrossOutage(t *testing.T, ctx context.Context, cluster *pgcluster.Cluster, pool *pgxpool.Pool,
-	eng *engine.Engine, recv *faults.Receiver, sink int64, pending *faults.Pending) string {
+	dgs *digests.Service, recv *faults.Receiver, sink int64, pending *faults.Pending) string {
 	t.Helper()
 	const before, after = 5 * time.Second, 2 * time.Second
 	var ownerText string
@@ -177,7 +179,7 @@ func digestAcrossOutage(t *testing.T, ctx context.Context, cluster *pgcluster.Cl
 		slot = slot.Add(time.Minute)
 	}
 	quiet := false
-	d, err := eng.CreateDigest(ctx, p, engine.DigestInput{
+	d, err := dgs.Create(ctx, p, digests.Input{
 		Owner: owner, Name: "across the outage", Schedule: fmt.Sprintf("* %02d:%02d", slot.Hour(), slot.Minute()),
 		SinkIDs: []int64{sink}, SkipWhenQuiet: &quiet,
 	})
@@ -215,7 +217,7 @@ func digestAcrossOutage(t *testing.T, ctx context.Context, cluster *pgcluster.Cl
 	}), "the digest due during the outage was never delivered after it")
 	sentAfter := time.Since(upAt)
 	// Further passes of the scheduler, and one of our own, claim nothing.
-	claimed, err := eng.RunDueDigests(ctx)
+	claimed, err := dgs.RunDue(ctx)
 	require.NoError(t, err)
 	var (
 		kind, outcome string

@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard/notify/faults"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hosttest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/sinktest"
@@ -71,7 +72,7 @@ type fault struct {
 	// the D10 schedule).
 	retryAfter time.Duration
 	// panics is how many of the first attempts the sink's adapter panics
-	// in (planted with enginetest.WrapAdapters), its panic value quoting the
+	// in (planted with testhooks.WrapAdapters), its panic value quoting the
 	// planted secret; those attempts never reach the server.
 	panics int
 }
@@ -238,7 +239,7 @@ func runFault(t *testing.T, fc fault) {
 		// adapter panics with a value that quotes the secret (D25: the
 		// value is never logged).
 		eng = w.ServeWith(func(e *engine.Engine) {
-			enginetest.WrapAdapters(e, func(_ int64, a sinks.Adapter) sinks.Adapter {
+			testhooks.WrapAdapters(e, func(_ int64, a sinks.Adapter) sinks.Adapter {
 				return panicking{inner: a, left: &panicked, panics: int32(fc.panics), secret: secret}
 			})
 		})
@@ -304,7 +305,7 @@ func runFault(t *testing.T, fc fault) {
 	// pass takes nothing, and once nothing is claimed or due no attempt
 	// came.
 	w.Clock.Advance(48 * time.Hour)
-	pass, err := enginetest.ClaimOnce(w.Ctx, eng)
+	pass, err := testhooks.ClaimOnce(w.Ctx, eng)
 	require.NoError(t, err)
 	require.Empty(t, pass.Rows, "a row claimed after its final attempt")
 	_, err = w.Settle()
@@ -373,7 +374,7 @@ func checkPanics(t *testing.T, w *hosttest.World, eng *engine.Engine, fc fault, 
 	require.Equal(t, "delivered", a.State, "the sink's next event after the panics: %+v", a)
 	require.Equal(t, before+1, requests.Load(), "the next event reached the server")
 	var restarts = -1
-	for _, st := range eng.Status() {
+	for _, st := range eng.AllSinkStatuses() {
 		if st.SinkID == sink {
 			restarts = st.Restarts
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/faults"
 	"github.com/switchboard/notify/host/hosttest"
+	"github.com/switchboard/notify/internal/testhooks"
 )
 
 // clockOff is an instance whose own clock is off by by.
@@ -92,14 +93,14 @@ func TestSkewDueTimes(t *testing.T) {
 			_, err := w.Pool.Exec(w.Ctx, `UPDATE switchboard.outbox SET due_at = now() + $1::interval`, sk.by/2)
 			require.NoError(t, err)
 			eng := w.Engine(clockOff(sk.by))
-			early, err := enginetest.ClaimOnce(w.Ctx, eng) // the row is not due for sk.by/2
+			early, err := testhooks.ClaimOnce(w.Ctx, eng) // the row is not due for sk.by/2
 			require.NoError(t, err)
 			check(t, len(early.Rows) == 0 && recv.DistinctRows() == 0, "an instance %s ahead claimed a row due in %v", sk.name, sk.by/2)
 
 			// The database's clock reaches the due time: the same pass claims it.
 			_, err = w.Pool.Exec(w.Ctx, `UPDATE switchboard.outbox SET due_at = now()`)
 			require.NoError(t, err)
-			due, err := enginetest.ClaimOnce(w.Ctx, eng)
+			due, err := testhooks.ClaimOnce(w.Ctx, eng)
 			require.NoError(t, err)
 			require.Len(t, due.Rows, 1, "the pass claims the row once it is due on the database's clock")
 		})
@@ -125,7 +126,7 @@ func TestSkewClaims(t *testing.T) {
 			<-slow.Arrived // the true-time instance holds the row, mid-send
 			// A claim pass of the skewed instance, which looks for expired
 			// claims too, takes nothing.
-			pass, err := enginetest.ClaimOnce(w.Ctx, w.Engine(clockOff(sk.by)))
+			pass, err := testhooks.ClaimOnce(w.Ctx, w.Engine(clockOff(sk.by)))
 			require.NoError(t, err)
 			require.True(t, pass.SearchedExpired, "the pass looked for expired claims")
 			stolen := len(pass.Rows) > 0

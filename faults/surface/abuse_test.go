@@ -102,7 +102,7 @@ func TestConnectionHoardAndAuthFloodAreContained(t *testing.T) {
 	auth := *deps.Auth
 	auth.Failures = deps.AuthFailures
 	deps.Auth = &auth
-	handler := api.NewHandler(deps, api.Options{Metrics: ops.NewMetrics(s.w.Pool, s.eng.Status)})
+	handler := api.NewHandler(deps, api.Options{Metrics: ops.NewMetrics(s.w.Pool, s.eng.AllSinkStatuses)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	cfg := api.ServerConfig{IdleTimeout: time.Minute} // production defaults: 1,000 conns, 125 a client

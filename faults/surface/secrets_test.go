@@ -215,7 +215,7 @@ func TestSecretsCanaryAppearsNowhere(t *testing.T) {
 	update(scenarioSecrets, func(r *faults.Row) {
 		r.SecretsFound += found
 		r.Load = fmt.Sprintf("%d sinks, %d responses, %d MCP results, %d KiB of logs", len(sinkIDs), len(s.allBodies()), len(mcpTexts), len(s.w.Logs.String())/1024)
-		r.Figures = append(r.Figures, "a sink's adapter panics with the secrets in its panic value (planted through enginetest.WrapAdapters): "+
+		r.Figures = append(r.Figures, "a sink's adapter panics with the secrets in its panic value (planted through testhooks.WrapAdapters): "+
 			"recorded abandoned, the value in no log line, record or response")
 	})
 	if found > 0 {

@@ -22,10 +22,12 @@ import (
 	"github.com/switchboard/notify/api/httpx"
 	"github.com/switchboard/notify/api/ops"
 	"github.com/switchboard/notify/engine"
-	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/engine/clocks"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hosttest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -55,38 +57,38 @@ type serverOpts struct {
 	// limiter defaults to one that never limits.
 	limiter *httpx.Limiter
 	// wrapAdapters, when set, wraps every adapter the engine builds
-	// (enginetest.WrapAdapters).
+	// (testhooks.WrapAdapters).
 	wrapAdapters func(sinkID int64, a sinks.Adapter) sinks.Adapter
 }
 
 func newServer(t testing.TB, o serverOpts) *server {
 	t.Helper()
 	w := hosttest.NewWorld(t)
-	var clock engine.Clock = w.Clock
+	var clock clocks.Clock = w.Clock
 	var metrics *ops.Metrics
 	var prepare func(*engine.Engine)
 	if o.wrapAdapters != nil {
-		prepare = func(e *engine.Engine) { enginetest.WrapAdapters(e, o.wrapAdapters) }
+		prepare = func(e *engine.Engine) { testhooks.WrapAdapters(e, o.wrapAdapters) }
 	}
 	eng := w.ServeWith(prepare, func(c *engine.Config) {
 		c.MaxSinksPerScope = 20
 		if o.realClock {
 			c.Clock = clockwork.NewRealClock()
-			enginetest.SetDatabaseClock(c, nil) // the database's own clock, as in production
-			clock = engine.SystemClock{}
+			testhooks.SetDatabaseClock(c, nil) // the database's own clock, as in production
+			clock = clocks.System{}
 		}
 		inner := c.OnAttempt
 		c.OnAttempt = func(a engine.Attempt) { metrics.OnAttempt(a); inner(a) }
 		c.OnClaim = func(sink int64, lag time.Duration) { metrics.OnClaim(sink, lag) }
 	})
-	metrics = ops.NewMetrics(w.Pool, eng.Status)
+	metrics = ops.NewMetrics(w.Pool, eng.AllSinkStatuses)
 	if o.limiter == nil {
 		o.limiter = httpx.NewLimiter(1e6, 1e6)
 	}
 	accounts := host.NewAccounts(w.Pool)
 	todos := host.NewTodos(w.Pool, eng, clock)
 	deps := httpx.Deps{
-		Engine: eng, Accounts: accounts, Endpoints: host.NewEndpoints(w.Pool, host.NewDirectory(w.Pool), todos, clock),
+		Engine: eng, Digests: digests.New(eng, digests.Config{}), Accounts: accounts, Endpoints: host.NewEndpoints(w.Pool, host.NewDirectory(w.Pool), todos, clock),
 		Todos: todos, Pool: w.Pool, Limiter: o.limiter,
 		Webhooks: host.NewWebhooks(host.WebhooksConfig{Pool: w.Pool, Emitter: eng, SecretKey: w.Key, Clock: clock}),
 		Logger:   slog.New(slog.NewJSONHandler(w.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

@@ -34,7 +34,7 @@ func TestSlowBodiesFromNineAddressesLeaveAnotherClientServed(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, serverOpts{realClock: true})
 	p := s.person(t)
-	handler := api.NewHandler(s.deps, api.Options{Metrics: ops.NewMetrics(s.w.Pool, s.eng.Status)})
+	handler := api.NewHandler(s.deps, api.Options{Metrics: ops.NewMetrics(s.w.Pool, s.eng.AllSinkStatuses)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	// Full: the production bounds (1,000 connections, 125 a client).

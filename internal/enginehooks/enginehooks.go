@@ -1,7 +1,7 @@
-// Package enginehooks is how this module's test helpers (engine/enginetest)
-// reach what the engine keeps out of its API: package engine sets these at
-// init. Nothing outside the module can import it, and no production code of
-// ours calls it.
+// Package enginehooks is how this module's test helpers (internal/testhooks,
+// engine/enginetest) reach what the engine keeps out of its API: package
+// engine sets these at init. Nothing outside the module can import it, and
+// no production code of ours calls it.
 package enginehooks
 
 import (
@@ -20,13 +20,20 @@ var (
 	// FanOut runs the engine's fan-out once, now.
 	FanOut func(ctx context.Context, eng any) (int, error)
 
-	// SetDatabaseClock makes the configuration (an *engine.Config) read
-	// every instant that instances compare from c instead of the
-	// database; nil gives the database's clock back.
-	SetDatabaseClock func(cfg any, c clockwork.Clock)
-
 	// ClaimOnce runs one pass of the engine's claimer, now, and returns
 	// the ids of the rows it claimed and whether it also looked for rows
 	// whose claim expired.
 	ClaimOnce func(ctx context.Context, eng any) (rows []int64, searchedExpired bool, err error)
 )
+
+// TestClock is a Config.Clock that also stands in for the database's clock:
+// an engine configured with one reads every instant that instances compare
+// (claims and their expiry, due times, budgets, windows, retention) from
+// Database instead of the database's clock_timestamp(), so a test can move
+// time with a fake clock. Local is the engine's own clock (Config.Clock
+// proper). Only this module can build one (testhooks.SetDatabaseClock):
+// the engine's Config has no hidden field for it.
+type TestClock struct {
+	clockwork.Clock
+	Database clockwork.Clock
+}

@@ -96,7 +96,7 @@ func newWorld(ctx context.Context, url string, sinkCounts []int, conns int) (*wo
 		p, o := engine.HumanPrincipal(hostid.String(h.ID)), &owner{scope: hostid.Human(h.ID)}
 		for i := range n {
 			c, err := mgmt.CreateConnection(ctx, p, engine.ConnectionInput{
-				Owner: o.scope, Kind: engine.KindGotify, Name: fmt.Sprintf("gotify-%d", i), AccountKey: w.gs.URL,
+				Owner: o.scope, Kind: engine.KindGotify, Name: fmt.Sprintf("gotify-%d", i), BaseURL: w.gs.URL,
 				Secret: notifytype.NewSecret("gtfya.bench-" + rand.Text()[:10]),
 			})
 			if err != nil {

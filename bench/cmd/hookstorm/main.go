@@ -41,10 +41,10 @@ import (
 	"github.com/switchboard/notify/bench/internal/benchdb"
 	"github.com/switchboard/notify/bench/internal/workload"
 	"github.com/switchboard/notify/engine"
-	"github.com/switchboard/notify/engine/enginetest/testhooks"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hosttest"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store/storetest"
 )

@@ -11,9 +11,9 @@
 //     actor alive after the run, and after the actors retired;
 //   - per-actor cost: (heap + stacks with the actors alive − serving
 //     idle) / actors alive;
-//   - Status() time over every actor alive, and the /ops/actors
+//   - AllSinkStatuses() time over every actor alive, and the /ops/actors
 //     equivalent for one scope (the scope's sink ids read from the
-//     database, Status() filtered to them, encoded as JSON): median of 20.
+//     database, AllSinkStatuses() filtered to them, encoded as JSON): median of 20.
 //
 // Actors retire after ActorIdleAfter (-idle-after, its default of one
 // minute; 5 s in -short), so an actor made early in the run may retire
@@ -31,11 +31,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -92,7 +90,7 @@ type report struct {
 	Actors    int     `json:"actors"`
 	StatusMs  float64 `json:"status_ms"`
 	ScopeMs   float64 `json:"scope_ms"`
-	ForMs     float64 `json:"for_ms"` // StatusFor of the scope's human, JSON: the handler's own path
+	ForMs     float64 `json:"for_ms"` // SinkStatuses of the scope's human, JSON: the handler's own path
 	ScopeSize int     `json:"scope_actors"`
 	Peak      int     `json:"peak_actors"` // the most actors alive at one sample
 }
@@ -157,7 +155,7 @@ func run(ctx context.Context) (err error) {
 			fmt.Printf("%-26s RSS %7.1f MB (peak %7.1f)  heap %7.1f MB  stacks %6.1f MB  goroutines %6d  actors %6d",
 				rep.Stage, float64(rep.RSS)/1024, float64(rep.HWM)/1024, mb(rep.Heap), mb(rep.Stacks), rep.Gorout, rep.Actors)
 			if rep.StatusMs > 0 {
-				fmt.Printf("  Status() %.2f ms  one scope %.2f ms (%d actors)  most alive %d", rep.StatusMs, rep.ScopeMs, rep.ScopeSize, rep.Peak)
+				fmt.Printf("  AllSinkStatuses() %.2f ms  one scope %.2f ms (%d actors)  most alive %d", rep.StatusMs, rep.ScopeMs, rep.ScopeSize, rep.Peak)
 			}
 			fmt.Println()
 		}
@@ -220,14 +218,11 @@ func run(ctx context.Context) (err error) {
 		float64(retired.HWM)/1024, v(retired.HWM <= 200*1024), float64(retired.HWM)/float64(made.RSS))
 	fmt.Printf("actors alive after the run        %7d      per-actor heap+stack %.1f KB (most alive at once: %d)\n", busy.Actors, perActor/1024, busy.Peak)
 	fmt.Printf("actors after ActorIdleAfter       %7d      %s\n", retired.Actors, v(retired.Actors == 0))
-	fmt.Printf("Status(), %d actors              %7.2f ms\n", busy.Actors, busy.StatusMs)
-	how := "Status() filtered: the engine has no StatusOf"
-	if _, ok := any(&engine.Engine{}).(statusOf); ok {
-		how = "StatusOf"
-	}
+	fmt.Printf("AllSinkStatuses(), %d actors     %7.2f ms\n", busy.Actors, busy.StatusMs)
+	how := "AllSinkStatuses() filtered"
 	fmt.Printf("/ops/actors equivalent, 1 scope   %7.2f ms   target <= 10 ms: %s  (%s)\n", busy.ScopeMs, v(busy.ScopeMs <= 10), how)
 	if busy.ForMs > 0 {
-		fmt.Printf("StatusFor(the scope's human)      %7.2f ms   target <= 10 ms: %s  (the handler's path: teams, sinks by index, StatusOf, JSON)\n", busy.ForMs, v(busy.ForMs <= 10))
+		fmt.Printf("SinkStatuses(the scope's human)   %7.2f ms   target <= 10 ms: %s  (the handler's path: teams, sinks by index, their actors, JSON)\n", busy.ForMs, v(busy.ForMs <= 10))
 	}
 	return nil
 }
@@ -281,7 +276,7 @@ func runChild(ctx context.Context) error {
 				return
 			case <-time.After(250 * time.Millisecond):
 			}
-			if n := int64(len(eng.Status())); n > peak.Load() {
+			if n := int64(len(eng.AllSinkStatuses())); n > peak.Load() {
 				peak.Store(n)
 			}
 		}
@@ -295,7 +290,7 @@ func runChild(ctx context.Context) error {
 			time.Sleep(2 * time.Second) // let it settle: listener, first claim cycle
 		}
 		rep := measure(stage)
-		rep.Actors = len(eng.Status())
+		rep.Actors = len(eng.AllSinkStatuses())
 		rep.Peak = int(max(peak.Load(), int64(rep.Actors)))
 		if stage == "busy" || stage == "retired" {
 			if err := timeStatus(ctx, pool, eng, scope, &rep); err != nil {
@@ -330,17 +325,9 @@ func measure(stage string) report {
 	return rep
 }
 
-// statusOf is the engine API a scoped /ops/actors would use, when the
-// engine offers it: the status of the actors of the given sinks only,
-// looked up by id, instead of every actor's status filtered afterwards.
-// The engine has no such method yet; timeStatus uses it once it does.
-type statusOf interface {
-	StatusOf(sinkIDs ...int64) []engine.ActorStatus
-}
-
-// timeStatus times Status() and the /ops/actors equivalent for scope:
-// the scope's sinks from the database, Status() filtered to them, JSON;
-// and StatusFor of the scope's human (what /ops/actors calls for a human
+// timeStatus times AllSinkStatuses() and the /ops/actors equivalent for scope:
+// the scope's sinks from the database, AllSinkStatuses() filtered to them, JSON;
+// and SinkStatuses of the scope's human (what /ops/actors calls for a human
 // who is not an operator), JSON.
 func timeStatus(ctx context.Context, pool *pgxpool.Pool, eng *engine.Engine, scope string, rep *report) error {
 	owner, err := notifytype.ParseOwnerScope(scope)
@@ -350,7 +337,7 @@ func timeStatus(ctx context.Context, pool *pgxpool.Pool, eng *engine.Engine, sco
 	var st, sc, sf []float64
 	for range 20 {
 		t0 := time.Now()
-		visible, err := eng.StatusFor(ctx, engine.HumanPrincipal(owner.ID))
+		visible, err := eng.SinkStatuses(ctx, engine.HumanPrincipal(owner.ID))
 		if err != nil {
 			return err
 		}
@@ -360,7 +347,7 @@ func timeStatus(ctx context.Context, pool *pgxpool.Pool, eng *engine.Engine, sco
 		sf = append(sf, rig.Ms(time.Since(t0)))
 
 		t := time.Now()
-		_ = eng.Status()
+		_ = eng.AllSinkStatuses()
 		st = append(st, rig.Ms(time.Since(t)))
 
 		t = time.Now()
@@ -379,14 +366,10 @@ func timeStatus(ctx context.Context, pool *pgxpool.Pool, eng *engine.Engine, sco
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		var mine []engine.ActorStatus
-		if so, ok := any(eng).(statusOf); ok {
-			mine = so.StatusOf(slices.Collect(maps.Keys(ids))...)
-		} else {
-			for _, s := range eng.Status() {
-				if ids[s.SinkID] {
-					mine = append(mine, s)
-				}
+		var mine []engine.SinkStatus
+		for _, s := range eng.AllSinkStatuses() {
+			if ids[s.SinkID] {
+				mine = append(mine, s)
 			}
 		}
 		if _, err := json.Marshal(map[string]any{"actors": mine}); err != nil {

@@ -1,7 +1,6 @@
 // Package testhooks reaches what the engine keeps out of its API, for this
-// repository's tests, faults suite and benchmarks only (package enginetest
-// offers the same to tests): production code never calls it, and an
-// embedder has no use for it. It imports no test framework, so a benchmark
+// repository's tests, faults suite and benchmarks only: production code
+// never calls it, and an embedder cannot import it (it is internal). It imports no test framework, so a benchmark
 // binary may use it.
 package testhooks
 
@@ -32,8 +31,23 @@ func FanOut(ctx context.Context, eng *engine.Engine) (int, error) {
 // SetDatabaseClock makes cfg's engine read every instant that instances
 // compare (claims, due times, budgets, windows, retention) from c instead
 // of the database's clock, so a test can move time with a fake clock; nil
-// gives it the database's own clock back, as in production.
-func SetDatabaseClock(cfg *engine.Config, c clockwork.Clock) { enginehooks.SetDatabaseClock(cfg, c) }
+// gives it the database's own clock back, as in production. The stand-in
+// rides on cfg.Clock (a clock only this module can build), so Config has no
+// hidden field for it; cfg.Clock keeps telling the local time as before.
+func SetDatabaseClock(cfg *engine.Config, c clockwork.Clock) {
+	local := cfg.Clock
+	if tc, ok := local.(*enginehooks.TestClock); ok {
+		local = tc.Clock
+	}
+	if c == nil {
+		cfg.Clock = local
+		return
+	}
+	if local == nil {
+		local = clockwork.NewRealClock()
+	}
+	cfg.Clock = &enginehooks.TestClock{Clock: local, Database: c}
+}
 
 // ClaimPass is what one pass of the claimer did (ClaimOnce).
 type ClaimPass struct {

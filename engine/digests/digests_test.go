@@ -1,4 +1,4 @@
-package engine_test
+package digests_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/digest"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
@@ -23,15 +24,14 @@ import (
 	"github.com/switchboard/notify/store/storetest"
 )
 
-// withSources gives an engine the reference host's digest sources; with
-// fast, its scheduler looks for due digests every 10 ms.
-func withSources(w *hosttest.World, fast bool) func(*engine.Config) {
-	return func(c *engine.Config) {
-		c.DigestSources = host.NewDigestSources(w.Pool)
-		if fast {
-			c.DigestInterval = 10 * time.Millisecond
-		}
+// withSources is the digests of an engine with the reference host's digest
+// sources; with fast, its scheduler looks for due digests every 10 ms.
+func withSources(w *hosttest.World, fast bool) digests.Config {
+	c := digests.Config{Sources: host.NewDigestSources(w.Pool)}
+	if fast {
+		c.Interval = 10 * time.Millisecond
 	}
+	return c
 }
 
 // slotAgo is a daily UTC schedule whose latest send time is ago before the
@@ -76,6 +76,7 @@ func requireCode(t *testing.T, err error, code notifytype.Code, field string) {
 type digestWorld struct {
 	w     *hosttest.World
 	eng   *engine.Engine
+	dgs   *digests.Service
 	g     *gotifyServer
 	p     engine.Principal
 	scope notifytype.OwnerScope
@@ -87,12 +88,12 @@ func newDigestWorld(t *testing.T, configure ...func(*engine.Config)) digestWorld
 	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
-	eng := w.Engine(append([]func(*engine.Config){withSources(w, false)}, configure...)...)
+	eng := w.Engine(configure...)
 	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.digest"})
-	return digestWorld{w: w, eng: eng, g: g, p: p, scope: scope, sink: sink, queue: w.F.Queue(scope, "forge")}
+	return digestWorld{w: w, eng: eng, dgs: digests.New(eng, withSources(w, false)), g: g, p: p, scope: scope, sink: sink, queue: w.F.Queue(scope, "forge")}
 }
 
-func (d digestWorld) digest(t *testing.T, in engine.DigestInput) engine.Digest {
+func (d digestWorld) digest(t *testing.T, in digests.Input) digests.Digest {
 	t.Helper()
 	in.Owner = d.scope
 	if in.Name == "" {
@@ -101,7 +102,7 @@ func (d digestWorld) digest(t *testing.T, in engine.DigestInput) engine.Digest {
 	if in.SinkIDs == nil && in.CairnConnectionID == 0 {
 		in.SinkIDs = []int64{d.sink}
 	}
-	dg, err := d.eng.CreateDigest(d.w.Ctx, d.p, in)
+	dg, err := d.dgs.Create(d.w.Ctx, d.p, in)
 	require.NoError(t, err)
 	return dg
 }
@@ -116,20 +117,20 @@ func TestDigestOneSendAcrossInstances(t *testing.T) {
 	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
-	a := w.Serve(withSources(w, true))
-	b := w.Serve(withSources(w, true))
-	sink := w.Sink(a, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.digest"})
+	engA, engB := w.Serve(), w.Serve()
+	a, b := digests.New(engA, withSources(w, true)), digests.New(engB, withSources(w, true))
+	sink := w.Sink(engA, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.digest"})
 	w.F.Queue(scope, "forge")
 	// Their own clocks disagree by an hour; the claim is on the database's.
-	dg, err := b.CreateDigest(w.Ctx, p, engine.DigestInput{Owner: scope, Name: "nine", Schedule: slotAgo(t, w, time.Minute), SinkIDs: []int64{sink}})
+	dg, err := b.Create(w.Ctx, p, digests.Input{Owner: scope, Name: "nine", Schedule: slotAgo(t, w, time.Minute), SinkIDs: []int64{sink}})
 	require.NoError(t, err)
 	backdate(t, w, dg.ID)
 
 	att := w.WaitFor(func(a engine.Attempt) bool { return a.EventType == notifytype.EventDigest })
 	require.Equal(t, "delivered", att.State)
 	// Both instances have passed since: neither claims the time again.
-	for _, eng := range []*engine.Engine{a, b} {
-		n, err := eng.RunDueDigests(w.Ctx)
+	for _, eng := range []*digests.Service{a, b} {
+		n, err := eng.RunDue(w.Ctx)
 		require.NoError(t, err)
 		require.Zero(t, n)
 	}
@@ -137,31 +138,31 @@ func TestDigestOneSendAcrossInstances(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM switchboard.digest_runs WHERE digest_id = $1 AND outcome = 'sent'`, dg.ID))
 	require.Equal(t, 1, w.F.Count(`SELECT count(*) FROM switchboard.outbox WHERE event_type = 'digest'`))
-	var digests int
+	var sent int
 	for _, m := range g.received() {
 		if strings.HasPrefix(m.Title, "Queue digest: ") {
-			digests++
+			sent++
 		}
 	}
-	require.Equal(t, 1, digests)
+	require.Equal(t, 1, sent)
 }
 
 func TestDigestClaimIsExclusiveUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	d := newDigestWorld(t)
-	other := d.w.Engine(withSources(d.w, false))
-	dg := d.digest(t, engine.DigestInput{Schedule: slotAgo(t, d.w, 2*time.Minute)})
+	other := digests.New(d.w.Engine(), withSources(d.w, false))
+	dg := d.digest(t, digests.Input{Schedule: slotAgo(t, d.w, 2*time.Minute)})
 	backdate(t, d.w, dg.ID)
 
 	var wg sync.WaitGroup
 	claims := make(chan int, 16)
 	for i := range 16 {
-		eng := d.eng
+		eng := d.dgs
 		if i%2 == 1 {
 			eng = other
 		}
 		wg.Go(func() {
-			n, err := eng.RunDueDigests(d.w.Ctx)
+			n, err := eng.RunDue(d.w.Ctx)
 			require.NoError(t, err)
 			claims <- n
 		})
@@ -189,20 +190,20 @@ func TestDigestMissedTimeSentOnceIfLessThanAnHourLate(t *testing.T) {
 		t.Run(tc.late.String(), func(t *testing.T) {
 			t.Parallel()
 			d := newDigestWorld(t)
-			dg := d.digest(t, engine.DigestInput{Schedule: slotAgo(t, d.w, tc.late)})
+			dg := d.digest(t, digests.Input{Schedule: slotAgo(t, d.w, tc.late)})
 			backdate(t, d.w, dg.ID)
 
-			n, err := d.eng.RunDueDigests(d.w.Ctx)
+			n, err := d.dgs.RunDue(d.w.Ctx)
 			require.NoError(t, err)
 			require.Equal(t, 1, n)
 			require.Equal(t, tc.rows, d.digestRows(t))
-			runs, err := d.eng.DigestRuns(d.w.Ctx, d.p, dg.ID, 10)
+			runs, err := d.dgs.Runs(d.w.Ctx, d.p, dg.ID, 10)
 			require.NoError(t, err)
 			require.Len(t, runs, 1)
 			require.Equal(t, tc.outcome, runs[0].Outcome)
 
 			// Recovery sends (or skips) it once: the next pass does nothing.
-			n, err = d.eng.RunDueDigests(d.w.Ctx)
+			n, err = d.dgs.RunDue(d.w.Ctx)
 			require.NoError(t, err)
 			require.Zero(t, n)
 			require.Equal(t, tc.rows, d.digestRows(t))
@@ -214,8 +215,8 @@ func TestDigestNotDueBeforeItsTimeNorBeforeItExisted(t *testing.T) {
 	t.Parallel()
 	d := newDigestWorld(t)
 	// Created now, its latest send time a minute ago was before it existed.
-	d.digest(t, engine.DigestInput{Schedule: slotAgo(t, d.w, time.Minute)})
-	n, err := d.eng.RunDueDigests(d.w.Ctx)
+	d.digest(t, digests.Input{Schedule: slotAgo(t, d.w, time.Minute)})
+	n, err := d.dgs.RunDue(d.w.Ctx)
 	require.NoError(t, err)
 	require.Zero(t, n)
 	require.Zero(t, d.digestRows(t))
@@ -225,15 +226,15 @@ func TestDigestInvalidSchedule(t *testing.T) {
 	t.Parallel()
 	// Scenario: Invalid schedule
 	d := newDigestWorld(t)
-	_, err := d.eng.CreateDigest(d.w.Ctx, d.p, engine.DigestInput{Owner: d.scope, Name: "bad", Schedule: "Mon-Fri 25:00", SinkIDs: []int64{d.sink}})
+	_, err := d.dgs.Create(d.w.Ctx, d.p, digests.Input{Owner: d.scope, Name: "bad", Schedule: "Mon-Fri 25:00", SinkIDs: []int64{d.sink}})
 	requireCode(t, err, notifytype.CodeInvalidArgument, "schedule")
 	require.Zero(t, d.w.F.Count(`SELECT count(*) FROM switchboard.digests`))
 
-	dg := d.digest(t, engine.DigestInput{Schedule: "Mon-Fri 09:00"})
+	dg := d.digest(t, digests.Input{Schedule: "Mon-Fri 09:00"})
 	bad := "Mon-Fri 25:00"
-	_, err = d.eng.UpdateDigest(d.w.Ctx, d.p, dg.ID, engine.DigestPatch{Schedule: &bad})
+	_, err = d.dgs.Update(d.w.Ctx, d.p, dg.ID, digests.Patch{Schedule: &bad})
 	requireCode(t, err, notifytype.CodeInvalidArgument, "schedule")
-	got, err := d.eng.GetDigest(d.w.Ctx, d.p, dg.ID)
+	got, err := d.dgs.Get(d.w.Ctx, d.p, dg.ID)
 	require.NoError(t, err)
 	require.Equal(t, "Mon-Fri 09:00", got.Schedule, "a refused update changes nothing")
 }
@@ -241,10 +242,10 @@ func TestDigestInvalidSchedule(t *testing.T) {
 func TestDigestSixthRefused(t *testing.T) {
 	t.Parallel()
 	d := newDigestWorld(t)
-	for i := range engine.MaxDigestsPerScope {
-		d.digest(t, engine.DigestInput{Name: fmt.Sprintf("d%d", i), Schedule: "* 09:00"})
+	for i := range digests.MaxPerScope {
+		d.digest(t, digests.Input{Name: fmt.Sprintf("d%d", i), Schedule: "* 09:00"})
 	}
-	_, err := d.eng.CreateDigest(d.w.Ctx, d.p, engine.DigestInput{Owner: d.scope, Name: "sixth", Schedule: "* 09:00", SinkIDs: []int64{d.sink}})
+	_, err := d.dgs.Create(d.w.Ctx, d.p, digests.Input{Owner: d.scope, Name: "sixth", Schedule: "* 09:00", SinkIDs: []int64{d.sink}})
 	requireCode(t, err, notifytype.CodeInvalidArgument, "digests")
 	require.Equal(t, 5, d.w.F.Count(`SELECT count(*) FROM switchboard.digests`))
 }
@@ -252,7 +253,7 @@ func TestDigestSixthRefused(t *testing.T) {
 func TestDigestValidatesTargetsAndPermissions(t *testing.T) {
 	t.Parallel()
 	d := newDigestWorld(t)
-	_, err := d.eng.CreateDigest(d.w.Ctx, d.p, engine.DigestInput{Owner: d.scope, Name: "x", Schedule: "* 09:00", SinkIDs: []int64{}})
+	_, err := d.dgs.Create(d.w.Ctx, d.p, digests.Input{Owner: d.scope, Name: "x", Schedule: "* 09:00", SinkIDs: []int64{}})
 	requireCode(t, err, notifytype.CodeInvalidArgument, "sink_ids")
 
 	// Another human's sink, queue and Cairn connection.
@@ -260,20 +261,20 @@ func TestDigestValidatesTargetsAndPermissions(t *testing.T) {
 	sinkB := d.w.F.Sink(storetest.SinkOpts{Owner: scopeB})
 	queueB := d.w.F.Queue(scopeB, "forge")
 	connB := d.w.F.Connection(storetest.ConnectionOpts{Owner: scopeB, Kind: "cairn"})
-	_, err = d.eng.CreateDigest(d.w.Ctx, d.p, engine.DigestInput{Owner: d.scope, Name: "x", Schedule: "* 09:00", SinkIDs: []int64{sinkB}})
+	_, err = d.dgs.Create(d.w.Ctx, d.p, digests.Input{Owner: d.scope, Name: "x", Schedule: "* 09:00", SinkIDs: []int64{sinkB}})
 	requireCode(t, err, notifytype.CodeInvalidArgument, "sink_ids")
-	_, err = d.eng.CreateDigest(d.w.Ctx, d.p, engine.DigestInput{Owner: d.scope, Name: "x", Schedule: "* 09:00", SinkIDs: []int64{d.sink}, QueueIDs: []int64{queueB}})
+	_, err = d.dgs.Create(d.w.Ctx, d.p, digests.Input{Owner: d.scope, Name: "x", Schedule: "* 09:00", SinkIDs: []int64{d.sink}, QueueIDs: []int64{queueB}})
 	requireCode(t, err, notifytype.CodeInvalidArgument, "queue_ids")
-	_, err = d.eng.CreateDigest(d.w.Ctx, d.p, engine.DigestInput{Owner: d.scope, Name: "x", Schedule: "* 09:00", CairnConnectionID: connB})
+	_, err = d.dgs.Create(d.w.Ctx, d.p, digests.Input{Owner: d.scope, Name: "x", Schedule: "* 09:00", CairnConnectionID: connB})
 	requireCode(t, err, notifytype.CodeForbidden, "")
 	require.Zero(t, d.w.F.Count(`SELECT count(*) FROM switchboard.digests`))
 
 	// B cannot see or change A's digest (D3), nor create one in A's scope.
-	dg := d.digest(t, engine.DigestInput{Schedule: "* 09:00"})
-	_, err = d.eng.GetDigest(d.w.Ctx, pb, dg.ID)
+	dg := d.digest(t, digests.Input{Schedule: "* 09:00"})
+	_, err = d.dgs.Get(d.w.Ctx, pb, dg.ID)
 	requireCode(t, err, notifytype.CodeNotFound, "")
-	requireCode(t, d.eng.DeleteDigest(d.w.Ctx, pb, dg.ID), notifytype.CodeNotFound, "")
-	_, err = d.eng.CreateDigest(d.w.Ctx, pb, engine.DigestInput{Owner: d.scope, Name: "y", Schedule: "* 09:00", SinkIDs: []int64{d.sink}})
+	requireCode(t, d.dgs.Delete(d.w.Ctx, pb, dg.ID), notifytype.CodeNotFound, "")
+	_, err = d.dgs.Create(d.w.Ctx, pb, digests.Input{Owner: d.scope, Name: "y", Schedule: "* 09:00", SinkIDs: []int64{d.sink}})
 	requireCode(t, err, notifytype.CodeNotFound, "")
 
 	// A team member reads the team's digests but may not write them (D2).
@@ -283,18 +284,18 @@ func TestDigestValidatesTargetsAndPermissions(t *testing.T) {
 	d.w.F.Member(team, memberID, "member")
 	teamScope := hostid.Team(team)
 	teamSink := d.w.F.Sink(storetest.SinkOpts{Owner: teamScope})
-	tdg, err := d.eng.CreateDigest(d.w.Ctx, d.p, engine.DigestInput{Owner: teamScope, Name: "team", Schedule: "* 09:00", SinkIDs: []int64{teamSink}})
+	tdg, err := d.dgs.Create(d.w.Ctx, d.p, digests.Input{Owner: teamScope, Name: "team", Schedule: "* 09:00", SinkIDs: []int64{teamSink}})
 	require.NoError(t, err)
 	member := engine.HumanPrincipal(hostid.String(memberID))
-	_, err = d.eng.GetDigest(d.w.Ctx, member, tdg.ID)
+	_, err = d.dgs.Get(d.w.Ctx, member, tdg.ID)
 	require.NoError(t, err)
-	requireCode(t, d.eng.DeleteDigest(d.w.Ctx, member, tdg.ID), notifytype.CodeForbidden, "")
-	_, err = d.eng.SendDigestNow(d.w.Ctx, member, tdg.ID)
+	requireCode(t, d.dgs.Delete(d.w.Ctx, member, tdg.ID), notifytype.CodeForbidden, "")
+	_, err = d.dgs.SendNow(d.w.Ctx, member, tdg.ID)
 	requireCode(t, err, notifytype.CodeForbidden, "")
 
 	// An endpoint needs the notifications grant.
 	ep := engine.EndpointPrincipal(1, d.p.HumanID, d.scope, notifytype.GrantTodos)
-	_, err = d.eng.ListDigests(d.w.Ctx, ep, d.scope)
+	_, err = d.dgs.List(d.w.Ctx, ep, d.scope)
 	requireCode(t, err, notifytype.CodeForbidden, "")
 }
 
@@ -305,16 +306,16 @@ type stubSources struct {
 	unheard []digest.NamedCount
 }
 
-func (s stubSources) Quarantined(context.Context, engine.DigestQuery) ([]digest.NamedCount, error) {
+func (s stubSources) Quarantined(context.Context, digests.Query) ([]digest.NamedCount, error) {
 	return nil, nil
 }
-func (s stubSources) UnheardDoorbells(context.Context, engine.DigestQuery) ([]digest.NamedCount, error) {
+func (s stubSources) UnheardDoorbells(context.Context, digests.Query) ([]digest.NamedCount, error) {
 	return s.unheard, nil
 }
-func (s stubSources) ClockedOut(context.Context, engine.DigestQuery) ([]string, error) {
+func (s stubSources) ClockedOut(context.Context, digests.Query) ([]string, error) {
 	return nil, nil
 }
-func (s stubSources) AdmissionDeferred(context.Context, engine.DigestQuery) (map[int64]int, error) {
+func (s stubSources) AdmissionDeferred(context.Context, digests.Query) (map[int64]int, error) {
 	return map[int64]int{}, nil
 }
 
@@ -323,9 +324,9 @@ func TestDigestUnmeasuredIsNotZero(t *testing.T) {
 	// Scenario: Unmeasured is not zero
 	d := newDigestWorld(t)
 	d.w.F.Todo(hosttest.TodoOpts{Queue: d.queue, Title: "fresh"})
-	dg := d.digest(t, engine.DigestInput{Schedule: slotAgo(t, d.w, time.Minute)})
+	dg := d.digest(t, digests.Input{Schedule: slotAgo(t, d.w, time.Minute)})
 
-	pv, err := d.eng.PreviewDigest(d.w.Ctx, d.p, dg.ID)
+	pv, err := d.dgs.Preview(d.w.Ctx, d.p, dg.ID)
 	require.NoError(t, err)
 	require.Equal(t, digest.NotMeasured, pv.Report.UnheardDoorbells.Unavailable)
 	require.False(t, pv.Quiet, "an unavailable section makes a digest not quiet")
@@ -338,7 +339,7 @@ func TestDigestUnmeasuredIsNotZero(t *testing.T) {
 
 	// So a digest with nothing else to say is still sent.
 	backdate(t, d.w, dg.ID)
-	n, err := d.eng.RunDueDigests(d.w.Ctx)
+	n, err := d.dgs.RunDue(d.w.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, 1, d.digestRows(t))
@@ -350,40 +351,41 @@ func TestDigestQuietDay(t *testing.T) {
 	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
-	eng := w.Engine(func(c *engine.Config) { c.DigestSources = stubSources{DigestSources: host.NewDigestSources(w.Pool)} })
+	eng := w.Engine()
+	dgs := digests.New(eng, digests.Config{Sources: stubSources{DigestSources: host.NewDigestSources(w.Pool)}})
 	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.digest"})
 	queue := w.F.Queue(scope, "forge")
 	w.F.Todo(hosttest.TodoOpts{Queue: queue, Title: "young and pending"})
 
-	quiet, err := eng.CreateDigest(w.Ctx, p, engine.DigestInput{Owner: scope, Name: "quiet", Schedule: slotAgo(t, w, time.Minute), SinkIDs: []int64{sink}})
+	quiet, err := dgs.Create(w.Ctx, p, digests.Input{Owner: scope, Name: "quiet", Schedule: slotAgo(t, w, time.Minute), SinkIDs: []int64{sink}})
 	require.NoError(t, err)
 	require.True(t, quiet.SkipWhenQuiet, "skip_when_quiet defaults to true")
 	require.Equal(t, time.Hour, quiet.QuietThreshold)
-	pv, err := eng.PreviewDigest(w.Ctx, p, quiet.ID)
+	pv, err := dgs.Preview(w.Ctx, p, quiet.ID)
 	require.NoError(t, err)
 	require.Empty(t, pv.Report.Unavailable())
 	require.True(t, pv.Quiet)
 
 	backdate(t, w, quiet.ID)
-	n, err := eng.RunDueDigests(w.Ctx)
+	n, err := dgs.RunDue(w.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Zero(t, w.F.Count(`SELECT count(*) FROM switchboard.outbox WHERE event_type = 'digest'`), "no digest is sent")
-	runs, err := eng.DigestRuns(w.Ctx, p, quiet.ID, 5)
+	runs, err := dgs.Runs(w.Ctx, p, quiet.ID, 5)
 	require.NoError(t, err)
 	require.Equal(t, "quiet", runs[0].Outcome)
 
 	// One trouble count makes the next digest worth sending; so does a
 	// queue older than the threshold.
 	deadTodo(t, w, queue, "broken")
-	pv, err = eng.PreviewDigest(w.Ctx, p, quiet.ID)
+	pv, err = dgs.Preview(w.Ctx, p, quiet.ID)
 	require.NoError(t, err)
 	require.False(t, pv.Quiet)
 	_, err = w.Pool.Exec(w.Ctx, `UPDATE todos SET state = 'done' WHERE state = 'dead'`)
 	require.NoError(t, err)
 	_, err = w.Pool.Exec(w.Ctx, `UPDATE todos SET created_at = now() - interval '61 minutes' WHERE state = 'pending'`)
 	require.NoError(t, err)
-	pv, err = eng.PreviewDigest(w.Ctx, p, quiet.ID)
+	pv, err = dgs.Preview(w.Ctx, p, quiet.ID)
 	require.NoError(t, err)
 	require.False(t, pv.Quiet, "a queue older than the threshold is not quiet")
 }
@@ -408,8 +410,8 @@ func TestDigestAnotherOwnersQueues(t *testing.T) {
 	_, err := d.w.Pool.Exec(d.w.Ctx, `UPDATE todos SET state = 'claimed', lease_expires_at = now() - interval '1 hour' WHERE id = $1`, claimedB)
 	require.NoError(t, err)
 
-	dg := d.digest(t, engine.DigestInput{Schedule: "* 09:00"})
-	pv, err := d.eng.PreviewDigest(d.w.Ctx, d.p, dg.ID)
+	dg := d.digest(t, digests.Input{Schedule: "* 09:00"})
+	pv, err := d.dgs.Preview(d.w.Ctx, d.p, dg.ID)
 	require.NoError(t, err)
 	r := pv.Report
 	require.Equal(t, []digest.Queue{{ID: d.queue, Name: "forge"}}, r.Queues)
@@ -449,8 +451,8 @@ func TestDigestSections(t *testing.T) {
 	_, err = d.w.Pool.Exec(d.w.Ctx, `UPDATE todos SET updated_at = now() - interval '3 days' WHERE id = $1`, before)
 	require.NoError(t, err)
 
-	dg := d.digest(t, engine.DigestInput{Schedule: "* 09:00"})
-	pv, err := d.eng.PreviewDigest(d.w.Ctx, d.p, dg.ID)
+	dg := d.digest(t, digests.Input{Schedule: "* 09:00"})
+	pv, err := d.dgs.Preview(d.w.Ctx, d.p, dg.ID)
 	require.NoError(t, err)
 	r := pv.Report
 	require.True(t, r.First)
@@ -483,11 +485,11 @@ type failingSources struct {
 	canary string
 }
 
-func (s failingSources) Pending(context.Context, engine.DigestQuery) (map[int64]digest.Pending, error) {
+func (s failingSources) Pending(context.Context, digests.Query) (map[int64]digest.Pending, error) {
 	return nil, errors.New("relation todos_" + s.canary + " does not exist")
 }
 
-func (s failingSources) DeadLetters(ctx context.Context, _ engine.DigestQuery) (map[int64]digest.DeadLetters, error) {
+func (s failingSources) DeadLetters(ctx context.Context, _ digests.Query) (map[int64]digest.DeadLetters, error) {
 	<-ctx.Done()
 	return map[int64]digest.DeadLetters{}, nil // a source that answers late, as zero: dropped
 }
@@ -496,12 +498,12 @@ func TestDigestSourceThatFailsOrTimesOutIsUnavailable(t *testing.T) {
 	t.Parallel()
 	d := newDigestWorld(t)
 	canary := "cnry" + fmt.Sprint(time.Now().UnixNano())
-	eng := d.w.Engine(func(c *engine.Config) {
-		c.DigestSources = failingSources{DigestSources: host.NewDigestSources(d.w.Pool), canary: canary}
-		c.DigestSectionTimeout = 2 * time.Second
+	dgs := digests.New(d.w.Engine(), digests.Config{
+		Sources:        failingSources{DigestSources: host.NewDigestSources(d.w.Pool), canary: canary},
+		SectionTimeout: 2 * time.Second,
 	})
-	dg := d.digest(t, engine.DigestInput{Schedule: slotAgo(t, d.w, time.Minute)})
-	pv, err := eng.PreviewDigest(d.w.Ctx, d.p, dg.ID)
+	dg := d.digest(t, digests.Input{Schedule: slotAgo(t, d.w, time.Minute)})
+	pv, err := dgs.Preview(d.w.Ctx, d.p, dg.ID)
 	require.NoError(t, err)
 	require.Equal(t, "its source failed, the instance's log says why", pv.Report.Pending.Unavailable)
 	require.Equal(t, "timed out after 2s", pv.Report.DeadLetters.Unavailable)
@@ -517,18 +519,18 @@ func TestDigestSourceThatFailsOrTimesOutIsUnavailable(t *testing.T) {
 func TestDigestSendNowKeepsTheScheduledSlot(t *testing.T) {
 	t.Parallel()
 	d := newDigestWorld(t)
-	dg := d.digest(t, engine.DigestInput{Schedule: slotAgo(t, d.w, time.Minute)})
+	dg := d.digest(t, digests.Input{Schedule: slotAgo(t, d.w, time.Minute)})
 	backdate(t, d.w, dg.ID)
-	run, err := d.eng.SendDigestNow(d.w.Ctx, d.p, dg.ID)
+	run, err := d.dgs.SendNow(d.w.Ctx, d.p, dg.ID)
 	require.NoError(t, err)
 	require.Equal(t, "sent", run.Outcome)
 	require.Equal(t, 1, run.SinksQueued)
 	require.Equal(t, 1, d.digestRows(t))
-	got, err := d.eng.GetDigest(d.w.Ctx, d.p, dg.ID)
+	got, err := d.dgs.Get(d.w.Ctx, d.p, dg.ID)
 	require.NoError(t, err)
 	require.Nil(t, got.LastSentAt)
 
-	n, err := d.eng.RunDueDigests(d.w.Ctx)
+	n, err := d.dgs.RunDue(d.w.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "the scheduled time is still sent")
 	require.Equal(t, 2, d.digestRows(t))
@@ -544,7 +546,8 @@ func TestDigestSinkDownAppearsInTheNextDigest(t *testing.T) {
 	down := newGotify(t)
 	down.setStatus(http.StatusBadGateway)
 	_, p, scope := w.Human()
-	eng := w.Serve(withSources(w, false))
+	eng := w.Serve()
+	dgs := digests.New(eng, withSources(w, false))
 	w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: down.URL, Secret: "gtfya.down"})
 	up := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.up", Events: []notifytype.EventType{notifytype.EventDigest}})
 	w.F.Queue(scope, "forge")
@@ -559,10 +562,10 @@ func TestDigestSinkDownAppearsInTheNextDigest(t *testing.T) {
 		}
 	}
 
-	dg, err := eng.CreateDigest(w.Ctx, p, engine.DigestInput{Owner: scope, Name: "next", Schedule: slotAgo(t, w, time.Minute), SinkIDs: []int64{up}})
+	dg, err := dgs.Create(w.Ctx, p, digests.Input{Owner: scope, Name: "next", Schedule: slotAgo(t, w, time.Minute), SinkIDs: []int64{up}})
 	require.NoError(t, err)
 	backdate(t, w, dg.ID)
-	n, err := eng.RunDueDigests(w.Ctx)
+	n, err := dgs.RunDue(w.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	a := w.WaitFor(func(a engine.Attempt) bool { return a.EventType == notifytype.EventDigest })
@@ -595,8 +598,8 @@ func TestDigestCountsQuarantineOfItsOwnWebhooks(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	dg := d.digest(t, engine.DigestInput{Schedule: "* 09:00"})
-	pv, err := d.eng.PreviewDigest(d.w.Ctx, d.p, dg.ID)
+	dg := d.digest(t, digests.Input{Schedule: "* 09:00"})
+	pv, err := d.dgs.Preview(d.w.Ctx, d.p, dg.ID)
 	require.NoError(t, err)
 	require.Equal(t, []digest.NamedCount{{Name: "github", Count: 3}}, pv.Report.Quarantined.Data)
 	require.Contains(t, pv.Text, "Quarantined deliveries (from senders not trusted yet):\n- github: 3 deliveries")
@@ -610,16 +613,16 @@ func TestDigestCountsQuarantineOfItsOwnWebhooks(t *testing.T) {
 func TestDigestWritesRecordTheirAuthor(t *testing.T) {
 	t.Parallel()
 	d := newDigestWorld(t)
-	dg := d.digest(t, engine.DigestInput{Schedule: "* 09:00"})
+	dg := d.digest(t, digests.Input{Schedule: "* 09:00"})
 	name := "evening"
-	_, err := d.eng.UpdateDigest(d.w.Ctx, d.p, dg.ID, engine.DigestPatch{Name: &name})
+	_, err := d.dgs.Update(d.w.Ctx, d.p, dg.ID, digests.Patch{Name: &name})
 	require.NoError(t, err)
 	bad := "every day at nine"
-	_, err = d.eng.UpdateDigest(d.w.Ctx, d.p, dg.ID, engine.DigestPatch{Schedule: &bad})
+	_, err = d.dgs.Update(d.w.Ctx, d.p, dg.ID, digests.Patch{Schedule: &bad})
 	requireCode(t, err, notifytype.CodeInvalidArgument, "schedule")
-	_, err = d.eng.SendDigestNow(d.w.Ctx, d.p, dg.ID)
+	_, err = d.dgs.SendNow(d.w.Ctx, d.p, dg.ID)
 	require.NoError(t, err)
-	require.NoError(t, d.eng.DeleteDigest(d.w.Ctx, d.p, dg.ID))
+	require.NoError(t, d.dgs.Delete(d.w.Ctx, d.p, dg.ID))
 
 	ws, err := store.ListWrites(d.w.Ctx, d.w.Pool, "digest", dg.ID)
 	require.NoError(t, err)

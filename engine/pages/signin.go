@@ -1,4 +1,4 @@
-package engine
+package pages
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/internal/enginecore"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store"
@@ -23,26 +25,26 @@ const SignInSinks = 3
 // link"; the record holds no link).
 const SignInEventType = "sign_in_link"
 
-// SendSignInLink delivers a one-time sign-in link (link, valid until
+// SendSignInLink delivers, through e, a one-time sign-in link (link, valid until
 // until, in words) to the human's own enabled sinks, now: at most
 // SignInSinks of them, never a team's sink, so the link reaches only the
 // person it signs in. It is the web UI's "send me a sign-in link": the
 // caller minted the link for this human. Each send passes the guarded
 // client like any delivery, leaves a delivery record without the link
-// (counted with the sink's test messages, SendTestsPerMinute a minute per
-// sink) and bypasses subscriptions and the budget. It returns how many
+// (counted with the sink's test messages, engine.SendTestsPerMinute a
+// minute per sink) and bypasses subscriptions and the budget. It returns how many
 // sinks accepted the message; the link is never logged.
-func (e *Engine) SendSignInLink(ctx context.Context, humanID string, link, until string) (int, error) {
-	n, err := e.sendSignInLink(ctx, humanID, link, until)
-	return n, wrapErr(err, "sending a sign-in link")
+func SendSignInLink(ctx context.Context, e *engine.Engine, humanID string, link, until string) (int, error) {
+	n, err := sendSignInLink(ctx, enginecore.Of(e), humanID, link, until)
+	return n, enginecore.WrapErr(err, "sending a sign-in link")
 }
 
-func (e *Engine) sendSignInLink(ctx context.Context, humanID string, link, until string) (int, error) {
+func sendSignInLink(ctx context.Context, core *enginecore.Core, humanID string, link, until string) (int, error) {
 	owner := notifytype.Human(humanID)
 	if !owner.Valid() {
 		return 0, notifytype.InvalidArgument("human_id", "not a human id (1 to 128 of A-Z a-z 0-9 . _ ~ : @ -)")
 	}
-	all, err := store.ListSinks(ctx, e.cfg.Pool, owner)
+	all, err := store.ListSinks(ctx, core.Pool, owner)
 	if err != nil {
 		return 0, err
 	}
@@ -56,9 +58,9 @@ func (e *Engine) sendSignInLink(ctx context.Context, humanID string, link, until
 			continue
 		}
 		tried++
-		ok, err := e.sendSignInTo(ctx, sk.ID, owner, msg)
+		ok, err := sendSignInTo(ctx, core, sk.ID, owner, msg)
 		if err != nil {
-			e.log.Warn("sign-in link not sent", "sink_id", sk.ID, "owner_scope", owner.String(), "error", err)
+			core.Logger.Warn("sign-in link not sent", "sink_id", sk.ID, "owner_scope", owner.String(), "error", err)
 			continue
 		}
 		if ok {
@@ -68,11 +70,15 @@ func (e *Engine) sendSignInLink(ctx context.Context, humanID string, link, until
 	return sent, nil
 }
 
+// recordTimeout bounds writing a sign-in link's outcome, as the engine's
+// recorder bounds an attempt's.
+const recordTimeout = 10 * time.Second
+
 // errSignInSkipped is a sink a sign-in link may not go to now.
 var errSignInSkipped = errors.New("sink skipped")
 
-func (e *Engine) sendSignInTo(ctx context.Context, sinkID int64, owner notifytype.OwnerScope, msg sinks.Message) (bool, error) {
-	now, err := e.now(ctx)
+func sendSignInTo(ctx context.Context, core *enginecore.Core, sinkID int64, owner notifytype.OwnerScope, msg sinks.Message) (bool, error) {
+	now, err := core.Now(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -80,10 +86,10 @@ func (e *Engine) sendSignInTo(ctx context.Context, sinkID int64, owner notifytyp
 		adapter  sinks.Adapter
 		recordID int64
 	)
-	err = pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, core.Pool, func(tx pgx.Tx) error {
 		s, err := store.LockSinkForDelivery(ctx, tx, sinkID)
 		if err != nil {
-			return notFoundIfNoRows(err, "sink")
+			return enginecore.NotFoundIfNoRows(err, "sink")
 		}
 		if s.Owner != owner.String() {
 			return errSignInSkipped // moved since it was listed
@@ -92,10 +98,10 @@ func (e *Engine) sendSignInTo(ctx context.Context, sinkID int64, owner notifytyp
 		if err != nil {
 			return err
 		}
-		if n >= SendTestsPerMinute {
-			return fmt.Errorf("%w: at most %d test messages and sign-in links a minute per sink", errSignInSkipped, SendTestsPerMinute)
+		if n >= engine.SendTestsPerMinute {
+			return fmt.Errorf("%w: at most %d test messages and sign-in links a minute per sink", errSignInSkipped, engine.SendTestsPerMinute)
 		}
-		a, _, refusal := e.adapterFor(s)
+		a, refusal := core.AdapterFor(s)
 		if refusal != "" {
 			return fmt.Errorf("%w: %s", errSignInSkipped, refusal)
 		}
@@ -108,16 +114,16 @@ func (e *Engine) sendSignInTo(ctx context.Context, sinkID int64, owner notifytyp
 	if err != nil {
 		return false, err
 	}
-	result := e.send(ctx, adapter, msg)
+	result := core.Send(ctx, adapter, msg)
 	status := "delivered"
 	if !result.OK() {
 		status = "undeliverable"
-		e.log.Warn("sign-in link failed", "sink_id", sinkID, "owner_scope", owner.String(), "class", result.Class,
+		core.Logger.Warn("sign-in link failed", "sink_id", sinkID, "owner_scope", owner.String(), "class", result.Class,
 			"http_status", result.Status)
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	if err := store.FinishDeliveryRecord(rctx, e.cfg.Pool, recordID, status, string(result.Class), result.Status, e.nowOrLocal(rctx)); err != nil {
+	if err := store.FinishDeliveryRecord(rctx, core.Pool, recordID, status, string(result.Class), result.Status, core.NowOrLocal(rctx)); err != nil {
 		return false, err
 	}
 	return result.OK(), nil

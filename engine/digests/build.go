@@ -1,4 +1,4 @@
-package engine
+package digests
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/digest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
@@ -25,7 +26,7 @@ import (
 // the first. Each section comes from its source under its own timeout, all
 // at once; a section whose source is absent, fails or times out is
 // unavailable with its reason, never zero (REQ-13).
-func (e *Engine) buildReport(ctx context.Context, d store.Digest, prevSent *time.Time, at time.Time) digest.Report {
+func (s *Service) buildReport(ctx context.Context, d store.Digest, prevSent *time.Time, at time.Time) digest.Report {
 	r := digest.Report{
 		DigestID: d.ID, Name: d.Name, At: at, Since: at.Add(-24 * time.Hour), First: prevSent == nil,
 		Threshold: time.Duration(d.QuietThresholdSecs) * time.Second,
@@ -33,18 +34,18 @@ func (e *Engine) buildReport(ctx context.Context, d store.Digest, prevSent *time
 	if prevSent != nil {
 		r.Since = *prevSent
 	}
-	src := e.cfg.DigestSources
-	log := e.log.With("digest_id", d.ID, "owner", d.Owner.String())
+	src := s.cfg.Sources
+	log := s.log.With("digest_id", d.ID, "owner", d.Owner.String())
 
 	// The queues first: every queue section needs them.
 	var queuesWhy string
 	if src == nil {
 		queuesWhy = digest.NotMeasured
 	} else {
-		qs, err := section(ctx, e.cfg.DigestSectionTimeout, func(ctx context.Context) ([]digest.Queue, error) {
+		qs, err := section(ctx, s.cfg.SectionTimeout, func(ctx context.Context) ([]digest.Queue, error) {
 			return src.Queues(ctx, d.Owner)
 		})
-		if queuesWhy = e.unavailable(log, "queues", err); queuesWhy == "" {
+		if queuesWhy = s.unavailable(log, "queues", err); queuesWhy == "" {
 			if len(d.QueueIDs) > 0 {
 				qs = slices.DeleteFunc(qs, func(q digest.Queue) bool { return !slices.Contains(d.QueueIDs, q.ID) })
 			}
@@ -52,39 +53,39 @@ func (e *Engine) buildReport(ctx context.Context, d store.Digest, prevSent *time
 		}
 	}
 	r.QueuesUnavailable = queuesWhy
-	q := DigestQuery{Owner: d.Owner, QueueIDs: digest.QueueIDs(r.Queues), Since: r.Since}
+	q := Query{Owner: d.Owner, QueueIDs: digest.QueueIDs(r.Queues), Since: r.Since}
 
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		r.Pending = fetch(ctx, e, log, "pending", src == nil, queuesWhy, func(ctx context.Context) (map[int64]digest.Pending, error) { return src.Pending(ctx, q) })
+		r.Pending = fetch(ctx, s, log, "pending", src == nil, queuesWhy, func(ctx context.Context) (map[int64]digest.Pending, error) { return src.Pending(ctx, q) })
 	})
 	wg.Go(func() {
-		r.Claimed = fetch(ctx, e, log, "claimed", src == nil, queuesWhy, func(ctx context.Context) (map[int64]int, error) { return src.Claimed(ctx, q) })
+		r.Claimed = fetch(ctx, s, log, "claimed", src == nil, queuesWhy, func(ctx context.Context) (map[int64]int, error) { return src.Claimed(ctx, q) })
 	})
 	wg.Go(func() {
-		r.StalledLeases = fetch(ctx, e, log, "stalled leases", src == nil, queuesWhy, func(ctx context.Context) (map[int64]int, error) { return src.StalledLeases(ctx, q) })
+		r.StalledLeases = fetch(ctx, s, log, "stalled leases", src == nil, queuesWhy, func(ctx context.Context) (map[int64]int, error) { return src.StalledLeases(ctx, q) })
 	})
 	wg.Go(func() {
-		r.DeadLetters = fetch(ctx, e, log, "dead letters", src == nil, queuesWhy, func(ctx context.Context) (map[int64]digest.DeadLetters, error) { return src.DeadLetters(ctx, q) })
+		r.DeadLetters = fetch(ctx, s, log, "dead letters", src == nil, queuesWhy, func(ctx context.Context) (map[int64]digest.DeadLetters, error) { return src.DeadLetters(ctx, q) })
 	})
 	wg.Go(func() {
-		r.AdmissionDeferred = fetch(ctx, e, log, "admission", src == nil, queuesWhy, func(ctx context.Context) (map[int64]int, error) { return src.AdmissionDeferred(ctx, q) })
+		r.AdmissionDeferred = fetch(ctx, s, log, "admission", src == nil, queuesWhy, func(ctx context.Context) (map[int64]int, error) { return src.AdmissionDeferred(ctx, q) })
 	})
 	wg.Go(func() {
-		r.Quarantined = fetch(ctx, e, log, "quarantined", src == nil, "", func(ctx context.Context) ([]digest.NamedCount, error) { return src.Quarantined(ctx, q) })
+		r.Quarantined = fetch(ctx, s, log, "quarantined", src == nil, "", func(ctx context.Context) ([]digest.NamedCount, error) { return src.Quarantined(ctx, q) })
 	})
 	wg.Go(func() {
-		r.UnheardDoorbells = fetch(ctx, e, log, "unheard doorbells", src == nil, "", func(ctx context.Context) ([]digest.NamedCount, error) { return src.UnheardDoorbells(ctx, q) })
+		r.UnheardDoorbells = fetch(ctx, s, log, "unheard doorbells", src == nil, "", func(ctx context.Context) ([]digest.NamedCount, error) { return src.UnheardDoorbells(ctx, q) })
 	})
 	wg.Go(func() {
-		r.ClockedOut = fetch(ctx, e, log, "clocked out", src == nil, "", func(ctx context.Context) ([]string, error) { return src.ClockedOut(ctx, q) })
+		r.ClockedOut = fetch(ctx, s, log, "clocked out", src == nil, "", func(ctx context.Context) ([]string, error) { return src.ClockedOut(ctx, q) })
 	})
 	// Notifications recorded undeliverable are the engine's own figure.
 	wg.Go(func() {
-		n, err := section(ctx, e.cfg.DigestSectionTimeout, func(ctx context.Context) (int, error) {
-			return store.CountUndeliverable(ctx, e.cfg.Pool, d.Owner, r.Since)
+		n, err := section(ctx, s.cfg.SectionTimeout, func(ctx context.Context) (int, error) {
+			return store.CountUndeliverable(ctx, s.core.Pool, d.Owner, r.Since)
 		})
-		if why := e.unavailable(log, "undeliverable", err); why != "" {
+		if why := s.unavailable(log, "undeliverable", err); why != "" {
 			r.Undeliverable = digest.Section[int]{Unavailable: why}
 			return
 		}
@@ -120,15 +121,15 @@ func (e *Engine) buildReport(ctx context.Context, d store.Digest, prevSent *time
 // fetch reads one section from its source under the section timeout:
 // unavailable with the reason when there is no source, when the queues it
 // needs could not be read (queuesWhy), or when the call fails.
-func fetch[T any](ctx context.Context, e *Engine, log *slog.Logger, name string, noSource bool, queuesWhy string, call func(context.Context) (T, error)) digest.Section[T] {
+func fetch[T any](ctx context.Context, s *Service, log *slog.Logger, name string, noSource bool, queuesWhy string, call func(context.Context) (T, error)) digest.Section[T] {
 	switch {
 	case noSource:
 		return digest.Section[T]{Unavailable: digest.NotMeasured}
 	case queuesWhy != "":
 		return digest.Section[T]{Unavailable: "the queues could not be read: " + queuesWhy}
 	}
-	v, err := section(ctx, e.cfg.DigestSectionTimeout, call)
-	if why := e.unavailable(log, name, err); why != "" {
+	v, err := section(ctx, s.cfg.SectionTimeout, call)
+	if why := s.unavailable(log, name, err); why != "" {
 		return digest.Section[T]{Unavailable: why}
 	}
 	return digest.Section[T]{Data: v}
@@ -164,15 +165,15 @@ func section[T any](ctx context.Context, timeout time.Duration, call func(contex
 // unavailable is the reason a section reads unavailable, "" when err is
 // nil. The reason says what kind of failure it was, never the error's
 // text (which may name tables or hosts); the error is logged.
-func (e *Engine) unavailable(log *slog.Logger, name string, err error) string {
+func (s *Service) unavailable(log *slog.Logger, name string, err error) string {
 	switch {
 	case err == nil:
 		return ""
 	case errors.Is(err, ErrNotMeasured):
 		return digest.NotMeasured
 	case errors.Is(err, context.DeadlineExceeded):
-		log.Warn("digest section timed out", "section", name, "timeout", e.cfg.DigestSectionTimeout.String())
-		return "timed out after " + e.cfg.DigestSectionTimeout.String()
+		log.Warn("digest section timed out", "section", name, "timeout", s.cfg.SectionTimeout.String())
+		return "timed out after " + s.cfg.SectionTimeout.String()
 	default:
 		log.Warn("digest section failed", "section", name, "err", err)
 		return "its source failed, the instance's log says why"
@@ -186,18 +187,18 @@ func (e *Engine) unavailable(log *slog.Logger, name string, err error) string {
 // digest and the failure's class is recorded on the run. The sinks' rows
 // go through the outbox (budgets, retries and records apply), written in
 // the run's transaction.
-func (e *Engine) sendReport(ctx context.Context, d store.Digest, r digest.Report, run DigestRun) (DigestRun, error) {
+func (s *Service) sendReport(ctx context.Context, d store.Digest, r digest.Report, run Run) (Run, error) {
 	run.DigestID, run.Owner, run.Outcome, run.Headline = d.ID, d.Owner, "sent", r.Lead()
-	log := e.log.With("digest_id", d.ID, "owner", d.Owner.String())
+	log := s.log.With("digest_id", d.ID, "owner", d.Owner.String())
 
 	// The digest's name is the message's place ("Queue digest: morning"); the
 	// full text carries its own headline.
 	content := sinks.Content{
-		Place: d.Name, LinkPath: e.digestLink(d.Owner, d.ID),
-		Lines: r.Lines(digest.Plain, e.cfg.BaseURL, e.reportLinks(d.Owner, d.ID)),
+		Place: d.Name, LinkPath: s.core.DigestLink(d.Owner, d.ID),
+		Lines: r.Lines(digest.Plain, s.core.BaseURL, s.reportLinks(d.Owner, d.ID)),
 	}
 	if d.CairnConnectionID > 0 {
-		artifact, err := e.publishToCairn(ctx, d, r)
+		artifact, err := s.publishToCairn(ctx, d, r)
 		if err != nil {
 			run.CairnError = string(cairn.ClassOf(err))
 			if ce := (*cairn.Error)(nil); errors.As(err, &ce) && ce.Status != 0 {
@@ -217,8 +218,8 @@ func (e *Engine) sendReport(ctx context.Context, d store.Digest, r digest.Report
 	if err != nil {
 		return run, fmt.Errorf("error encoding digest: %w", err)
 	}
-	err = pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
-		queued, err := store.EnqueueDigestTx(ctx, tx, d.Owner, d.SinkIDs, payload, e.statementNow())
+	err = pgx.BeginFunc(ctx, s.core.Pool, func(tx pgx.Tx) error {
+		queued, err := store.EnqueueDigestTx(ctx, tx, d.Owner, d.SinkIDs, payload, s.core.StatementNow())
 		if err != nil {
 			return err
 		}
@@ -226,7 +227,7 @@ func (e *Engine) sendReport(ctx context.Context, d store.Digest, r digest.Report
 		if len(queued) == 0 && run.ArtifactURL == "" {
 			run.Outcome = "no_target"
 		}
-		return store.InsertDigestRun(ctx, tx, run)
+		return store.InsertDigestRun(ctx, tx, runIn(run))
 	})
 	if err != nil {
 		return run, err
@@ -235,21 +236,23 @@ func (e *Engine) sendReport(ctx context.Context, d store.Digest, r digest.Report
 	return run, nil
 }
 
-func (e *Engine) publishToCairn(ctx context.Context, d store.Digest, r digest.Report) (cairn.Artifact, error) {
-	c, secret, err := e.openConnection(ctx, e.cfg.Pool, d.CairnConnectionID, d.Owner, KindCairn)
+func (s *Service) publishToCairn(ctx context.Context, d store.Digest, r digest.Report) (cairn.Artifact, error) {
+	c, secret, err := s.core.OpenConnection(ctx, s.core.Pool, d.CairnConnectionID, d.Owner, engine.KindCairn)
 	if err != nil {
 		return cairn.Artifact{}, &cairn.Error{Class: notifytype.ClassConfig, Err: fmt.Errorf("error opening the digest's cairn connection: %w", err)}
 	}
-	client := cairn.New(cairn.Config{BaseURL: c.AccountKey, Token: secret}, e.client)
+	client := cairn.New(cairn.Config{BaseURL: c.AccountKey, Token: secret}, s.core.Client)
 	name := "Switchboard digest " + sinks.Clean(d.Name, 64) + " " + r.At.UTC().Format("2006-01-02 15:04 UTC")
-	return client.Publish(ctx, name, r.Text(digest.Markdown, e.cfg.BaseURL, e.reportLinks(d.Owner, d.ID)))
+	return client.Publish(ctx, name, r.Text(digest.Markdown, s.core.BaseURL, s.reportLinks(d.Owner, d.ID)))
 }
 
-// digestLink is the link of digest id's message (Config.Links.Digest), ""
-// for none.
-func (e *Engine) digestLink(owner notifytype.OwnerScope, id int64) string {
-	if e.cfg.Links.Digest == nil {
-		return ""
+// reportLinks are the links of digest id's report lines: its dead
+// letters' todos (Config.Links.Item) and its own page
+// (Config.Links.Digest), in the embedder's words (Config.Links.Text).
+func (s *Service) reportLinks(owner notifytype.OwnerScope, id int64) digest.Links {
+	return digest.Links{
+		Todo:       func(todo int64) string { return s.core.ItemLink(owner, string(engine.ResourceTodo), todo) },
+		Digest:     s.core.DigestLink(owner, id),
+		DigestText: s.core.LinkText,
 	}
-	return e.cfg.Links.Digest(owner, id)
 }

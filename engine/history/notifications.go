@@ -1,10 +1,12 @@
-package engine
+package history
 
 import (
 	"cmp"
 	"context"
 	"time"
 
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/internal/enginecore"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 )
@@ -30,38 +32,39 @@ type Notification struct {
 	LastClass notifytype.ErrorClass `json:"last_class,omitempty"`
 	// Title is the item's title (sender- or agent-written); Place the
 	// queue or webhook; LinkPath the item's board path.
-	Title      string           `json:"title"`
-	Place      string           `json:"place"`
-	Summary    string           `json:"summary"`
-	LinkPath   string           `json:"link_path"`
-	CreatedAt  time.Time        `json:"created_at"`
-	DueAt      time.Time        `json:"due_at"`
-	Deliveries []DeliveryRecord `json:"deliveries"`
+	Title      string                  `json:"title"`
+	Place      string                  `json:"place"`
+	Summary    string                  `json:"summary"`
+	LinkPath   string                  `json:"link_path"`
+	CreatedAt  time.Time               `json:"created_at"`
+	DueAt      time.Time               `json:"due_at"`
+	Deliveries []engine.DeliveryRecord `json:"deliveries"`
 }
 
-// RecentNotifications returns the latest notifications of the scopes (each
+// RecentNotifications returns, through e, the latest notifications of the scopes (each
 // must be readable by p, else not_found), newest first, at most limit
 // (1..NotificationsShownMax; default 50), each with its delivery records.
 // A linkPath keeps only the notifications about that board item
 // ("/board/todos/12").
-func (e *Engine) RecentNotifications(ctx context.Context, p Principal, scopes []notifytype.OwnerScope, linkPath string, limit int) ([]Notification, error) {
-	owners, limit, err := e.notificationScopes(ctx, p, scopes, limit)
+func RecentNotifications(ctx context.Context, e *engine.Engine, p engine.Principal, scopes []notifytype.OwnerScope, linkPath string, limit int) ([]Notification, error) {
+	core := enginecore.Of(e)
+	owners, limit, err := notificationScopes(ctx, core, p, scopes, limit)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := store.RecentNotifications(ctx, e.cfg.Pool, owners, linkPath, limit)
+	rows, err := store.RecentNotifications(ctx, core.Pool, owners, linkPath, limit)
 	if err != nil {
-		return nil, wrapErr(err, "listing notifications")
+		return nil, enginecore.WrapErr(err, "listing notifications")
 	}
 	ids := make([]int64, len(rows))
 	for i, r := range rows {
 		ids[i] = r.ID
 	}
-	records, err := store.DeliveryRecordsOf(ctx, e.cfg.Pool, ids)
+	records, err := store.DeliveryRecordsOf(ctx, core.Pool, ids)
 	if err != nil {
-		return nil, wrapErr(err, "listing notifications")
+		return nil, enginecore.WrapErr(err, "listing notifications")
 	}
-	byRow := map[int64][]DeliveryRecord{}
+	byRow := map[int64][]engine.DeliveryRecord{}
 	for _, d := range records {
 		byRow[d.OutboxID] = append(byRow[d.OutboxID], deliveryOut(d))
 	}
@@ -69,7 +72,7 @@ func (e *Engine) RecentNotifications(ctx context.Context, p Principal, scopes []
 	for _, r := range rows {
 		owner, err := notifytype.ParseOwnerScope(r.Owner)
 		if err != nil {
-			return nil, wrapErr(err, "listing notifications")
+			return nil, enginecore.WrapErr(err, "listing notifications")
 		}
 		out = append(out, Notification{
 			ID: r.ID, SinkID: r.SinkID, SinkName: r.SinkName, Owner: owner,
@@ -85,31 +88,32 @@ func (e *Engine) RecentNotifications(ctx context.Context, p Principal, scopes []
 // LastDeliveries returns, for each sink of scope that has one, its newest
 // delivery record, keyed by sink id: the sinks' last delivery state from
 // the database, whether or not an actor runs for them.
-func (e *Engine) LastDeliveries(ctx context.Context, p Principal, scope notifytype.OwnerScope) (map[int64]DeliveryRecord, error) {
-	if err := e.authorize(ctx, p, scope, false); err != nil {
-		return nil, wrapErr(err, "reading last deliveries")
+func LastDeliveries(ctx context.Context, e *engine.Engine, p engine.Principal, scope notifytype.OwnerScope) (map[int64]engine.DeliveryRecord, error) {
+	core := enginecore.Of(e)
+	if err := core.Authorize(ctx, enginecore.Principal(p), scope, false); err != nil {
+		return nil, enginecore.WrapErr(err, "reading last deliveries")
 	}
-	sinks, err := store.ListSinks(ctx, e.cfg.Pool, scope)
+	sinkRows, err := store.ListSinks(ctx, core.Pool, scope)
 	if err != nil {
-		return nil, wrapErr(err, "reading last deliveries")
+		return nil, enginecore.WrapErr(err, "reading last deliveries")
 	}
-	ids := make([]int64, len(sinks))
-	for i, s := range sinks {
+	ids := make([]int64, len(sinkRows))
+	for i, s := range sinkRows {
 		ids[i] = s.ID
 	}
-	records, err := store.LastDeliveryRecords(ctx, e.cfg.Pool, ids)
+	records, err := store.LastDeliveryRecords(ctx, core.Pool, ids)
 	if err != nil {
-		return nil, wrapErr(err, "reading last deliveries")
+		return nil, enginecore.WrapErr(err, "reading last deliveries")
 	}
-	out := make(map[int64]DeliveryRecord, len(records))
+	out := make(map[int64]engine.DeliveryRecord, len(records))
 	for _, d := range records {
 		out[d.SinkID] = deliveryOut(d)
 	}
 	return out, nil
 }
 
-func deliveryOut(r store.DeliveryRecord) DeliveryRecord {
-	return DeliveryRecord{
+func deliveryOut(r store.DeliveryRecord) engine.DeliveryRecord {
+	return engine.DeliveryRecord{
 		ID: r.ID, SinkID: r.SinkID, EventType: r.EventType, Attempt: r.Attempt, Test: r.IsTest,
 		CoalescedRows: r.CoalescedRows, Status: r.Status, Class: notifytype.ErrorClass(r.Class),
 		HTTPStatus: r.HTTPStatus, SentAt: r.SentAt,
@@ -136,14 +140,15 @@ type NotificationEvent struct {
 // RecentNotificationEvents is RecentNotifications grouped by event: the
 // latest limit events of the scopes, newest first, each with the
 // notification of every sink it went to.
-func (e *Engine) RecentNotificationEvents(ctx context.Context, p Principal, scopes []notifytype.OwnerScope, linkPath string, limit int) ([]NotificationEvent, error) {
-	owners, limit, err := e.notificationScopes(ctx, p, scopes, limit)
+func RecentNotificationEvents(ctx context.Context, e *engine.Engine, p engine.Principal, scopes []notifytype.OwnerScope, linkPath string, limit int) ([]NotificationEvent, error) {
+	core := enginecore.Of(e)
+	owners, limit, err := notificationScopes(ctx, core, p, scopes, limit)
 	if err != nil {
 		return nil, err
 	}
-	groups, err := store.RecentNotificationEvents(ctx, e.cfg.Pool, owners, linkPath, limit)
+	groups, err := store.RecentNotificationEvents(ctx, core.Pool, owners, linkPath, limit)
 	if err != nil {
-		return nil, wrapErr(err, "listing notifications")
+		return nil, enginecore.WrapErr(err, "listing notifications")
 	}
 	var ids []int64
 	for _, g := range groups {
@@ -151,11 +156,11 @@ func (e *Engine) RecentNotificationEvents(ctx context.Context, p Principal, scop
 			ids = append(ids, r.ID)
 		}
 	}
-	records, err := store.DeliveryRecordsOf(ctx, e.cfg.Pool, ids)
+	records, err := store.DeliveryRecordsOf(ctx, core.Pool, ids)
 	if err != nil {
-		return nil, wrapErr(err, "listing notifications")
+		return nil, enginecore.WrapErr(err, "listing notifications")
 	}
-	byRow := map[int64][]DeliveryRecord{}
+	byRow := map[int64][]engine.DeliveryRecord{}
 	for _, d := range records {
 		byRow[d.OutboxID] = append(byRow[d.OutboxID], deliveryOut(d))
 	}
@@ -163,7 +168,7 @@ func (e *Engine) RecentNotificationEvents(ctx context.Context, p Principal, scop
 	for _, g := range groups {
 		owner, err := notifytype.ParseOwnerScope(g[0].Owner)
 		if err != nil {
-			return nil, wrapErr(err, "listing notifications")
+			return nil, enginecore.WrapErr(err, "listing notifications")
 		}
 		ev := NotificationEvent{
 			EventType: notifytype.EventType(g[0].EventType), Owner: owner,
@@ -188,11 +193,11 @@ func (e *Engine) RecentNotificationEvents(ctx context.Context, p Principal, scop
 
 // notificationScopes checks that p may read every scope and clamps limit
 // (1..NotificationsShownMax; default 50): what both notification lists ask.
-func (e *Engine) notificationScopes(ctx context.Context, p Principal, scopes []notifytype.OwnerScope, limit int) ([]string, int, error) {
+func notificationScopes(ctx context.Context, core *enginecore.Core, p engine.Principal, scopes []notifytype.OwnerScope, limit int) ([]string, int, error) {
 	owners := make([]string, 0, len(scopes))
 	for _, sc := range scopes {
-		if err := e.authorize(ctx, p, sc, false); err != nil {
-			return nil, 0, wrapErr(err, "listing notifications")
+		if err := core.Authorize(ctx, enginecore.Principal(p), sc, false); err != nil {
+			return nil, 0, enginecore.WrapErr(err, "listing notifications")
 		}
 		owners = append(owners, sc.String())
 	}

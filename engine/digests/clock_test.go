@@ -1,4 +1,4 @@
-package engine_test
+package digests_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/engine/enginetest"
 )
 
@@ -19,10 +19,10 @@ func TestDigestRowsDueAtTheDatabasesTime(t *testing.T) {
 		t.Run(by.String(), func(t *testing.T) {
 			t.Parallel()
 			d := newDigestWorld(t, enginetest.LocalClockOff(by))
-			dg := d.digest(t, engine.DigestInput{Schedule: slotAgo(t, d.w, time.Minute)})
+			dg := d.digest(t, digests.Input{Schedule: slotAgo(t, d.w, time.Minute)})
 			var before, after, due time.Time
 			require.NoError(t, d.w.Pool.QueryRow(d.w.Ctx, `SELECT clock_timestamp()`).Scan(&before))
-			run, err := d.eng.SendDigestNow(d.w.Ctx, d.p, dg.ID)
+			run, err := d.dgs.SendNow(d.w.Ctx, d.p, dg.ID)
 			require.NoError(t, err)
 			require.Equal(t, 1, run.SinksQueued)
 			require.NoError(t, d.w.Pool.QueryRow(d.w.Ctx, `SELECT clock_timestamp()`).Scan(&after))

@@ -1,4 +1,4 @@
-package engine
+package digests
 
 import (
 	"context"
@@ -8,29 +8,40 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/digest"
+	"github.com/switchboard/notify/internal/enginecore"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
 )
 
+// Actions and the object kind of the write log that digests record.
+const (
+	writeDigestCreate = "digest.create"
+	writeDigestUpdate = "digest.update"
+	writeDigestDelete = "digest.delete"
+	writeDigestSend   = "digest.send"
+	objectDigest      = "digest"
+)
+
 // Digest limits (REQ-12, REQ-13).
 const (
-	// MaxDigestsPerScope is the most digests one owner scope may have.
-	MaxDigestsPerScope = 5
+	// MaxPerScope is the most digests one owner scope may have.
+	MaxPerScope = 5
 	// QuietThresholdDefault is the oldest-pending age above which a digest
 	// is not quiet, unless the digest sets its own.
 	QuietThresholdDefault = time.Hour
 	// QuietThresholdMin and QuietThresholdMax bound a digest's threshold.
 	QuietThresholdMin = time.Minute
 	QuietThresholdMax = 7 * 24 * time.Hour
-	// DigestLateAfter is how late a scheduled time may be sent: a time
+	// LateAfter is how late a scheduled time may be sent: a time
 	// missed during downtime is sent once on recovery if less late than
 	// this, and skipped otherwise.
-	DigestLateAfter = time.Hour
+	LateAfter = time.Hour
 )
 
-// DigestInput is a digest as a caller creates it (REQ-12).
-type DigestInput struct {
+// Input is a digest as a caller creates it (REQ-12).
+type Input struct {
 	// Owner is the owner scope. Required.
 	Owner notifytype.OwnerScope
 	// Name is unique in the scope: 1 to 64 printable characters. Required.
@@ -53,8 +64,8 @@ type DigestInput struct {
 	QuietThreshold time.Duration
 }
 
-// DigestPatch changes a digest; a nil field keeps its value.
-type DigestPatch struct {
+// Patch changes a digest; a nil field keeps its value.
+type Patch struct {
 	Name              *string
 	Schedule          *string
 	QueueIDs          *[]int64
@@ -101,18 +112,18 @@ func digestOut(d store.Digest) Digest {
 	return out
 }
 
-// CreateDigest validates and stores a digest: permissions as for sinks
+// Create validates and stores a digest: permissions as for sinks
 // (D2, D3), name, schedule (invalid_argument naming schedule), queues and
 // sinks of the same scope, a Cairn connection of the same scope and kind
 // (else forbidden), at least one target, the threshold, and at most 5
 // digests per scope, which holds under concurrent creates.
-func (e *Engine) CreateDigest(ctx context.Context, p Principal, in DigestInput) (Digest, error) {
-	d, err := e.createDigest(ctx, p, in)
-	return d, wrapErr(err, "creating digest")
+func (s *Service) Create(ctx context.Context, p engine.Principal, in Input) (Digest, error) {
+	d, err := s.createDigest(ctx, p, in)
+	return d, enginecore.WrapErr(err, "creating digest")
 }
 
-func (e *Engine) createDigest(ctx context.Context, p Principal, in DigestInput) (Digest, error) {
-	if err := e.authorizeTarget(ctx, p, in.Owner); err != nil {
+func (s *Service) createDigest(ctx context.Context, p engine.Principal, in Input) (Digest, error) {
+	if err := s.core.AuthorizeTarget(ctx, principal(p), in.Owner); err != nil {
 		return Digest{}, err
 	}
 	row := store.Digest{
@@ -128,25 +139,25 @@ func (e *Engine) createDigest(ctx context.Context, p Principal, in DigestInput) 
 		row.QuietThresholdSecs = int(in.QuietThreshold / time.Second)
 	}
 	var out store.Digest
-	err := pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.core.Pool, func(tx pgx.Tx) error {
 		if err := store.LockOwnerScope(ctx, tx, in.Owner); err != nil {
 			return err
 		}
 		var err error
-		if row, err = e.checkDigest(ctx, tx, row); err != nil {
+		if row, err = s.checkDigest(ctx, tx, row); err != nil {
 			return err
 		}
 		n, err := store.CountDigests(ctx, tx, in.Owner)
 		if err != nil {
 			return err
 		}
-		if n >= MaxDigestsPerScope {
-			return notifytype.InvalidArgumentf("digests", "this owner scope already has %d digests, the most allowed; delete one first", MaxDigestsPerScope)
+		if n >= MaxPerScope {
+			return notifytype.InvalidArgumentf("digests", "this owner scope already has %d digests, the most allowed; delete one first", MaxPerScope)
 		}
 		if out, err = store.InsertDigest(ctx, tx, row); err != nil {
 			return digestNameTaken(err)
 		}
-		return RecordWrite(ctx, tx, p, out.Owner, writeDigestCreate, objectDigest, out.ID)
+		return enginecore.RecordWrite(ctx, tx, principal(p), out.Owner, writeDigestCreate, objectDigest, out.ID)
 	})
 	if err != nil {
 		return Digest{}, err
@@ -156,8 +167,8 @@ func (e *Engine) createDigest(ctx context.Context, p Principal, in DigestInput) 
 
 // checkDigest validates every field of a digest row and returns it
 // normalised (schedule canonical, ids sorted without repeats).
-func (e *Engine) checkDigest(ctx context.Context, db store.DBTX, d store.Digest) (store.Digest, error) {
-	if err := checkName(d.Name); err != nil {
+func (s *Service) checkDigest(ctx context.Context, db store.DBTX, d store.Digest) (store.Digest, error) {
+	if err := engine.CheckName(d.Name); err != nil {
 		return d, err
 	}
 	sch, err := digest.Parse(d.Schedule)
@@ -172,7 +183,7 @@ func (e *Engine) checkDigest(ctx context.Context, db store.DBTX, d store.Digest)
 	d.QueueIDs = uniqueIDs(d.QueueIDs)
 	d.SinkIDs = uniqueIDs(d.SinkIDs)
 	if len(d.QueueIDs) > 0 {
-		owned, err := e.cfg.Directory.Owned(ctx, d.Owner, ResourceQueue, d.QueueIDs)
+		owned, err := s.core.Owned(ctx, d.Owner, string(engine.ResourceQueue), d.QueueIDs)
 		if err != nil {
 			return d, err
 		}
@@ -193,7 +204,7 @@ func (e *Engine) checkDigest(ctx context.Context, db store.DBTX, d store.Digest)
 		return d, notifytype.InvalidArgument("cairn_connection_id", "must be a connection id, or 0 for none")
 	}
 	if d.CairnConnectionID > 0 {
-		if _, err := connectionFor(ctx, db, d.CairnConnectionID, d.Owner, KindCairn); err != nil {
+		if _, err := s.core.ConnectionFor(ctx, db, d.CairnConnectionID, d.Owner, engine.KindCairn); err != nil {
 			return d, err
 		}
 	}
@@ -213,34 +224,34 @@ func uniqueIDs(v []int64) []int64 {
 	return out
 }
 
-// GetDigest reads one digest; another scope's digest is not_found.
-func (e *Engine) GetDigest(ctx context.Context, p Principal, id int64) (Digest, error) {
-	d, err := e.readDigest(ctx, p, id, false)
+// Get reads one digest; another scope's digest is not_found.
+func (s *Service) Get(ctx context.Context, p engine.Principal, id int64) (Digest, error) {
+	d, err := s.readDigest(ctx, p, id, false)
 	if err != nil {
-		return Digest{}, wrapErr(err, "reading digest")
+		return Digest{}, enginecore.WrapErr(err, "reading digest")
 	}
 	return digestOut(d), nil
 }
 
-func (e *Engine) readDigest(ctx context.Context, p Principal, id int64, write bool) (store.Digest, error) {
-	d, err := store.GetDigest(ctx, e.cfg.Pool, id)
+func (s *Service) readDigest(ctx context.Context, p engine.Principal, id int64, write bool) (store.Digest, error) {
+	d, err := store.GetDigest(ctx, s.core.Pool, id)
 	if err != nil {
-		return store.Digest{}, notFoundIfNoRows(err, "digest")
+		return store.Digest{}, enginecore.NotFoundIfNoRows(err, "digest")
 	}
-	if err := e.authorizeResource(ctx, p, d.Owner, write, "digest"); err != nil {
+	if err := s.core.AuthorizeResource(ctx, principal(p), d.Owner, write, "digest"); err != nil {
 		return store.Digest{}, err
 	}
 	return d, nil
 }
 
-// ListDigests lists an owner scope's digests, by name.
-func (e *Engine) ListDigests(ctx context.Context, p Principal, scope notifytype.OwnerScope) ([]Digest, error) {
-	if err := e.authorize(ctx, p, scope, false); err != nil {
+// List lists an owner scope's digests, by name.
+func (s *Service) List(ctx context.Context, p engine.Principal, scope notifytype.OwnerScope) ([]Digest, error) {
+	if err := s.core.Authorize(ctx, principal(p), scope, false); err != nil {
 		return nil, err
 	}
-	rows, err := store.ListDigests(ctx, e.cfg.Pool, scope)
+	rows, err := store.ListDigests(ctx, s.core.Pool, scope)
 	if err != nil {
-		return nil, wrapErr(err, "listing digests")
+		return nil, enginecore.WrapErr(err, "listing digests")
 	}
 	out := make([]Digest, len(rows))
 	for i, r := range rows {
@@ -249,23 +260,23 @@ func (e *Engine) ListDigests(ctx context.Context, p Principal, scope notifytype.
 	return out, nil
 }
 
-// UpdateDigest changes a digest with the same checks as CreateDigest. A
+// Update changes a digest with the same checks as Create. A
 // changed schedule applies from the next send time; it never resends a
 // time already passed.
-func (e *Engine) UpdateDigest(ctx context.Context, p Principal, id int64, patch DigestPatch) (Digest, error) {
-	d, err := e.updateDigest(ctx, p, id, patch)
-	return d, wrapErr(err, "updating digest")
+func (s *Service) Update(ctx context.Context, p engine.Principal, id int64, patch Patch) (Digest, error) {
+	d, err := s.updateDigest(ctx, p, id, patch)
+	return d, enginecore.WrapErr(err, "updating digest")
 }
 
-func (e *Engine) updateDigest(ctx context.Context, p Principal, id int64, patch DigestPatch) (Digest, error) {
-	if _, err := e.readDigest(ctx, p, id, true); err != nil {
+func (s *Service) updateDigest(ctx context.Context, p engine.Principal, id int64, patch Patch) (Digest, error) {
+	if _, err := s.readDigest(ctx, p, id, true); err != nil {
 		return Digest{}, err
 	}
 	var out store.Digest
-	err := pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.core.Pool, func(tx pgx.Tx) error {
 		row, err := store.GetDigestForUpdate(ctx, tx, id)
 		if err != nil {
-			return notFoundIfNoRows(err, "digest")
+			return enginecore.NotFoundIfNoRows(err, "digest")
 		}
 		if patch.Name != nil {
 			row.Name = *patch.Name
@@ -288,14 +299,14 @@ func (e *Engine) updateDigest(ctx context.Context, p Principal, id int64, patch 
 		if patch.QuietThreshold != nil {
 			row.QuietThresholdSecs = int(*patch.QuietThreshold / time.Second)
 		}
-		if row, err = e.checkDigest(ctx, tx, row); err != nil {
+		if row, err = s.checkDigest(ctx, tx, row); err != nil {
 			return err
 		}
 		row.UpdatedByHumanID, row.UpdatedByEndpointID = p.HumanID, p.EndpointID
 		if out, err = store.UpdateDigest(ctx, tx, row); err != nil {
 			return digestNameTaken(err)
 		}
-		return RecordWrite(ctx, tx, p, out.Owner, writeDigestUpdate, objectDigest, out.ID)
+		return enginecore.RecordWrite(ctx, tx, principal(p), out.Owner, writeDigestUpdate, objectDigest, out.ID)
 	})
 	if err != nil {
 		return Digest{}, err
@@ -303,37 +314,66 @@ func (e *Engine) updateDigest(ctx context.Context, p Principal, id int64, patch 
 	return digestOut(out), nil
 }
 
-// DeleteDigest deletes a digest and its run history.
-func (e *Engine) DeleteDigest(ctx context.Context, p Principal, id int64) error {
-	d, err := e.readDigest(ctx, p, id, true)
+// Delete deletes a digest and its run history.
+func (s *Service) Delete(ctx context.Context, p engine.Principal, id int64) error {
+	d, err := s.readDigest(ctx, p, id, true)
 	if err != nil {
-		return wrapErr(err, "deleting digest")
+		return enginecore.WrapErr(err, "deleting digest")
 	}
-	err = pgx.BeginFunc(ctx, e.cfg.Pool, func(tx pgx.Tx) error {
-		if err := notFoundIfNoRows(store.DeleteDigest(ctx, tx, id), "digest"); err != nil {
+	err = pgx.BeginFunc(ctx, s.core.Pool, func(tx pgx.Tx) error {
+		if err := enginecore.NotFoundIfNoRows(store.DeleteDigest(ctx, tx, id), "digest"); err != nil {
 			return err
 		}
-		return RecordWrite(ctx, tx, p, d.Owner, writeDigestDelete, objectDigest, id)
+		return enginecore.RecordWrite(ctx, tx, principal(p), d.Owner, writeDigestDelete, objectDigest, id)
 	})
-	return wrapErr(err, "deleting digest")
+	return enginecore.WrapErr(err, "deleting digest")
 }
 
-// DigestRun is what became of one digest built: sent (to how many sinks,
+// Run is what became of one digest built: sent (to how many sinks,
 // with the Cairn artifact's link or the class of its failure), skipped as
 // quiet, or skipped as too late.
-type DigestRun = store.DigestRun
-
-// DigestRuns lists a digest's latest runs, newest first (at most limit).
-func (e *Engine) DigestRuns(ctx context.Context, p Principal, id int64, limit int) ([]DigestRun, error) {
-	if _, err := e.readDigest(ctx, p, id, false); err != nil {
-		return nil, wrapErr(err, "reading digest runs")
-	}
-	runs, err := store.ListDigestRuns(ctx, e.cfg.Pool, id, min(max(limit, 1), 100))
-	return runs, wrapErr(err, "reading digest runs")
+type Run struct {
+	ID       int64
+	DigestID int64
+	Owner    notifytype.OwnerScope
+	// Kind is scheduled or manual (SendNow).
+	Kind string
+	// Outcome is sent, quiet, late or no_target.
+	Outcome string
+	// SlotAt is the scheduled time a scheduled run was for.
+	SlotAt   *time.Time
+	RanAt    time.Time
+	Headline string
+	// SinksQueued is how many sinks the digest was queued for.
+	SinksQueued int
+	// ArtifactURL is the Cairn artifact's link, when published;
+	// CairnError the class of the publishing's failure.
+	ArtifactURL string
+	CairnError  string
 }
 
-// DigestPreview is a digest built now and not sent.
-type DigestPreview struct {
+func runOut(r store.DigestRun) Run { return Run(r) }
+
+func runIn(r Run) store.DigestRun { return store.DigestRun(r) }
+
+// Runs lists a digest's latest runs, newest first (at most limit).
+func (s *Service) Runs(ctx context.Context, p engine.Principal, id int64, limit int) ([]Run, error) {
+	if _, err := s.readDigest(ctx, p, id, false); err != nil {
+		return nil, enginecore.WrapErr(err, "reading digest runs")
+	}
+	rows, err := store.ListDigestRuns(ctx, s.core.Pool, id, min(max(limit, 1), 100))
+	if err != nil {
+		return nil, enginecore.WrapErr(err, "reading digest runs")
+	}
+	runs := make([]Run, len(rows))
+	for i, r := range rows {
+		runs[i] = runOut(r)
+	}
+	return runs, nil
+}
+
+// Preview is a digest built now and not sent.
+type Preview struct {
 	Report digest.Report
 	// Markdown is the digest as Cairn and the board show it.
 	Markdown string
@@ -344,50 +384,50 @@ type DigestPreview struct {
 	Quiet bool
 }
 
-// PreviewDigest builds a digest now, over the period its next send would
+// Preview builds a digest now, over the period its next send would
 // cover, and returns it without sending anything or spending a slot. A
 // member of a team may preview.
-func (e *Engine) PreviewDigest(ctx context.Context, p Principal, id int64) (DigestPreview, error) {
-	d, err := e.readDigest(ctx, p, id, false)
+func (s *Service) Preview(ctx context.Context, p engine.Principal, id int64) (Preview, error) {
+	d, err := s.readDigest(ctx, p, id, false)
 	if err != nil {
-		return DigestPreview{}, wrapErr(err, "previewing digest")
+		return Preview{}, enginecore.WrapErr(err, "previewing digest")
 	}
-	r, err := e.buildNow(ctx, d)
+	r, err := s.buildNow(ctx, d)
 	if err != nil {
-		return DigestPreview{}, wrapErr(err, "previewing digest")
+		return Preview{}, enginecore.WrapErr(err, "previewing digest")
 	}
-	return DigestPreview{
-		Report: r, Markdown: r.Text(digest.Markdown, e.cfg.BaseURL, e.reportLinks(d.Owner, d.ID)),
-		Text: r.Text(digest.Plain, e.cfg.BaseURL, e.reportLinks(d.Owner, d.ID)), Quiet: r.Quiet(),
+	return Preview{
+		Report: r, Markdown: r.Text(digest.Markdown, s.core.BaseURL, s.reportLinks(d.Owner, d.ID)),
+		Text: r.Text(digest.Plain, s.core.BaseURL, s.reportLinks(d.Owner, d.ID)), Quiet: r.Quiet(),
 	}, nil
 }
 
-// SendDigestNow builds a digest now and sends it to its targets, quiet or
+// SendNow builds a digest now and sends it to its targets, quiet or
 // not, without spending its scheduled slot: the next scheduled send still
 // happens, and still covers the time since the previous scheduled one.
 // Only those who may change the digest may send it.
-func (e *Engine) SendDigestNow(ctx context.Context, p Principal, id int64) (DigestRun, error) {
-	d, err := e.readDigest(ctx, p, id, true)
+func (s *Service) SendNow(ctx context.Context, p engine.Principal, id int64) (Run, error) {
+	d, err := s.readDigest(ctx, p, id, true)
 	if err != nil {
-		return DigestRun{}, wrapErr(err, "sending digest")
+		return Run{}, enginecore.WrapErr(err, "sending digest")
 	}
-	if err := RecordWrite(ctx, e.cfg.Pool, p, d.Owner, writeDigestSend, objectDigest, id); err != nil {
-		return DigestRun{}, wrapErr(err, "sending digest")
+	if err := enginecore.RecordWrite(ctx, s.core.Pool, principal(p), d.Owner, writeDigestSend, objectDigest, id); err != nil {
+		return Run{}, enginecore.WrapErr(err, "sending digest")
 	}
-	r, err := e.buildNow(ctx, d)
+	r, err := s.buildNow(ctx, d)
 	if err != nil {
-		return DigestRun{}, wrapErr(err, "sending digest")
+		return Run{}, enginecore.WrapErr(err, "sending digest")
 	}
-	run, err := e.sendReport(ctx, d, r, DigestRun{Kind: "manual"})
-	return run, wrapErr(err, "sending digest")
+	run, err := s.sendReport(ctx, d, r, Run{Kind: "manual"})
+	return run, enginecore.WrapErr(err, "sending digest")
 }
 
-func (e *Engine) buildNow(ctx context.Context, d store.Digest) (digest.Report, error) {
-	now, err := store.DBNow(ctx, e.cfg.Pool)
+func (s *Service) buildNow(ctx context.Context, d store.Digest) (digest.Report, error) {
+	now, err := store.DBNow(ctx, s.core.Pool)
 	if err != nil {
 		return digest.Report{}, err
 	}
-	return e.buildReport(ctx, d, d.LastSentAt, now), nil
+	return s.buildReport(ctx, d, d.LastSentAt, now), nil
 }
 
 func digestNameTaken(err error) error {

@@ -1,4 +1,4 @@
-package engine_test
+package digests_test
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/engine/digests"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks/sinktest"
 )
@@ -38,19 +39,19 @@ func cairnServer(t *testing.T, token string, status int) *sinktest.Server {
 	return srv
 }
 
-func cairnDigest(t *testing.T, status int) (digestWorld, *sinktest.Server, engine.Digest) {
+func cairnDigest(t *testing.T, status int) (digestWorld, *sinktest.Server, digests.Digest) {
 	d := newDigestWorld(t)
 	token := "cairn-bearer-" + sinktest.NewCanaries().GotifyToken
 	srv := cairnServer(t, token, status)
 	conn, err := d.eng.CreateConnection(d.w.Ctx, d.p, engine.ConnectionInput{
-		Owner: d.scope, Kind: engine.KindCairn, Name: "cairn", AccountKey: srv.URL, Secret: notifytype.NewSecret(token),
+		Owner: d.scope, Kind: engine.KindCairn, Name: "cairn", BaseURL: srv.URL, Secret: notifytype.NewSecret(token),
 	})
 	require.NoError(t, err)
 	deadTodo(t, d.w, d.queue, "nightly build")
 	deadTodo(t, d.w, d.queue, "release build")
-	dg := d.digest(t, engine.DigestInput{Schedule: slotAgo(t, d.w, time.Minute), SinkIDs: []int64{d.sink}, CairnConnectionID: conn.ID})
+	dg := d.digest(t, digests.Input{Schedule: slotAgo(t, d.w, time.Minute), SinkIDs: []int64{d.sink}, CairnConnectionID: conn.ID})
 	backdate(t, d.w, dg.ID)
-	n, err := d.eng.RunDueDigests(d.w.Ctx)
+	n, err := d.dgs.RunDue(d.w.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	return d, srv, dg
@@ -60,7 +61,7 @@ func cairnDigest(t *testing.T, status int) (digestWorld, *sinktest.Server, engin
 // returns the Gotify message.
 func deliverDigest(t *testing.T, d digestWorld) gotifyMessage {
 	t.Helper()
-	d.w.Serve(withSources(d.w, false))
+	digests.New(d.w.Serve(), withSources(d.w, false))
 	a := d.w.WaitFor(func(a engine.Attempt) bool { return a.EventType == notifytype.EventDigest })
 	require.Equal(t, "delivered", a.State)
 	msgs := d.g.received()
@@ -92,7 +93,7 @@ func TestDigestCairnLinked(t *testing.T) {
 	require.NotContains(t, msg.Message, "Queue forge", "a short message, not the full digest")
 	require.NotContains(t, msg.Message, "nightly build")
 
-	runs, err := d.eng.DigestRuns(d.w.Ctx, d.p, dg.ID, 1)
+	runs, err := d.dgs.Runs(d.w.Ctx, d.p, dg.ID, 1)
 	require.NoError(t, err)
 	require.Equal(t, srv.URL+"/a/art-7", runs[0].ArtifactURL)
 	require.Empty(t, runs[0].CairnError)
@@ -102,7 +103,7 @@ func TestDigestCairnDownSendsTheFullDigestAndRecordsIt(t *testing.T) {
 	t.Parallel()
 	d, _, dg := cairnDigest(t, http.StatusInternalServerError)
 
-	runs, err := d.eng.DigestRuns(d.w.Ctx, d.p, dg.ID, 1)
+	runs, err := d.dgs.Runs(d.w.Ctx, d.p, dg.ID, 1)
 	require.NoError(t, err)
 	require.Equal(t, "sent", runs[0].Outcome)
 	require.Equal(t, "server (HTTP 500)", runs[0].CairnError)
