@@ -119,6 +119,11 @@ func TestBrowserFirstHour(t *testing.T) {
 	case <-time.After(deliveryWait):
 		t.Fatal("no notification reached the Gotify stand-in")
 	}
+	// The stand-in answered; the outcome is written a moment later, by the
+	// recorder. The board shows it once it is.
+	require.Eventually(t, func() bool {
+		return b.f.Count(`SELECT count(*) FROM switchboard.outbox WHERE event_type = 'todo.dead_lettered' AND state = 'delivered'`) == 1
+	}, deliveryWait, 10*time.Millisecond, "the dead letter's outcome was not recorded")
 	reqs := gotify.Requests()
 	require.Len(t, reqs, 2, "the test message, then the dead letter")
 	reqs = reqs[1:]
