@@ -329,7 +329,8 @@ func TestDeliveryGracefulStopReleasesQueuedRows(t *testing.T) {
 	require.Equal(t, map[string]int{"claimed": 3}, w.RowStates(), "one claim took all three rows")
 	cancel()
 	close(release)
-	require.True(t, errors.Is(<-done, context.Canceled))
+	stopErr := <-done
+	require.True(t, errors.Is(stopErr, context.Canceled), "%v", stopErr)
 	require.Equal(t, "delivered", w.Wait().State, "the send that had begun is recorded")
 
 	// The stop reaches the actor asynchronously: a row whose attempt began
@@ -337,7 +338,8 @@ func TestDeliveryGracefulStopReleasesQueuedRows(t *testing.T) {
 	// other row is given back, pending, none left claimed.
 	states := w.RowStates()
 	require.GreaterOrEqual(t, states["delivered"], 1)
-	require.Equal(t, 3, states["delivered"]+states["pending"], "every row delivered or given back: %v", states)
+	require.Equal(t, 3, states["delivered"]+states["pending"], "every row delivered or given back: %v; the stop said %v; the engine logged:\n%s",
+		states, stopErr, w.Logs)
 	var claimed int
 	require.NoError(t, w.Pool.QueryRow(w.Ctx,
 		`SELECT count(*) FROM switchboard.outbox WHERE sink_id = $1 AND claimed_by IS NOT NULL`, sink).Scan(&claimed))

@@ -585,6 +585,12 @@ func StartAttempt(ctx context.Context, tx DBTX, row Claimed, instance string, no
 // were (their instance is stopping before it attempted them). A row whose
 // key has a pending or held row again (a repeat arrived while it was
 // claimed) takes that row's count in, and that row goes (absorbRepeats).
+//
+// A row another transaction changed while the statement ran is left out by
+// its tid (heldRowsByTID); a second statement, with a snapshot of its own,
+// gives back those still held under their claims, as finishRowsAgain does
+// for outcomes: a stop never leaves a queued row claimed because a row
+// changed while it was given back.
 func ReleaseRows(ctx context.Context, db DBTX, rows []Claimed, instance string, rep Replacements) (int, error) {
 	ids, tokens := splitClaims(rows)
 	by, of := rep.args()
@@ -592,7 +598,15 @@ func ReleaseRows(ctx context.Context, db DBTX, rows []Claimed, instance string, 
 	if err != nil {
 		return 0, fmt.Errorf("error releasing rows %v: %w", ids, err)
 	}
-	return int(tag.RowsAffected()), nil
+	n := int(tag.RowsAffected())
+	if n < len(rows) {
+		again, err := db.Exec(ctx, releaseRowsSQL, ids, tokens, instance, by, of)
+		if err != nil {
+			return n, fmt.Errorf("error releasing rows %v: %w", ids, err)
+		}
+		n += int(again.RowsAffected())
+	}
+	return n, nil
 }
 
 var releaseRowsSQL = `
