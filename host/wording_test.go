@@ -294,3 +294,21 @@ func requireClean(t require.TestingT, s string) {
 		require.False(t, unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == 0x2028 || r == 0x2029, "%q carries %U", s, r)
 	}
 }
+
+// A todo event's own values go into Data and come back as they were; an
+// embedder's entries of Data stay; nothing set adds nothing.
+func TestTodoContentRoundTrips(t *testing.T) {
+	t.Parallel()
+
+	tc := host.TodoContent{Cause: "interrupted", Attempts: 2, AttemptSummary: "s", ArtifactHandle: "a",
+		OriginDisplay: "o", OriginPermalink: "https://p.example"}
+	c := host.WithTodo(engine.Content{Title: "t", Data: map[string]string{"mine": "x"}}, tc)
+	require.Equal(t, tc, host.TodoContentOf(c))
+	require.Equal(t, "x", c.Data["mine"])
+	require.Len(t, c.Data, 7)
+
+	empty := engine.Content{Title: "t"}
+	require.Equal(t, empty, host.WithTodo(empty, host.TodoContent{}))
+	require.Nil(t, host.TodoContent{}.Data())
+	require.Equal(t, host.TodoContent{}, host.TodoContentOf(engine.Content{Data: map[string]string{"attempts": "many"}}))
+}
