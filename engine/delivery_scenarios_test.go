@@ -46,7 +46,7 @@ func todoDead(owner notifytype.OwnerScope, todo int64, c sinks.Content) engine.E
 	if c.LinkPath == "" {
 		c.LinkPath = fmt.Sprintf("/board/todos/%d", todo)
 	}
-	c.Cause = "fail at the cap"
+	c = host.WithTodo(c, host.TodoContent{Cause: "fail at the cap"})
 	return engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: owner, OccurrenceKey: host.DeadLetterKey(todo, 1), Content: c}
 }
 
@@ -295,13 +295,13 @@ func TestDeliveryTwoInstances(t *testing.T) {
 		for _, m := range g.received() {
 			delivered[m.Title]++
 			var row int
-			_, err := fmt.Sscanf(m.Title, sinks.AgentPagePrefix+"row-%d", &row)
+			_, err := fmt.Sscanf(m.Title, "Agent page: "+"row-%d", &row)
 			require.NoError(t, err, m.Title)
 			require.Equal(t, i, row%sinkCount, "row %d reached another owner's sink", row)
 		}
 	}
 	for row := range rowCount {
-		require.Equal(t, 1, delivered[sinks.AgentPagePrefix+title(row)], "row %d", row)
+		require.Equal(t, 1, delivered["Agent page: "+title(row)], "row %d", row)
 	}
 	require.Len(t, delivered, rowCount)
 	require.Equal(t, map[string]int{"delivered": rowCount}, w.RowStates())

@@ -229,8 +229,15 @@ func (e *Engine) mayNotify() bool {
 // a sender's NUL must not fail the host's transaction. Rendering drops
 // control characters anyway.
 func withoutNUL(c sinks.Content) sinks.Content {
-	for _, f := range []*string{&c.Title, &c.Place, &c.Summary, &c.Cause, &c.LinkPath, &c.OriginDisplay, &c.OriginPermalink, &c.AttemptSummary, &c.ArtifactHandle, &c.Body} {
+	for _, f := range []*string{&c.Title, &c.Place, &c.Summary, &c.Subject, &c.LinkPath, &c.Body} {
 		*f = strings.ReplaceAll(*f, "\x00", "")
+	}
+	if c.Lines != nil {
+		lines := make([]string, len(c.Lines))
+		for i, l := range c.Lines {
+			lines[i] = strings.ReplaceAll(l, "\x00", "")
+		}
+		c.Lines = lines
 	}
 	if c.Data != nil {
 		data := make(map[string]string, len(c.Data))

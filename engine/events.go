@@ -74,10 +74,12 @@ type EventKind struct {
 	// subscription's opt-in excerpt (the only place the subject's body
 	// appears: Message never sees it), Markdown escaped, and the sink's
 	// secrets and any URL's credentials redacted. The content it is given
-	// is already cleaned, its sender-written fields (Title,
-	// AttemptSummary) cut to 120 characters and the others to 200: put
-	// sender-written text only in the title's item position or on a
-	// labelled line of its own, never inside a sentence (REQ-9). Required.
+	// is already cleaned, its sender-written Title cut to 120 characters
+	// (sinks.TitleMaxRunes), the other fields and Data's values to 200 and
+	// Data's keys to 64: cut a Data value that is sender- or agent-written
+	// to sinks.TitleMaxRunes yourself, and put sender-written text only in
+	// the title's item position or on a labelled line of its own, never
+	// inside a sentence (REQ-9). Required.
 	// It must not block: it runs on the sink actor's goroutine. A Message
 	// that panics gets the engine's plain wording instead.
 	Message func(EventMessage) sinks.Draft
@@ -140,25 +142,22 @@ var (
 	digestKind = EventKind{
 		Type:     notifytype.EventDigest,
 		Words:    notifytype.EventDigest.Words(),
-		Label:    sinks.CoalescedLabel(notifytype.EventDigest),
+		Label:    "Queue digests",
 		Help:     "a queue digest is due (digests also name their sinks on the Digests page)",
 		Severity: notifytype.SeverityLow,
-		Message:  hostWording,
+		Message:  ownWording,
 	}
 	// agentNotifyKind is the type of pages.NotifyOwner's pages (REQ-6):
 	// normal severity, each its own notification.
 	agentNotifyKind = EventKind{
 		Type:     notifytype.EventAgentNotify,
 		Words:    notifytype.EventAgentNotify.Words(),
-		Label:    sinks.CoalescedLabel(notifytype.EventAgentNotify),
+		Label:    "Agent pages",
 		Help:     "an agent you allowed to page you (notify_owner) asked for your attention",
 		Severity: notifytype.SeverityNormal,
-		Message:  hostWording,
+		Message:  ownWording,
 	}
 )
-
-// hostWording words a row as the reference host does (sinks.HostDraft).
-func hostWording(m EventMessage) sinks.Draft { return sinks.HostDraft(m.Content, m.Type) }
 
 // kinds is the engine's registry of declared kinds, in declaration order
 // (Config.Events, then the engine's own: agent.notify, digest).

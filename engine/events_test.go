@@ -39,7 +39,7 @@ func jobFailed() engine.EventKind {
 		Message: func(m engine.EventMessage) sinks.Draft {
 			return sinks.Draft{
 				Title:    "Job failed: " + m.Content.Title,
-				Lines:    []string{fmt.Sprintf("Job %s failed after %d attempts.", m.Content.Place, m.Content.Attempts)},
+				Lines:    []string{fmt.Sprintf("Job %s failed after %s attempts.", m.Content.Place, m.Content.Data["attempts"])},
 				Details:  []string{"Error: " + m.Content.Data["error"]},
 				Link:     m.Content.LinkPath,
 				LinkText: "Open the job",
@@ -109,9 +109,9 @@ func jobEvent(owner notifytype.OwnerScope, job int64, run int, c sinks.Content) 
 	if c.Title == "" {
 		c.Title = fmt.Sprintf("export-%d", job)
 	}
-	c.Place, c.Attempts = fmt.Sprintf("#%d", job), 3
+	c.Place = fmt.Sprintf("#%d", job)
 	if c.Data == nil {
-		c.Data = map[string]string{"error": "exit status 2\x00"} // a NUL is dropped, not refused
+		c.Data = map[string]string{"error": "exit status 2\x00", "attempts": "3"} // a NUL is dropped, not refused
 	}
 	c.LinkPath = fmt.Sprintf("/jobs/%d", job)
 	return engine.Event{Type: "job.failed", Owner: owner, OccurrenceKey: fmt.Sprintf("%d:%d", job, run), Content: c}
@@ -338,23 +338,32 @@ func TestCoalescedMessageLinkComesFromConfig(t *testing.T) {
 }
 
 // The reference host's types, declared by the host, read exactly as the
-// reference wording (sinks.Render, whose README golden test holds what a
-// phone receives): every type, with and without repeats and the excerpt.
+// host's wording (host.Render, whose README golden test holds what a phone
+// receives), and the engine's own as their wording: every type, with and
+// without repeats and the excerpt.
 func TestHostKindsKeepTheReferenceWording(t *testing.T) {
 	t.Parallel()
 	w := hosttest.NewWorld(t)
 	eng := w.Engine()
-	content := sinks.Content{
+	content := host.WithTodo(engine.Content{
 		Title: "Nightly build failed on main", Place: "builds", Summary: "a delivery from an untrusted sender was quarantined",
-		Cause: "fail at the cap", Subject: "octocat · org/repo · issue #12", LinkPath: "/board/todos/1817",
-		OriginDisplay: "acme/forge#12", Attempts: 3, AttemptSummary: "tests still red", ArtifactHandle: "s3://builds/1817.log",
+		Subject: "octocat · org/repo · issue #12", LinkPath: "/board/todos/1817",
 		Lines: []string{"- builds: 3 pending", "", "Open: https://switchboard.example.net/board/digests/4"}, Body: "the issue's body",
-	}
+	}, host.TodoContent{
+		Cause: "fail at the cap", OriginDisplay: "acme/forge#12", Attempts: 3, AttemptSummary: "tests still red", ArtifactHandle: "s3://builds/1817.log",
+	})
 	for _, typ := range notifytype.EventTypes {
 		for _, count := range []int{1, 4} {
 			for _, excerpt := range []bool{false, true} {
 				sev := typ.DefaultSeverity()
-				want := sinks.Render(content, sinks.Meta{EventType: typ, Severity: sev, Count: count, IncludeExcerpt: excerpt, BaseURL: eng.Config().BaseURL})
+				m := sinks.Meta{EventType: typ, Severity: sev, Count: count, IncludeExcerpt: excerpt, BaseURL: eng.Config().BaseURL}
+				var want sinks.Message
+				switch typ {
+				case notifytype.EventAgentNotify, notifytype.EventDigest:
+					want = engine.RenderOwnForTest(content, m, host.Links().Text)
+				default:
+					want = host.Render(content, m)
+				}
 				got := eng.RenderForTest(typ, sev, count, excerpt, content)
 				require.Equal(t, want, got, "%s ×%d excerpt=%v", typ, count, excerpt)
 			}
@@ -362,7 +371,62 @@ func TestHostKindsKeepTheReferenceWording(t *testing.T) {
 	}
 	// Coalesced: the host's link and words, in the spec's order.
 	counts := map[notifytype.EventType]int{notifytype.EventDeliveryQuarantined: 3, notifytype.EventTodoDeadLettered: 9}
-	require.Equal(t, sinks.RenderCoalesced(counts, eng.Config().BaseURL), eng.RenderCoalescedForTest(notifytype.Human("1"), counts))
+	want := sinks.RenderCounts([]sinks.Count{
+		{Label: "Dead letters", N: 9, Severity: notifytype.SeverityHigh},
+		{Label: "Quarantined deliveries", N: 3, Severity: notifytype.SeverityNormal},
+	}, eng.Config().BaseURL+host.CoalescedLinkPath, host.BoardLinkText)
+	require.Equal(t, want, eng.RenderCoalescedForTest(notifytype.Human("1"), counts))
+}
+
+// Rows already in the outbox when the host's todo fields moved from
+// Content into Content.Data carry them as top-level keys ("cause",
+// "attempts", "attempt_summary", ...): after the upgrade they read exactly
+// as they did before it (the messages below are what the engine made of
+// these payloads then), and a key Data has wins over the old one.
+func TestRowsStoredBeforeTodoFieldsMovedReadAsBefore(t *testing.T) {
+	t.Parallel()
+	w := hosttest.NewWorld(t)
+	eng := w.Engine()
+	require.Equal(t, "https://switchboard.example.net", eng.Config().BaseURL)
+
+	deadLetter := `{"title":"Nightly build failed on main","place":"builds","summary":"Todo dead-lettered after 3 attempts",` +
+		`"cause":"fail at the cap","link_path":"/board/todos/1817","origin_display":"acme/forge#12","attempts":3,` +
+		`"attempt_summary":"3 tests failed in ./engine","artifact_handle":"s3://builds/1817.log"}`
+	got := eng.RenderPayloadForTest(notifytype.EventTodoDeadLettered, notifytype.SeverityHigh, 2, false, []byte(deadLetter))
+	require.Equal(t, sinks.Message{
+		Title: "Dead letter in builds: Nightly build failed on main (and 1 more)",
+		Body: "A todo in queue builds dead-lettered after 3 attempts: its last attempt failed and no attempts were left.\n" +
+			"This one and 1 more like it.\nOrigin: acme/forge#12\nLast attempt's summary (agent-written): 3 tests failed in ./engine\n" +
+			"Artifact: s3://builds/1817.log\nLink: https://switchboard.example.net/board/todos/1817",
+		Markdown: "A todo in queue builds dead-lettered after 3 attempts: its last attempt failed and no attempts were left.\n\n" +
+			"This one and 1 more like it.\n\nOrigin: acme/forge#12\n\nLast attempt's summary (agent-written): 3 tests failed in ./engine\n\n" +
+			"Artifact: s3://builds/1817.log\n\n[Open on the board](https://switchboard.example.net/board/todos/1817)",
+		Link:     "https://switchboard.example.net/board/todos/1817",
+		Severity: notifytype.SeverityHigh,
+	}, got)
+	// The same content in today's shape reads the same.
+	today, err := json.Marshal(host.WithTodo(engine.Content{Title: "Nightly build failed on main", Place: "builds",
+		Summary: "Todo dead-lettered after 3 attempts", LinkPath: "/board/todos/1817"}, host.TodoContent{Cause: "fail at the cap",
+		OriginDisplay: "acme/forge#12", Attempts: 3, AttemptSummary: "3 tests failed in ./engine", ArtifactHandle: "s3://builds/1817.log"}))
+	require.NoError(t, err)
+	require.Equal(t, got, eng.RenderPayloadForTest(notifytype.EventTodoDeadLettered, notifytype.SeverityHigh, 2, false, today))
+
+	relay := `{"title":"Reply to acme/forge#12","place":"replies","cause":"lease expired at the cap","link_path":"/board/todos/1822",` +
+		`"origin_permalink":"https://github.com/acme/forge/issues/12","attempts":7}`
+	require.Equal(t, sinks.Message{
+		Title: "Relay out of attempts in replies: Reply to acme/forge#12",
+		Body: "A relay todo in queue replies gave up after 7 attempts: the lease on its last attempt expired and no attempts were left.\n" +
+			"Origin: https://github.com/acme/forge/issues/12\nLink: https://switchboard.example.net/board/todos/1822",
+		Markdown: "A relay todo in queue replies gave up after 7 attempts: the lease on its last attempt expired and no attempts were left.\n\n" +
+			"Origin: https://github.com/acme/forge/issues/12\n\n[Open on the board](https://switchboard.example.net/board/todos/1822)",
+		Link:     "https://switchboard.example.net/board/todos/1822",
+		Severity: notifytype.SeverityHigh,
+	}, eng.RenderPayloadForTest(notifytype.EventRelayExhausted, notifytype.SeverityHigh, 1, false, []byte(relay)))
+
+	// An old key and an entry of Data by the same name: Data's wins.
+	both := `{"place":"q","cause":"interrupted","attempts":2,"data":{"cause":"endpoint revoked","attempts":"5"}}`
+	require.Equal(t, "A todo in queue q dead-lettered after 5 attempts: the endpoint working on it was revoked.",
+		strings.Split(eng.RenderPayloadForTest(notifytype.EventTodoDeadLettered, notifytype.SeverityHigh, 1, false, []byte(both)).Body, "\n")[0])
 }
 
 // A digest's message links where Config.Links.Digest says, for its owner

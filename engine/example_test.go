@@ -59,7 +59,7 @@ func Example() {
 		Message: func(m engine.EventMessage) sinks.Draft {
 			return sinks.Draft{
 				Title: "Job failed: " + m.Content.Title,
-				Lines: []string{fmt.Sprintf("The job failed after %d attempts.", m.Content.Attempts)},
+				Lines: []string{"The job failed after " + m.Content.Data["attempts"] + " attempts."},
 				Link:  m.Content.LinkPath, LinkText: "Open the job",
 			}
 		},
@@ -119,7 +119,7 @@ func Example() {
 			Type:          "job.failed",
 			Owner:         owner,
 			OccurrenceKey: "42:run-1",
-			Content:       sinks.Content{Title: "nightly-export", Attempts: 3, LinkPath: "/jobs/42"},
+			Content:       sinks.Content{Title: "nightly-export", LinkPath: "/jobs/42", Data: map[string]string{"attempts": "3"}},
 		})
 	})
 	if err != nil {

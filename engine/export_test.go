@@ -78,6 +78,26 @@ func (e *Engine) RenderForTest(t notifytype.EventType, sev notifytype.Severity, 
 	return e.render(store.OutboxRow{EventType: string(t), Severity: string(sev), Count: count, IncludeExcerpt: excerpt, Payload: payload})
 }
 
+// RenderPayloadForTest words one outbox row of type t whose stored
+// content is payload, as delivery does: for rows stored before a change
+// of Content's shape.
+func (e *Engine) RenderPayloadForTest(t notifytype.EventType, sev notifytype.Severity, count int, excerpt bool, payload []byte) sinks.Message {
+	return e.render(store.OutboxRow{EventType: string(t), Severity: string(sev), Count: count, IncludeExcerpt: excerpt, Payload: payload})
+}
+
+// RenderOwnForTest words a row of one of the engine's own kinds
+// (agent.notify, digest) as delivery does, without an engine: the kind's
+// wording of the cleaned content, linked in linkText (Config.Links.Text),
+// finished by the engine's rules.
+func RenderOwnForTest(c sinks.Content, m sinks.Meta, linkText string) sinks.Message {
+	if !m.Severity.Valid() {
+		m.Severity = m.EventType.DefaultSeverity()
+	}
+	d := ownWording(EventMessage{Type: m.EventType, Severity: m.Severity, Count: m.Count, Content: cleanContent(c)})
+	d.LinkText = linkText
+	return sinks.Finish(d, m, c.Body)
+}
+
 // RenderCoalescedForTest words the message that stands for held rows of
 // these counts, for owner, as delivery does.
 func (e *Engine) RenderCoalescedForTest(owner notifytype.OwnerScope, counts map[notifytype.EventType]int) sinks.Message {

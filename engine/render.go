@@ -8,6 +8,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -21,8 +22,8 @@ import (
 // declared, or whose Message panics, gets the engine's plain wording: its
 // type in brackets, place, title, summary and link.
 func (e *Engine) render(r store.OutboxRow) sinks.Message {
-	var content sinks.Content
-	if err := json.Unmarshal(r.Payload, &content); err != nil {
+	content, err := decodeContent(r.Payload)
+	if err != nil {
 		e.log.Error("error reading outbox row content", "sink_id", r.SinkID, "row_id", r.ID, "error", err)
 	}
 	t, sev := notifytype.EventType(r.EventType), notifytype.Severity(r.Severity)
@@ -73,15 +74,13 @@ func plainDraft(c sinks.Content, t notifytype.EventType) sinks.Draft {
 }
 
 // cleanContent is c as a declaration's Message sees it (REQ-9): every
-// field cleaned, sender- and agent-written text (Title, AttemptSummary)
-// cut to sinks.TitleMaxRunes, the rest to 200 characters (Data's keys to
-// 64), and no body:
-// the excerpt is the engine's to add, and only on opt-in.
+// field cleaned, the sender-written Title cut to sinks.TitleMaxRunes, the
+// rest and Data's values to 200 characters (Data's keys to 64), and no
+// body: the excerpt is the engine's to add, and only on opt-in.
 func cleanContent(c sinks.Content) sinks.Content {
 	const other = 200
 	c.Title = sinks.Clean(c.Title, sinks.TitleMaxRunes)
-	c.AttemptSummary = sinks.Clean(c.AttemptSummary, sinks.TitleMaxRunes)
-	for _, f := range []*string{&c.Place, &c.Summary, &c.Cause, &c.Subject, &c.OriginDisplay, &c.OriginPermalink, &c.ArtifactHandle} {
+	for _, f := range []*string{&c.Place, &c.Summary, &c.Subject} {
 		*f = sinks.Clean(*f, other)
 	}
 	if c.Data != nil {
@@ -93,6 +92,49 @@ func cleanContent(c sinks.Content) sinks.Content {
 	}
 	c.Body = ""
 	return c
+}
+
+// decodeContent reads an outbox row's content. Rows written before the
+// reference host's todo fields moved into Content.Data carry them as
+// top-level keys ("cause", "attempts", "attempt_summary",
+// "artifact_handle", "origin_display", "origin_permalink"): each is read
+// into Data under its own name, unless Data has that key already, so such
+// a row is worded as it was when it was emitted.
+func decodeContent(payload []byte) (sinks.Content, error) {
+	var row struct {
+		sinks.Content
+		Cause           string `json:"cause"`
+		Attempts        int64  `json:"attempts"`
+		AttemptSummary  string `json:"attempt_summary"`
+		ArtifactHandle  string `json:"artifact_handle"`
+		OriginDisplay   string `json:"origin_display"`
+		OriginPermalink string `json:"origin_permalink"`
+	}
+	if err := json.Unmarshal(payload, &row); err != nil {
+		return row.Content, err
+	}
+	c := row.Content
+	legacy := [...]struct{ key, value string }{
+		{"cause", row.Cause},
+		{"attempts", strconv.FormatInt(row.Attempts, 10)},
+		{"attempt_summary", row.AttemptSummary},
+		{"artifact_handle", row.ArtifactHandle},
+		{"origin_display", row.OriginDisplay},
+		{"origin_permalink", row.OriginPermalink},
+	}
+	for _, l := range legacy {
+		if l.value == "" || (l.key == "attempts" && row.Attempts == 0) {
+			continue
+		}
+		if _, ok := c.Data[l.key]; ok {
+			continue
+		}
+		if c.Data == nil {
+			c.Data = map[string]string{}
+		}
+		c.Data[l.key] = l.value
+	}
+	return c, nil
 }
 
 // renderCoalesced words the one message that stands for a sink's held

@@ -5,7 +5,6 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/notifytype"
-	"github.com/switchboard/notify/sinks"
 )
 
 // Events are the reference host's event types, as the engine needs them
@@ -13,13 +12,13 @@ import (
 // and relay.exhausted (keyed by the todo's dead letter, DeadLetterKey),
 // delivery.quarantined (one per webhook while its 10-minute window is
 // open, QuarantineSubject) and rule.notify (one per rule and subject,
-// RuleSubject). Their messages are the host's wording (sinks.HostDraft).
+// RuleSubject). Their messages are the host's wording (Draft).
 // digest and agent.notify are the engine's own (engine/digests and
 // engine/pages emit them).
 func Events() []engine.EventKind {
 	kind := func(t notifytype.EventType, help string, dedup engine.Dedup) engine.EventKind {
 		return engine.EventKind{
-			Type: t, Words: t.Words(), Label: sinks.CoalescedLabel(t), Help: help,
+			Type: t, Words: t.Words(), Label: CoalescedLabel(t), Help: help,
 			Severity: t.DefaultSeverity(), Dedup: dedup, Message: hostMessage,
 		}
 	}
@@ -40,8 +39,8 @@ func Events() []engine.EventKind {
 	}
 }
 
-// hostMessage words a row of the host's types (sinks.HostDraft).
-func hostMessage(m engine.EventMessage) engine.Draft { return sinks.HostDraft(m.Content, m.Type) }
+// hostMessage words a row of the host's types (Draft).
+func hostMessage(m engine.EventMessage) engine.Draft { return Draft(m.Content, m.Type) }
 
 // Links are the host's links for the messages the engine words itself:
 // the coalesced message opens the board's notifications page, a digest its
@@ -49,7 +48,7 @@ func hostMessage(m engine.EventMessage) engine.Draft { return sinks.HostDraft(m.
 // about it) its page on the board.
 func Links() engine.Links {
 	return engine.Links{
-		Coalesced: func(notifytype.OwnerScope) string { return sinks.CoalescedLinkPath },
+		Coalesced: func(notifytype.OwnerScope) string { return CoalescedLinkPath },
 		Digest: func(_ notifytype.OwnerScope, id int64) string {
 			return "/board/digests/" + strconv.FormatInt(id, 10)
 		},
@@ -59,7 +58,7 @@ func Links() engine.Links {
 			}
 			return "/board/todos/" + strconv.FormatInt(id, 10)
 		},
-		Text: sinks.BoardLinkText,
+		Text: BoardLinkText,
 	}
 }
 

@@ -601,23 +601,25 @@ func deadLetterEvent(todo Todo, claimant int64, cause Cause, dc hoststore.DeadLe
 	if dc.HasRelay {
 		typ, what = notifytype.EventRelayExhausted, "Relay exhausted"
 	}
-	c := engine.Content{
-		Title:           todo.Title,
-		Place:           dc.QueueName,
-		Summary:         what + afterAttempts(todo.Attempts),
+	tc := TodoContent{
 		Cause:           string(cause),
-		LinkPath:        "/board/todos/" + strconv.FormatInt(todo.ID, 10),
+		Attempts:        todo.Attempts,
 		OriginDisplay:   todo.OriginDisplay,
 		OriginPermalink: todo.OriginPermalink,
-		Attempts:        todo.Attempts,
-		Body:            payloadBody(todo.Payload),
 	}
 	// The latest attempt closed this dead letter only if it belongs to the
 	// current round (attempts restart at 0 on re-queue).
 	if todo.Attempts > 0 {
-		c.AttemptSummary = deref(dc.LastSummary)
-		c.ArtifactHandle = deref(dc.LastArtifactHandle)
+		tc.AttemptSummary = deref(dc.LastSummary)
+		tc.ArtifactHandle = deref(dc.LastArtifactHandle)
 	}
+	c := WithTodo(engine.Content{
+		Title:    todo.Title,
+		Place:    dc.QueueName,
+		Summary:  what + afterAttempts(todo.Attempts),
+		LinkPath: "/board/todos/" + strconv.FormatInt(todo.ID, 10),
+		Body:     payloadBody(todo.Payload),
+	}, tc)
 	return engine.Event{
 		Type:          typ,
 		Owner:         todo.Owner,

@@ -40,15 +40,38 @@ var (
 
 func init() {
 	for _, t := range notifytype.EventTypes {
-		byPrefix[sinks.TitlePrefix(t)] = string(t)
-		byLabel[sinks.CoalescedLabel(t)] = string(t)
+		byPrefix[titlePrefix(t)] = string(t)
+		byLabel[coalescedLabel(t)] = string(t)
 	}
+}
+
+// titlePrefix is how a message's title names t: the host's words for its
+// types, the engine's for its own.
+func titlePrefix(t notifytype.EventType) string {
+	switch t {
+	case notifytype.EventAgentNotify:
+		return "Agent page"
+	case notifytype.EventDigest:
+		return "Queue digest"
+	}
+	return host.TitlePrefix(t)
+}
+
+// coalescedLabel names events of type t in a coalesced message.
+func coalescedLabel(t notifytype.EventType) string {
+	switch t {
+	case notifytype.EventAgentNotify:
+		return "Agent pages"
+	case notifytype.EventDigest:
+		return "Queue digests"
+	}
+	return host.CoalescedLabel(t)
 }
 
 func titlePrefixes() []string {
 	var out []string
 	for _, t := range notifytype.EventTypes {
-		out = append(out, regexp.QuoteMeta(sinks.TitlePrefix(t)))
+		out = append(out, regexp.QuoteMeta(titlePrefix(t)))
 	}
 	return out
 }
@@ -80,7 +103,7 @@ func eventCounts(rt *rapid.T, r request) map[string]int {
 		}
 	}
 	require.Equal(rt, total, sum, "coalesced message %q:\n%s", r.title, r.body)
-	require.Contains(rt, r.body, "https://switchboard.example.net"+sinks.CoalescedLinkPath)
+	require.Contains(rt, r.body, "https://switchboard.example.net"+host.CoalescedLinkPath)
 	return counts
 }
 

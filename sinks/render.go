@@ -3,8 +3,6 @@ package sinks
 import (
 	"cmp"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -15,206 +13,33 @@ import (
 
 // Limits of the text a message carries (REQ-9).
 const (
-	// TitleMaxRunes bounds sender- and agent-written text: todo and subject
-	// titles, agent page titles, attempt summaries.
+	// TitleMaxRunes bounds sender- and agent-written text: an item's title
+	// (a todo's, a delivery's subject, an agent page's), an agent's
+	// summary of its attempt.
 	TitleMaxRunes = 120
 	// ExcerptMaxRunes bounds the opt-in excerpt of the subject's body.
 	ExcerptMaxRunes = 280
 	// DigestMaxLines and DigestLineMaxRunes bound a digest's body lines.
 	DigestMaxLines     = 400
 	DigestLineMaxRunes = 400
-	// fieldMaxRunes bounds the other text a source supplies (place, summary,
-	// cause, origin, artifact handle), which is ours but may quote others.
+	// fieldMaxRunes bounds the other text a source supplies (place,
+	// summary, Data's values), which is ours but may quote others.
 	fieldMaxRunes = 200
 )
 
-// Labels that introduce sender- and agent-written text in a body.
+// Words the engine's rules put in a message.
 const (
-	AttemptSummaryLabel = "Last attempt's summary (agent-written): "
-	ExcerptLabel        = "Sender wrote: "
-	SubjectLabel        = "About: "
-	TestTitle           = "Switchboard test message"
-	AgentPagePrefix     = "Agent page: "
-	CoalescedLinkPath   = "/board/notifications"
-	// LinkLabel introduces the board link in a plain-text body; a Markdown
-	// body links the words BoardLinkText instead.
-	LinkLabel     = "Link: "
-	BoardLinkText = "Open on the board"
+	// ExcerptLabel introduces the opt-in excerpt of the sender's body.
+	ExcerptLabel = "Sender wrote: "
+	// TestTitle is the title of a sink's send test.
+	TestTitle = "Switchboard test message"
+	// LinkLabel introduces the link in a plain-text body; a Markdown body
+	// links the Draft's LinkText instead.
+	LinkLabel = "Link: "
 )
-
-// TitlePrefix is how a message's title names its event type, for a person:
-// "Dead letter" for todo.dead_lettered. An event type this package does
-// not know is named as itself, in brackets.
-func TitlePrefix(t notifytype.EventType) string {
-	switch t {
-	case notifytype.EventTodoDeadLettered:
-		return "Dead letter"
-	case notifytype.EventRelayExhausted:
-		return "Relay out of attempts"
-	case notifytype.EventDeliveryQuarantined:
-		return "Quarantined delivery"
-	case notifytype.EventRuleNotify:
-		return "Rule matched"
-	case notifytype.EventAgentNotify:
-		return strings.TrimSuffix(AgentPagePrefix, ": ")
-	case notifytype.EventDigest:
-		return "Queue digest"
-	}
-	return "[" + Clean(string(t), 64) + "]"
-}
-
-// CoalescedLabel names the events of type t counted in a coalesced
-// message, for a person: "Dead letters".
-func CoalescedLabel(t notifytype.EventType) string {
-	switch t {
-	case notifytype.EventTodoDeadLettered:
-		return "Dead letters"
-	case notifytype.EventRelayExhausted:
-		return "Relays out of attempts"
-	case notifytype.EventDeliveryQuarantined:
-		return "Quarantined deliveries"
-	case notifytype.EventRuleNotify:
-		return "Rule matches"
-	case notifytype.EventAgentNotify:
-		return "Agent pages"
-	case notifytype.EventDigest:
-		return "Queue digests"
-	}
-	return Clean(string(t), 64)
-}
-
-// causeWords says why a todo dead-lettered, for a person; a cause this
-// package does not know is shown as given (cleaned).
-var causeWords = map[string]string{
-	"fail at the cap":          "its last attempt failed and no attempts were left",
-	"lease expired at the cap": "the lease on its last attempt expired and no attempts were left",
-	"endpoint revoked":         "the endpoint working on it was revoked",
-	"interrupted":              "it was interrupted",
-}
 
 // line is one line of a body, as plain text and as Markdown.
 type line struct{ plain, md string }
-
-// Render builds the reference host's message for one outbox row (REQ-9,
-// D13, D14), written for a person: its Draft, finished by Finish with the
-// engine's rules. An event type the host does not know reads as its name
-// in brackets with its place, title and summary.
-//
-// The title names the event and its place, then the item: "Dead letter in
-// forge: Nightly build failed" ("Agent page: <title>" for agent.notify),
-// with " (and N more)" when the row stands for several events. The body
-// opens with one sentence saying what happened ("A todo in queue forge
-// dead-lettered after 3 attempts: its last attempt failed and no attempts
-// were left.", or the source's summary for other events), then, when
-// present: the digest's lines, "and N more", the origin, the closing
-// attempt's summary, the artifact handle, only when the subscription opted
-// in the excerpt, and last the board link.
-//
-// Sender- and agent-written text (Title, AttemptSummary) is stripped of
-// control characters and cut to 120 characters, and appears only as the
-// item's title: in the title's item position, or on its own labelled line,
-// never inside a sentence. The excerpt is cut to 280 characters and
-// labelled "Sender wrote:". Every value is on one line: the only newlines
-// in the body are those between its lines.
-//
-// Body is plain text (Apprise sends format text, REQ-4); Markdown is the
-// same message for a sink that renders Markdown (Gotify), with every value
-// escaped so that sender-written text is shown as written and never read
-// as markup; Link is the absolute board link, for a sink that opens it on
-// a click.
-func Render(c Content, m Meta) Message {
-	if !m.Severity.Valid() {
-		m.Severity = m.EventType.DefaultSeverity()
-	}
-	return Finish(HostDraft(c, m.EventType), m, c.Body)
-}
-
-// HostDraft is the reference host's wording of an event of type t (see
-// Render): its title without the count, the sentence saying what happened
-// and the subject, a digest's lines, the origin, the closing attempt's
-// summary and the artifact handle, and the board link ("Open on the
-// board"). The host's event declarations (host.Events) word their messages
-// with it.
-func HostDraft(c Content, t notifytype.EventType) Draft {
-	title := Clean(c.Title, TitleMaxRunes)
-	place := Clean(c.Place, fieldMaxRunes)
-
-	head := TitlePrefix(t)
-	switch t {
-	case notifytype.EventAgentNotify:
-		head = AgentPagePrefix + title
-	case notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted:
-		head += join(" in ", place) + join(": ", title)
-	case notifytype.EventDeliveryQuarantined, notifytype.EventRuleNotify:
-		head += join(" on ", place) + join(": ", title)
-	default:
-		head += join(": ", place)
-		if place != "" {
-			head += join(" · ", title)
-		} else {
-			head += join(": ", title)
-		}
-	}
-
-	d := Draft{Title: head, Report: c.Lines, Link: c.LinkPath, LinkText: BoardLinkText}
-	switch t {
-	case notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted:
-		d.Lines = append(d.Lines, deadLetterSentence(t, place, c.Attempts, Clean(c.Cause, fieldMaxRunes)))
-	default:
-		d.Lines = append(d.Lines, sentence(Clean(c.Summary, fieldMaxRunes)))
-	}
-	d.Lines = append(d.Lines, labelled(SubjectLabel, Clean(c.Subject, fieldMaxRunes)))
-	d.Details = append(d.Details,
-		labelled("Origin: ", Clean(cmp.Or(c.OriginDisplay, c.OriginPermalink), fieldMaxRunes)),
-		labelled(AttemptSummaryLabel, Clean(c.AttemptSummary, TitleMaxRunes)),
-		labelled("Artifact: ", Clean(c.ArtifactHandle, fieldMaxRunes)))
-	return d
-}
-
-// labelled is label+v, or "" when v is empty.
-func labelled(label, v string) string {
-	if v == "" {
-		return ""
-	}
-	return label + v
-}
-
-// deadLetterSentence is the first line of a dead letter's message: what
-// happened, where, after how many attempts and why. It names the todo by
-// its place only: the todo's title is sender-written, and is only ever the
-// item's title (the message's title), never part of a sentence (REQ-9), so
-// a title cannot pose as the cause or a link.
-func deadLetterSentence(t notifytype.EventType, place string, attempts int, cause string) string {
-	var p strings.Builder
-	what, did := "A todo", " dead-lettered"
-	if t == notifytype.EventRelayExhausted {
-		what, did = "A relay todo", " gave up"
-		if attempts <= 0 {
-			did = " ran out of attempts"
-		}
-	}
-	p.WriteString(what)
-	if place != "" {
-		p.WriteString(" in queue " + place)
-	}
-	p.WriteString(did)
-	if attempts > 0 {
-		p.WriteString(" after " + strconv.Itoa(attempts) + " attempt")
-		if attempts != 1 {
-			p.WriteString("s")
-		}
-	} else if t == notifytype.EventTodoDeadLettered {
-		p.WriteString(" before any attempt")
-	}
-	if w, ok := causeWords[cause]; ok {
-		cause = w
-	}
-	if cause != "" {
-		p.WriteString(": " + cause)
-	}
-	p.WriteString(".")
-	return p.String()
-}
 
 // message joins a rendered title and body lines into a Message: plain
 // lines one a line, Markdown lines one a paragraph.
@@ -272,27 +97,6 @@ func digestMarkdown(ls []string, baseURL string) string {
 	return b.String()
 }
 
-// join is sep+v, or "" when v is empty.
-func join(sep, v string) string {
-	if v == "" {
-		return ""
-	}
-	return sep + v
-}
-
-// sentence starts s with a capital letter and ends it with a full stop.
-func sentence(s string) string {
-	if s == "" {
-		return s
-	}
-	r, size := utf8.DecodeRuneInString(s)
-	s = string(unicode.ToUpper(r)) + s[size:]
-	if !strings.HasSuffix(s, ".") && !strings.HasSuffix(s, "!") && !strings.HasSuffix(s, "?") {
-		s += "."
-	}
-	return s
-}
-
 // mdSpecial are the characters that start Markdown markup anywhere in a
 // line (CommonMark with GitHub's strikethrough and tables): escapes, code,
 // emphasis, links and images, autolinks and raw HTML, entities.
@@ -334,28 +138,6 @@ func mdLink(text, url string) string {
 // Replacer is costly to build and safe to share: built once, not per
 // message.
 var mdURL = strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29", "<", "%3C", ">", "%3E", "\\", "%5C", "`", "%60")
-
-// RenderCoalesced is the reference host's coalesced message (see
-// RenderCounts): the counts by event type in the spec's order of event
-// types (any other, by name, after them), each named by CoalescedLabel, at
-// its type's default severity, and a link to the board's notifications
-// page (baseURL + CoalescedLinkPath).
-func RenderCoalesced(counts map[notifytype.EventType]int, baseURL string) Message {
-	order := func(t notifytype.EventType) int {
-		if i := slices.Index(notifytype.EventTypes, t); i >= 0 {
-			return i
-		}
-		return len(notifytype.EventTypes)
-	}
-	types := slices.SortedStableFunc(maps.Keys(counts), func(a, b notifytype.EventType) int {
-		return cmp.Or(cmp.Compare(order(a), order(b)), strings.Compare(string(a), string(b)))
-	})
-	items := make([]Count, 0, len(types))
-	for _, t := range types {
-		items = append(items, Count{Label: CoalescedLabel(t), N: counts[t], Severity: t.DefaultSeverity()})
-	}
-	return RenderCounts(items, joinLink(baseURL, CoalescedLinkPath), BoardLinkText)
-}
 
 // Count is one line of a coalesced message: how many events of one type
 // waited, named for a person ("Dead letters"), and the severity of that

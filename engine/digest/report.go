@@ -238,7 +238,7 @@ const (
 // Links are the embedder's (l: a dead letter's todo, the digest's own
 // page), each a path under baseURL or an absolute http(s) URL, at the end
 // of its line after the words it links, so that a renderer that knows its
-// base URL makes them links (sinks.Render does, for Gotify, under the
+// base URL makes them links (sinks.Finish does, for Gotify, under the
 // reference board's /board/); in Markdown they are links already. A line
 // whose link is "" carries none. Only counts, ages, names, truncated
 // titles and the embedder's links appear (REQ-13).

@@ -45,8 +45,8 @@ var JobFailed = engine.EventKind{
 			Link:     m.Content.LinkPath,
 			LinkText: "Open the job",
 		}
-		if m.Content.Cause != "" {
-			d.Details = append(d.Details, "Error: "+m.Content.Cause)
+		if e := m.Content.Data["error"]; e != "" {
+			d.Details = append(d.Details, "Error: "+e)
 		}
 		return d
 	},
@@ -142,8 +142,8 @@ func Fail(ctx context.Context, eng *engine.Engine, tx pgx.Tx, jobID, cause strin
 		Owner:         Owner(owner),
 		OccurrenceKey: jobID + ":" + strconv.Itoa(run),
 		Content: engine.Content{
-			Title: name, Cause: cause, LinkPath: "/jobs/" + jobID,
-			Data: map[string]string{"run": strconv.Itoa(run)},
+			Title: name, LinkPath: "/jobs/" + jobID,
+			Data: map[string]string{"run": strconv.Itoa(run), "error": cause},
 		},
 	})
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/faults"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/apprise"
@@ -78,9 +79,10 @@ func FuzzRender(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, title, place, summary, body string) {
 		fuzzInputs.Add(1)
-		for _, et := range []notifytype.EventType{notifytype.EventTodoDeadLettered, notifytype.EventAgentNotify} {
-			msg := sinks.Render(sinks.Content{Title: title, Place: place, Summary: summary, Body: body, AttemptSummary: title,
-				OriginDisplay: place, LinkPath: "/board/todos/1"},
+		for _, et := range []notifytype.EventType{notifytype.EventTodoDeadLettered, notifytype.EventRuleNotify} {
+			c := host.WithTodo(sinks.Content{Title: title, Place: place, Summary: summary, Subject: summary, Body: body, LinkPath: "/board/todos/1"},
+				host.TodoContent{AttemptSummary: title, OriginDisplay: place, Cause: summary})
+			msg := host.Render(c,
 				sinks.Meta{EventType: et, Count: 3, IncludeExcerpt: true, BaseURL: "https://notify.example.net"})
 			checkLine(t, msg.Title)
 			if n := utf8.RuneCountInString(msg.Title); n > 400 {

@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -277,6 +278,56 @@ func TestEngineMethodsAreTheLeanSet(t *testing.T) {
 	for _, m := range leanEngine {
 		if !slices.Contains(have, m) {
 			t.Errorf("engine.Engine has no method %s any more: drop it from leanEngine", m)
+		}
+	}
+}
+
+// contentFields are engine.Content's fields, each with its JSON key: what
+// any event says (item, place, summary, subject, link, a report's lines,
+// the body for the opt-in excerpt) and the embedder's own values (Data).
+// Nothing of the reference product: the host's todo values (cause,
+// attempts, the last attempt's summary, ...) are its Data entries.
+var contentFields = []string{
+	"Title title", "Place place", "Summary summary", "Subject subject", "LinkPath link_path",
+	"Lines lines", "Data data", "Body body",
+}
+
+// TestContentIsGeneric lists engine.Content's fields (go doc's) and fails
+// on any outside contentFields, and on any gone: a field of one embedder's
+// product belongs in Data (issue 27 item 1).
+func TestContentIsGeneric(t *testing.T) {
+	pkg := load(t, module+"/engine")[module+"/engine"]
+	obj := pkg.Scope().Lookup("Content")
+	if obj == nil {
+		t.Fatal("package engine has no Content")
+	}
+	s, ok := obj.Type().Underlying().(*types.Struct)
+	if !ok {
+		t.Fatalf("engine.Content is %s, not a struct", obj.Type())
+	}
+	var have []string
+	for i := range s.NumFields() {
+		f := s.Field(i)
+		key, _, _ := strings.Cut(reflect.StructTag(s.Tag(i)).Get("json"), ",")
+		have = append(have, f.Name()+" "+key)
+	}
+	if !slices.Equal(have, contentFields) {
+		t.Errorf("engine.Content's fields are %q, want %q: put a product's own values in Data", have, contentFields)
+	}
+	if ms := types.NewMethodSet(types.NewPointer(obj.Type())); ms.Len() != 0 {
+		t.Errorf("engine.Content has %d methods, want none (an old row's shape is read by the engine's decode)", ms.Len())
+	}
+}
+
+// TestSinksHasNoHostWording: the reference host's wording (its titles,
+// labels, sentences and links) is the host's, not sinks' (which keeps the
+// engine's rules and the adapters).
+func TestSinksHasNoHostWording(t *testing.T) {
+	pkg := load(t, module+"/sinks")[module+"/sinks"]
+	for _, name := range []string{"HostDraft", "Render", "RenderCoalesced", "TitlePrefix", "CoalescedLabel",
+		"AttemptSummaryLabel", "AgentPagePrefix", "BoardLinkText", "CoalescedLinkPath", "SubjectLabel"} {
+		if pkg.Scope().Lookup(name) != nil {
+			t.Errorf("sinks.%s is the reference host's wording: it belongs in host", name)
 		}
 	}
 }

@@ -77,9 +77,10 @@ func TestMarkdownAndClickURL(t *testing.T) {
 
 	srv := sinktest.NewServer(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"id": 1}`)) })
 	g := gotify.New(gotify.Config{BaseURL: srv.URL, Token: notifytype.NewSecret("gtfya.t")}, sinktest.Client(t, sinktest.Guard()))
-	msg := sinks.Render(sinks.Content{Title: "Build *red*", Place: "forge", Attempts: 3, Cause: "fail at the cap", LinkPath: "/board/todos/7",
-		AttemptSummary: "gave up *now*"},
-		sinks.Meta{EventType: notifytype.EventTodoDeadLettered, BaseURL: "https://sb.example"})
+	msg := sinks.Finish(sinks.Draft{Title: "Dead letter in forge: Build *red*",
+		Lines:   []string{"A todo in queue forge dead-lettered after 3 attempts."},
+		Details: []string{"Last attempt's summary (agent-written): gave up *now*"}, Link: "/board/todos/7", LinkText: "Open on the board"},
+		sinks.Meta{EventType: notifytype.EventTodoDeadLettered, Severity: notifytype.SeverityHigh, BaseURL: "https://sb.example"}, "")
 	require.True(t, g.Deliver(t.Context(), msg).OK())
 
 	var body struct {

@@ -43,7 +43,8 @@ const (
 const notifyChannel = "switchboard_outbox"
 
 // content is every event's content, as in engine/delivery_test.go.
-var content = sinks.Content{Title: "nightly build", Place: "forge", Cause: "fail at the cap", LinkPath: "/board/todos/1", Attempts: 3}
+var content = host.WithTodo(sinks.Content{Title: "nightly build", Place: "forge", LinkPath: "/board/todos/1"},
+	host.TodoContent{Cause: "fail at the cap", Attempts: 3})
 
 // owner is one owner scope with its sinks, all on the stand-in.
 type owner struct {
@@ -332,7 +333,7 @@ func (g *standIn) on(h func(time.Time)) {
 
 // baselineBody is what the engine's Gotify adapter posts for content.
 func baselineBody() []byte {
-	msg := sinks.Render(content, sinks.Meta{
+	msg := host.Render(content, sinks.Meta{
 		EventType: notifytype.EventTodoDeadLettered, Severity: notifytype.SeverityHigh, Count: 1,
 		BaseURL: "https://switchboard.example.net",
 	})

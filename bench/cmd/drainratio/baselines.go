@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard/notify/bench/internal/fleet"
 	"github.com/switchboard/notify/bench/internal/rig"
 	"github.com/switchboard/notify/bench/internal/standin"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
@@ -42,7 +43,7 @@ func jobs(f *fleet.Fleet, keys map[int64]string, r *rig.Rig, n int) []job {
 	out := make([]job, n)
 	for i := range out {
 		ev := r.Event(notifytype.OwnerScope{})
-		msg := sinks.Render(ev.Content, sinks.Meta{EventType: ev.Type, Severity: notifytype.SeverityHigh, Count: 1,
+		msg := host.Render(ev.Content, sinks.Meta{EventType: ev.Type, Severity: notifytype.SeverityHigh, Count: 1,
 			BaseURL: "https://switchboard.example.net"})
 		b, _ := json.Marshal(struct {
 			Title    string `json:"title"`

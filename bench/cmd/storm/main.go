@@ -290,7 +290,7 @@ func (w *world) hostTx(ctx context.Context, eng *engine.Engine, o *hostOwner, to
 		}
 		return eng.Emit(ctx, tx, engine.Event{
 			Type: notifytype.EventTodoDeadLettered, Owner: o.scope, QueueID: o.queue, OccurrenceKey: host.DeadLetterKey(todo, n),
-			Content: sinks.Content{Title: "flaky build", Place: "forge", Cause: "fail at the cap"},
+			Content: host.WithTodo(sinks.Content{Title: "flaky build", Place: "forge"}, host.TodoContent{Cause: "fail at the cap"}),
 		})
 	})
 }

@@ -131,8 +131,8 @@ func (r *Rig) Event(o notifytype.OwnerScope) engine.Event {
 	id := r.todo.Add(1)
 	return engine.Event{
 		Type: notifytype.EventTodoDeadLettered, Owner: o, OccurrenceKey: host.DeadLetterKey(id, 1),
-		Content: sinks.Content{Title: "nightly build", Place: "forge", Cause: "fail at the cap",
-			LinkPath: fmt.Sprintf("/board/todos/%d", id), Attempts: 3},
+		Content: host.WithTodo(sinks.Content{Title: "nightly build", Place: "forge",
+			LinkPath: fmt.Sprintf("/board/todos/%d", id)}, host.TodoContent{Cause: "fail at the cap", Attempts: 3}),
 	}
 }
 

@@ -64,7 +64,7 @@ func (w *World) hostTxBatch(ctx context.Context, v Variant, h *hostSet, todo int
 			if err := be.QueueEmit(b, engine.Event{
 				Type: notifytype.EventTodoDeadLettered, Owner: h.owner, QueueID: h.queue,
 				OccurrenceKey: host.DeadLetterKey(todo, n),
-				Content:       sinks.Content{Title: "flaky build", Place: "forge", Cause: "fail at the cap"},
+				Content:       host.WithTodo(sinks.Content{Title: "flaky build", Place: "forge"}, host.TodoContent{Cause: "fail at the cap"}),
 			}); err != nil {
 				return err
 			}

@@ -222,7 +222,7 @@ func (w *World) HostTx(ctx context.Context, v Variant) error {
 			return w.Engine.Emit(ctx, tx, engine.Event{
 				Type: notifytype.EventTodoDeadLettered, Owner: h.owner, QueueID: h.queue,
 				OccurrenceKey: host.DeadLetterKey(todo, n),
-				Content:       sinks.Content{Title: "flaky build", Place: "forge", Cause: "fail at the cap"},
+				Content:       host.WithTodo(sinks.Content{Title: "flaky build", Place: "forge"}, host.TodoContent{Cause: "fail at the cap"}),
 			})
 		case RiverInsert:
 			_, err := w.River.InsertTx(ctx, tx, NoopArgs{TodoID: todo}, nil)

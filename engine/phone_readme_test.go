@@ -1,4 +1,4 @@
-package sinks_test
+package engine_test
 
 import (
 	"fmt"
@@ -11,7 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/digest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/sinks/gotify"
@@ -21,12 +23,12 @@ import (
 const phoneBase = "https://switchboard.example.net"
 
 // phoneExample is one message the README shows: what causes it, and the
-// content its source gives the renderer (the same fields the host and
-// engine fill).
+// content its source gives the engine (the same fields the host and the
+// engine's feature packages fill).
 type phoneExample struct {
 	heading string
 	meta    sinks.Meta
-	content sinks.Content
+	content engine.Content
 	message *sinks.Message // set for messages not built by Render
 }
 
@@ -53,35 +55,39 @@ func phoneDigest() digest.Report {
 }
 
 func phoneExamples() []phoneExample {
-	coalesced := sinks.RenderCoalesced(map[notifytype.EventType]int{
-		notifytype.EventTodoDeadLettered: 9, notifytype.EventDeliveryQuarantined: 3}, phoneBase)
+	// The host's counts, in the spec's order of types, with its link.
+	coalesced := sinks.RenderCounts([]sinks.Count{
+		{Label: host.CoalescedLabel(notifytype.EventTodoDeadLettered), N: 9, Severity: notifytype.SeverityHigh},
+		{Label: host.CoalescedLabel(notifytype.EventDeliveryQuarantined), N: 3, Severity: notifytype.SeverityNormal},
+	}, phoneBase+host.CoalescedLinkPath, host.BoardLinkText)
 	test := sinks.RenderTest()
 	return []phoneExample{
 		{heading: "A todo dead-letters (`todo.dead_lettered`)",
 			meta: sinks.Meta{EventType: notifytype.EventTodoDeadLettered},
-			content: sinks.Content{Title: "Nightly build failed on main", Place: "builds", Cause: "fail at the cap", Attempts: 3,
-				AttemptSummary: "3 tests failed in ./engine", LinkPath: "/board/todos/1817"}},
+			content: host.WithTodo(engine.Content{Title: "Nightly build failed on main", Place: "builds", LinkPath: "/board/todos/1817"},
+				host.TodoContent{Cause: "fail at the cap", Attempts: 3, AttemptSummary: "3 tests failed in ./engine"})},
 		{heading: "You make a todo dead-letter yourself (`todo.dead_lettered`, interrupted)",
-			meta:    sinks.Meta{EventType: notifytype.EventTodoDeadLettered},
-			content: sinks.Content{Title: "Try the new parser", Place: "inbox", Cause: "interrupted", LinkPath: "/board/todos/1820"}},
+			meta: sinks.Meta{EventType: notifytype.EventTodoDeadLettered},
+			content: host.WithTodo(engine.Content{Title: "Try the new parser", Place: "inbox", LinkPath: "/board/todos/1820"},
+				host.TodoContent{Cause: "interrupted"})},
 		{heading: "A relay todo runs out of attempts (`relay.exhausted`)",
 			meta: sinks.Meta{EventType: notifytype.EventRelayExhausted},
-			content: sinks.Content{Title: "Reply to acme/forge#12", Place: "replies", Cause: "fail at the cap", Attempts: 7,
-				OriginDisplay: "acme/forge#12", LinkPath: "/board/todos/1822"}},
+			content: host.WithTodo(engine.Content{Title: "Reply to acme/forge#12", Place: "replies", LinkPath: "/board/todos/1822"},
+				host.TodoContent{Cause: "fail at the cap", Attempts: 7, OriginDisplay: "acme/forge#12"})},
 		{heading: "Deliveries from an untrusted sender are quarantined (`delivery.quarantined`, a storm is one message)",
 			meta: sinks.Meta{EventType: notifytype.EventDeliveryQuarantined, Count: 4},
-			content: sinks.Content{Title: "Free crypto", Place: "forge", Summary: "a delivery from an untrusted sender was quarantined",
+			content: engine.Content{Title: "Free crypto", Place: "forge", Summary: "a delivery from an untrusted sender was quarantined",
 				LinkPath: "/board/webhooks/1/deliveries/57"}},
 		{heading: "A webhook rule that notifies matches (`rule.notify`)",
 			meta: sinks.Meta{EventType: notifytype.EventRuleNotify},
-			content: sinks.Content{Title: "The build is red", Place: "forge", Summary: `rule "new issues" matched; no todo was created`,
+			content: engine.Content{Title: "The build is red", Place: "forge", Summary: `rule "new issues" matched; no todo was created`,
 				Subject: "octocat · acme/forge · issue #12", LinkPath: "/board/webhooks/1/deliveries/58"}},
 		{heading: "An agent pages you (`agent.notify`)",
 			meta:    sinks.Meta{EventType: notifytype.EventAgentNotify},
-			content: sinks.Content{Title: "Deploy is waiting for your approval", LinkPath: "/board/todos/1830"}},
+			content: engine.Content{Title: "Deploy is waiting for your approval", LinkPath: "/board/todos/1830"}},
 		{heading: "The queue digest (`digest`)",
 			meta: sinks.Meta{EventType: notifytype.EventDigest},
-			content: sinks.Content{Place: "morning", LinkPath: "/board/digests/4",
+			content: engine.Content{Place: "morning", LinkPath: "/board/digests/4",
 				Lines: phoneDigest().Lines(digest.Plain, phoneBase, digest.Links{
 					Todo: func(id int64) string { return "/board/todos/" + strconv.FormatInt(id, 10) }})}},
 		{heading: "A sink's budget was spent, and what waited is summed up", message: &coalesced},
@@ -99,7 +105,13 @@ func phoneMarkdown() string {
 		m := ex.message
 		if m == nil {
 			ex.meta.BaseURL = phoneBase
-			r := sinks.Render(ex.content, ex.meta)
+			var r sinks.Message
+			switch ex.meta.EventType {
+			case notifytype.EventAgentNotify, notifytype.EventDigest: // the engine's own kinds
+				r = engine.RenderOwnForTest(ex.content, ex.meta, host.Links().Text)
+			default:
+				r = host.Render(ex.content, ex.meta)
+			}
 			m = &r
 		}
 		fmt.Fprintf(&b, "\n#### %s\n\nGotify priority %d (%s).\n\n", ex.heading, prio[m.Severity], m.Severity)
@@ -118,8 +130,10 @@ func phoneMarkdown() string {
 }
 
 // TestREADMEShowsWhatYourPhoneReceives keeps the README's "What your
-// phone receives" in step with the renderer: the section is exactly what
-// the renderer makes of each event type and the digest (issue 25).
+// phone receives" in step with the wording: the section is exactly what
+// the engine delivers for each of the reference host's event types (its
+// wording, host.Draft), the engine's own (agent.notify, digest), the
+// coalesced message and the send test (issue 25).
 func TestREADMEShowsWhatYourPhoneReceives(t *testing.T) {
 	path := filepath.Join("..", "README.md")
 	raw, err := os.ReadFile(path)
@@ -134,5 +148,5 @@ func TestREADMEShowsWhatYourPhoneReceives(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, []byte(readme), 0o644))
 		return
 	}
-	require.Equal(t, want, readme[i:j+len(end)], "README.md's phone messages drifted from the renderer: run UPDATE_README=1 go test -run TestREADMEShowsWhatYourPhoneReceives ./sinks/")
+	require.Equal(t, want, readme[i:j+len(end)], "README.md's phone messages drifted from the renderer: run UPDATE_README=1 go test -run TestREADMEShowsWhatYourPhoneReceives ./engine/")
 }
