@@ -112,7 +112,9 @@ func TestAStoppedWorkerIsGivenUpAtItsWallCap(t *testing.T) {
 			require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
 		}
 	}
-	got := p.Eval(context.Background(), "human:1", []string{`.a`}, []byte(`{"a":1}`), 50*time.Millisecond)
+	// A program that would run past its limit: stopped as soon as it has
+	// its input, it uses no CPU at all, so only the wall cap ends it.
+	got := p.Eval(context.Background(), "human:1", []string{`last(range(1e15))`}, []byte(`{"a":1}`), 50*time.Millisecond)
 	require.Equal(t, Stopped, got[0].Kind, "%+v", got[0])
 	require.Contains(t, got[0].Detail, "ran past its time limit")
 	again := p.Eval(context.Background(), "human:1", []string{`.a`}, []byte(`{"a":1}`), time.Minute)
