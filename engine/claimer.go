@@ -99,6 +99,17 @@ func (c *claimer) Serve(ctx context.Context) error {
 	}
 }
 
+// claimContext is ctx for a statement that claims rows, or that must
+// follow a claim through (a claim's copy put back): a stop does not cancel
+// it. A claim the database committed whose answer the stop had cut off
+// would leave its rows claimed, handed to no actor and given back by
+// nobody, until the claim expired (two minutes); run to its end, the claim
+// hands its rows to the actors, or gives them back when the actors are
+// stopping (Dispatch refuses them). recordTimeout bounds it.
+func claimContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+}
+
 // cycle fans out committed events, claims what is due and there is room for, wakes the actors of sinks
 // whose held rows have a token again, and says when to look next. claimed,
 // when not nil, is told of each row claimed. A cycle whose first claim
@@ -119,6 +130,10 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 		wakeValid bool
 	)
 	for {
+		if ctx.Err() != nil {
+			// Stopping: claim nothing more.
+			return time.Time{}, false, ctx.Err()
+		}
 		free, fullSinks := e.actors.Room()
 		if free == 0 {
 			full = true
@@ -144,11 +159,15 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 			// The first claim of a cycle fans out the committed events in
 			// the same round trip and commit.
 			var fr store.FanOutResult
-			fr, rows, wake, err = store.FanOutClaimAndWake(ctx, e.cfg.Pool, fanOutBatch, p, claimBatch)
+			cctx, cancel := claimContext(ctx)
+			fr, rows, wake, err = store.FanOutClaimAndWake(cctx, e.cfg.Pool, fanOutBatch, p, claimBatch)
+			cancel()
 			e.fannedOut(fr)
 			fannedOut, moreEvents, wakeValid = true, fr.Events == fanOutBatch, true
 		} else {
-			rows, err = store.ClaimDue(ctx, e.cfg.Pool, p)
+			cctx, cancel := claimContext(ctx)
+			rows, err = store.ClaimDue(cctx, e.cfg.Pool, p)
+			cancel()
 			wakeValid = false
 		}
 		if err != nil {
@@ -172,7 +191,10 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 					// the claim from taking such a row: a safety net): the
 					// copy goes on, under its claim.
 					wakeValid = false
-					if _, err := store.RestoreClaim(ctx, e.cfg.Pool, r.Claim(), prev, e.instance); err != nil {
+					rctx, cancel := claimContext(ctx)
+					_, err := store.RestoreClaim(rctx, e.cfg.Pool, r.Claim(), prev, e.instance)
+					cancel()
+					if err != nil {
 						return time.Time{}, false, err
 					}
 					continue

@@ -316,4 +316,12 @@ var List = []Mutant{
 			New: "n, err := 0, error(nil)"}},
 		Package: "./engine/", Run: "^TestDeliveryGracefulStopReleasesQueuedRows$",
 	},
+	{
+		ID:    "claim-survives-stop",
+		Guard: "a claim in flight when the stop comes is read to its end (claimContext), so its rows reach the actors or go back to pending (else they stay claimed, handed to nobody, until their claim expires)",
+		Edits: []Edit{{File: "engine/claimer.go",
+			Old: "\treturn context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)\n}",
+			New: "\treturn context.WithCancel(ctx)\n}"}},
+		Package: "./engine/", Run: "^TestAStopDuringAClaimLeavesNoRowClaimed$", Fast: true,
+	},
 }
