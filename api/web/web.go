@@ -525,7 +525,10 @@ func noteLabel(n history.Notification) string {
 			}
 		}
 	}
-	return n.EventType.Words()
+	if k, ok := host.KindOf(n.EventType); ok {
+		return k.Words
+	}
+	return string(n.EventType)
 }
 
 // scopeLabel names an owner scope for people.
