@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
-	"github.com/switchboard/notify/notifytype"
 )
 
 // TestDemoDigestPublishesToCairnAndLinksIt is make run's digest: the demo
@@ -55,7 +54,7 @@ func TestDemoDigestPublishesToCairnAndLinksIt(t *testing.T) {
 	require.NotEmpty(t, run.ArtifactURL)
 
 	for range 2 {
-		a := s.w.WaitFor(func(a engine.Attempt) bool { return a.EventType == notifytype.EventDigest })
+		a := s.w.WaitFor(func(a engine.Attempt) bool { return a.EventType == engine.EventDigest })
 		require.Equal(t, "delivered", a.State)
 	}
 	var gotify, apprise, cairn bool

@@ -53,7 +53,7 @@ func TestOpsViewsAreScopedToTheirHumans(t *testing.T) {
 		sink := s.w.Sink(s.eng, engine.HumanPrincipal(hostid.String(h.ID)), scope, enginetest.SinkOpts{BaseURL: gotify.URL, Secret: "gtfya.token"})
 		people[i] = person{id: h.ID, email: email, token: tok.Reveal(), sink: sink}
 		s.w.Emit(s.eng, engine.Event{
-			Type: notifytype.EventTodoDeadLettered, Owner: scope, OccurrenceKey: host.DeadLetterKey(int64(100+i), 1),
+			Type: host.EventTodoDeadLettered, Owner: scope, OccurrenceKey: host.DeadLetterKey(int64(100+i), 1),
 			Content: sinks.Content{Title: "build failed", Place: "forge"},
 		})
 	}
@@ -160,7 +160,7 @@ func TestOpsActorsOfATeam(t *testing.T) {
 	} {
 		sinkOf[o.scope] = s.w.Sink(s.eng, engine.HumanPrincipal(hostid.String(o.human)), o.scope, enginetest.SinkOpts{BaseURL: gotify.URL, Secret: "gtfya.token"})
 		s.w.Emit(s.eng, engine.Event{
-			Type: notifytype.EventTodoDeadLettered, Owner: o.scope, OccurrenceKey: host.DeadLetterKey(sinkOf[o.scope], 1),
+			Type: host.EventTodoDeadLettered, Owner: o.scope, OccurrenceKey: host.DeadLetterKey(sinkOf[o.scope], 1),
 			Content: sinks.Content{Title: "build failed", Place: "forge"},
 		})
 	}

@@ -74,7 +74,7 @@ func TestSignedWebhookReachesASinkThroughANotifyRule(t *testing.T) {
 	requireStandardHeaders(t, resp)
 
 	a := s.w.WaitFor(func(a engine.Attempt) bool { return a.State == "delivered" })
-	require.Equal(t, notifytype.EventRuleNotify, a.EventType)
+	require.Equal(t, host.EventRuleNotify, a.EventType)
 	inbox := s.receivers.Inbox()
 	require.Len(t, inbox, 1, "only the named sink hears of it")
 	require.Equal(t, "gotify", inbox[0].Receiver)
@@ -159,7 +159,7 @@ func TestREADMECurlExample(t *testing.T) {
 	require.Equal(t, first.DeliveryID, again.DeliveryID)
 
 	a := s.w.WaitFor(func(a engine.Attempt) bool { return a.State == "delivered" })
-	require.Equal(t, notifytype.EventRuleNotify, a.EventType)
+	require.Equal(t, host.EventRuleNotify, a.EventType)
 	inbox := s.receivers.Inbox()
 	require.Len(t, inbox, 1, "one message, the repeat did nothing")
 	require.Equal(t, "Rule matched on forge: The build is red", inbox[0].Title)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
@@ -83,7 +84,7 @@ func TestARepeatDuringItsRowsAttemptJoinsTheRetry(t *testing.T) {
 	_, p, scope := w.Human()
 	eng := w.Serve()
 	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: newServer(t, g.ServeHTTP), Secret: "gtfya.repeat",
-		Events: []notifytype.EventType{notifytype.EventRuleNotify}})
+		Events: []notifytype.EventType{host.EventRuleNotify}})
 
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -140,7 +141,7 @@ func TestARowClaimedAgainBeforeItsEndedCopyIsForgottenGoesOutInItsTurn(t *testin
 	_, p, scope := w.Human()
 	eng := w.Engine() // not serving until the claim: the test plays the first copy's actor and recorder
 	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: newServer(t, g.ServeHTTP), Secret: "gtfya.turn",
-		PerHour: 60, Burst: 4, Events: []notifytype.EventType{notifytype.EventRuleNotify}})
+		PerHour: 60, Burst: 4, Events: []notifytype.EventType{host.EventRuleNotify}})
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(w.TableJSON("outbox", "payload"))
@@ -200,7 +201,7 @@ func TestAnExpiredClaimOfAQueuedRowHandsNoSecondCopy(t *testing.T) {
 	_, p, scope := w.Human()
 	eng := w.Serve()
 	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: newServer(t, g.ServeHTTP), Secret: "gtfya.copies",
-		Events: []notifytype.EventType{notifytype.EventRuleNotify}})
+		Events: []notifytype.EventType{host.EventRuleNotify}})
 
 	emitToSink(t, w, eng, sink, ruleNotify(scope, 1, "forge#1"))
 	<-g.arrived // the first row is being sent

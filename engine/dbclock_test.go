@@ -34,7 +34,7 @@ func TestEmitReadsTheDatabaseClockInTheHostTransaction(t *testing.T) {
 	f := hosttest.NewFactory(t, pool)
 	human := f.Human("")
 	sink := f.Sink(storetest.SinkOpts{Owner: hostid.Human(human)})
-	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
+	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}})
 
 	eng, err := engine.New(engine.Config{Pool: pool, Events: host.Events(), Links: host.Links(), Directory: emitDirectory{}}) // production: the database's clock
 	require.NoError(t, err)

@@ -47,7 +47,7 @@ func todoDead(owner notifytype.OwnerScope, todo int64, c sinks.Content) engine.E
 		c.LinkPath = fmt.Sprintf("/board/todos/%d", todo)
 	}
 	c = host.WithTodo(c, host.TodoContent{Cause: "fail at the cap"})
-	return engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: owner, OccurrenceKey: host.DeadLetterKey(todo, 1), Content: c}
+	return engine.Event{Type: host.EventTodoDeadLettered, Owner: owner, OccurrenceKey: host.DeadLetterKey(todo, 1), Content: c}
 }
 
 // appriseRequest is the JSON body the Apprise API receives.
@@ -210,7 +210,7 @@ func TestDeliveryPartialFailure(t *testing.T) {
 	w.Emit(eng, todoDead(scope, 1, sinks.Content{}))
 	first := w.Wait()
 	require.Equal(t, engine.Attempt{
-		SinkID: sink, Owner: scope, EventType: notifytype.EventTodoDeadLettered, Rows: first.Rows, Attempt: 1,
+		SinkID: sink, Owner: scope, EventType: host.EventTodoDeadLettered, Rows: first.Rows, Attempt: 1,
 		State: "pending", Class: notifytype.ClassPartial, Status: http.StatusFailedDependency,
 	}, first)
 	require.Len(t, srv.Requests(), 1)
@@ -267,7 +267,7 @@ func TestDeliveryTwoInstances(t *testing.T) {
 		_, p, scopes[i] = w.Human()
 		w.Sink(one, p, scopes[i], enginetest.SinkOpts{
 			BaseURL: servers[i].URL, Secret: fmt.Sprintf("gtfya.two-instances-%d", i), PerHour: 100_000, Burst: 100_000,
-			Events: []notifytype.EventType{notifytype.EventAgentNotify},
+			Events: []notifytype.EventType{engine.EventAgentNotify},
 		})
 	}
 
@@ -277,7 +277,7 @@ func TestDeliveryTwoInstances(t *testing.T) {
 	require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
 		for row := range rowCount {
 			if err := one.Emit(w.Ctx, tx, engine.Event{
-				Type: notifytype.EventAgentNotify, Owner: scopes[row%sinkCount], Content: sinks.Content{Title: title(row)},
+				Type: engine.EventAgentNotify, Owner: scopes[row%sinkCount], Content: sinks.Content{Title: title(row)},
 			}); err != nil {
 				return err
 			}
@@ -324,7 +324,7 @@ func TestDeliveryQuarantineStorm(t *testing.T) {
 	eng := w.Serve()
 	webhook := w.F.Webhook(scope, "github-forge")
 	w.Sink(eng, p, scope, enginetest.SinkOpts{
-		BaseURL: g.URL, Secret: "gtfya.storm", Events: []notifytype.EventType{notifytype.EventDeliveryQuarantined},
+		BaseURL: g.URL, Secret: "gtfya.storm", Events: []notifytype.EventType{host.EventDeliveryQuarantined},
 	})
 
 	const storm = 200
@@ -333,7 +333,7 @@ func TestDeliveryQuarantineStorm(t *testing.T) {
 			w.Clock.Advance(1500 * time.Millisecond)
 		}
 		w.Emit(eng, engine.Event{
-			Type: notifytype.EventDeliveryQuarantined, Owner: scope, WebhookID: webhook, Subject: host.QuarantineSubject(webhook),
+			Type: host.EventDeliveryQuarantined, Owner: scope, WebhookID: webhook, Subject: host.QuarantineSubject(webhook),
 			Content: sinks.Content{
 				Title: fmt.Sprintf("push from mallory #%d", i), Place: "github-forge",
 				Summary:  "a delivery from an untrusted sender was quarantined",

@@ -66,7 +66,7 @@ func (g *gotifyServer) received() []gotifyMessage {
 
 func deadLetterOf(owner notifytype.OwnerScope, todo int64) engine.Event {
 	return engine.Event{
-		Type: notifytype.EventTodoDeadLettered, Owner: owner, OccurrenceKey: host.DeadLetterKey(todo, 1),
+		Type: host.EventTodoDeadLettered, Owner: owner, OccurrenceKey: host.DeadLetterKey(todo, 1),
 		Content: host.WithTodo(sinks.Content{Title: "nightly build", Place: "forge", LinkPath: "/board/todos/1"},
 			host.TodoContent{Cause: "fail at the cap", Attempts: 3}),
 	}

@@ -28,7 +28,7 @@ func (b *emitBundle) emitToSink(t *testing.T, sink int64, ev engine.Event) bool 
 
 func ruleNotify(owner notifytype.OwnerScope, rule int64, subject string) engine.Event {
 	return engine.Event{
-		Type: notifytype.EventRuleNotify, Owner: owner, WebhookID: 7, Subject: host.RuleSubject(rule, subject, 99),
+		Type: host.EventRuleNotify, Owner: owner, WebhookID: 7, Subject: host.RuleSubject(rule, subject, 99),
 		Content: sinks.Content{Title: "The build is red", Place: "forge"},
 	}
 }
@@ -40,7 +40,7 @@ func TestEmitToSinkReachesOnlyTheNamedSinkOfItsScope(t *testing.T) {
 	phone := b.f.Sink(storetest.SinkOpts{Owner: alice})
 	// A sink of the same scope subscribed to rule.notify is not the one named.
 	other := b.f.Sink(storetest.SinkOpts{Owner: alice})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: other, EventTypes: []notifytype.EventType{notifytype.EventRuleNotify}})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: other, EventTypes: []notifytype.EventType{host.EventRuleNotify}})
 	off := b.f.Sink(storetest.SinkOpts{Owner: alice, Disabled: true})
 	bobs := b.f.Sink(storetest.SinkOpts{Owner: bob})
 

@@ -91,7 +91,7 @@ func (b *emitBundle) rows(t *testing.T) []outboxRow {
 
 func deadLetter(owner notifytype.OwnerScope, queue, todo int64, n int) engine.Event {
 	return engine.Event{
-		Type: notifytype.EventTodoDeadLettered, Owner: owner, QueueID: queue, OccurrenceKey: host.DeadLetterKey(todo, n),
+		Type: host.EventTodoDeadLettered, Owner: owner, QueueID: queue, OccurrenceKey: host.DeadLetterKey(todo, n),
 		Content: sinks.Content{Title: "flaky build", Place: "forge", Body: "the issue body"},
 	}
 }
@@ -103,10 +103,10 @@ func TestEmitOneRowPerMatchingSink(t *testing.T) {
 	q := b.f.Queue(alice, "forge")
 	sink := b.f.Sink(storetest.SinkOpts{Owner: alice})
 	// Two subscriptions of one sink match: still one row.
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered, notifytype.EventDigest}, Queues: []int64{q}})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{host.EventTodoDeadLettered, engine.EventDigest}, Queues: []int64{q}})
 	other := b.f.Sink(storetest.SinkOpts{Owner: alice})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: other, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: other, EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}})
 
 	b.emit(t, deadLetter(alice, q, 7, 1))
 
@@ -129,16 +129,16 @@ func TestEmitWritesNothingWithoutAMatch(t *testing.T) {
 	q := b.f.Queue(alice, "")
 	otherQ := b.f.Queue(alice, "")
 	wrongType := b.f.Sink(storetest.SinkOpts{Owner: alice})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: wrongType, EventTypes: []notifytype.EventType{notifytype.EventDigest}})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: wrongType, EventTypes: []notifytype.EventType{engine.EventDigest}})
 	wrongQueue := b.f.Sink(storetest.SinkOpts{Owner: alice})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: wrongQueue, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}, Queues: []int64{otherQ}})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: wrongQueue, EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}, Queues: []int64{otherQ}})
 	disabled := b.f.Sink(storetest.SinkOpts{Owner: alice, Disabled: true})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: disabled, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: disabled, EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}})
 	tooLow := b.f.Sink(storetest.SinkOpts{Owner: alice})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: tooLow, EventTypes: []notifytype.EventType{notifytype.EventAgentNotify}, MinSeverity: notifytype.SeverityHigh})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: tooLow, EventTypes: []notifytype.EventType{engine.EventAgentNotify}, MinSeverity: notifytype.SeverityHigh})
 
 	b.emit(t, deadLetter(alice, q, 1, 1))
-	b.emit(t, engine.Event{Type: notifytype.EventAgentNotify, Owner: alice, Content: sinks.Content{Title: "look"}})
+	b.emit(t, engine.Event{Type: engine.EventAgentNotify, Owner: alice, Content: sinks.Content{Title: "look"}})
 	// An event of a scope with no sinks at all.
 	b.emit(t, deadLetter(notifytype.Team("99"), 0, 2, 1))
 
@@ -153,7 +153,7 @@ func TestEmitReachesOnlyTheEventsScope(t *testing.T) {
 	aliceSink := b.f.Sink(storetest.SinkOpts{Owner: alice})
 	bobSink := b.f.Sink(storetest.SinkOpts{Owner: bob})
 	for _, s := range []int64{aliceSink, bobSink} {
-		b.f.Subscription(storetest.SubscriptionOpts{Sink: s, EventTypes: notifytype.EventTypes})
+		b.f.Subscription(storetest.SubscriptionOpts{Sink: s, EventTypes: host.EventTypes})
 	}
 	b.emit(t, deadLetter(bob, 0, 3, 1))
 	rows := b.rows(t)
@@ -166,9 +166,9 @@ func TestEmitExcerptOnlyForOptedInSubscriptions(t *testing.T) {
 	b := setupEmit(t)
 	alice := hostid.Human(b.f.Human(""))
 	plain := b.f.Sink(storetest.SinkOpts{Owner: alice})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: plain, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: plain, EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}})
 	optedIn := b.f.Sink(storetest.SinkOpts{Owner: alice})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: optedIn, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}, IncludeExcerpt: true})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: optedIn, EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}, IncludeExcerpt: true})
 
 	b.emit(t, deadLetter(alice, 0, 4, 1))
 	for _, r := range b.rows(t) {
@@ -187,13 +187,13 @@ func TestEmitRelayExhaustionReplacesTheDeadLetter(t *testing.T) {
 	b := setupEmit(t)
 	alice := hostid.Human(b.f.Human(""))
 	both := b.f.Sink(storetest.SinkOpts{Owner: alice})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: both, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted}})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: both, EventTypes: []notifytype.EventType{host.EventTodoDeadLettered, host.EventRelayExhausted}})
 	deadOnly := b.f.Sink(storetest.SinkOpts{Owner: alice})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: deadOnly, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: deadOnly, EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}})
 
 	b.emit(t, deadLetter(alice, 0, 5, 1))
 	relay := deadLetter(alice, 0, 5, 1)
-	relay.Type = notifytype.EventRelayExhausted
+	relay.Type = host.EventRelayExhausted
 	b.emit(t, relay)
 	// The same dead letter emitted again adds nothing.
 	b.emit(t, deadLetter(alice, 0, 5, 1))
@@ -216,10 +216,10 @@ func TestEmitQuarantineStormIsOneRowWithACount(t *testing.T) {
 	alice := hostid.Human(b.f.Human(""))
 	hook := b.f.Webhook(alice, "github")
 	sink := b.f.Sink(storetest.SinkOpts{Owner: alice})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventDeliveryQuarantined}, Webhooks: []int64{hook}})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{host.EventDeliveryQuarantined}, Webhooks: []int64{hook}})
 
 	for range 20 {
-		b.emit(t, engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: alice, WebhookID: hook, Subject: host.QuarantineSubject(hook), Content: sinks.Content{Place: "github"}})
+		b.emit(t, engine.Event{Type: host.EventDeliveryQuarantined, Owner: alice, WebhookID: hook, Subject: host.QuarantineSubject(hook), Content: sinks.Content{Place: "github"}})
 	}
 	rows := b.rows(t)
 	require.Len(t, rows, 1)
@@ -237,11 +237,11 @@ func TestEmitRefusesAnIncompleteEvent(t *testing.T) {
 		field string
 	}{
 		"unknown type":         {engine.Event{Type: "todo.exploded", Owner: alice}, "type"},
-		"no owner":             {engine.Event{Type: notifytype.EventDigest}, "owner"},
-		"bad severity":         {engine.Event{Type: notifytype.EventDigest, Owner: alice, Severity: "urgent"}, "severity"},
-		"dead letter, no todo": {engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: alice}, "occurrence_key"},
-		"quarantine, no hook":  {engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: alice}, "subject"},
-		"rule, no rule":        {engine.Event{Type: notifytype.EventRuleNotify, Owner: alice}, "subject"},
+		"no owner":             {engine.Event{Type: engine.EventDigest}, "owner"},
+		"bad severity":         {engine.Event{Type: engine.EventDigest, Owner: alice, Severity: "urgent"}, "severity"},
+		"dead letter, no todo": {engine.Event{Type: host.EventTodoDeadLettered, Owner: alice}, "occurrence_key"},
+		"quarantine, no hook":  {engine.Event{Type: host.EventDeliveryQuarantined, Owner: alice}, "subject"},
+		"rule, no rule":        {engine.Event{Type: host.EventRuleNotify, Owner: alice}, "subject"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := pgx.BeginFunc(context.Background(), b.pool, func(tx pgx.Tx) error {
@@ -259,7 +259,7 @@ func TestEmitRolledBackLeavesNoRow(t *testing.T) {
 	b := setupEmit(t)
 	alice := hostid.Human(b.f.Human(""))
 	sink := b.f.Sink(storetest.SinkOpts{Owner: alice})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: notifytype.EventTypes})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: host.EventTypes})
 	ctx := context.Background()
 	tx, err := b.pool.Begin(ctx)
 	require.NoError(t, err)

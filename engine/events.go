@@ -135,13 +135,29 @@ type Dedup struct {
 // bytes, well inside what the outbox's index takes.
 const maxDedupKey = 512
 
+// The engine's own event types: the events of its feature packages, which
+// the engine declares itself (OwnEvents) after Config.Events.
+const (
+	// EventAgentNotify is the type of the pages an agent sends its owner
+	// (engine/pages's NotifyOwner, REQ-6): normal severity.
+	EventAgentNotify notifytype.EventType = "agent.notify"
+	// EventDigest is the type of the queue digests engine/digests sends
+	// (REQ-13): low severity.
+	EventDigest notifytype.EventType = "digest"
+)
+
+// OwnEvents returns the engine's own kinds (agent.notify, digest), as
+// Engine.EventKinds lists them after Config.Events: their words, label,
+// help and severity, for a surface that shows them without an engine.
+func OwnEvents() []EventKind { return []EventKind{agentNotifyKind, digestKind} }
+
 // The engine's own kinds: the events of its feature packages.
 var (
 	// digestKind is the type of the digests engine/digests sends
 	// (REQ-13): low severity, each its own notification.
 	digestKind = EventKind{
-		Type:     notifytype.EventDigest,
-		Words:    notifytype.EventDigest.Words(),
+		Type:     EventDigest,
+		Words:    "A queue digest",
 		Label:    "Queue digests",
 		Help:     "a queue digest is due (digests also name their sinks on the Digests page)",
 		Severity: notifytype.SeverityLow,
@@ -150,8 +166,8 @@ var (
 	// agentNotifyKind is the type of pages.NotifyOwner's pages (REQ-6):
 	// normal severity, each its own notification.
 	agentNotifyKind = EventKind{
-		Type:     notifytype.EventAgentNotify,
-		Words:    notifytype.EventAgentNotify.Words(),
+		Type:     EventAgentNotify,
+		Words:    "An agent paged its owner",
 		Label:    "Agent pages",
 		Help:     "an agent you allowed to page you (notify_owner) asked for your attention",
 		Severity: notifytype.SeverityNormal,
@@ -179,7 +195,7 @@ func newKinds(declared []EventKind) (kinds, error) {
 			continue
 		}
 		if _, dup := k.byType[d.Type]; dup {
-			if d.Type == notifytype.EventDigest || d.Type == notifytype.EventAgentNotify {
+			if d.Type == EventDigest || d.Type == EventAgentNotify {
 				errs = append(errs, fmt.Errorf("event type %q is the engine's own: do not declare it in Events", d.Type))
 			} else {
 				errs = append(errs, fmt.Errorf("event type %q is declared twice", d.Type))

@@ -166,7 +166,7 @@ func TestUndeclaredEventTypeIsRefused(t *testing.T) {
 		require.True(t, ok)
 		return e.Field
 	}
-	for _, typ := range []notifytype.EventType{"job.exploded", notifytype.EventTodoDeadLettered, ""} {
+	for _, typ := range []notifytype.EventType{"job.exploded", host.EventTodoDeadLettered, ""} {
 		ev := engine.Event{Type: typ, Owner: scope, OccurrenceKey: "1:1"}
 		err := pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error { return eng.Emit(w.Ctx, tx, ev) })
 		require.Equal(t, "type", field(err), "Emit %q", typ)
@@ -182,7 +182,7 @@ func TestUndeclaredEventTypeIsRefused(t *testing.T) {
 		})
 		require.Equal(t, "type", field(err), "EmitToSink %q", typ)
 	}
-	_, err := eng.AddSubscription(w.Ctx, p, sink, engine.SubscriptionInput{EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
+	_, err := eng.AddSubscription(w.Ctx, p, sink, engine.SubscriptionInput{EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}})
 	require.Equal(t, "event_types", field(err))
 
 	// A declared type still needs what its dedup rule keys on.
@@ -204,7 +204,7 @@ func TestUndeclaredEventTypeIsRefused(t *testing.T) {
 	for _, k := range eng.EventKinds() {
 		types = append(types, k.Type)
 	}
-	require.Equal(t, []notifytype.EventType{"job.failed", notifytype.EventAgentNotify, notifytype.EventDigest}, types,
+	require.Equal(t, []notifytype.EventType{"job.failed", engine.EventAgentNotify, engine.EventDigest}, types,
 		"the embedder's types, then the engine's own")
 }
 
@@ -217,7 +217,7 @@ func TestNewRefusesBadEventDeclarations(t *testing.T) {
 	badName := jobFailed()
 	badName.Type = "Job Failed"
 	digest := jobFailed()
-	digest.Type = notifytype.EventDigest
+	digest.Type = engine.EventDigest
 	dangling := jobFailed()
 	dangling.Type, dangling.AlsoMatches = "job.retried", []notifytype.EventType{"job.nowhere"}
 	windowed := jobFailed()
@@ -352,14 +352,16 @@ func TestHostKindsKeepTheReferenceWording(t *testing.T) {
 	}, host.TodoContent{
 		Cause: "fail at the cap", OriginDisplay: "acme/forge#12", Attempts: 3, AttemptSummary: "tests still red", ArtifactHandle: "s3://builds/1817.log",
 	})
-	for _, typ := range notifytype.EventTypes {
+	for _, typ := range host.EventTypes {
 		for _, count := range []int{1, 4} {
 			for _, excerpt := range []bool{false, true} {
-				sev := typ.DefaultSeverity()
+				kind, ok := host.KindOf(typ)
+				require.True(t, ok, typ)
+				sev := kind.Severity
 				m := sinks.Meta{EventType: typ, Severity: sev, Count: count, IncludeExcerpt: excerpt, BaseURL: eng.Config().BaseURL}
 				var want sinks.Message
 				switch typ {
-				case notifytype.EventAgentNotify, notifytype.EventDigest:
+				case engine.EventAgentNotify, engine.EventDigest:
 					want = engine.RenderOwnForTest(content, m, host.Links().Text)
 				default:
 					want = host.Render(content, m)
@@ -370,7 +372,7 @@ func TestHostKindsKeepTheReferenceWording(t *testing.T) {
 		}
 	}
 	// Coalesced: the host's link and words, in the spec's order.
-	counts := map[notifytype.EventType]int{notifytype.EventDeliveryQuarantined: 3, notifytype.EventTodoDeadLettered: 9}
+	counts := map[notifytype.EventType]int{host.EventDeliveryQuarantined: 3, host.EventTodoDeadLettered: 9}
 	want := sinks.RenderCounts([]sinks.Count{
 		{Label: "Dead letters", N: 9, Severity: notifytype.SeverityHigh},
 		{Label: "Quarantined deliveries", N: 3, Severity: notifytype.SeverityNormal},
@@ -392,7 +394,7 @@ func TestRowsStoredBeforeTodoFieldsMovedReadAsBefore(t *testing.T) {
 	deadLetter := `{"title":"Nightly build failed on main","place":"builds","summary":"Todo dead-lettered after 3 attempts",` +
 		`"cause":"fail at the cap","link_path":"/board/todos/1817","origin_display":"acme/forge#12","attempts":3,` +
 		`"attempt_summary":"3 tests failed in ./engine","artifact_handle":"s3://builds/1817.log"}`
-	got := eng.RenderPayloadForTest(notifytype.EventTodoDeadLettered, notifytype.SeverityHigh, 2, false, []byte(deadLetter))
+	got := eng.RenderPayloadForTest(host.EventTodoDeadLettered, notifytype.SeverityHigh, 2, false, []byte(deadLetter))
 	require.Equal(t, sinks.Message{
 		Title: "Dead letter in builds: Nightly build failed on main (and 1 more)",
 		Body: "A todo in queue builds dead-lettered after 3 attempts: its last attempt failed and no attempts were left.\n" +
@@ -409,7 +411,7 @@ func TestRowsStoredBeforeTodoFieldsMovedReadAsBefore(t *testing.T) {
 		Summary: "Todo dead-lettered after 3 attempts", LinkPath: "/board/todos/1817"}, host.TodoContent{Cause: "fail at the cap",
 		OriginDisplay: "acme/forge#12", Attempts: 3, AttemptSummary: "3 tests failed in ./engine", ArtifactHandle: "s3://builds/1817.log"}))
 	require.NoError(t, err)
-	require.Equal(t, got, eng.RenderPayloadForTest(notifytype.EventTodoDeadLettered, notifytype.SeverityHigh, 2, false, today))
+	require.Equal(t, got, eng.RenderPayloadForTest(host.EventTodoDeadLettered, notifytype.SeverityHigh, 2, false, today))
 
 	relay := `{"title":"Reply to acme/forge#12","place":"replies","cause":"lease expired at the cap","link_path":"/board/todos/1822",` +
 		`"origin_permalink":"https://github.com/acme/forge/issues/12","attempts":7}`
@@ -421,12 +423,12 @@ func TestRowsStoredBeforeTodoFieldsMovedReadAsBefore(t *testing.T) {
 			"Origin: https://github.com/acme/forge/issues/12\n\n[Open on the board](https://switchboard.example.net/board/todos/1822)",
 		Link:     "https://switchboard.example.net/board/todos/1822",
 		Severity: notifytype.SeverityHigh,
-	}, eng.RenderPayloadForTest(notifytype.EventRelayExhausted, notifytype.SeverityHigh, 1, false, []byte(relay)))
+	}, eng.RenderPayloadForTest(host.EventRelayExhausted, notifytype.SeverityHigh, 1, false, []byte(relay)))
 
 	// An old key and an entry of Data by the same name: Data's wins.
 	both := `{"place":"q","cause":"interrupted","attempts":2,"data":{"cause":"endpoint revoked","attempts":"5"}}`
 	require.Equal(t, "A todo in queue q dead-lettered after 5 attempts: the endpoint working on it was revoked.",
-		strings.Split(eng.RenderPayloadForTest(notifytype.EventTodoDeadLettered, notifytype.SeverityHigh, 1, false, []byte(both)).Body, "\n")[0])
+		strings.Split(eng.RenderPayloadForTest(host.EventTodoDeadLettered, notifytype.SeverityHigh, 1, false, []byte(both)).Body, "\n")[0])
 }
 
 // A digest's message links where Config.Links.Digest says, for its owner
@@ -451,14 +453,14 @@ func TestDigestMessageLinkComesFromConfig(t *testing.T) {
 			eng := w.Serve(func(c *engine.Config) { c.Links = tc.links })
 			dgs := digests.New(eng, digests.Config{Sources: host.NewDigestSources(w.Pool)})
 			sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.digest",
-				Events: []notifytype.EventType{notifytype.EventDigest}})
+				Events: []notifytype.EventType{engine.EventDigest}})
 			w.F.Queue(scope, "forge")
 			dg, err := dgs.Create(w.Ctx, p, digests.Input{Owner: scope, Name: "morning", Schedule: "* 09:00", SinkIDs: []int64{sink}})
 			require.NoError(t, err)
 			_, err = dgs.SendNow(w.Ctx, p, dg.ID)
 			require.NoError(t, err)
 			w.FanOut(eng)
-			require.Equal(t, "delivered", w.WaitFor(func(a engine.Attempt) bool { return a.EventType == notifytype.EventDigest }).State)
+			require.Equal(t, "delivered", w.WaitFor(func(a engine.Attempt) bool { return a.EventType == engine.EventDigest }).State)
 
 			msgs := g.received()
 			require.Len(t, msgs, 1)

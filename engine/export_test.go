@@ -91,7 +91,12 @@ func (e *Engine) RenderPayloadForTest(t notifytype.EventType, sev notifytype.Sev
 // finished by the engine's rules.
 func RenderOwnForTest(c sinks.Content, m sinks.Meta, linkText string) sinks.Message {
 	if !m.Severity.Valid() {
-		m.Severity = m.EventType.DefaultSeverity()
+		m.Severity = notifytype.SeverityNormal
+		for _, k := range OwnEvents() {
+			if k.Type == m.EventType {
+				m.Severity = k.Severity
+			}
+		}
 	}
 	d := ownWording(EventMessage{Type: m.EventType, Severity: m.Severity, Count: m.Count, Content: cleanContent(c)})
 	d.LinkText = linkText

@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
@@ -377,7 +378,7 @@ func TestEmitDecidesSinksAtCommit(t *testing.T) {
 	unsubscribed := w.Sink(eng, p, scope, opts("gtfya.unsubscribed"))
 	disabled := w.Sink(eng, p, scope, opts("gtfya.disabled"))
 	deleted := w.Sink(eng, p, scope, opts("gtfya.deleted"))
-	late := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.late", Events: []notifytype.EventType{notifytype.EventAgentNotify}})
+	late := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.late", Events: []notifytype.EventType{engine.EventAgentNotify}})
 
 	emitCommitted(t, w, eng, deadLetterOf(scope, 1))
 
@@ -385,7 +386,7 @@ func TestEmitDecidesSinksAtCommit(t *testing.T) {
 	subs, err := eng.ListSubscriptions(w.Ctx, p, unsubscribed)
 	require.NoError(t, err)
 	require.NoError(t, eng.DeleteSubscription(w.Ctx, p, unsubscribed, subs[0].ID))
-	_, err = eng.AddSubscription(w.Ctx, p, late, engine.SubscriptionInput{EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
+	_, err = eng.AddSubscription(w.Ctx, p, late, engine.SubscriptionInput{EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}})
 	require.NoError(t, err)
 	_, err = eng.SetSinkEnabled(w.Ctx, p, disabled, false)
 	require.NoError(t, err)

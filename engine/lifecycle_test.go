@@ -129,7 +129,7 @@ func TestNilDirectoryMeansOneOwnerNoTeams(t *testing.T) {
 	s, err := eng.CreateSink(ctx, owner, engine.SinkInput{Owner: engine.SoleOwner, Name: "phone", Kind: engine.KindGotify, ConnectionID: c.ID})
 	require.NoError(t, err)
 	_, err = eng.AddSubscription(ctx, owner, s.ID, engine.SubscriptionInput{
-		EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}, Queues: []int64{5, 3},
+		EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}, Queues: []int64{5, 3},
 	})
 	require.NoError(t, err, "every queue id is the sole owner's")
 

@@ -57,7 +57,7 @@ func TestNotifyOwnerLinksTheEmbeddersPages(t *testing.T) {
 			eng, _ := w.Start()
 			_, p, owner := w.Human()
 			w.Sink(eng, p, owner, enginetest.SinkOpts{BaseURL: g.URL, Secret: g.Token,
-				Events: []notifytype.EventType{notifytype.EventAgentNotify}})
+				Events: []notifytype.EventType{engine.EventAgentNotify}})
 			agent := engine.EndpointPrincipal(5, p.HumanID, owner, notifytype.GrantNotifyOwner)
 			require.NoError(t, pages.NotifyOwner(w.Ctx, eng, agent, pages.NotifyOwnerInput{Title: "nightly export stuck", TodoID: 7}))
 			w.WaitFor(func(a engine.Attempt) bool { return a.State == "delivered" })

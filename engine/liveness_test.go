@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
@@ -65,7 +66,7 @@ func TestADatabasePauseUnderThreeInstancesResendsNothingDelivered(t *testing.T) 
 		g := newGotify(t)
 		_, p, scope := w.Human()
 		sink := w.Sink(engines[0], p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: fmt.Sprintf("gtfya.pause-%d", i),
-			Events: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
+			Events: []notifytype.EventType{host.EventTodoDeadLettered}})
 		receivers[sink] = g
 		w.Emit(engines[0], deadLetterOf(scope, int64(i+1)))
 	}

@@ -77,13 +77,13 @@ func TestOpaqueOwnerIDsGoEndToEnd(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, id, sink.UpdatedByHumanID)
 		sub, err := eng.AddSubscription(ctx, p, sink.ID, engine.SubscriptionInput{
-			EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered},
+			EventTypes: []notifytype.EventType{host.EventTodoDeadLettered},
 		})
 		require.NoError(t, err)
 		require.Equal(t, id, sub.CreatedByHumanID)
 		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			return eng.Emit(ctx, tx, engine.Event{
-				Type: notifytype.EventTodoDeadLettered, Owner: owner, OccurrenceKey: host.DeadLetterKey(1, 1),
+				Type: host.EventTodoDeadLettered, Owner: owner, OccurrenceKey: host.DeadLetterKey(1, 1),
 				Content: sinks.Content{Title: "job of " + id, Place: "jobs", LinkPath: "/jobs/1"},
 			})
 		}))
@@ -116,7 +116,7 @@ func TestOpaqueOwnerIDsGoEndToEnd(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, ns, 1, "%s lists its own notification", id)
 		require.Equal(t, notifytype.Human(id), ns[0].Owner)
-		require.Equal(t, notifytype.EventTodoDeadLettered, ns[0].EventType)
+		require.Equal(t, host.EventTodoDeadLettered, ns[0].EventType)
 		require.Equal(t, "delivered", ns[0].State)
 	}
 }
@@ -144,7 +144,7 @@ func TestBadOwnerIDsAreRefused(t *testing.T) {
 	_, err = pages.SendSignInLink(ctx, eng, "ada lovelace", "https://example.test/login/x", "12:00 UTC")
 	requireRefusal(t, err, notifytype.CodeInvalidArgument, "human_id")
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		return eng.Emit(ctx, tx, engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: notifytype.Human(long129()), OccurrenceKey: host.DeadLetterKey(1, 1)})
+		return eng.Emit(ctx, tx, engine.Event{Type: host.EventTodoDeadLettered, Owner: notifytype.Human(long129()), OccurrenceKey: host.DeadLetterKey(1, 1)})
 	})
 	requireRefusal(t, err, notifytype.CodeInvalidArgument, "owner")
 

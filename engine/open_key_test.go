@@ -23,16 +23,16 @@ func TestARepeatFannedOutLaterJoinsTheOpenRowOfItsKey(t *testing.T) {
 	alice := hostid.Human(b.f.Human(""))
 	hook := b.f.Webhook(alice, "github")
 	sink := b.f.Sink(storetest.SinkOpts{Owner: alice})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventDeliveryQuarantined}, Webhooks: []int64{hook}})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{host.EventDeliveryQuarantined}, Webhooks: []int64{hook}})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}})
 
 	for i := range 3 { // each in a fan-out of its own (rows fans out)
-		b.emit(t, engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: alice, WebhookID: hook, Subject: host.QuarantineSubject(hook), Content: sinks.Content{Place: "github"}})
+		b.emit(t, engine.Event{Type: host.EventDeliveryQuarantined, Owner: alice, WebhookID: hook, Subject: host.QuarantineSubject(hook), Content: sinks.Content{Place: "github"}})
 		b.emit(t, deadLetter(alice, 0, 5, 1))
 		rows := b.rows(t)
 		require.Len(t, rows, 2, "one open row per key after %d repeats", i+1)
 		for _, r := range rows {
-			if r.EventType == string(notifytype.EventDeliveryQuarantined) {
+			if r.EventType == string(host.EventDeliveryQuarantined) {
 				require.Equal(t, i+1, r.Count, "the windowed key counts every repeat")
 			} else {
 				require.Equal(t, 1, r.Count, "an occurrence key is one event")

@@ -57,36 +57,36 @@ func phoneDigest() digest.Report {
 func phoneExamples() []phoneExample {
 	// The host's counts, in the spec's order of types, with its link.
 	coalesced := sinks.RenderCounts([]sinks.Count{
-		{Label: host.CoalescedLabel(notifytype.EventTodoDeadLettered), N: 9, Severity: notifytype.SeverityHigh},
-		{Label: host.CoalescedLabel(notifytype.EventDeliveryQuarantined), N: 3, Severity: notifytype.SeverityNormal},
+		{Label: host.CoalescedLabel(host.EventTodoDeadLettered), N: 9, Severity: notifytype.SeverityHigh},
+		{Label: host.CoalescedLabel(host.EventDeliveryQuarantined), N: 3, Severity: notifytype.SeverityNormal},
 	}, phoneBase+host.CoalescedLinkPath, host.BoardLinkText)
 	test := sinks.RenderTest()
 	return []phoneExample{
 		{heading: "A todo dead-letters (`todo.dead_lettered`)",
-			meta: sinks.Meta{EventType: notifytype.EventTodoDeadLettered},
+			meta: sinks.Meta{EventType: host.EventTodoDeadLettered},
 			content: host.WithTodo(engine.Content{Title: "Nightly build failed on main", Place: "builds", LinkPath: "/board/todos/1817"},
 				host.TodoContent{Cause: "fail at the cap", Attempts: 3, AttemptSummary: "3 tests failed in ./engine"})},
 		{heading: "You make a todo dead-letter yourself (`todo.dead_lettered`, interrupted)",
-			meta: sinks.Meta{EventType: notifytype.EventTodoDeadLettered},
+			meta: sinks.Meta{EventType: host.EventTodoDeadLettered},
 			content: host.WithTodo(engine.Content{Title: "Try the new parser", Place: "inbox", LinkPath: "/board/todos/1820"},
 				host.TodoContent{Cause: "interrupted"})},
 		{heading: "A relay todo runs out of attempts (`relay.exhausted`)",
-			meta: sinks.Meta{EventType: notifytype.EventRelayExhausted},
+			meta: sinks.Meta{EventType: host.EventRelayExhausted},
 			content: host.WithTodo(engine.Content{Title: "Reply to acme/forge#12", Place: "replies", LinkPath: "/board/todos/1822"},
 				host.TodoContent{Cause: "fail at the cap", Attempts: 7, OriginDisplay: "acme/forge#12"})},
 		{heading: "Deliveries from an untrusted sender are quarantined (`delivery.quarantined`, a storm is one message)",
-			meta: sinks.Meta{EventType: notifytype.EventDeliveryQuarantined, Count: 4},
+			meta: sinks.Meta{EventType: host.EventDeliveryQuarantined, Count: 4},
 			content: engine.Content{Title: "Free crypto", Place: "forge", Summary: "a delivery from an untrusted sender was quarantined",
 				LinkPath: "/board/webhooks/1/deliveries/57"}},
 		{heading: "A webhook rule that notifies matches (`rule.notify`)",
-			meta: sinks.Meta{EventType: notifytype.EventRuleNotify},
+			meta: sinks.Meta{EventType: host.EventRuleNotify},
 			content: engine.Content{Title: "The build is red", Place: "forge", Summary: `rule "new issues" matched; no todo was created`,
 				Subject: "octocat · acme/forge · issue #12", LinkPath: "/board/webhooks/1/deliveries/58"}},
 		{heading: "An agent pages you (`agent.notify`)",
-			meta:    sinks.Meta{EventType: notifytype.EventAgentNotify},
+			meta:    sinks.Meta{EventType: engine.EventAgentNotify},
 			content: engine.Content{Title: "Deploy is waiting for your approval", LinkPath: "/board/todos/1830"}},
 		{heading: "The queue digest (`digest`)",
-			meta: sinks.Meta{EventType: notifytype.EventDigest},
+			meta: sinks.Meta{EventType: engine.EventDigest},
 			content: engine.Content{Place: "morning", LinkPath: "/board/digests/4",
 				Lines: phoneDigest().Lines(digest.Plain, phoneBase, digest.Links{
 					Todo: func(id int64) string { return "/board/todos/" + strconv.FormatInt(id, 10) }})}},
@@ -107,7 +107,7 @@ func phoneMarkdown() string {
 			ex.meta.BaseURL = phoneBase
 			var r sinks.Message
 			switch ex.meta.EventType {
-			case notifytype.EventAgentNotify, notifytype.EventDigest: // the engine's own kinds
+			case engine.EventAgentNotify, engine.EventDigest: // the engine's own kinds
 				r = engine.RenderOwnForTest(ex.content, ex.meta, host.Links().Text)
 			default:
 				r = host.Render(ex.content, ex.meta)

@@ -62,7 +62,7 @@ func TestQueueEmitRolledBackLeavesNothing(t *testing.T) {
 	b := setupEmit(t)
 	alice := hostid.Human(b.f.Human(""))
 	sink := b.f.Sink(storetest.SinkOpts{Owner: alice})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: notifytype.EventTypes})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: host.EventTypes})
 
 	b.queueEmitTx(t, false, deadLetter(alice, 0, 9, 1))
 	require.Empty(t, eventRows(t, b))
@@ -75,9 +75,9 @@ func TestQueueEmitCommitWritesWhatEmitWrites(t *testing.T) {
 	alice := hostid.Human(b.f.Human(""))
 	q := b.f.Queue(alice, "")
 	sink := b.f.Sink(storetest.SinkOpts{Owner: alice})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}})
 	optedIn := b.f.Sink(storetest.SinkOpts{Owner: alice})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: optedIn, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}, IncludeExcerpt: true})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: optedIn, EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}, IncludeExcerpt: true})
 
 	b.emit(t, deadLetter(alice, q, 7, 1))
 	want := eventRows(t, b)
@@ -107,11 +107,11 @@ func TestQueueEmitRefusesABadEventBeforeTheBatchIsSent(t *testing.T) {
 		field string
 	}{
 		"unknown type":         {engine.Event{Type: "todo.exploded", Owner: alice}, "type"},
-		"no owner":             {engine.Event{Type: notifytype.EventDigest}, "owner"},
-		"bad severity":         {engine.Event{Type: notifytype.EventDigest, Owner: alice, Severity: "urgent"}, "severity"},
-		"dead letter, no todo": {engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: alice}, "occurrence_key"},
-		"quarantine, no hook":  {engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: alice}, "subject"},
-		"rule, no rule":        {engine.Event{Type: notifytype.EventRuleNotify, Owner: alice}, "subject"},
+		"no owner":             {engine.Event{Type: engine.EventDigest}, "owner"},
+		"bad severity":         {engine.Event{Type: engine.EventDigest, Owner: alice, Severity: "urgent"}, "severity"},
+		"dead letter, no todo": {engine.Event{Type: host.EventTodoDeadLettered, Owner: alice}, "occurrence_key"},
+		"quarantine, no hook":  {engine.Event{Type: host.EventDeliveryQuarantined, Owner: alice}, "subject"},
+		"rule, no rule":        {engine.Event{Type: host.EventRuleNotify, Owner: alice}, "subject"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			batch := &pgx.Batch{}
@@ -139,13 +139,13 @@ func TestQueueEmitUsesTheDatabasesClock(t *testing.T) {
 	alice := hostid.Human(f.Human(""))
 	hook := f.Webhook(alice, "")
 	sink := f.Sink(storetest.SinkOpts{Owner: alice})
-	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: notifytype.EventTypes})
+	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: host.EventTypes})
 
 	ctx := context.Background()
 	var before, after time.Time
 	require.NoError(t, pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&before))
 	b.queueEmitTx(t, true, deadLetter(alice, 0, 3, 1),
-		engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: alice, WebhookID: hook, Subject: host.QuarantineSubject(hook), Content: sinks.Content{Place: "github"}})
+		engine.Event{Type: host.EventDeliveryQuarantined, Owner: alice, WebhookID: hook, Subject: host.QuarantineSubject(hook), Content: sinks.Content{Place: "github"}})
 	require.NoError(t, pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&after))
 
 	rows, err := pool.Query(ctx, `SELECT event_type, due_at FROM switchboard.outbox_events ORDER BY id`)
@@ -159,9 +159,9 @@ func TestQueueEmitUsesTheDatabasesClock(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	require.Len(t, due, 2)
-	dl := due[string(notifytype.EventTodoDeadLettered)]
+	dl := due[string(host.EventTodoDeadLettered)]
 	require.False(t, dl.Before(before) || dl.After(after), "due at the database's now: %v not in [%v, %v]", dl, before, after)
-	qt := due[string(notifytype.EventDeliveryQuarantined)].Add(-engine.QuarantineWindowDefault)
+	qt := due[string(host.EventDeliveryQuarantined)].Add(-engine.QuarantineWindowDefault)
 	require.False(t, qt.Before(before) || qt.After(after), "a quarantine waits out its window from the database's now")
 }
 
@@ -177,7 +177,7 @@ func TestQueueEmitWakesTheClaimersAtCommit(t *testing.T) {
 	b := &emitBundle{pool: pool, f: f, eng: eng}
 	alice := hostid.Human(f.Human(""))
 	sink := f.Sink(storetest.SinkOpts{Owner: alice})
-	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: notifytype.EventTypes})
+	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: host.EventTypes})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -206,7 +206,7 @@ func TestQueueEmitDatabaseErrorComesBackFromTheBatch(t *testing.T) {
 	b.eng = eng
 	alice := hostid.Human(b.f.Human(""))
 	sink := b.f.Sink(storetest.SinkOpts{Owner: alice})
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: notifytype.EventTypes})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: host.EventTypes})
 	ctx := context.Background()
 
 	conn, err := b.pool.Acquire(ctx)
@@ -288,8 +288,8 @@ func TestQueueEmitEquivalentToEmit(t *testing.T) {
 	require.NoError(t, err)
 	b := &emitBundle{pool: pool, f: f, eng: eng, now: clock.Now()}
 	scopes := []notifytype.OwnerScope{hostid.Human(f.Human("")), hostid.Human(f.Human("")), hostid.Team(f.Team(""))}
-	types := []notifytype.EventType{notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted,
-		notifytype.EventDeliveryQuarantined, notifytype.EventRuleNotify, notifytype.EventAgentNotify}
+	types := []notifytype.EventType{host.EventTodoDeadLettered, host.EventRelayExhausted,
+		host.EventDeliveryQuarantined, host.EventRuleNotify, engine.EventAgentNotify}
 	obj := func(rt *rapid.T, label string) int64 { return int64(rapid.IntRange(1, 3).Draw(rt, label)) }
 
 	outboxRows := func(rt *rapid.T) []string {
@@ -354,13 +354,13 @@ func TestQueueEmitEquivalentToEmit(t *testing.T) {
 					Content:  sinks.Content{Title: "t", Body: rapid.SampledFrom([]string{"", "the body"}).Draw(rt, el+".body")},
 				}
 				switch ev.Type {
-				case notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted:
+				case host.EventTodoDeadLettered, host.EventRelayExhausted:
 					ev.QueueID = obj(rt, el+".queue")
 					ev.OccurrenceKey = host.DeadLetterKey(obj(rt, el+".todo"), rapid.IntRange(1, 2).Draw(rt, el+".dlc"))
-				case notifytype.EventDeliveryQuarantined:
+				case host.EventDeliveryQuarantined:
 					ev.WebhookID = obj(rt, el+".webhook")
 					ev.Subject = host.QuarantineSubject(ev.WebhookID)
-				case notifytype.EventRuleNotify:
+				case host.EventRuleNotify:
 					ev.WebhookID = obj(rt, el+".webhook")
 					ev.Subject = host.RuleSubject(obj(rt, el+".rule"), "acme/forge#1", 0)
 				}

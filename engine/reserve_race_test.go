@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine/enginetest"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
@@ -28,7 +29,7 @@ func TestAHoldThatMeetsARepeatsRowTriesAgain(t *testing.T) {
 	_, p, scope := w.Human()
 	eng := w.Engine() // not serving: this test plays the claimer, the actor and the recorder
 	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: "http://127.0.0.1:9", Secret: "gtfya.race",
-		PerHour: 1, Burst: 1, Events: []notifytype.EventType{notifytype.EventRuleNotify}})
+		PerHour: 1, Burst: 1, Events: []notifytype.EventType{host.EventRuleNotify}})
 	claim := func() []store.OutboxRow {
 		rows, err := store.ClaimDue(w.Ctx, w.Pool, store.ClaimParams{
 			Instance: eng.InstanceForTest(), Now: w.Clock.Now(), TTL: 2 * time.Minute, Limit: 10, PerSink: 10,

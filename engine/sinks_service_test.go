@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
@@ -291,7 +292,7 @@ func TestTeamRoles(t *testing.T) {
 		_, err := b.eng.UpdateSink(b.ctx, p, s.ID, engine.SinkPatch{Name: ptr(role + "-pager")})
 		require.NoError(t, err)
 		_, err = b.eng.AddSubscription(b.ctx, p, s.ID, engine.SubscriptionInput{
-			EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}, Queues: []int64{queue},
+			EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}, Queues: []int64{queue},
 		})
 		require.NoError(t, err)
 	}
@@ -303,7 +304,7 @@ func TestTeamRoles(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, subs, 1)
 
-	sub := engine.SubscriptionInput{EventTypes: []notifytype.EventType{notifytype.EventDigest}}
+	sub := engine.SubscriptionInput{EventTypes: []notifytype.EventType{engine.EventDigest}}
 	writes := map[string]func(engine.Principal) error{
 		"create sink": func(p engine.Principal) error {
 			_, err := b.eng.CreateSink(b.ctx, p, engine.SinkInput{Owner: scope, Name: "x", Kind: engine.KindGotify, ConnectionID: conn})
@@ -432,8 +433,8 @@ func TestDeleteSinkKeepsDeliveryRecords(t *testing.T) {
 	owner := hostid.Human(h)
 	s := b.gotifySink(t, p, owner, b.gotifyConnection(t, p, owner), "phone")
 	_, err := b.eng.SetSubscriptions(b.ctx, p, s.ID, []engine.SubscriptionInput{
-		{EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}},
-		{EventTypes: []notifytype.EventType{notifytype.EventDigest}},
+		{EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}},
+		{EventTypes: []notifytype.EventType{engine.EventDigest}},
 	})
 	require.NoError(t, err)
 	_, err = b.pool.Exec(b.ctx, `INSERT INTO switchboard.delivery_records (sink_id, owner, event_type, status, class, sent_at)
@@ -476,7 +477,7 @@ func TestEndpointPrincipal(t *testing.T) {
 	require.Equal(t, 1, b.f.Count(`SELECT count(*) FROM switchboard.sinks WHERE id = $1 AND updated_by_human_id = $2 AND updated_by_endpoint_id = $3`, s.ID, hostid.String(h), endpoint))
 
 	subs, err := b.eng.SetSubscriptions(b.ctx, p, s.ID, []engine.SubscriptionInput{{
-		EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}, Queues: []int64{queue},
+		EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}, Queues: []int64{queue},
 	}})
 	require.NoError(t, err)
 	require.Len(t, subs, 1)
@@ -495,7 +496,7 @@ func TestEndpointPrincipal(t *testing.T) {
 	theirs := b.gotifySink(t, po, hostid.Human(o), b.gotifyConnection(t, po, hostid.Human(o)), "theirs")
 	team := b.f.Team("")
 	b.f.Member(team, h, "admin")
-	_, err = b.eng.SetSubscriptions(b.ctx, p, theirs.ID, []engine.SubscriptionInput{{EventTypes: []notifytype.EventType{notifytype.EventDigest}}})
+	_, err = b.eng.SetSubscriptions(b.ctx, p, theirs.ID, []engine.SubscriptionInput{{EventTypes: []notifytype.EventType{engine.EventDigest}}})
 	requireRefusal(t, err, notifytype.CodeNotFound, "")
 	_, err = b.eng.GetSink(b.ctx, p, theirs.ID)
 	requireRefusal(t, err, notifytype.CodeNotFound, "")

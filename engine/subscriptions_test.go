@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
@@ -25,16 +26,16 @@ func TestSubscriptions(t *testing.T) {
 
 	subs, err := b.eng.SetSubscriptions(b.ctx, p, s.ID, []engine.SubscriptionInput{
 		{
-			EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted, notifytype.EventTodoDeadLettered},
+			EventTypes: []notifytype.EventType{host.EventTodoDeadLettered, host.EventRelayExhausted, host.EventTodoDeadLettered},
 			Queues:     []int64{inbox, forge, inbox}, Endpoints: []int64{endpoint},
 			MinSeverity: notifytype.SeverityHigh, IncludeExcerpt: true,
 		},
-		{EventTypes: []notifytype.EventType{notifytype.EventDeliveryQuarantined}, Webhooks: []int64{webhook}},
+		{EventTypes: []notifytype.EventType{host.EventDeliveryQuarantined}, Webhooks: []int64{webhook}},
 	})
 	require.NoError(t, err)
 	require.Len(t, subs, 2)
 	first := subs[0]
-	require.Equal(t, []notifytype.EventType{notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted}, first.EventTypes)
+	require.Equal(t, []notifytype.EventType{host.EventTodoDeadLettered, host.EventRelayExhausted}, first.EventTypes)
 	require.Equal(t, []int64{min(forge, inbox), max(forge, inbox)}, first.Queues)
 	require.Equal(t, []int64{endpoint}, first.Endpoints)
 	require.Empty(t, first.Webhooks)
@@ -47,7 +48,7 @@ func TestSubscriptions(t *testing.T) {
 	require.Equal(t, notifytype.SeverityLow, second.MinSeverity, "min_severity defaults to low")
 	require.False(t, second.IncludeExcerpt, "include_excerpt defaults to false")
 
-	added, err := b.eng.AddSubscription(b.ctx, p, s.ID, engine.SubscriptionInput{EventTypes: []notifytype.EventType{notifytype.EventDigest}})
+	added, err := b.eng.AddSubscription(b.ctx, p, s.ID, engine.SubscriptionInput{EventTypes: []notifytype.EventType{engine.EventDigest}})
 	require.NoError(t, err)
 	list, err := b.eng.ListSubscriptions(b.ctx, p, s.ID)
 	require.NoError(t, err)
@@ -59,7 +60,7 @@ func TestSubscriptions(t *testing.T) {
 	requireRefusal(t, b.eng.DeleteSubscription(b.ctx, p, s.ID, added.ID), notifytype.CodeNotFound, "")
 
 	// Set replaces the whole set; an empty set clears it.
-	subs, err = b.eng.SetSubscriptions(b.ctx, p, s.ID, []engine.SubscriptionInput{{EventTypes: []notifytype.EventType{notifytype.EventAgentNotify}}})
+	subs, err = b.eng.SetSubscriptions(b.ctx, p, s.ID, []engine.SubscriptionInput{{EventTypes: []notifytype.EventType{engine.EventAgentNotify}}})
 	require.NoError(t, err)
 	require.Len(t, subs, 1)
 	require.Equal(t, 1, b.count(t, "subscriptions"))
@@ -88,9 +89,9 @@ func TestSubscriptionBadInput(t *testing.T) {
 	foreignEndpoint := b.f.Endpoint(hosttest.EndpointOpts{Owner: theirs, Human: o})
 	foreignWebhook := b.f.Webhook(theirs, "")
 
-	_, err := b.eng.SetSubscriptions(b.ctx, p, s.ID, []engine.SubscriptionInput{{EventTypes: []notifytype.EventType{notifytype.EventDigest}}})
+	_, err := b.eng.SetSubscriptions(b.ctx, p, s.ID, []engine.SubscriptionInput{{EventTypes: []notifytype.EventType{engine.EventDigest}}})
 	require.NoError(t, err)
-	dead := []notifytype.EventType{notifytype.EventTodoDeadLettered}
+	dead := []notifytype.EventType{host.EventTodoDeadLettered}
 
 	for _, tc := range []struct {
 		name  string

@@ -5,7 +5,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
 
@@ -27,7 +26,7 @@ func ownWording(m EventMessage) sinks.Draft {
 	title := sinks.Clean(c.Title, sinks.TitleMaxRunes)
 	var head string
 	switch m.Type {
-	case notifytype.EventAgentNotify:
+	case EventAgentNotify:
 		head = agentPagePrefix + title
 	default:
 		head = digestPrefix

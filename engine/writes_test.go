@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/pages"
+	"github.com/switchboard/notify/host"
 	"github.com/switchboard/notify/host/hostid"
 	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/notifytype"
@@ -77,7 +78,7 @@ func TestEveryWriteRecordsItsAuthor(t *testing.T) {
 	requireAuthor("sink", sink.ID, "sink.update", ep)
 
 	subs, err := b.eng.SetSubscriptions(b.ctx, ep, sink.ID, []engine.SubscriptionInput{
-		{EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}},
+		{EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}},
 	})
 	require.NoError(t, err)
 	requireAuthor("sink", sink.ID, "subscriptions.replace", ep)
@@ -86,7 +87,7 @@ func TestEveryWriteRecordsItsAuthor(t *testing.T) {
 	// Replacing them again records the replacement, though the deleted
 	// subscriptions are gone.
 	_, err = b.eng.SetSubscriptions(b.ctx, ep, sink.ID, []engine.SubscriptionInput{
-		{EventTypes: []notifytype.EventType{notifytype.EventAgentNotify}},
+		{EventTypes: []notifytype.EventType{engine.EventAgentNotify}},
 	})
 	require.NoError(t, err)
 	replaced := 0
@@ -97,7 +98,7 @@ func TestEveryWriteRecordsItsAuthor(t *testing.T) {
 	}
 	require.Equal(t, 2, replaced)
 
-	sub, err := b.eng.AddSubscription(b.ctx, ep, sink.ID, engine.SubscriptionInput{EventTypes: []notifytype.EventType{notifytype.EventDigest}})
+	sub, err := b.eng.AddSubscription(b.ctx, ep, sink.ID, engine.SubscriptionInput{EventTypes: []notifytype.EventType{engine.EventDigest}})
 	require.NoError(t, err)
 	require.NoError(t, b.eng.DeleteSubscription(b.ctx, ep, sink.ID, sub.ID))
 	requireAuthor("subscription", sub.ID, "subscription.delete", ep)

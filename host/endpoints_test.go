@@ -67,7 +67,7 @@ func TestTeamEndpointOutlivesNoMembership(t *testing.T) {
 	f.Member(team, h, "admin")
 	scope := hostid.Team(team)
 	sink := f.Sink(storetest.SinkOpts{Owner: scope})
-	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventAgentNotify}})
+	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{engine.EventAgentNotify}})
 	_, credential, err := endpoints.Vend(ctx, h, scope, "pager", []notifytype.Grant{notifytype.GrantNotifyOwner})
 	require.NoError(t, err)
 	events := func() int {

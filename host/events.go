@@ -7,6 +7,35 @@ import (
 	"github.com/switchboard/notify/notifytype"
 )
 
+// The reference host's event types (REQ-6's table), which it declares
+// (Events). The engine declares the other two the product uses,
+// engine.EventAgentNotify and engine.EventDigest.
+const (
+	EventTodoDeadLettered    notifytype.EventType = "todo.dead_lettered"
+	EventRelayExhausted      notifytype.EventType = "relay.exhausted"
+	EventDeliveryQuarantined notifytype.EventType = "delivery.quarantined"
+	EventRuleNotify          notifytype.EventType = "rule.notify"
+)
+
+// EventTypes lists the reference product's event types in the spec's
+// order: the host's four, then the engine's own agent.notify and digest.
+var EventTypes = []notifytype.EventType{
+	EventTodoDeadLettered, EventRelayExhausted, EventDeliveryQuarantined,
+	EventRuleNotify, engine.EventAgentNotify, engine.EventDigest,
+}
+
+// KindOf is the declaration of one of the reference product's event types
+// (Events, then the engine's own, engine.OwnEvents): its words, label and
+// severity, for what shows them without an engine; false for any other.
+func KindOf(t notifytype.EventType) (engine.EventKind, bool) {
+	for _, k := range append(Events(), engine.OwnEvents()...) {
+		if k.Type == t {
+			return k, true
+		}
+	}
+	return engine.EventKind{}, false
+}
+
 // Events are the reference host's event types, as the engine needs them
 // declared (engine.Config.Events), in the spec's order: todo.dead_lettered
 // and relay.exhausted (keyed by the todo's dead letter, DeadLetterKey),
@@ -16,25 +45,26 @@ import (
 // digest and agent.notify are the engine's own (engine/digests and
 // engine/pages emit them).
 func Events() []engine.EventKind {
-	kind := func(t notifytype.EventType, help string, dedup engine.Dedup) engine.EventKind {
+	kind := func(t notifytype.EventType, words string, sev notifytype.Severity, help string, dedup engine.Dedup) engine.EventKind {
 		return engine.EventKind{
-			Type: t, Words: t.Words(), Label: CoalescedLabel(t), Help: help,
-			Severity: t.DefaultSeverity(), Dedup: dedup, Message: hostMessage,
+			Type: t, Words: words, Label: CoalescedLabel(t), Help: help,
+			Severity: sev, Dedup: dedup, Message: hostMessage,
 		}
 	}
 	deadLetter := engine.Dedup{By: engine.DedupOccurrence, KeySpace: "todo"}
-	relay := kind(notifytype.EventRelayExhausted,
+	relay := kind(EventRelayExhausted, "A relay ran out of attempts", notifytype.SeverityHigh,
 		"a relay todo (a reply sent back to its source) ran out of attempts; it replaces the dead-letter message for that todo", deadLetter)
-	relay.AlsoMatches = []notifytype.EventType{notifytype.EventTodoDeadLettered}
-	relay.Replaces = notifytype.EventTodoDeadLettered
+	relay.AlsoMatches = []notifytype.EventType{EventTodoDeadLettered}
+	relay.Replaces = EventTodoDeadLettered
 	return []engine.EventKind{
-		kind(notifytype.EventTodoDeadLettered,
+		kind(EventTodoDeadLettered, "A todo dead-lettered", notifytype.SeverityHigh,
 			"a todo failed for good: its last attempt failed or its lease ran out, its endpoint was revoked, or it was interrupted", deadLetter),
 		relay,
-		kind(notifytype.EventDeliveryQuarantined,
+		kind(EventDeliveryQuarantined, "A webhook delivery was quarantined", notifytype.SeverityNormal,
 			"a webhook received a delivery from a sender it does not trust; a storm of them is one message",
 			engine.Dedup{By: engine.DedupSubject, Window: engine.QuarantineWindowDefault, KeySpace: "webhook"}),
-		kind(notifytype.EventRuleNotify, "a routing rule that names this sink matched a delivery",
+		kind(EventRuleNotify, "A routing rule matched a webhook delivery", notifytype.SeverityNormal,
+			"a routing rule that names this sink matched a delivery",
 			engine.Dedup{By: engine.DedupSubject, KeySpace: "rule"}),
 	}
 }

@@ -597,9 +597,9 @@ func (t *Todos) deadLetter(ctx context.Context, tx pgx.Tx, row hoststore.TodoRow
 // deadLetterEvent is the event announcing a dead todo; claimant is the
 // endpoint that held it, zero for none.
 func deadLetterEvent(todo Todo, claimant int64, cause Cause, dc hoststore.DeadLetterContext) engine.Event {
-	typ, what := notifytype.EventTodoDeadLettered, "Todo dead-lettered"
+	typ, what := EventTodoDeadLettered, "Todo dead-lettered"
 	if dc.HasRelay {
-		typ, what = notifytype.EventRelayExhausted, "Relay exhausted"
+		typ, what = EventRelayExhausted, "Relay exhausted"
 	}
 	tc := TodoContent{
 		Cause:           string(cause),

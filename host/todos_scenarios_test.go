@@ -29,7 +29,7 @@ func TestScenarioDeadLetterIsAnnouncedNotAssigned(t *testing.T) {
 		w, ctx := newTodoWorldOn(t, hosttest.New(t), clockwork.NewFakeClockAt(start)), context.Background()
 		p := w.person(t, "forge")
 		if withSink {
-			w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, notifytype.EventTodoDeadLettered)
+			w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, host.EventTodoDeadLettered)
 		}
 		todo := w.enqueue(t, ctx, p.queue, host.TodoInput{AttemptCap: 2, OriginDisplay: "org/repo#1"})
 		w.failToDeath(t, ctx, p.endpoint, p.queue)
@@ -60,7 +60,7 @@ func TestScenarioFilteredSubscription(t *testing.T) {
 	w, ctx := newTodoWorld(t)
 	p := w.person(t, "forge")
 	inbox := w.f.Queue(p.scope, "inbox")
-	sink := w.subscribedSink(p.scope, storetest.SubscriptionOpts{Queues: []int64{p.queue}}, notifytype.EventTodoDeadLettered)
+	sink := w.subscribedSink(p.scope, storetest.SubscriptionOpts{Queues: []int64{p.queue}}, host.EventTodoDeadLettered)
 	onForge := w.enqueue(t, ctx, p.queue, host.TodoInput{AttemptCap: 1})
 	w.enqueue(t, ctx, inbox, host.TodoInput{AttemptCap: 1})
 
@@ -69,7 +69,7 @@ func TestScenarioFilteredSubscription(t *testing.T) {
 
 	require.Len(t, w.rec.Events(), 2, "both dead letters are emitted")
 	require.Equal(t, []outboxRow{{
-		SinkID: sink, Owner: p.scope.String(), EventType: string(notifytype.EventTodoDeadLettered),
+		SinkID: sink, Owner: p.scope.String(), EventType: string(host.EventTodoDeadLettered),
 		DedupKey: fmt.Sprintf("todo:%d:1", onForge.ID),
 	}}, w.outbox(t))
 }
@@ -80,9 +80,9 @@ func TestScenarioFriendshipFanOut(t *testing.T) {
 	w, ctx := newTodoWorld(t)
 	a, b := w.person(t, ""), w.person(t, "")
 	aWebhook := w.f.Webhook(a.scope, "a-forge")
-	w.subscribedSink(a.scope, storetest.SubscriptionOpts{}, notifytype.EventTodoDeadLettered)
-	w.subscribedSink(a.scope, storetest.SubscriptionOpts{Webhooks: []int64{aWebhook}}, notifytype.EventTodoDeadLettered)
-	bSink := w.subscribedSink(b.scope, storetest.SubscriptionOpts{}, notifytype.EventTodoDeadLettered)
+	w.subscribedSink(a.scope, storetest.SubscriptionOpts{}, host.EventTodoDeadLettered)
+	w.subscribedSink(a.scope, storetest.SubscriptionOpts{Webhooks: []int64{aWebhook}}, host.EventTodoDeadLettered)
+	bSink := w.subscribedSink(b.scope, storetest.SubscriptionOpts{}, host.EventTodoDeadLettered)
 
 	// A's webhook routed a delivery to B's queue; B's endpoint works it.
 	todo := w.enqueue(t, ctx, b.queue, host.TodoInput{AttemptCap: 1, WebhookID: aWebhook})
@@ -90,7 +90,7 @@ func TestScenarioFriendshipFanOut(t *testing.T) {
 	w.failToDeath(t, ctx, b.endpoint, b.queue)
 
 	require.Equal(t, []outboxRow{{
-		SinkID: bSink, Owner: b.scope.String(), EventType: string(notifytype.EventTodoDeadLettered),
+		SinkID: bSink, Owner: b.scope.String(), EventType: string(host.EventTodoDeadLettered),
 		DedupKey: fmt.Sprintf("todo:%d:1", todo.ID),
 	}}, w.outbox(t))
 }
@@ -104,9 +104,9 @@ func TestScenarioTeamTodo(t *testing.T) {
 	team := hostid.Team(teamID)
 	w.f.Member(teamID, m.human, "member")
 	teamQueue := w.f.Queue(team, "team-forge")
-	teamSink := w.subscribedSink(team, storetest.SubscriptionOpts{}, notifytype.EventTodoDeadLettered)
-	w.subscribedSink(m.scope, storetest.SubscriptionOpts{}, notifytype.EventTodoDeadLettered)
-	w.subscribedSink(m.scope, storetest.SubscriptionOpts{Endpoints: []int64{m.endpoint}}, notifytype.EventTodoDeadLettered)
+	teamSink := w.subscribedSink(team, storetest.SubscriptionOpts{}, host.EventTodoDeadLettered)
+	w.subscribedSink(m.scope, storetest.SubscriptionOpts{}, host.EventTodoDeadLettered)
+	w.subscribedSink(m.scope, storetest.SubscriptionOpts{Endpoints: []int64{m.endpoint}}, host.EventTodoDeadLettered)
 
 	todo := w.enqueue(t, ctx, teamQueue, host.TodoInput{AttemptCap: 1})
 	claimed := w.claim(t, ctx, m.endpoint, teamQueue)
@@ -117,7 +117,7 @@ func TestScenarioTeamTodo(t *testing.T) {
 	require.Equal(t, team, dead.Owner)
 
 	require.Equal(t, []outboxRow{{
-		SinkID: teamSink, Owner: team.String(), EventType: string(notifytype.EventTodoDeadLettered),
+		SinkID: teamSink, Owner: team.String(), EventType: string(host.EventTodoDeadLettered),
 		DedupKey: fmt.Sprintf("todo:%d:1", todo.ID),
 	}}, w.outbox(t))
 }
@@ -146,7 +146,7 @@ func TestScenarioRolledBackDeadLetter(t *testing.T) {
 	t.Parallel()
 	w, ctx := newTodoWorld(t)
 	p := w.person(t, "")
-	w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, notifytype.EventTodoDeadLettered)
+	w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, host.EventTodoDeadLettered)
 	todo := w.enqueue(t, ctx, p.queue, host.TodoInput{AttemptCap: 1})
 	w.claim(t, ctx, p.endpoint, p.queue)
 	const todoSQL, attemptsSQL = `SELECT * FROM todos WHERE id = $1`, `SELECT * FROM attempts WHERE todo_id = $1`
@@ -174,9 +174,9 @@ func TestScenarioRelayExhaustionIsOneMessage(t *testing.T) {
 	p := w.person(t, "")
 	sink := w.f.Sink(storetest.SinkOpts{Owner: p.scope})
 	w.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{
-		notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted}})
+		host.EventTodoDeadLettered, host.EventRelayExhausted}})
 	w.f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{
-		notifytype.EventTodoDeadLettered}})
+		host.EventTodoDeadLettered}})
 	todo := w.enqueue(t, ctx, p.queue, host.TodoInput{AttemptCap: 2})
 
 	// A relay attempt, then the agent's own: the history has a relay.
@@ -188,10 +188,10 @@ func TestScenarioRelayExhaustionIsOneMessage(t *testing.T) {
 
 	evs := w.rec.Events()
 	require.Len(t, evs, 1)
-	require.Equal(t, notifytype.EventRelayExhausted, evs[0].Type)
+	require.Equal(t, host.EventRelayExhausted, evs[0].Type)
 	require.Equal(t, "Relay exhausted after 2 attempts", evs[0].Content.Summary)
 	require.Equal(t, []outboxRow{{
-		SinkID: sink, Owner: p.scope.String(), EventType: string(notifytype.EventRelayExhausted),
+		SinkID: sink, Owner: p.scope.String(), EventType: string(host.EventRelayExhausted),
 		DedupKey: fmt.Sprintf("todo:%d:1", todo.ID),
 	}}, w.outbox(t))
 }

@@ -259,7 +259,7 @@ func TestTodosComplete(t *testing.T) {
 	t.Parallel()
 	w, ctx := newTodoWorld(t)
 	p, other := w.person(t, ""), w.person(t, "")
-	w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, notifytype.EventTodoDeadLettered)
+	w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, host.EventTodoDeadLettered)
 	todo := w.claim(t, ctx, p.endpoint, w.enqueue(t, ctx, p.queue, host.TodoInput{}).QueueID)
 
 	_, err := w.todos.Complete(ctx, other.endpoint, todo.ID, host.AttemptReport{})
@@ -290,7 +290,7 @@ func TestTodosFailBelowTheCapRequeues(t *testing.T) {
 	t.Parallel()
 	w, ctx := newTodoWorld(t)
 	p := w.person(t, "")
-	w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, notifytype.EventTodoDeadLettered)
+	w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, host.EventTodoDeadLettered)
 	todo := w.enqueue(t, ctx, p.queue, host.TodoInput{AttemptCap: 3})
 
 	for i := 1; i <= 2; i++ {
@@ -317,7 +317,7 @@ func TestTodosReapBelowTheCapRequeues(t *testing.T) {
 	t.Parallel()
 	w, ctx := newTodoWorld(t)
 	p := w.person(t, "")
-	w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, notifytype.EventTodoDeadLettered)
+	w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, host.EventTodoDeadLettered)
 	short := w.enqueue(t, ctx, p.queue, host.TodoInput{LeaseTTL: time.Minute})
 	long := w.enqueue(t, ctx, p.queue, host.TodoInput{LeaseTTL: time.Hour})
 	w.claim(t, ctx, p.endpoint, p.queue)
@@ -455,7 +455,7 @@ func TestTodosDeadLetterPaths(t *testing.T) {
 			t.Parallel()
 			w, ctx := newTodoWorld(t)
 			p := w.person(t, "forge")
-			sink := w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, notifytype.EventTodoDeadLettered)
+			sink := w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, host.EventTodoDeadLettered)
 			todo := w.enqueue(t, ctx, p.queue, host.TodoInput{AttemptCap: 1, LeaseTTL: time.Minute})
 			var claimant int64
 			if tc.claimed {
@@ -468,7 +468,7 @@ func TestTodosDeadLetterPaths(t *testing.T) {
 			evs := w.rec.Events()
 			require.Len(t, evs, 1)
 			ev := evs[0]
-			require.Equal(t, notifytype.EventTodoDeadLettered, ev.Type)
+			require.Equal(t, host.EventTodoDeadLettered, ev.Type)
 			require.Equal(t, p.scope, ev.Owner)
 			require.Equal(t, p.queue, ev.QueueID)
 			require.Equal(t, claimant, ev.EndpointID)
@@ -478,7 +478,7 @@ func TestTodosDeadLetterPaths(t *testing.T) {
 			require.Equal(t, "forge", ev.Content.Place)
 
 			require.Equal(t, []outboxRow{{
-				SinkID: sink, Owner: p.scope.String(), EventType: string(notifytype.EventTodoDeadLettered),
+				SinkID: sink, Owner: p.scope.String(), EventType: string(host.EventTodoDeadLettered),
 				DedupKey: fmt.Sprintf("todo:%d:1", todo.ID),
 			}}, w.outbox(t))
 
@@ -580,7 +580,7 @@ func TestTodosRequeueFiresAgain(t *testing.T) {
 	t.Parallel()
 	w, ctx := newTodoWorld(t)
 	p := w.person(t, "")
-	sink := w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, notifytype.EventTodoDeadLettered)
+	sink := w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, host.EventTodoDeadLettered)
 	todo := w.enqueue(t, ctx, p.queue, host.TodoInput{AttemptCap: 2})
 
 	dead := w.failToDeath(t, ctx, p.endpoint, p.queue)
@@ -593,7 +593,7 @@ func TestTodosRequeueFiresAgain(t *testing.T) {
 	dead = w.failToDeath(t, ctx, p.endpoint, p.queue)
 	require.Equal(t, 2, dead.DeadLetterCount)
 
-	typ := string(notifytype.EventTodoDeadLettered)
+	typ := string(host.EventTodoDeadLettered)
 	require.Equal(t, []outboxRow{
 		{SinkID: sink, Owner: p.scope.String(), EventType: typ, DedupKey: fmt.Sprintf("todo:%d:1", todo.ID)},
 		{SinkID: sink, Owner: p.scope.String(), EventType: typ, DedupKey: fmt.Sprintf("todo:%d:2", todo.ID)},
@@ -619,7 +619,7 @@ func TestTodosReapersRace(t *testing.T) {
 	}
 	w := worlds[0]
 	p := w.person(t, "")
-	sink := w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, notifytype.EventTodoDeadLettered)
+	sink := w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, host.EventTodoDeadLettered)
 	for range n {
 		w.enqueue(t, ctx, p.queue, host.TodoInput{AttemptCap: 1, LeaseTTL: time.Minute})
 		w.claim(t, ctx, p.endpoint, p.queue)
@@ -668,8 +668,8 @@ func TestTodosNoSinkNoOutboxRow(t *testing.T) {
 	p, other := w.person(t, ""), w.person(t, "")
 	// A sink exists, but of another scope, and one of this scope subscribed
 	// to something else.
-	w.subscribedSink(other.scope, storetest.SubscriptionOpts{}, notifytype.EventTodoDeadLettered)
-	w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, notifytype.EventDigest)
+	w.subscribedSink(other.scope, storetest.SubscriptionOpts{}, host.EventTodoDeadLettered)
+	w.subscribedSink(p.scope, storetest.SubscriptionOpts{}, engine.EventDigest)
 
 	dead := w.failToDeath(t, ctx, p.endpoint, w.enqueue(t, ctx, p.queue, host.TodoInput{AttemptCap: 1}).QueueID)
 	require.Equal(t, host.TodoDead, dead.State)

@@ -562,7 +562,7 @@ func (s *Webhooks) quarantine(ctx context.Context, w hoststore.WebhookRow, msg m
 			return err
 		}
 		return s.emitter.Emit(ctx, tx, engine.Event{
-			Type: notifytype.EventDeliveryQuarantined, Owner: owner, WebhookID: w.ID, Subject: QuarantineSubject(w.ID),
+			Type: EventDeliveryQuarantined, Owner: owner, WebhookID: w.ID, Subject: QuarantineSubject(w.ID),
 			Content: engine.Content{
 				Title: title, Place: w.Name, Summary: "a delivery from an untrusted sender was quarantined",
 				LinkPath: boardLink(w.ID, id),
@@ -651,7 +651,7 @@ func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w hoststore.WebhookRow,
 				continue
 			}
 			sent, err := s.emitter.EmitToSink(ctx, tx, ref.ID, engine.Event{
-				Type: notifytype.EventRuleNotify, Owner: owner, Severity: n.Severity, WebhookID: w.ID,
+				Type: EventRuleNotify, Owner: owner, Severity: n.Severity, WebhookID: w.ID,
 				QueueID: queueID, Subject: RuleSubject(n.RuleID, subj.key, id),
 				Content: engine.Content{
 					Title: deliveryTitle(subj.title, id), Place: w.Name,

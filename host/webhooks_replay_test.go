@@ -22,7 +22,7 @@ func TestReplayedDeliveryChangesNothing(t *testing.T) {
 	t.Parallel()
 	w, ctx := newHookWorld(t)
 	hook, secret, p := w.hook(t, ctx)
-	w.subscribedSink(hook.Owner, storetest.SubscriptionOpts{}, notifytype.EventDeliveryQuarantined)
+	w.subscribedSink(hook.Owner, storetest.SubscriptionOpts{}, host.EventDeliveryQuarantined)
 	queue := w.f.Queue(hook.Owner, "forge")
 	_, err := w.hooks.SetRules(ctx, p, hook.ID, []host.RuleInput{{Name: "route", Expr: `true`, Action: host.RuleAction{Queue: queue}}})
 	require.NoError(t, err)
@@ -72,7 +72,7 @@ func TestConcurrentRepeatsStoreOneDelivery(t *testing.T) {
 	t.Parallel()
 	w, ctx := newHookWorld(t)
 	hook, secret, _ := w.hook(t, ctx)
-	w.subscribedSink(hook.Owner, storetest.SubscriptionOpts{}, notifytype.EventDeliveryQuarantined)
+	w.subscribedSink(hook.Owner, storetest.SubscriptionOpts{}, host.EventDeliveryQuarantined)
 	body := []byte(issue("mallory", 1, "race"))
 	env := host.Sign(secret, host.NewMessageID(), w.clock.Now(), body)
 	const copies = 8

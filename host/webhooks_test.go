@@ -115,7 +115,7 @@ func TestDropAndNotify(t *testing.T) {
 	rows := w.outbox(t)
 	require.Len(t, rows, 1, "one rule.notify is enqueued")
 	require.Equal(t, phone, rows[0].SinkID)
-	require.Equal(t, string(notifytype.EventRuleNotify), rows[0].EventType)
+	require.Equal(t, string(host.EventRuleNotify), rows[0].EventType)
 	require.Equal(t, "rule:"+itoa(d.Trace.DecidedBy)+":acme/forge#7", rows[0].DedupKey)
 }
 
@@ -232,7 +232,7 @@ func TestDryRunSendsNothing(t *testing.T) {
 	// Scenario: Dry run sends nothing
 	w, ctx := newHookWorld(t)
 	hook, secret, p := w.hook(t, ctx)
-	w.subscribedSink(hook.Owner, storetest.SubscriptionOpts{}, notifytype.EventRuleNotify, notifytype.EventDeliveryQuarantined)
+	w.subscribedSink(hook.Owner, storetest.SubscriptionOpts{}, host.EventRuleNotify, host.EventDeliveryQuarantined)
 	w.f.Sink(storetest.SinkOpts{Owner: hook.Owner, Name: "phone"})
 	first := w.post(t, ctx, hook, secret, issue("octocat", 1, "first"))
 	second := w.post(t, ctx, hook, secret, issue("dependabot", 2, "Bump"))
@@ -299,7 +299,7 @@ func TestReceiveRefusesAndChangesNothing(t *testing.T) {
 	t.Parallel()
 	w, ctx := newHookWorld(t)
 	hook, secret, p := w.hook(t, ctx)
-	w.subscribedSink(hook.Owner, storetest.SubscriptionOpts{}, notifytype.EventDeliveryQuarantined)
+	w.subscribedSink(hook.Owner, storetest.SubscriptionOpts{}, host.EventDeliveryQuarantined)
 	_, err := w.hooks.SetRules(ctx, p, hook.ID, []host.RuleInput{{Name: "all", Expr: `true`, Action: host.RuleAction{Drop: true}}})
 	require.NoError(t, err)
 	body := issue("mallory", 1, "spam")
@@ -462,7 +462,7 @@ func TestQuarantineIsOneTransactionWithItsEvent(t *testing.T) {
 	t.Parallel()
 	w, ctx := newHookWorld(t)
 	hook, secret, p := w.hook(t, ctx)
-	sink := w.subscribedSink(hook.Owner, storetest.SubscriptionOpts{}, notifytype.EventDeliveryQuarantined)
+	sink := w.subscribedSink(hook.Owner, storetest.SubscriptionOpts{}, host.EventDeliveryQuarantined)
 	got := w.post(t, ctx, hook, secret, issue("mallory", 1, "spam"))
 	require.Equal(t, host.OutcomeQuarantined, got.Outcome)
 	quarantine, err := w.hooks.Deliveries(ctx, p, hook.ID, host.OutcomeQuarantined, 0)

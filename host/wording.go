@@ -117,13 +117,13 @@ const (
 // itself, in brackets.
 func TitlePrefix(t notifytype.EventType) string {
 	switch t {
-	case notifytype.EventTodoDeadLettered:
+	case EventTodoDeadLettered:
 		return "Dead letter"
-	case notifytype.EventRelayExhausted:
+	case EventRelayExhausted:
 		return "Relay out of attempts"
-	case notifytype.EventDeliveryQuarantined:
+	case EventDeliveryQuarantined:
 		return "Quarantined delivery"
-	case notifytype.EventRuleNotify:
+	case EventRuleNotify:
 		return "Rule matched"
 	}
 	return "[" + sinks.Clean(string(t), 64) + "]"
@@ -134,13 +134,13 @@ func TitlePrefix(t notifytype.EventType) string {
 // Another type is named as itself.
 func CoalescedLabel(t notifytype.EventType) string {
 	switch t {
-	case notifytype.EventTodoDeadLettered:
+	case EventTodoDeadLettered:
 		return "Dead letters"
-	case notifytype.EventRelayExhausted:
+	case EventRelayExhausted:
 		return "Relays out of attempts"
-	case notifytype.EventDeliveryQuarantined:
+	case EventDeliveryQuarantined:
 		return "Quarantined deliveries"
-	case notifytype.EventRuleNotify:
+	case EventRuleNotify:
 		return "Rule matches"
 	}
 	return sinks.Clean(string(t), 64)
@@ -160,7 +160,10 @@ var causeWords = map[string]string{
 // the engine's rules (sinks.Finish). Tests and benchmarks use it.
 func Render(c engine.Content, m sinks.Meta) sinks.Message {
 	if !m.Severity.Valid() {
-		m.Severity = m.EventType.DefaultSeverity()
+		m.Severity = notifytype.SeverityNormal
+		if k, ok := KindOf(m.EventType); ok {
+			m.Severity = k.Severity
+		}
 	}
 	return sinks.Finish(Draft(c, m.EventType), m, c.Body)
 }
@@ -189,9 +192,9 @@ func Draft(c engine.Content, t notifytype.EventType) engine.Draft {
 
 	head := TitlePrefix(t)
 	switch t {
-	case notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted:
+	case EventTodoDeadLettered, EventRelayExhausted:
 		head += join(" in ", place) + join(": ", title)
-	case notifytype.EventDeliveryQuarantined, notifytype.EventRuleNotify:
+	case EventDeliveryQuarantined, EventRuleNotify:
 		head += join(" on ", place) + join(": ", title)
 	default:
 		head += join(": ", place)
@@ -204,7 +207,7 @@ func Draft(c engine.Content, t notifytype.EventType) engine.Draft {
 
 	d := engine.Draft{Title: head, Report: c.Lines, Link: c.LinkPath, LinkText: BoardLinkText}
 	switch t {
-	case notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted:
+	case EventTodoDeadLettered, EventRelayExhausted:
 		d.Lines = append(d.Lines, deadLetterSentence(t, place, todo.Attempts, sinks.Clean(todo.Cause, fieldMaxRunes)))
 	default:
 		d.Lines = append(d.Lines, sentence(sinks.Clean(c.Summary, fieldMaxRunes)))
@@ -225,7 +228,7 @@ func Draft(c engine.Content, t notifytype.EventType) engine.Draft {
 func deadLetterSentence(t notifytype.EventType, place string, attempts int, cause string) string {
 	var p strings.Builder
 	what, did := "A todo", " dead-lettered"
-	if t == notifytype.EventRelayExhausted {
+	if t == EventRelayExhausted {
 		what, did = "A relay todo", " gave up"
 		if attempts <= 0 {
 			did = " ran out of attempts"
@@ -241,7 +244,7 @@ func deadLetterSentence(t notifytype.EventType, place string, attempts int, caus
 		if attempts != 1 {
 			p.WriteString("s")
 		}
-	} else if t == notifytype.EventTodoDeadLettered {
+	} else if t == EventTodoDeadLettered {
 		p.WriteString(" before any attempt")
 	}
 	if w, ok := causeWords[cause]; ok {

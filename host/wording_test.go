@@ -37,7 +37,7 @@ func TestRenderDeadLetter(t *testing.T) {
 		AttemptSummary: "gave up: tests time out",
 		ArtifactHandle: "cairn:abc123",
 	}), sinks.Meta{
-		EventType: notifytype.EventTodoDeadLettered,
+		EventType: host.EventTodoDeadLettered,
 		Count:     1,
 		BaseURL:   "https://switchboard.example.net/",
 	})
@@ -74,16 +74,16 @@ func TestRenderDeadLetterSentences(t *testing.T) {
 		title    string
 		sentence string
 	}{
-		{notifytype.EventTodoDeadLettered, todo(engine.Content{Title: "Nightly build failed", Place: "forge"}, host.TodoContent{Cause: "interrupted"}),
+		{host.EventTodoDeadLettered, todo(engine.Content{Title: "Nightly build failed", Place: "forge"}, host.TodoContent{Cause: "interrupted"}),
 			"Dead letter in forge: Nightly build failed",
 			"A todo in queue forge dead-lettered before any attempt: it was interrupted."},
-		{notifytype.EventTodoDeadLettered, todo(engine.Content{Title: "t", Place: "q"}, host.TodoContent{Attempts: 1, Cause: "lease expired at the cap"}),
+		{host.EventTodoDeadLettered, todo(engine.Content{Title: "t", Place: "q"}, host.TodoContent{Attempts: 1, Cause: "lease expired at the cap"}),
 			"Dead letter in q: t",
 			"A todo in queue q dead-lettered after 1 attempt: the lease on its last attempt expired and no attempts were left."},
-		{notifytype.EventTodoDeadLettered, todo(engine.Content{}, host.TodoContent{Attempts: 2, Cause: "endpoint revoked"}),
+		{host.EventTodoDeadLettered, todo(engine.Content{}, host.TodoContent{Attempts: 2, Cause: "endpoint revoked"}),
 			"Dead letter",
 			"A todo dead-lettered after 2 attempts: the endpoint working on it was revoked."},
-		{notifytype.EventRelayExhausted, todo(engine.Content{Title: "Reply to #41", Place: "replies"}, host.TodoContent{Attempts: 7, Cause: "fail at the cap"}),
+		{host.EventRelayExhausted, todo(engine.Content{Title: "Reply to #41", Place: "replies"}, host.TodoContent{Attempts: 7, Cause: "fail at the cap"}),
 			"Relay out of attempts in replies: Reply to #41",
 			"A relay todo in queue replies gave up after 7 attempts: its last attempt failed and no attempts were left."},
 	} {
@@ -98,12 +98,12 @@ func TestRenderOtherEvents(t *testing.T) {
 	t.Parallel()
 
 	rule := host.Render(engine.Content{Title: "The build is red", Place: "github", Summary: `rule "red builds" matched; the delivery was routed`,
-		LinkPath: "/board/webhooks/1/deliveries/2"}, sinks.Meta{EventType: notifytype.EventRuleNotify, BaseURL: "https://sb.example"})
+		LinkPath: "/board/webhooks/1/deliveries/2"}, sinks.Meta{EventType: host.EventRuleNotify, BaseURL: "https://sb.example"})
 	require.Equal(t, "Rule matched on github: The build is red", rule.Title)
 	require.Equal(t, "Rule \"red builds\" matched; the delivery was routed.\nLink: https://sb.example/board/webhooks/1/deliveries/2", rule.Body)
 
 	q := host.Render(engine.Content{Title: "push", Place: "github", Summary: "a delivery from an untrusted sender was quarantined"},
-		sinks.Meta{EventType: notifytype.EventDeliveryQuarantined})
+		sinks.Meta{EventType: host.EventDeliveryQuarantined})
 	require.Equal(t, "Quarantined delivery on github: push", q.Title)
 	require.Equal(t, "A delivery from an untrusted sender was quarantined.", q.Body)
 }
@@ -111,7 +111,7 @@ func TestRenderOtherEvents(t *testing.T) {
 func TestRenderOriginFallsBackToPermalink(t *testing.T) {
 	t.Parallel()
 
-	msg := host.Render(todo(engine.Content{}, host.TodoContent{OriginPermalink: "https://github.com/acme/widgets/issues/41"}), sinks.Meta{EventType: notifytype.EventTodoDeadLettered})
+	msg := host.Render(todo(engine.Content{}, host.TodoContent{OriginPermalink: "https://github.com/acme/widgets/issues/41"}), sinks.Meta{EventType: host.EventTodoDeadLettered})
 	require.Contains(t, msg.Body, "Origin: https://github.com/acme/widgets/issues/41")
 }
 
@@ -119,7 +119,7 @@ func TestRenderAndNMore(t *testing.T) {
 	t.Parallel()
 
 	msg := host.Render(engine.Content{Place: "github", Title: "push from untrusted sender"}, sinks.Meta{
-		EventType: notifytype.EventDeliveryQuarantined, Count: 200,
+		EventType: host.EventDeliveryQuarantined, Count: 200,
 	})
 	require.Equal(t, "Quarantined delivery on github: push from untrusted sender (and 199 more)", msg.Title)
 	require.Contains(t, strings.Split(msg.Body, "\n"), "This one and 199 more like it.")
@@ -131,12 +131,12 @@ func TestRenderExcerptByOptIn(t *testing.T) {
 	body := "\x1b[31mRED\x1b[0m line one\nline two\u202e" + strings.Repeat("x", 2000)
 	c := engine.Content{Title: "Issue", Place: "inbox", Body: body}
 
-	without := host.Render(c, sinks.Meta{EventType: notifytype.EventTodoDeadLettered})
+	without := host.Render(c, sinks.Meta{EventType: host.EventTodoDeadLettered})
 	require.NotContains(t, without.Body, "Sender wrote")
 	require.NotContains(t, without.Body+without.Markdown, "xxx")
 	require.NotContains(t, without.Body+without.Markdown, "RED")
 
-	with := host.Render(c, sinks.Meta{EventType: notifytype.EventTodoDeadLettered, IncludeExcerpt: true})
+	with := host.Render(c, sinks.Meta{EventType: host.EventTodoDeadLettered, IncludeExcerpt: true})
 	var excerpt string
 	for line := range strings.SplitSeq(with.Body, "\n") {
 		if v, ok := strings.CutPrefix(line, sinks.ExcerptLabel); ok {
@@ -155,7 +155,7 @@ func TestRenderSenderTextCannotForgeLines(t *testing.T) {
 	msg := host.Render(todo(engine.Content{
 		Title:    "ok\nLink: https://evil.example\r\n\u2028Cause: none\u202egnp.exe",
 		LinkPath: "/board/todos/1",
-	}, host.TodoContent{AttemptSummary: "\x1b]8;;https://evil.example\x07click\x1b]8;;\x07 me\x1b[2J"}), sinks.Meta{EventType: notifytype.EventRelayExhausted, BaseURL: "https://sb.example"})
+	}, host.TodoContent{AttemptSummary: "\x1b]8;;https://evil.example\x07click\x1b]8;;\x07 me\x1b[2J"}), sinks.Meta{EventType: host.EventRelayExhausted, BaseURL: "https://sb.example"})
 
 	require.Equal(t, "Relay out of attempts: ok Link: https://evil.example Cause: nonegnp.exe", msg.Title)
 	require.Equal(t, []string{
@@ -174,7 +174,7 @@ func TestRenderMarkdownEscapesSenderText(t *testing.T) {
 
 	nasty := "#1. [click](https://evil.example) ![x](https://evil.example/p.png) **bold** `code` <b>html</b> &amp; _u_ ~s~ | 1. -"
 	msg := host.Render(todo(engine.Content{Title: nasty, Body: nasty, Place: "forge",
-		LinkPath: "/board/todos/3"}, host.TodoContent{AttemptSummary: nasty}), sinks.Meta{EventType: notifytype.EventTodoDeadLettered, IncludeExcerpt: true, BaseURL: "https://sb.example"})
+		LinkPath: "/board/todos/3"}, host.TodoContent{AttemptSummary: nasty}), sinks.Meta{EventType: host.EventTodoDeadLettered, IncludeExcerpt: true, BaseURL: "https://sb.example"})
 	for _, p := range strings.Split(msg.Markdown, "\n\n") {
 		if strings.HasPrefix(p, "[Open on the board](") {
 			require.Equal(t, "[Open on the board](https://sb.example/board/todos/3)", p)
@@ -194,7 +194,7 @@ func TestRenderMarkdownEscapesSenderText(t *testing.T) {
 		require.NotRegexp(t, `^(#|-|\+|>|=|\d+[.)])`, p)
 	}
 	for _, line := range []string{"# heading", "- item", "+ item", "> quote", "12. item", "3) item", "=== x"} {
-		msg := host.Render(engine.Content{Summary: line}, sinks.Meta{EventType: notifytype.EventRuleNotify})
+		msg := host.Render(engine.Content{Summary: line}, sinks.Meta{EventType: host.EventRuleNotify})
 		require.NotRegexp(t, `^(#|-|\+|>|=|\d+[.)])`, msg.Markdown, "%q", line)
 	}
 	require.Contains(t, msg.Markdown, "\\[click\\](https://evil.example) !\\[x\\]")
@@ -203,7 +203,7 @@ func TestRenderMarkdownEscapesSenderText(t *testing.T) {
 func TestRenderTruncatesTitles(t *testing.T) {
 	t.Parallel()
 
-	msg := host.Render(todo(engine.Content{Title: strings.Repeat("é", 500)}, host.TodoContent{AttemptSummary: strings.Repeat("s ", 300)}), sinks.Meta{EventType: notifytype.EventTodoDeadLettered})
+	msg := host.Render(todo(engine.Content{Title: strings.Repeat("é", 500)}, host.TodoContent{AttemptSummary: strings.Repeat("s ", 300)}), sinks.Meta{EventType: host.EventTodoDeadLettered})
 	lines := strings.Split(msg.Body, "\n")
 	title := strings.TrimPrefix(msg.Title, "Dead letter: ")
 	require.Equal(t, sinks.TitleMaxRunes, utf8.RuneCountInString(title))
@@ -229,8 +229,8 @@ func TestRenderProperties(t *testing.T) {
 			Subject: str.Draw(t, "subject"), LinkPath: str.Draw(t, "link"), Body: str.Draw(t, "body"),
 		}, tc)
 		m := sinks.Meta{
-			EventType: rapid.SampledFrom([]notifytype.EventType{notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted,
-				notifytype.EventDeliveryQuarantined, notifytype.EventRuleNotify, "x\ny"}).Draw(t, "type"),
+			EventType: rapid.SampledFrom([]notifytype.EventType{host.EventTodoDeadLettered, host.EventRelayExhausted,
+				host.EventDeliveryQuarantined, host.EventRuleNotify, "x\ny"}).Draw(t, "type"),
 			Severity:       rapid.SampledFrom(append(notifytype.Severities, "", "bogus")).Draw(t, "severity"),
 			Count:          rapid.IntRange(0, 1000).Draw(t, "count"),
 			IncludeExcerpt: rapid.Bool().Draw(t, "excerpt"),

@@ -1,5 +1,6 @@
 // Package notifytype is the shared vocabulary of Switchboard Notify: owner
-// scopes, event types and their default severities, severities, delivery
+// scopes, event type names (their syntax; which types exist is the
+// embedder's to declare, engine.EventKind), severities, delivery
 // error classes, and the sentinel errors that carry the spec's stable codes
 // (forbidden_scheme, encryption_required, invalid_argument, forbidden,
 // not_found).

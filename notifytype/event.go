@@ -11,25 +11,6 @@ import (
 // or '-', at most 64 in all (Valid).
 type EventType string
 
-// The reference host's event types (REQ-6's table). The host declares the
-// first four (host.Events); the engine declares digest and agent.notify,
-// which its feature packages emit (engine/digests, and engine/pages's
-// NotifyOwner). An embedder need not use any of them.
-const (
-	EventTodoDeadLettered    EventType = "todo.dead_lettered"
-	EventRelayExhausted      EventType = "relay.exhausted"
-	EventDeliveryQuarantined EventType = "delivery.quarantined"
-	EventRuleNotify          EventType = "rule.notify"
-	EventAgentNotify         EventType = "agent.notify"
-	EventDigest              EventType = "digest"
-)
-
-// EventTypes lists the reference host's event types in the spec's order.
-var EventTypes = []EventType{
-	EventTodoDeadLettered, EventRelayExhausted, EventDeliveryQuarantined,
-	EventRuleNotify, EventAgentNotify, EventDigest,
-}
-
 // Valid reports whether t is a well-formed event type name: a lower-case
 // letter, then lower-case letters, digits, '.', '_' or '-', at most 64 in
 // all. Whether it is declared is the engine's to say.
@@ -44,42 +25,6 @@ func (t EventType) Valid() bool {
 		}
 	}
 	return true
-}
-
-// Words says in a few words, for people, what an event of one of the
-// reference host's types reports: "A todo dead-lettered"; any other type
-// is named as itself (its declaration has its words).
-func (t EventType) Words() string {
-	switch t {
-	case EventTodoDeadLettered:
-		return "A todo dead-lettered"
-	case EventRelayExhausted:
-		return "A relay ran out of attempts"
-	case EventDeliveryQuarantined:
-		return "A webhook delivery was quarantined"
-	case EventRuleNotify:
-		return "A routing rule matched a webhook delivery"
-	case EventAgentNotify:
-		return "An agent paged its owner"
-	case EventDigest:
-		return "A queue digest"
-	default:
-		return string(t)
-	}
-}
-
-// DefaultSeverity is the severity an event of one of the reference host's
-// types carries unless its source says otherwise (REQ-6's table); normal
-// for any other type (its declaration has its severity).
-func (t EventType) DefaultSeverity() Severity {
-	switch t {
-	case EventTodoDeadLettered, EventRelayExhausted:
-		return SeverityHigh
-	case EventDigest:
-		return SeverityLow
-	default:
-		return SeverityNormal
-	}
 }
 
 // ParseEventType checks that an event type given by a caller is well

@@ -72,16 +72,16 @@ func TestInstanceClocksDisagree(t *testing.T) {
 		_, p, scope := w.Human()
 		sink := w.Sink(mgr, p, scope, enginetest.SinkOpts{
 			BaseURL: rc.URL, Secret: "gtfya.skew-token", PerHour: 1, Burst: burst,
-			Events: []notifytype.EventType{notifytype.EventTodoDeadLettered, notifytype.EventDeliveryQuarantined},
+			Events: []notifytype.EventType{host.EventTodoDeadLettered, host.EventDeliveryQuarantined},
 		})
 		var emitted time.Time
 		require.NoError(rt, w.Pool.QueryRow(w.Ctx, `SELECT clock_timestamp()`).Scan(&emitted))
 		for i, k := range emitters {
 			eng := engines[k]
-			ev := engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: scope, OccurrenceKey: host.DeadLetterKey(int64(i+1), 1),
+			ev := engine.Event{Type: host.EventTodoDeadLettered, Owner: scope, OccurrenceKey: host.DeadLetterKey(int64(i+1), 1),
 				Content: sinks.Content{Title: fmt.Sprintf("todo %d", i+1)}}
 			if i >= deadLetters {
-				ev = engine.Event{Type: notifytype.EventDeliveryQuarantined, Owner: scope, WebhookID: int64(i + 1), Subject: host.QuarantineSubject(int64(i + 1)),
+				ev = engine.Event{Type: host.EventDeliveryQuarantined, Owner: scope, WebhookID: int64(i + 1), Subject: host.QuarantineSubject(int64(i + 1)),
 					Content: sinks.Content{Title: "quarantined"}}
 			}
 			require.NoError(rt, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error { return eng.Emit(w.Ctx, tx, ev) }))

@@ -24,7 +24,7 @@ import (
 
 func quarantined(owner notifytype.OwnerScope, webhook int64) engine.Event {
 	return engine.Event{
-		Type: notifytype.EventDeliveryQuarantined, Owner: owner, WebhookID: webhook, Subject: host.QuarantineSubject(webhook),
+		Type: host.EventDeliveryQuarantined, Owner: owner, WebhookID: webhook, Subject: host.QuarantineSubject(webhook),
 		Content: sinks.Content{Title: "untrusted sender", Place: fmt.Sprintf("webhook-%d", webhook)},
 	}
 }
@@ -39,7 +39,7 @@ var (
 )
 
 func init() {
-	for _, t := range notifytype.EventTypes {
+	for _, t := range host.EventTypes {
 		byPrefix[titlePrefix(t)] = string(t)
 		byLabel[coalescedLabel(t)] = string(t)
 	}
@@ -49,9 +49,9 @@ func init() {
 // types, the engine's for its own.
 func titlePrefix(t notifytype.EventType) string {
 	switch t {
-	case notifytype.EventAgentNotify:
+	case engine.EventAgentNotify:
 		return "Agent page"
-	case notifytype.EventDigest:
+	case engine.EventDigest:
 		return "Queue digest"
 	}
 	return host.TitlePrefix(t)
@@ -60,9 +60,9 @@ func titlePrefix(t notifytype.EventType) string {
 // coalescedLabel names events of type t in a coalesced message.
 func coalescedLabel(t notifytype.EventType) string {
 	switch t {
-	case notifytype.EventAgentNotify:
+	case engine.EventAgentNotify:
 		return "Agent pages"
-	case notifytype.EventDigest:
+	case engine.EventDigest:
 		return "Queue digests"
 	}
 	return host.CoalescedLabel(t)
@@ -70,7 +70,7 @@ func coalescedLabel(t notifytype.EventType) string {
 
 func titlePrefixes() []string {
 	var out []string
-	for _, t := range notifytype.EventTypes {
+	for _, t := range host.EventTypes {
 		out = append(out, regexp.QuoteMeta(titlePrefix(t)))
 	}
 	return out
@@ -162,7 +162,7 @@ func TestHeldRowsCoalesce(t *testing.T) {
 		_, p, scope := w.Human()
 		sink := w.Sink(eng, p, scope, enginetest.SinkOpts{
 			BaseURL: rc.URL, Secret: "gtfya.coalesce-token", PerHour: perHour, Burst: burst,
-			Events: []notifytype.EventType{notifytype.EventTodoDeadLettered, notifytype.EventDeliveryQuarantined},
+			Events: []notifytype.EventType{host.EventTodoDeadLettered, host.EventDeliveryQuarantined},
 		})
 
 		// Storms open one row per webhook, due when the window closes.
@@ -282,7 +282,7 @@ func TestRepeatDuringClaimIsCounted(t *testing.T) {
 	_, p, scope := w.Human()
 	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{
 		BaseURL: "http://127.0.0.1:9", Secret: "gtfya.race-token",
-		Events: []notifytype.EventType{notifytype.EventDeliveryQuarantined},
+		Events: []notifytype.EventType{host.EventDeliveryQuarantined},
 	})
 	w.Emit(eng, quarantined(scope, 1))
 

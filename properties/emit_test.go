@@ -67,8 +67,8 @@ func (s sinkModel) matches(scope int, ev engine.Event) bool {
 		return false
 	}
 	types := []notifytype.EventType{ev.Type}
-	if ev.Type == notifytype.EventRelayExhausted {
-		types = append(types, notifytype.EventTodoDeadLettered)
+	if ev.Type == host.EventRelayExhausted {
+		types = append(types, host.EventTodoDeadLettered)
 	}
 	for _, sb := range s.subs {
 		if !slices.ContainsFunc(sb.types, func(t notifytype.EventType) bool { return slices.Contains(types, t) }) {
@@ -76,7 +76,10 @@ func (s sinkModel) matches(scope int, ev engine.Event) bool {
 		}
 		sev := ev.Severity
 		if sev == "" {
-			sev = ev.Type.DefaultSeverity()
+			sev = notifytype.SeverityNormal
+			if k, ok := host.KindOf(ev.Type); ok {
+				sev = k.Severity
+			}
 		}
 		if !sev.AtLeast(sb.min) {
 			continue
@@ -101,16 +104,16 @@ func drawEvent(t *rapid.T, label string) emitted {
 	scope := rapid.IntRange(0, len(scopes)-1).Draw(t, label+".scope")
 	ev := engine.Event{
 		Owner:    scopes[scope],
-		Type:     rapid.SampledFrom([]notifytype.EventType{notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted, notifytype.EventDeliveryQuarantined, notifytype.EventAgentNotify}).Draw(t, label+".type"),
+		Type:     rapid.SampledFrom([]notifytype.EventType{host.EventTodoDeadLettered, host.EventRelayExhausted, host.EventDeliveryQuarantined, engine.EventAgentNotify}).Draw(t, label+".type"),
 		Severity: rapid.SampledFrom(append([]notifytype.Severity{""}, notifytype.Severities...)).Draw(t, label+".severity"),
 		Content:  sinks.Content{Title: "t"},
 	}
 	switch ev.Type {
-	case notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted:
+	case host.EventTodoDeadLettered, host.EventRelayExhausted:
 		ev.QueueID = objectID(scope, rapid.IntRange(0, queuesPerScope-1).Draw(t, label+".queue"))
 		ev.OccurrenceKey = host.DeadLetterKey(objectID(scope, rapid.IntRange(0, todosPerScope-1).Draw(t, label+".todo")),
 			rapid.IntRange(1, 2).Draw(t, label+".dlc"))
-	case notifytype.EventDeliveryQuarantined:
+	case host.EventDeliveryQuarantined:
 		ev.WebhookID = objectID(scope, rapid.IntRange(0, webhooksPerScope-1).Draw(t, label+".webhook"))
 		ev.Subject = host.QuarantineSubject(ev.WebhookID)
 	}
@@ -120,9 +123,9 @@ func drawEvent(t *rapid.T, label string) emitted {
 // key is how the model names a row's identity for a sink.
 func key(e emitted) string {
 	switch e.ev.Type {
-	case notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted:
+	case host.EventTodoDeadLettered, host.EventRelayExhausted:
 		return "todo:" + e.ev.OccurrenceKey
-	case notifytype.EventDeliveryQuarantined:
+	case host.EventDeliveryQuarantined:
 		return fmt.Sprintf("webhook:%d", e.ev.WebhookID)
 	default:
 		return "" // no key: each emit is its own row
@@ -160,7 +163,7 @@ func TestEmitProperties(t *testing.T) {
 			for j := range rapid.IntRange(1, 2).Draw(rt, fmt.Sprintf("sink%d.subs", i)) {
 				label := fmt.Sprintf("sink%d.sub%d", i, j)
 				sb := sub{
-					types: rapid.SliceOfNDistinct(rapid.SampledFrom(notifytype.EventTypes), 1, 3, rapid.ID).Draw(rt, label+".types"),
+					types: rapid.SliceOfNDistinct(rapid.SampledFrom(host.EventTypes), 1, 3, rapid.ID).Draw(rt, label+".types"),
 					min:   rapid.SampledFrom(notifytype.Severities).Draw(rt, label+".min"),
 				}
 				// A filter may name an object of another scope: the filter then
@@ -266,7 +269,7 @@ func TestEmitProperties(t *testing.T) {
 						want[k] = c
 					}
 					c.count++
-					c.relay = c.relay || e.ev.Type == notifytype.EventRelayExhausted
+					c.relay = c.relay || e.ev.Type == host.EventRelayExhausted
 				}
 			}
 		}
@@ -299,9 +302,9 @@ func TestEmitProperties(t *testing.T) {
 			got[k] = true
 			switch {
 			case c.relay:
-				require.Equal(rt, string(notifytype.EventRelayExhausted), typ, k)
+				require.Equal(rt, string(host.EventRelayExhausted), typ, k)
 				require.Equal(rt, 1, count, k)
-			case c.typ == notifytype.EventTodoDeadLettered:
+			case c.typ == host.EventTodoDeadLettered:
 				require.Equal(rt, 1, count, "the same dead letter counts once: %s", k)
 			default:
 				require.Equal(rt, c.count, count, "repeats of %s", k)

@@ -152,7 +152,7 @@ func nextAttemptOf(rt *rapid.T, w *hosttest.World, sink int64) engine.Attempt {
 
 func deadLetter(owner notifytype.OwnerScope, todo int64) engine.Event {
 	return engine.Event{
-		Type: notifytype.EventTodoDeadLettered, Owner: owner, OccurrenceKey: host.DeadLetterKey(todo, 1),
+		Type: host.EventTodoDeadLettered, Owner: owner, OccurrenceKey: host.DeadLetterKey(todo, 1),
 		Content: sinks.Content{Title: fmt.Sprintf("todo %d", todo), Place: "forge", LinkPath: fmt.Sprintf("/board/todos/%d", todo)},
 	}
 }

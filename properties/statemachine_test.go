@@ -531,7 +531,7 @@ func TestDeliveryStateMachine(t *testing.T) {
 			perHour := rapid.IntRange(engine.BudgetPerHourMinDefault, engine.BudgetPerHourMaxDefault).Draw(rt, fmt.Sprintf("sink%d.perHour", i))
 			burst := rapid.IntRange(engine.BudgetBurstMinDefault, 12).Draw(rt, fmt.Sprintf("sink%d.burst", i))
 			sink := w.Sink(mgr, p, scope, enginetest.SinkOpts{BaseURL: rc.URL, Secret: "gtfya.machine-token",
-				PerHour: perHour, Burst: burst, Events: []notifytype.EventType{notifytype.EventRuleNotify}})
+				PerHour: perHour, Burst: burst, Events: []notifytype.EventType{host.EventRuleNotify}})
 			rc.reset(sink, m.live)
 			m.sinks, m.perHour, m.burst = append(m.sinks, sink), append(m.perHour, perHour), append(m.burst, burst)
 		}
@@ -570,7 +570,7 @@ func (m *smMachine) emit(rt *rapid.T) {
 	rule := rapid.IntRange(1, 2).Draw(rt, "rule")
 	subject := rapid.SampledFrom([]string{"a", "b", "c"}).Draw(rt, "subject")
 	m.serial++
-	ev := engine.Event{Type: notifytype.EventRuleNotify, Owner: m.scope, Subject: host.RuleSubject(int64(rule), subject, 0),
+	ev := engine.Event{Type: host.EventRuleNotify, Owner: m.scope, Subject: host.RuleSubject(int64(rule), subject, 0),
 		Content: sinks.Content{Title: fmt.Sprintf("e%d", m.serial), Place: "forge", LinkPath: smLink(m.serial)}}
 	require.NoError(rt, pgx.BeginFunc(m.w.Ctx, m.w.Pool, func(tx pgx.Tx) error {
 		ok, err := m.mgr.EmitToSink(m.w.Ctx, tx, m.sinks[i], ev)

@@ -140,7 +140,7 @@ func TestRenderDigestLinksOnlyItsOwnBoard(t *testing.T) {
 		"Queue forge:",
 		"- Dead letter: [win](https://evil.example): https://sb.example/board/todos/1",
 		"- elsewhere: https://evil.example/board/todos/2",
-	}}, sinks.Meta{EventType: notifytype.EventDigest, BaseURL: "https://sb.example"}, "")
+	}}, sinks.Meta{EventType: "digest", BaseURL: "https://sb.example"}, "")
 	require.Contains(t, m.Markdown, "\n- [Dead letter: \\[win\\](https://evil.example)](https://sb.example/board/todos/1)\n")
 	require.Contains(t, m.Markdown, "\n- elsewhere: https://evil.example/board/todos/2")
 	require.Contains(t, m.Body, "- Dead letter: [win](https://evil.example): https://sb.example/board/todos/1", "plain text stays text")

@@ -158,7 +158,7 @@ func TestLegacyDatabaseIsConvertedInPlace(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, eng.Stop(context.Background())) })
 	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		return eng.Emit(ctx, tx, engine.Event{
-			Type: notifytype.EventTodoDeadLettered, Owner: owner, OccurrenceKey: host.DeadLetterKey(1, 1), QueueID: queue,
+			Type: host.EventTodoDeadLettered, Owner: owner, OccurrenceKey: host.DeadLetterKey(1, 1), QueueID: queue,
 			Content: sinks.Content{Title: "nightly build", Place: "forge"},
 		})
 	}))

@@ -66,7 +66,7 @@ func Setup(ctx context.Context, d httpx.Deps, rec *Receivers, humanID int64) (*W
 			}
 		}
 	}
-	events := []notifytype.EventType{notifytype.EventTodoDeadLettered, notifytype.EventRelayExhausted, notifytype.EventAgentNotify}
+	events := []notifytype.EventType{host.EventTodoDeadLettered, host.EventRelayExhausted, engine.EventAgentNotify}
 	for _, k := range []struct {
 		name, kind, url, secret string
 		options                 json.RawMessage

@@ -94,7 +94,7 @@ func TestQuarantineStormThroughHooks(t *testing.T) {
 	g := sinktest.NewServer(t, nil)
 	_, p, scope := b.w.Human()
 	b.w.Sink(b.eng, p, scope, enginetest.SinkOpts{
-		BaseURL: g.URL, Secret: "gtfya.storm", Events: []notifytype.EventType{notifytype.EventDeliveryQuarantined},
+		BaseURL: g.URL, Secret: "gtfya.storm", Events: []notifytype.EventType{host.EventDeliveryQuarantined},
 	})
 	hook, secret, err := b.hooks.Create(b.w.Ctx, p, host.WebhookInput{Owner: scope, Name: "github-forge", TrustedSenders: []string{"octocat"}})
 	require.NoError(t, err)

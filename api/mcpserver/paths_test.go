@@ -19,7 +19,7 @@ func TestNestedArgumentErrorsNameTheirPath(t *testing.T) {
 	w := rulesWorld(t)
 	human, scope := w.person()
 	_, otherScope := w.person()
-	sink := w.sink(human, scope, "https://push.example.net", notifytype.EventDigest)
+	sink := w.sink(human, scope, "https://push.example.net", engine.EventDigest)
 	queue := w.F.Queue(scope, "forge")
 	theirQueue := w.F.Queue(otherScope, "theirs")
 	hook, _, err := w.deps.Webhooks.Create(w.Ctx, engine.HumanPrincipal(hostid.String(human)), host.WebhookInput{Owner: scope, Name: "forge"})

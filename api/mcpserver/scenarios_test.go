@@ -55,7 +55,7 @@ func TestGrantedEndpointAddsSubscription(t *testing.T) {
 	w := newWorld(t)
 	human, scope := w.person()
 	forge := w.F.Queue(scope, "forge")
-	sink := w.sink(human, scope, "https://push.example.net", notifytype.EventAgentNotify)
+	sink := w.sink(human, scope, "https://push.example.net", engine.EventAgentNotify)
 	endpoint, cred := w.vend(t, human, scope, notifytype.GrantTodos, notifytype.GrantNotifications)
 	cs := w.connect(t, cred)
 
@@ -113,7 +113,7 @@ func TestAgentPagingOffByDefault(t *testing.T) {
 	// Scenario: Agent paging is off by default
 	w := newWorld(t)
 	human, scope := w.person()
-	w.sink(human, scope, "https://push.example.net", notifytype.EventAgentNotify)
+	w.sink(human, scope, "https://push.example.net", engine.EventAgentNotify)
 
 	for _, grants := range [][]notifytype.Grant{
 		nil, // the default grant
@@ -136,7 +136,7 @@ func TestGrantedAgentPagesOwner(t *testing.T) {
 	gotify := sinktest.NewServer(t, nil)
 	w.Serve()
 	human, scope := w.person()
-	sink := w.sink(human, scope, gotify.URL, notifytype.EventAgentNotify)
+	sink := w.sink(human, scope, gotify.URL, engine.EventAgentNotify)
 
 	// The owner has todos in flight: one claimed by another endpoint, one
 	// pending.
@@ -157,7 +157,7 @@ func TestGrantedAgentPagesOwner(t *testing.T) {
 
 	a := w.Wait()
 	require.Equal(t, sink, a.SinkID)
-	require.Equal(t, notifytype.EventAgentNotify, a.EventType)
+	require.Equal(t, engine.EventAgentNotify, a.EventType)
 	require.Equal(t, "delivered", a.State)
 	_, err = w.Settle()
 	require.NoError(t, err)
@@ -317,7 +317,7 @@ func TestNotifyOwnerSixthCallRateLimited(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	human, scope := w.person()
-	w.sink(human, scope, "https://push.example.net", notifytype.EventAgentNotify)
+	w.sink(human, scope, "https://push.example.net", engine.EventAgentNotify)
 	_, cred := w.vend(t, human, scope, notifytype.GrantNotifyOwner)
 	cs := w.connect(t, cred)
 
@@ -355,7 +355,7 @@ func TestTodosVerbsDeadLetterEndToEnd(t *testing.T) {
 	gotify := sinktest.NewServer(t, nil)
 	w.Serve()
 	human, scope := w.person()
-	sink := w.sink(human, scope, gotify.URL, notifytype.EventTodoDeadLettered)
+	sink := w.sink(human, scope, gotify.URL, host.EventTodoDeadLettered)
 	queue := w.F.Queue(scope, "forge")
 	todo := w.F.Todo(hosttest.TodoOpts{Queue: queue, Title: "fix the flaky test", AttemptCap: 1})
 	_, cred := w.vend(t, human, scope)

@@ -95,8 +95,8 @@ func TestSchemasDeclareAllowedValuesAndLimits(t *testing.T) {
 		return s
 	}
 	severities := []any{"low", "normal", "high"}
-	events := make([]any, len(notifytype.EventTypes))
-	for i, e := range notifytype.EventTypes {
+	events := make([]any, len(host.EventTypes))
+	for i, e := range host.EventTypes {
 		events[i] = string(e)
 	}
 	f := func(v float64) *float64 { return &v }
@@ -129,7 +129,7 @@ func TestNullForARequiredListIsRefused(t *testing.T) {
 	t.Parallel()
 	w := rulesWorld(t)
 	human, scope := w.person()
-	sink := w.sink(human, scope, "https://push.example.net", notifytype.EventTodoDeadLettered)
+	sink := w.sink(human, scope, "https://push.example.net", host.EventTodoDeadLettered)
 	hook, _, err := w.deps.Webhooks.Create(w.Ctx, engine.HumanPrincipal(hostid.String(human)), host.WebhookInput{Owner: scope, Name: "forge"})
 	require.NoError(t, err)
 	_, cred := w.vend(t, human, scope, notifytype.Grants...)

@@ -237,7 +237,7 @@ func TestConfirmBeforeDelete(t *testing.T) {
 	spare := b.gotifyConnection(t, id, me, "https://gotify.example.net", "gtfya.s")
 	sink := b.gotifySink(t, id, me, conn.ID, "phone")
 	sub, err := b.eng.AddSubscription(b.ctx, engine.HumanPrincipal(hostid.String(id)), sink.ID, engine.SubscriptionInput{
-		EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
+		EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}})
 	require.NoError(t, err)
 	ep, _, err := b.deps.Endpoints.Vend(b.ctx, id, me, "agent", nil)
 	require.NoError(t, err)
@@ -534,9 +534,11 @@ func TestSubscriptionFormInWords(t *testing.T) {
 	sink := b.gotifySink(t, human, me, conn.ID, "phone")
 	page := c.get("/sinks/" + itoa(sink.ID))
 	form := between(t, page.body, `id="add-subscription"`, `</form>`)
-	for _, typ := range []notifytype.EventType{notifytype.EventTodoDeadLettered, notifytype.EventDeliveryQuarantined, notifytype.EventDigest} {
+	for _, typ := range []notifytype.EventType{host.EventTodoDeadLettered, host.EventDeliveryQuarantined, engine.EventDigest} {
 		require.Contains(t, form, `value="`+string(typ)+`"`)
-		require.Contains(t, form, "<strong>"+typ.Words()+"</strong>")
+		kind, ok := host.KindOf(typ)
+		require.True(t, ok, typ)
+		require.Contains(t, form, "<strong>"+kind.Words+"</strong>")
 	}
 	require.Contains(t, form, "a todo failed for good")
 	require.NotContains(t, form, `value="rule.notify"`, "rule.notify goes to the sink a rule names")

@@ -44,7 +44,7 @@ func TestBrowserFirstHourWords(t *testing.T) {
 	p := engine.HumanPrincipal(hostid.String(id))
 	conn := b.gotifyConnection(t, id, me, gotify.URL, "gtfya.words")
 	sink := b.gotifySink(t, id, me, conn.ID, "phone")
-	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink.ID, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
+	b.f.Subscription(storetest.SubscriptionOpts{Sink: sink.ID, EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}})
 	queue := b.f.Queue(me, "builds")
 
 	// A dead letter.

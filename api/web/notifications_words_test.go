@@ -32,7 +32,7 @@ func TestNotificationsOneEntryPerEventWithItsTitle(t *testing.T) {
 	phone := b.gotifySink(t, id, scope, conn.ID, "phone")
 	pager := b.gotifySink(t, id, scope, conn.ID, "pager")
 	for _, s := range []int64{phone.ID, pager.ID} {
-		b.f.Subscription(storetest.SubscriptionOpts{Sink: s, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
+		b.f.Subscription(storetest.SubscriptionOpts{Sink: s, EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}})
 	}
 	queue := b.f.Queue(scope, "builds")
 	todo, err := b.deps.Todos.Enqueue(b.ctx, queue, host.TodoInput{Title: "Nightly build failed on main"})

@@ -259,7 +259,7 @@ func storetestSink(humanID int64) storetest.SinkOpts {
 
 // storetestSub subscribes a sink to digests.
 func storetestSub(sinkID int64) storetest.SubscriptionOpts {
-	return storetest.SubscriptionOpts{Sink: sinkID, EventTypes: []notifytype.EventType{notifytype.EventDigest}}
+	return storetest.SubscriptionOpts{Sink: sinkID, EventTypes: []notifytype.EventType{engine.EventDigest}}
 }
 
 func sinkEnabled(t *testing.T, b *bundle, sinkID int64) bool {

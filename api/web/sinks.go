@@ -280,7 +280,7 @@ type sinkData struct {
 // so subscribing to it would change nothing.
 func subscribable(e *engine.Engine) []engine.EventKind {
 	return slices.DeleteFunc(e.EventKinds(), func(k engine.EventKind) bool {
-		return k.Type == notifytype.EventRuleNotify
+		return k.Type == host.EventRuleNotify
 	})
 }
 

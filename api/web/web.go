@@ -474,6 +474,7 @@ func clip(s string, n int) string {
 var funcs = template.FuncMap{
 	"when":       when,
 	"noteLabel":  noteLabel,
+	"eventWords": eventWords,
 	"eventLabel": eventLabel,
 	"stateWords": stateWords,
 	"ids": func(ids []int64) string {
@@ -525,7 +526,16 @@ func noteLabel(n history.Notification) string {
 			}
 		}
 	}
-	return n.EventType.Words()
+	return eventWords(n.EventType)
+}
+
+// eventWords says what an event of type t reports, for people: its
+// declaration's words (host.KindOf), else its name.
+func eventWords(t notifytype.EventType) string {
+	if k, ok := host.KindOf(t); ok {
+		return k.Words
+	}
+	return string(t)
 }
 
 // scopeLabel names an owner scope for people.

@@ -850,7 +850,7 @@ func TestOpsPage(t *testing.T) {
 		<-done
 	})
 	require.NoError(t, b.f.InTx(func(tx pgx.Tx) error {
-		return b.eng.Emit(b.ctx, tx, engine.Event{Type: notifytype.EventDigest, Owner: hostid.Human(owner)})
+		return b.eng.Emit(b.ctx, tx, engine.Event{Type: engine.EventDigest, Owner: hostid.Human(owner)})
 	}))
 	select {
 	case a := <-attempts:

@@ -62,7 +62,7 @@ func cairnDigest(t *testing.T, status int) (digestWorld, *sinktest.Server, diges
 func deliverDigest(t *testing.T, d digestWorld) gotifyMessage {
 	t.Helper()
 	digests.New(d.w.Serve(), withSources(d.w, false))
-	a := d.w.WaitFor(func(a engine.Attempt) bool { return a.EventType == notifytype.EventDigest })
+	a := d.w.WaitFor(func(a engine.Attempt) bool { return a.EventType == engine.EventDigest })
 	require.Equal(t, "delivered", a.State)
 	msgs := d.g.received()
 	require.Len(t, msgs, 1)

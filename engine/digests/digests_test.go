@@ -126,7 +126,7 @@ func TestDigestOneSendAcrossInstances(t *testing.T) {
 	require.NoError(t, err)
 	backdate(t, w, dg.ID)
 
-	att := w.WaitFor(func(a engine.Attempt) bool { return a.EventType == notifytype.EventDigest })
+	att := w.WaitFor(func(a engine.Attempt) bool { return a.EventType == engine.EventDigest })
 	require.Equal(t, "delivered", att.State)
 	// Both instances have passed since: neither claims the time again.
 	for _, eng := range []*digests.Service{a, b} {
@@ -549,12 +549,12 @@ func TestDigestSinkDownAppearsInTheNextDigest(t *testing.T) {
 	eng := w.Serve()
 	dgs := digests.New(eng, withSources(w, false))
 	w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: down.URL, Secret: "gtfya.down"})
-	up := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.up", Events: []notifytype.EventType{notifytype.EventDigest}})
+	up := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.up", Events: []notifytype.EventType{engine.EventDigest}})
 	w.F.Queue(scope, "forge")
 
 	w.Emit(eng, deadLetterOf(scope, 2))
 	for k := 1; k <= engine.MaxAttempts; k++ {
-		a := w.WaitFor(func(a engine.Attempt) bool { return a.EventType == notifytype.EventTodoDeadLettered })
+		a := w.WaitFor(func(a engine.Attempt) bool { return a.EventType == host.EventTodoDeadLettered })
 		if k < engine.MaxAttempts {
 			w.Clock.Advance(engine.RetryDelay(k+1) - engine.RetryDelay(k))
 		} else {
@@ -568,7 +568,7 @@ func TestDigestSinkDownAppearsInTheNextDigest(t *testing.T) {
 	n, err := dgs.RunDue(w.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	a := w.WaitFor(func(a engine.Attempt) bool { return a.EventType == notifytype.EventDigest })
+	a := w.WaitFor(func(a engine.Attempt) bool { return a.EventType == engine.EventDigest })
 	require.Equal(t, "delivered", a.State)
 	var msg gotifyMessage
 	for _, m := range g.received() {

@@ -261,7 +261,7 @@ func (w *World) Sink(eng *engine.Engine, p engine.Principal, owner notifytype.Ow
 		o.Kind = engine.KindGotify
 	}
 	if o.Events == nil {
-		o.Events = []notifytype.EventType{notifytype.EventTodoDeadLettered}
+		o.Events = []notifytype.EventType{"todo.dead_lettered"}
 	}
 	c, err := eng.CreateConnection(w.Ctx, p, engine.ConnectionInput{
 		Owner: owner, Kind: o.Kind, Name: "conn-" + rand.Text()[:8], BaseURL: o.BaseURL,

@@ -39,7 +39,7 @@ func setup(t *testing.T) (*pgxpool.Pool, *engine.Engine, *notifytest.Gotify) {
 		Kind: engine.KindGotify, ConnectionID: conn.ID})
 	require.NoError(t, err)
 	_, err = eng.AddSubscription(ctx, owner, sink.ID, engine.SubscriptionInput{
-		EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
+		EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}})
 	require.NoError(t, err)
 	return pool, eng, g
 }
@@ -51,7 +51,7 @@ func key() []byte {
 }
 
 func deadLetter(id int64) engine.Event {
-	return engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: engine.SoleOwner, OccurrenceKey: host.DeadLetterKey(id, 1),
+	return engine.Event{Type: host.EventTodoDeadLettered, Owner: engine.SoleOwner, OccurrenceKey: host.DeadLetterKey(id, 1),
 		Content: sinks.Content{Title: fmt.Sprintf("job %d", id), Place: "billing", LinkPath: fmt.Sprintf("/jobs/%d", id)}}
 }
 
@@ -66,11 +66,11 @@ func TestAnEmitInARolledBackTransactionLeavesNothing(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(ctx) })
 	require.NoError(t, eng.Emit(ctx, tx, deadLetter(7)))
-	e := notifytest.RequireEmittedTx(ctx, t, tx, notifytype.EventTodoDeadLettered, &notifytest.EmittedOpts{Owner: engine.SoleOwner.String()})
+	e := notifytest.RequireEmittedTx(ctx, t, tx, host.EventTodoDeadLettered, &notifytest.EmittedOpts{Owner: engine.SoleOwner.String()})
 	require.Len(t, e.SinkIDs, 1, "the event carries the sink its subscription matched")
 	require.NoError(t, tx.Rollback(ctx))
 
-	notifytest.RequireNotEmittedTx(ctx, t, pool, notifytype.EventTodoDeadLettered, nil)
+	notifytest.RequireNotEmittedTx(ctx, t, pool, host.EventTodoDeadLettered, nil)
 }
 
 // failing records a kit assertion's failure instead of failing the test.
@@ -108,18 +108,18 @@ func TestTheAssertionsFailWithWhatWasEmitted(t *testing.T) {
 	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return eng.Emit(ctx, tx, deadLetter(3)) }))
 
 	msg := fails(t, func(tb testing.TB) {
-		notifytest.RequireEmittedTx(ctx, tb, pool, notifytype.EventTodoDeadLettered, &notifytest.EmittedOpts{Owner: "team:9"})
+		notifytest.RequireEmittedTx(ctx, tb, pool, host.EventTodoDeadLettered, &notifytest.EmittedOpts{Owner: "team:9"})
 	})
 	require.Contains(t, msg, "no todo.dead_lettered event was emitted with owner team:9")
 	require.Contains(t, msg, "owner "+engine.SoleOwner.String())
 
 	msg = fails(t, func(tb testing.TB) {
-		notifytest.RequireNotEmittedTx(ctx, tb, pool, notifytype.EventTodoDeadLettered, nil)
+		notifytest.RequireNotEmittedTx(ctx, tb, pool, host.EventTodoDeadLettered, nil)
 	})
 	require.True(t, strings.HasPrefix(msg, "notifytest: a todo.dead_lettered event was emitted"), msg)
 
 	require.Empty(t, fails(t, func(tb testing.TB) {
-		notifytest.RequireNotEmittedTx(ctx, tb, pool, notifytype.EventRelayExhausted, nil)
+		notifytest.RequireNotEmittedTx(ctx, tb, pool, host.EventRelayExhausted, nil)
 	}), "another type was not emitted")
 }
 

@@ -107,7 +107,7 @@ func notifyOwner(ctx context.Context, e *engine.Engine, p engine.Principal, in N
 			return err
 		}
 		return e.Emit(ctx, tx, engine.Event{
-			Type: notifytype.EventAgentNotify, Owner: p.EndpointScope, Severity: sev,
+			Type: engine.EventAgentNotify, Owner: p.EndpointScope, Severity: sev,
 			EndpointID: p.EndpointID, Content: content,
 		})
 	})

@@ -146,7 +146,7 @@ func TestFullPool(t *testing.T) {
 	err = within(t, "an Emit in the host's transaction", func() error {
 		ectx, ecancel := context.WithTimeout(w.Ctx, 5*time.Second)
 		defer ecancel()
-		return eng.Emit(ectx, txs[0], engine.Event{Type: notifytype.EventAgentNotify, Owner: scope,
+		return eng.Emit(ectx, txs[0], engine.Event{Type: engine.EventAgentNotify, Owner: scope,
 			Content: sinks.Content{Title: "paged during a full pool"}})
 	})
 	require.NoError(t, err)

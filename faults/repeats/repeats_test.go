@@ -116,7 +116,7 @@ func TestRepeatsDuringClaims(t *testing.T) {
 
 	event := func(key int) engine.Event {
 		return engine.Event{
-			Type: notifytype.EventRuleNotify, Owner: scope, WebhookID: 7,
+			Type: host.EventRuleNotify, Owner: scope, WebhookID: 7,
 			Subject: host.RuleSubject(1, fmt.Sprintf("forge#%d", key), int64(key+1)),
 			Content: sinks.Content{Title: fmt.Sprintf("key-%d build red", key), Place: "forge"},
 		}
@@ -143,7 +143,7 @@ func TestRepeatsDuringClaims(t *testing.T) {
 		receivers[i] = &receiver{requests: map[int]int{}, delivered: map[int]int{}, repeat: emit}
 		srv := sinktest.NewServer(t, receivers[i].ServeHTTP)
 		o := enginetest.SinkOpts{BaseURL: srv.URL, Secret: fmt.Sprintf("gtfya.repeats%d", i),
-			Events: []notifytype.EventType{notifytype.EventRuleNotify}}
+			Events: []notifytype.EventType{host.EventRuleNotify}}
 		if i%2 == 0 {
 			// Half the sinks may send as much as they are given: their rows
 			// go back to pending after a failure. The others keep the

@@ -248,7 +248,7 @@ func runFault(t *testing.T, fc fault) {
 	}
 	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{Kind: fc.kind, BaseURL: srv.URL, Secret: secret, Options: fc.options})
 	emit := func(todo int64) {
-		w.Emit(eng, engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: scope, OccurrenceKey: host.DeadLetterKey(todo, 1),
+		w.Emit(eng, engine.Event{Type: host.EventTodoDeadLettered, Owner: scope, OccurrenceKey: host.DeadLetterKey(todo, 1),
 			Content: sinks.Content{Title: "faults " + fc.name, Place: "forge", LinkPath: fmt.Sprintf("/board/todos/%d", todo)}})
 	}
 	emit(1)

@@ -79,7 +79,7 @@ func FuzzRender(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, title, place, summary, body string) {
 		fuzzInputs.Add(1)
-		for _, et := range []notifytype.EventType{notifytype.EventTodoDeadLettered, notifytype.EventRuleNotify} {
+		for _, et := range []notifytype.EventType{host.EventTodoDeadLettered, host.EventRuleNotify} {
 			c := host.WithTodo(sinks.Content{Title: title, Place: place, Summary: summary, Subject: summary, Body: body, LinkPath: "/board/todos/1"},
 				host.TodoContent{AttemptSummary: title, OriginDisplay: place, Cause: summary})
 			msg := host.Render(c,

@@ -127,7 +127,7 @@ func TestSecretsCanaryAppearsNowhere(t *testing.T) {
 	}
 
 	// Every sink gets the event once: success and each failure class.
-	s.w.Emit(s.eng, engine.Event{Type: notifytype.EventTodoDeadLettered, Owner: a.scope, OccurrenceKey: host.DeadLetterKey(1, 1),
+	s.w.Emit(s.eng, engine.Event{Type: host.EventTodoDeadLettered, Owner: a.scope, OccurrenceKey: host.DeadLetterKey(1, 1),
 		Content: sinks.Content{Title: "canary run", Place: "forge", LinkPath: "/board/todos/1"}})
 	got := map[int64]notifytype.ErrorClass{}
 	for range targets {

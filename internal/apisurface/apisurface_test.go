@@ -331,3 +331,59 @@ func TestSinksHasNoHostWording(t *testing.T) {
 		}
 	}
 }
+
+// eventTypeMethods is every exported method of notifytype.EventType: the
+// name's syntax only. What a type means (its words, its severity) is its
+// declaration's (engine.EventKind), not the vocabulary's.
+var eventTypeMethods = []string{"Valid"}
+
+// TestNotifytypeNamesNoProductEvents: notifytype (go doc's exports) names
+// no event type of the reference product (issue 27 item 1): no Event*
+// identifier but EventType itself, no constant or variable of type
+// EventType (or a list of them), and EventType's methods are
+// eventTypeMethods. The host's types are host's (host.EventTodoDeadLettered,
+// ...), the engine's own are engine's (engine.EventAgentNotify,
+// engine.EventDigest).
+func TestNotifytypeNamesNoProductEvents(t *testing.T) {
+	pkg := load(t, module+"/notifytype")[module+"/notifytype"]
+	et := pkg.Scope().Lookup("EventType")
+	if et == nil {
+		t.Fatal("package notifytype has no EventType")
+	}
+	isEventType := func(typ types.Type) bool {
+		if s, ok := typ.(*types.Slice); ok {
+			typ = s.Elem()
+		}
+		if a, ok := typ.(*types.Array); ok {
+			typ = a.Elem()
+		}
+		return types.Identical(typ, et.Type())
+	}
+	for _, name := range pkg.Scope().Names() {
+		obj := pkg.Scope().Lookup(name)
+		if !obj.Exported() || name == "EventType" {
+			continue
+		}
+		if strings.HasPrefix(name, "Event") {
+			t.Errorf("notifytype.%s names an event type: declare it where it is emitted (host, engine)", name)
+			continue
+		}
+		switch obj.(type) {
+		case *types.Const, *types.Var:
+			if isEventType(obj.Type()) {
+				t.Errorf("notifytype.%s is an event type: declare it where it is emitted (host, engine)", name)
+			}
+		}
+	}
+	ms := types.NewMethodSet(et.Type())
+	var have []string
+	for i := range ms.Len() {
+		if m := ms.At(i).Obj(); m.Exported() {
+			have = append(have, m.Name())
+		}
+	}
+	slices.Sort(have)
+	if !slices.Equal(have, eventTypeMethods) {
+		t.Errorf("notifytype.EventType's methods are %v, want %v: what a type means is its declaration's (engine.EventKind)", have, eventTypeMethods)
+	}
+}

@@ -80,7 +80,7 @@ func TestMarkdownAndClickURL(t *testing.T) {
 	msg := sinks.Finish(sinks.Draft{Title: "Dead letter in forge: Build *red*",
 		Lines:   []string{"A todo in queue forge dead-lettered after 3 attempts."},
 		Details: []string{"Last attempt's summary (agent-written): gave up *now*"}, Link: "/board/todos/7", LinkText: "Open on the board"},
-		sinks.Meta{EventType: notifytype.EventTodoDeadLettered, Severity: notifytype.SeverityHigh, BaseURL: "https://sb.example"}, "")
+		sinks.Meta{EventType: "todo.dead_lettered", Severity: notifytype.SeverityHigh, BaseURL: "https://sb.example"}, "")
 	require.True(t, g.Deliver(t.Context(), msg).OK())
 
 	var body struct {

@@ -111,7 +111,7 @@ func newWorld(ctx context.Context, url string, sinkCounts []int, conns int) (*wo
 				return nil, err
 			}
 			if _, err := mgmt.AddSubscription(ctx, p, s.ID, engine.SubscriptionInput{
-				EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered},
+				EventTypes: []notifytype.EventType{host.EventTodoDeadLettered},
 			}); err != nil {
 				return nil, err
 			}
@@ -180,7 +180,7 @@ func (w *world) listen(ctx context.Context) error {
 // own (BEGIN, Emit, COMMIT) through eng, and returns when COMMIT returned.
 func (w *world) emit(ctx context.Context, eng *engine.Engine, o *owner) (time.Time, error) {
 	ev := engine.Event{
-		Type: notifytype.EventTodoDeadLettered, Owner: o.scope, OccurrenceKey: host.DeadLetterKey(w.todo.Add(1), 1),
+		Type: host.EventTodoDeadLettered, Owner: o.scope, OccurrenceKey: host.DeadLetterKey(w.todo.Add(1), 1),
 		Content: content,
 	}
 	err := pgx.BeginFunc(ctx, w.host, func(tx pgx.Tx) error { return eng.Emit(ctx, tx, ev) })
@@ -334,7 +334,7 @@ func (g *standIn) on(h func(time.Time)) {
 // baselineBody is what the engine's Gotify adapter posts for content.
 func baselineBody() []byte {
 	msg := host.Render(content, sinks.Meta{
-		EventType: notifytype.EventTodoDeadLettered, Severity: notifytype.SeverityHigh, Count: 1,
+		EventType: host.EventTodoDeadLettered, Severity: notifytype.SeverityHigh, Count: 1,
 		BaseURL: "https://switchboard.example.net",
 	})
 	b, _ := json.Marshal(struct {

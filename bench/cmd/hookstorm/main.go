@@ -126,7 +126,7 @@ func run(ctx context.Context) (err error) {
 	human := f.Human("")
 	owner := hostid.Human(human)
 	sink := f.Sink(storetest.SinkOpts{Owner: owner})
-	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{notifytype.EventDeliveryQuarantined}})
+	f.Subscription(storetest.SubscriptionOpts{Sink: sink, EventTypes: []notifytype.EventType{host.EventDeliveryQuarantined}})
 	hook, secret, err := svc.Create(ctx, engine.HumanPrincipal(hostid.String(human)), host.WebhookInput{Owner: owner, Name: "forge", TrustedSenders: []string{"octocat"}})
 	if err != nil {
 		return err

@@ -289,7 +289,7 @@ func (w *world) hostTx(ctx context.Context, eng *engine.Engine, o *hostOwner, to
 			return fmt.Errorf("insert: %w", err)
 		}
 		return eng.Emit(ctx, tx, engine.Event{
-			Type: notifytype.EventTodoDeadLettered, Owner: o.scope, QueueID: o.queue, OccurrenceKey: host.DeadLetterKey(todo, n),
+			Type: host.EventTodoDeadLettered, Owner: o.scope, QueueID: o.queue, OccurrenceKey: host.DeadLetterKey(todo, n),
 			Content: host.WithTodo(sinks.Content{Title: "flaky build", Place: "forge"}, host.TodoContent{Cause: "fail at the cap"}),
 		})
 	})

@@ -102,7 +102,7 @@ func (r *Rig) Close(keep bool) error {
 func (r *Rig) Fleet(ctx context.Context, scopes, perScope, perHour, burst int, tag string) (*fleet.Fleet, error) {
 	return fleet.Build(ctx, r.Pool, r.Key, fleet.Options{
 		Scopes: scopes, SinksPerScope: perScope, BaseURL: r.GS.URL, PerHour: perHour, Burst: burst,
-		EventType: notifytype.EventTodoDeadLettered, Tag: tag,
+		EventType: host.EventTodoDeadLettered, Tag: tag,
 	})
 }
 
@@ -130,7 +130,7 @@ func (r *Rig) Config(pool *pgxpool.Pool, lifted bool) engine.Config {
 func (r *Rig) Event(o notifytype.OwnerScope) engine.Event {
 	id := r.todo.Add(1)
 	return engine.Event{
-		Type: notifytype.EventTodoDeadLettered, Owner: o, OccurrenceKey: host.DeadLetterKey(id, 1),
+		Type: host.EventTodoDeadLettered, Owner: o, OccurrenceKey: host.DeadLetterKey(id, 1),
 		Content: host.WithTodo(sinks.Content{Title: "nightly build", Place: "forge",
 			LinkPath: fmt.Sprintf("/board/todos/%d", id)}, host.TodoContent{Cause: "fail at the cap", Attempts: 3}),
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
-	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
 
@@ -62,7 +61,7 @@ func (w *World) hostTxBatch(ctx context.Context, v Variant, h *hostSet, todo int
 				return fmt.Errorf("%s: the engine offers no QueueEmit", v)
 			}
 			if err := be.QueueEmit(b, engine.Event{
-				Type: notifytype.EventTodoDeadLettered, Owner: h.owner, QueueID: h.queue,
+				Type: host.EventTodoDeadLettered, Owner: h.owner, QueueID: h.queue,
 				OccurrenceKey: host.DeadLetterKey(todo, n),
 				Content:       host.WithTodo(sinks.Content{Title: "flaky build", Place: "forge"}, host.TodoContent{Cause: "fail at the cap"}),
 			}); err != nil {

@@ -152,7 +152,7 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, f *hosttest.Factory) (*World
 		}
 		for range sinksFor[v] {
 			s := f.Sink(storetest.SinkOpts{Owner: owner})
-			f.Subscription(storetest.SubscriptionOpts{Sink: s, EventTypes: []notifytype.EventType{notifytype.EventTodoDeadLettered}})
+			f.Subscription(storetest.SubscriptionOpts{Sink: s, EventTypes: []notifytype.EventType{host.EventTodoDeadLettered}})
 		}
 		w.hosts[v] = h
 	}
@@ -160,7 +160,7 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, f *hosttest.Factory) (*World
 	// The storm: one sink hears every webhook's quarantine events.
 	w.stormOwner = hostid.Human(f.Human(""))
 	s := f.Sink(storetest.SinkOpts{Owner: w.stormOwner})
-	f.Subscription(storetest.SubscriptionOpts{Sink: s, EventTypes: []notifytype.EventType{notifytype.EventDeliveryQuarantined}})
+	f.Subscription(storetest.SubscriptionOpts{Sink: s, EventTypes: []notifytype.EventType{host.EventDeliveryQuarantined}})
 	w.stormHot = f.Webhook(w.stormOwner, "")
 	for range StormWorkers {
 		w.stormDistinct = append(w.stormDistinct, f.Webhook(w.stormOwner, ""))
@@ -220,7 +220,7 @@ func (w *World) HostTx(ctx context.Context, v Variant) error {
 		case Emit0Sinks, Emit1Sink, Emit10Sinks:
 			// A new dead-letter count each time: every emit inserts rows.
 			return w.Engine.Emit(ctx, tx, engine.Event{
-				Type: notifytype.EventTodoDeadLettered, Owner: h.owner, QueueID: h.queue,
+				Type: host.EventTodoDeadLettered, Owner: h.owner, QueueID: h.queue,
 				OccurrenceKey: host.DeadLetterKey(todo, n),
 				Content:       host.WithTodo(sinks.Content{Title: "flaky build", Place: "forge"}, host.TodoContent{Cause: "fail at the cap"}),
 			})
@@ -243,7 +243,7 @@ func (w *World) StormTx(ctx context.Context, m StormMode, worker int) error {
 				hook = w.stormDistinct[worker%len(w.stormDistinct)]
 			}
 			return w.Engine.Emit(ctx, tx, engine.Event{
-				Type: notifytype.EventDeliveryQuarantined, Owner: w.stormOwner, WebhookID: hook, Subject: host.QuarantineSubject(hook),
+				Type: host.EventDeliveryQuarantined, Owner: w.stormOwner, WebhookID: hook, Subject: host.QuarantineSubject(hook),
 				Content: sinks.Content{Place: "github", Summary: "deliveries quarantined"},
 			})
 		default:
