@@ -78,7 +78,7 @@ func setLimits(memory int64) error {
 			// binary of another package, under -race) gets room for it.
 			memory *= 16
 		}
-		base, err := vmData()
+		base, err := vmStatus("VmData")
 		if err != nil {
 			return err
 		}
@@ -86,6 +86,30 @@ func setLimits(memory int64) error {
 		limit := uint64(base + memory)
 		if err := syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: limit, Max: limit}); err != nil {
 			return fmt.Errorf("RLIMIT_DATA: %w", err)
+		}
+		// RLIMIT_DATA alone does not hold: the kernel charges it when a
+		// mapping is made writable by mmap, but the runtime makes heap
+		// memory usable inside address space it reserved before (and a
+		// writable mapping over a reservation is not counted as growth),
+		// so one allocation of 1.6 GB (setpath([1e8]; 1)) sometimes went
+		// through. The address space is charged when it is reserved,
+		// whatever happens to it later: RLIMIT_AS bounds every mapping.
+		// The idle worker's own reservations (the page allocator's
+		// summaries, the first arenas) are its base; programs may add
+		// four times their memory of address space (the heap grows in
+		// 64 MiB arenas, and the collector's headroom), which no
+		// allocation past the memory limit fits in. A race-built worker
+		// maps ThreadSanitizer's terabytes of shadow: it keeps
+		// RLIMIT_DATA alone.
+		if !raceBuild {
+			space, err := vmStatus("VmSize")
+			if err != nil {
+				return err
+			}
+			as := uint64(space + 4*memory)
+			if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
+				return fmt.Errorf("RLIMIT_AS: %w", err)
+			}
 		}
 	}
 	if err := syscall.Setrlimit(syscall.RLIMIT_CORE, &syscall.Rlimit{}); err != nil {
@@ -100,23 +124,24 @@ func setLimits(memory int64) error {
 	return nil
 }
 
-// vmData is the process's data segment (what RLIMIT_DATA counts), in
-// bytes, from /proc.
-func vmData() (int64, error) {
+// vmStatus is a size of /proc/self/status, in bytes: VmData (the data
+// segment, what RLIMIT_DATA counts) or VmSize (the address space, what
+// RLIMIT_AS counts).
+func vmStatus(field string) (int64, error) {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmData:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("reading VmData: %w", err)
+				return 0, fmt.Errorf("reading %s: %w", field, err)
 			}
 			return kb << 10, nil
 		}
 	}
-	return 0, errors.New("no VmData in /proc/self/status")
+	return 0, fmt.Errorf("no %s in /proc/self/status", field)
 }
 
 // workerCPULife is the CPU seconds a worker may use in all its life; the
