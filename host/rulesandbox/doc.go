@@ -9,7 +9,7 @@
 // included, can serve as a worker) and called again at the top of main,
 // turns a process started with the worker argument and environment into a
 // worker before anything else runs. A worker sets its own limits first
-// (RLIMIT_DATA for memory, with GOMEMLIMIT under it; RLIMIT_CPU per
+// (RLIMIT_DATA and RLIMIT_AS for memory, with GOMEMLIMIT under them; RLIMIT_CPU per
 // request; GOMAXPROCS=1), then answers framed JSON requests on stdin with
 // framed JSON replies on stdout: compile these programs, or run them on
 // this input. It keeps compiled programs in a cache bounded in bytes that
