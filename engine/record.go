@@ -204,6 +204,14 @@ func (r *recorder) writeAll(fs []store.Finished) {
 			}
 			return
 		}
+		if repeatRaced(err) && try < raceTries {
+			// The race absorbRepeats documents: a repeat of a row's key
+			// opened a row after this statement's snapshot. Written again,
+			// the outcome takes the repeat in. Not an error, and no wait.
+			e.log.Info("a repeat of a row's key arrived while its outcome was written; writing it again",
+				"attempts", len(fs), "tries", try)
+			continue
+		}
 		if refused(err) {
 			if len(fs) > 1 {
 				for _, f := range fs {
@@ -244,6 +252,12 @@ func (r *recorder) writeAll(fs []store.Finished) {
 // constraint, a bad value): what a retry of the same group would meet
 // again. A lost connection, a server shutting down, a deadlock or a
 // serialization failure is not: the same write may land next time.
+// raceTries is how many times in a row an outcome meeting a repeat's new
+// row (repeatRaced) is written again at once before it is treated as any
+// refusal: each try has a snapshot of its own, so the next one takes in
+// the row the last one missed.
+const raceTries = 3
+
 func refused(err error) bool {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || transient(err) {
