@@ -441,6 +441,11 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 			}
 		}
 		_ = w.out.SetReadDeadline(d)
+		if ctx.Err() != nil {
+			// The caller went away before this deadline was set: the
+			// stop stopRead set was overwritten; stop the read now.
+			_ = w.out.SetReadDeadline(time.Now())
+		}
 		var rep reply
 		err := readFrame(w.r, &rep)
 		// A program's own limit is the CPU time it used, as the kernel
