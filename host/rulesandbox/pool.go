@@ -72,6 +72,10 @@ type Pool struct {
 	closed  bool
 	warming int
 
+	// spaceGrow, when set (tests), is the address space a worker may gain
+	// before it is retired (workerSpaceEnv).
+	spaceGrow int64
+
 	// onReady, when set (tests), is called with a worker's pid once it
 	// has its request's input.
 	onReady func(pid int)
@@ -366,6 +370,9 @@ func (p *Pool) spawn() (*worker, error) {
 	cmd.Env = []string{
 		workerEnv + "=1", workerMemEnv + "=" + strconv.FormatInt(p.cfg.Memory, 10),
 		"GOMAXPROCS=1", "GOMEMLIMIT=" + strconv.FormatInt(p.cfg.Memory*3/4, 10), "GOTRACEBACK=single",
+	}
+	if p.spaceGrow > 0 {
+		cmd.Env = append(cmd.Env, workerSpaceEnv+"="+strconv.FormatInt(p.spaceGrow, 10))
 	}
 	cmd.Stdin, cmd.Stdout = inR, outW
 	if errf != nil {

@@ -356,3 +356,39 @@ func TestHugeAnswersAreCutNotFatal(t *testing.T) {
 	require.Equal(t, "1", got[2].Text)
 	require.Equal(t, int64(1), p.Stats().Spawned, "one worker served all three")
 }
+
+// The runtime never returns address space it reserved, and RLIMIT_AS
+// counts it: a worker that once held a large heap would leave less room
+// for every program after it (ci9: an ordinary `.a` stopped at the memory
+// limit in a worker that had served a long fuzz run). Such a worker asks
+// to be retired; an ordinary one is kept.
+func TestAWorkerWhoseAddressSpaceGrewIsRetired(t *testing.T) {
+	t.Parallel()
+	if raceBuild {
+		t.Fatal("the address-space limit is off in race-built workers; run this package without -race (the Makefile does)")
+	}
+	p := newPool(t, Config{Workers: 1, Idle: 1, Unchecked: true, Memory: 256 << 20})
+	// Retired past 32 MiB of growth instead of a memory's worth, so that
+	// a program well within its memory crosses the line: two million
+	// elements add 74 to 210 MiB of address space past the runtime's own
+	// reservations (seen over 20 runs), a trivial request nothing.
+	p.spaceGrow = 32 << 20
+	in := []byte(`{"a":1}`)
+	ctx := context.Background()
+	for range 3 {
+		got := p.Eval(ctx, "human:1", []string{`.a`}, in, time.Minute)
+		require.Equal(t, "1", got[0].Text, "%+v", got[0])
+	}
+	kept := p.Stats()
+	require.Equal(t, int64(1), kept.Spawned, "ordinary requests share one worker: %+v", kept)
+	require.Zero(t, kept.Killed, "%+v", kept)
+
+	got := p.Eval(ctx, "human:1", []string{`[range(2000000)] | length`}, in, time.Minute)
+	require.Equal(t, "2000000", got[0].Text, "a program within its memory answers: %+v", got[0])
+	grown := p.Stats()
+	require.Equal(t, int64(1), grown.Killed, "the worker whose address space grew is retired: %+v", grown)
+
+	got = p.Eval(ctx, "human:1", []string{`.a`}, in, time.Minute)
+	require.Equal(t, "1", got[0].Text, "%+v", got[0])
+	require.Equal(t, int64(2), p.Stats().Spawned)
+}

@@ -29,6 +29,9 @@ const (
 	workerArg    = "-switchboard-rule-worker"
 	workerEnv    = "SWITCHBOARD_RULE_WORKER"
 	workerMemEnv = "SWITCHBOARD_RULE_WORKER_MEMORY"
+	// workerSpaceEnv, when set (tests), is the address space a worker may
+	// gain before it asks to be retired, instead of its memory.
+	workerSpaceEnv = "SWITCHBOARD_RULE_WORKER_SPACE"
 )
 
 // Exit codes of a worker that stopped itself.
@@ -63,7 +66,7 @@ func MaybeRunWorker() {
 }
 
 // setLimits applies the worker's own limits, before it reads anything.
-func setLimits(memory int64) error {
+func setLimits(memory, grow int64) error {
 	runtime.GOMAXPROCS(1)
 	if memory > 0 {
 		// memory is what programs may add to what the idle worker
@@ -106,7 +109,17 @@ func setLimits(memory int64) error {
 			if err != nil {
 				return err
 			}
+			space += runtimeSpace
 			as := uint64(space + 4*memory)
+			// The runtime never gives reserved address space back, so
+			// a worker that once held a large heap keeps less room for
+			// every later program; past one memory's worth of growth it
+			// asks to be retired (tidy), and no program starts with less
+			// than three times its memory of address space left.
+			if grow <= 0 {
+				grow = memory
+			}
+			spaceRetire = space + min(grow, memory)
 			if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
 				return fmt.Errorf("RLIMIT_AS: %w", err)
 			}
@@ -123,6 +136,16 @@ func setLimits(memory int64) error {
 	}
 	return nil
 }
+
+// runtimeSpace is the address space the runtime adds as the worker starts
+// serving (its first heap arenas and threads: some 72 MiB seen after a
+// trivial request), counted in the worker's base and not in what its
+// programs may add.
+const runtimeSpace = 128 << 20
+
+// spaceRetire is the address space (VmSize) past which a worker asks to be
+// retired after a request; 0 when no RLIMIT_AS applies.
+var spaceRetire int64
 
 // vmStatus is a size of /proc/self/status, in bytes: VmData (the data
 // segment, what RLIMIT_DATA counts) or VmSize (the address space, what
@@ -168,7 +191,8 @@ func setCPU(n int64) {
 
 func runWorker(in *os.File, out *os.File) int {
 	memory, _ := strconv.ParseInt(os.Getenv(workerMemEnv), 10, 64)
-	if err := setLimits(memory); err != nil {
+	grow, _ := strconv.ParseInt(os.Getenv(workerSpaceEnv), 10, 64)
+	if err := setLimits(memory, grow); err != nil {
 		fmt.Fprintln(os.Stderr, "rule worker: "+err.Error())
 		return 1
 	}
@@ -292,8 +316,13 @@ const retireHeap = 32 << 20
 // tidy returns memory a request left behind, compiled programs first (a
 // program's size is only estimated by the cache; its regexes' real size
 // shows here); true when the worker should be retired because its heap is
-// still large.
+// still large or its address space grew past spaceRetire.
 func tidy(cache *codeCache) bool {
+	if spaceRetire > 0 {
+		if space, err := vmStatus("VmSize"); err != nil || space >= spaceRetire {
+			return true
+		}
+	}
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	if m.HeapAlloc < retireHeap {
