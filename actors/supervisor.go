@@ -79,6 +79,7 @@ type Supervisor struct {
 	stopped bool // Serve ended: Dispatch takes no more rows
 	// unstopped names the actors that had not stopped at StopTimeout.
 	unstopped []string
+	runners   runners
 }
 
 // Unstopped names the actors still in an attempt when Serve stopped
@@ -117,6 +118,8 @@ const ReleaseTimeout = 5 * time.Second
 // ReleaseTimeout), so a deploy does not delay them by a claim's lifetime.
 // Actors still in an attempt at Config.StopTimeout are named by Unstopped.
 func (s *Supervisor) Serve(ctx context.Context) error {
+	s.runners.open()
+	defer s.runners.close()
 	err := s.sup.Serve(ctx)
 	if ctx.Err() == nil {
 		return err
