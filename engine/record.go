@@ -117,8 +117,12 @@ func (r *recorder) Serve(ctx context.Context) error {
 // attempts are reported (Config.OnAttempt) in the order they were made;
 // while it writes, the next group gathers.
 func (r *recorder) run(ctx context.Context) {
+	// group's array serves every write: a drain of thousands of attempts
+	// a second otherwise grows a new one for each.
+	var group []finishedAttempt
 	for {
-		var group []finishedAttempt
+		clear(group)
+		group = group[:0]
 		select {
 		case <-r.e.actorsGone:
 			r.drain()
@@ -168,13 +172,19 @@ func (r *recorder) write(group []finishedAttempt) {
 		}
 	}
 	for _, fa := range group {
-		for _, a := range append([]Attempt{fa.attempt}, fa.more...) {
-			if !fa.reportOnly && a.State == rowUndeliverable {
-				r.e.warnUndeliverable(a.SinkID, a.Rows, a.Class)
-			}
-			r.e.observe(a)
+		r.tell(fa, fa.attempt)
+		for _, a := range fa.more {
+			r.tell(fa, a)
 		}
 	}
+}
+
+// tell tells the engine's observers of one attempt of fa.
+func (r *recorder) tell(fa finishedAttempt, a Attempt) {
+	if !fa.reportOnly && a.State == rowUndeliverable {
+		r.e.warnUndeliverable(a.SinkID, a.Rows, a.Class)
+	}
+	r.e.observe(a)
 }
 
 // isolatedTries is how often the outcome of one attempt is written, alone,

@@ -434,9 +434,11 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 			out[i] = reserved{gone: "lost"}
 			continue
 		}
-		u := uses[r.SinkID]
+		row := reqs[i].row
+		row.Payload, row.Attempts, row.FirstAttemptAt = r.Payload, r.Attempts, r.FirstAttemptAt
+		u := uses[row.SinkID]
 		out[i].res = reservation{
-			sink: u.sink.SinkForDelivery, owner: u.owner, adapter: u.adapter, rows: []store.OutboxRow{r.OutboxRow},
+			sink: u.sink.SinkForDelivery, owner: u.owner, adapter: u.adapter, rows: []store.OutboxRow{row},
 			recordID: r.RecordID, budget: tokenBucket{PerHour: u.sink.PerHour, Burst: u.sink.Burst}, tat: out[i].outcome.TAT,
 		}
 	}

@@ -164,11 +164,18 @@ type Start struct {
 	TAT time.Time
 }
 
-// StartedRow is a row whose attempt began, as it is now, with the id of
-// its delivery record (status "sending").
+// StartedRow is a row whose attempt began: its payload (a claim leaves it
+// out, claimedRowColumns), what the start changed (its attempts, its first
+// attempt's time) and the id of the attempt's delivery record. The rest of
+// the row is as its holder claimed it: nothing but its holder changes a row
+// while its claim token stands, and the start changes nothing else, so it
+// is not read back.
 type StartedRow struct {
-	OutboxRow
-	RecordID int64
+	ID             int64
+	Payload        []byte
+	Attempts       int
+	FirstAttemptAt *time.Time
+	RecordID       int64
 }
 
 // QueueStartAttempts queues, into b, the statement that begins an attempt
@@ -191,8 +198,7 @@ func QueueStartAttempts(b *pgx.Batch, starts []Start, instance string, now time.
 	b.Queue(startAttemptsSQL, ids, tats, instance, now, ttl, tokens, maxAttempts, nullTime(fenceAt)).Query(func(rows pgx.Rows) error {
 		out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StartedRow, error) {
 			var r StartedRow
-			err := row.Scan(&r.ID, &r.SinkID, &r.Owner, &r.EventType, &r.Severity, &r.Payload, &r.IncludeExcerpt,
-				&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count, &r.HadPartial, &r.ClaimToken, &r.RecordID)
+			err := row.Scan(&r.ID, &r.Payload, &r.Attempts, &r.FirstAttemptAt, &r.RecordID)
 			return r, err
 		})
 		if err != nil {
@@ -221,9 +227,7 @@ var startAttemptsSQL = `
 		    SELECT attempt_record_id, sink_id, owner, id, event_type, attempts, true, 1, 'sending', $4, tat
 		    FROM started
 		)
-		SELECT id, sink_id, owner, event_type, severity, payload, include_excerpt, attempts, first_attempt_at,
-		       last_class, due_at, count, had_partial, claim_token, attempt_record_id
-		FROM started ORDER BY id`
+		SELECT id, payload, attempts, first_attempt_at, attempt_record_id FROM started ORDER BY id`
 
 // BatchSender sends a pgx.Batch: a pool, a connection or a transaction.
 type BatchSender interface {
