@@ -225,6 +225,16 @@ func TestAStopThatCannotRecordWhatWasSentReturnsANamedError(t *testing.T) {
 	var se *engine.StopError
 	require.True(t, errors.As(err, &se), "Stop returns what it left, not %v", err)
 	require.Contains(t, err.Error(), "recorder: 1 delivery outcomes not written within RecordGrace")
+	// The cut write's statement ends on the server when its cancel
+	// request arrives there, which may be after Stop returned: let go of
+	// the lock before that, and the write would land after all (a late
+	// "delivered", as this test once saw under load; never a loss).
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, w.Pool.QueryRow(w.Ctx, `
+			SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%delivery_records%'`).Scan(&n))
+		return n == 0
+	}, enginetest.WaitTimeout, 10*time.Millisecond, "the cut write still waits for the lock on the server")
 	require.NoError(t, hold.Rollback(w.Ctx))
 	var state string
 	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT state FROM switchboard.outbox WHERE sink_id = $1`, sink).Scan(&state))
