@@ -16,8 +16,8 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/stretchr/testify v1.12.1
 	github.com/thejerf/suture/v4 v4.0.6
+	github.com/valyala/fastjson v1.6.10
 	go.uber.org/goleak v1.3.0
-	golang.org/x/net v0.62.0
 	golang.org/x/time v0.16.0
 	pgregory.net/rapid v1.3.0
 )

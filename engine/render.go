@@ -101,17 +101,15 @@ func cleanContent(c sinks.Content) sinks.Content {
 // into Data under its own name, unless Data has that key already, so such
 // a row is worded as it was when it was emitted.
 func decodeContent(payload []byte) (sinks.Content, error) {
-	var row struct {
-		sinks.Content
-		Cause           string `json:"cause"`
-		Attempts        int64  `json:"attempts"`
-		AttemptSummary  string `json:"attempt_summary"`
-		ArtifactHandle  string `json:"artifact_handle"`
-		OriginDisplay   string `json:"origin_display"`
-		OriginPermalink string `json:"origin_permalink"`
-	}
-	if err := json.Unmarshal(payload, &row); err != nil {
-		return row.Content, err
+	row, ok := decodeStoredFast(payload)
+	if !ok {
+		// A variable of its own: one read by pointer lives on the heap,
+		// and the fast path's need not.
+		var slow storedContent
+		if err := json.Unmarshal(payload, &slow); err != nil {
+			return slow.Content, err
+		}
+		row = slow
 	}
 	c := row.Content
 	legacy := [...]struct{ key, value string }{

@@ -33,6 +33,7 @@ var FuzzTargets = []FuzzTarget{
 	{Pkg: "./sinks/apprise", Name: "FuzzCheckSchemes", What: "Apprise URL splitting against Apprise's own reading"},
 	{Pkg: "./sinks/apprise", Name: "FuzzDestinationsMatchApprise", What: "Apprise URL hosts against the hosts Debian's apprise reaches (differential)", Warmup: 30 * time.Second},
 	{Pkg: "./engine/digest", Name: "FuzzParse", What: "digest schedule parser (D19)"},
+	{Pkg: "./engine", Name: "FuzzDecodeStoredFastAgreesWithEncodingJSON", What: "stored payloads read without reflection, against encoding/json (differential)"},
 	{Pkg: "./host", Name: "FuzzRuleSave", What: "webhook rule expressions and actions, saved"},
 	{Pkg: "./host/rulesandbox", Name: "FuzzRuleSandbox", What: "arbitrary jq programs run in rule worker processes (issue 24)"},
 }

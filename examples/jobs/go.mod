@@ -17,6 +17,7 @@ require (
 	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/peterldowns/pgtestdb v0.1.1 // indirect
 	github.com/thejerf/suture/v4 v4.0.6 // indirect
+	github.com/valyala/fastjson v1.6.10 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect

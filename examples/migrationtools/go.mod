@@ -21,6 +21,7 @@ require (
 	github.com/peterldowns/pgtestdb v0.1.1 // indirect
 	github.com/sethvargo/go-retry v0.5.0 // indirect
 	github.com/thejerf/suture/v4 v4.0.6 // indirect
+	github.com/valyala/fastjson v1.6.10 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/sync v0.25.0 // indirect
