@@ -216,6 +216,7 @@ FROM g JOIN ev ON ev.id = g.lead_id
 WHERE ev.dedup_key IS NULL OR NOT EXISTS (
     SELECT 1 FROM switchboard.outbox x
     WHERE x.sink_id = g.sink_id AND x.dedup_key = ev.dedup_key AND NOT x.windowed
+      AND x.state IN ('claimed', 'delivered', 'partial') -- outbox_occurrence_key's predicate, spelled out for the planner
       AND (x.state IN ('delivered', 'partial')
            OR (x.state = 'claimed' AND NOT ` + replacesSQL("ev.event_type", "x.event_type", "$3", "$4") + `)))
 ORDER BY g.sink_id, g.first_id
