@@ -2,6 +2,9 @@ package rulesandbox
 
 import (
 	"context"
+	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -107,4 +110,63 @@ func TestAnOwnerRunningSomethingLeavesTheReserveToOthers(t *testing.T) {
 		require.Equal(t, "1", (<-done)[0].Text)
 	}
 	require.Eventually(t, func() bool { return p.Stats().Spawned == 5 }, time.Minute, time.Millisecond, "%+v", p.Stats())
+}
+
+// A program that runs past its share of CPU has its worker demoted to the
+// lowest priority, every thread of it, so that ordinary rules and the
+// server win the CPU from it; the worker is not reused (the next program
+// would start demoted), and the one after it runs at normal priority.
+func TestAWorkerPastItsShareOfCPUIsDemotedAndNotReused(t *testing.T) {
+	t.Parallel()
+	p := newPool(t, Config{Unchecked: true, Reserve: -1})
+	p.demoteAt = demoteTick
+	demoted := make(chan []int, 1)
+	p.onDemote = func(pid int) { demoted <- niceOfThreads(t, pid) }
+	var ready atomic.Int64
+	p.onReady = func(pid int) { ready.Store(int64(pid)) }
+	in := []byte(`{"a":1}`)
+	// Some hundreds of ms of CPU, well within its timeout: it answers.
+	got := p.Eval(context.Background(), "human:1", []string{`reduce range(1000000) as $i (0; . + 1)`}, in, time.Minute)
+	require.Equal(t, "1000000", got[0].Text, "%+v", got[0])
+	nices := <-demoted
+	require.NotEmpty(t, nices)
+	for _, n := range nices {
+		require.Equal(t, demotedNice, n, "every thread is demoted: %v", nices)
+	}
+	first := ready.Load()
+
+	p.demoteAt = 0 // the default: an ordinary rule stays at normal priority
+	got = p.Eval(context.Background(), "human:1", []string{`.a`}, in, time.Minute)
+	require.Equal(t, "1", got[0].Text)
+	st := p.Stats()
+	require.Equal(t, int64(2), st.Spawned, "the demoted worker was not reused: %+v", st)
+	require.Equal(t, int64(1), st.Killed, "%+v", st)
+	require.NotEqual(t, first, ready.Load())
+	// The server's own priority (the test may run under nice).
+	own := niceOfThreads(t, os.Getpid())[0]
+	for _, n := range niceOfThreads(t, int(ready.Load())) {
+		require.Equal(t, own, n, "a fresh worker runs at the server's priority")
+	}
+	require.Len(t, demoted, 0, "the ordinary rule was not demoted")
+}
+
+// niceOfThreads is the nice value of each thread of process pid.
+func niceOfThreads(t *testing.T, pid int) []int {
+	t.Helper()
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var nices []int
+	for _, task := range tasks {
+		b, err := os.ReadFile(dir + "/" + task.Name() + "/stat")
+		require.NoError(t, err)
+		_, rest, ok := strings.Cut(string(b), ") ")
+		require.True(t, ok)
+		f := strings.Fields(rest)
+		// Fields count from state (3rd in proc(5)); nice is the 19th.
+		n, err := strconv.Atoi(f[16])
+		require.NoError(t, err)
+		nices = append(nices, n)
+	}
+	return nices
 }

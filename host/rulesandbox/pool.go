@@ -91,6 +91,10 @@ type Pool struct {
 	// onReady, when set (tests), is called with a worker's pid once it
 	// has its request's input.
 	onReady func(pid int)
+	// onDemote, when set (tests), is called with a worker's pid once it
+	// is demoted (watch); demoteAt, when set, replaces demoteAfter.
+	onDemote func(pid int)
+	demoteAt time.Duration
 
 	spawned, killed atomic.Int64
 }
@@ -489,6 +493,8 @@ type worker struct {
 	stderr   *os.File // an unlinked file: why it died
 	requests int
 	dead     bool
+	// demoted: its priority was lowered (demote); it is not reused.
+	demoted bool
 	// owner is the owner it last served (or is started for).
 	owner string
 }
@@ -590,6 +596,12 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 	ready := false
 	var cpuStart time.Duration
 	var since time.Time // when the worker said it was ready
+	// Once ready, a watcher lowers the worker's priority when one
+	// program runs past demoteAfter of CPU time; answered counts the
+	// programs answered, so that it measures each from its start.
+	var answered atomic.Int64
+	stopWatch := func() {}
+	defer func() { stopWatch() }()
 	for i := 0; ; {
 		d, isBudget := deadline()
 		if !ready {
@@ -641,6 +653,11 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 				ready = true
 				since = time.Now()
 				cpuStart, _ = cpuTime(w.cmd.Process.Pid)
+				after := demoteAfter(per - p.cfg.Grace)
+				if p.demoteAt > 0 {
+					after = p.demoteAt
+				}
+				stopWatch = p.watch(w, after, cpuStart, &answered)
 				if p.onReady != nil {
 					p.onReady(w.cmd.Process.Pid)
 				}
@@ -654,6 +671,9 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 			err = fmt.Errorf("worker answered program %d, expected %d", rep.Index, i)
 		}
 		if err != nil {
+			// Stopped before the worker is killed and reaped: its pid
+			// must not be touched once it may be another process's.
+			stopWatch()
 			if i >= len(results) {
 				return i, false
 			}
@@ -661,12 +681,106 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 			return i + 1, false
 		}
 		if rep.Done {
-			return i, !rep.Retire
+			stopWatch()
+			return i, !rep.Retire && !w.demoted
 		}
 		results[i] = fromReply(rep)
 		i++
+		answered.Store(int64(i))
 	}
 }
+
+// demoteAfter is the CPU time one program may use before its worker's
+// priority is lowered, for a program whose own limit is timeout: a
+// quarter of it (62 ms of a rule's 250 ms; an ordinary rule compiles and
+// runs in well under a millisecond). A race-built worker (a test binary
+// of another package, under -race) runs several times slower: its
+// programs get their whole timeout, past which they are faults anyway.
+func demoteAfter(timeout time.Duration) time.Duration {
+	if raceBuild {
+		return timeout
+	}
+	return timeout / 4
+}
+
+// demoteTick is how often a busy worker's CPU time is read (its unit,
+// clockTick, is 10 ms).
+const demoteTick = 10 * time.Millisecond
+
+// watch reads w's CPU time while it runs the programs of one request and
+// demotes it once one program (the one after the answered first ones) has
+// used after of it, base being its CPU time when it became ready. On a
+// machine with few cores a program that runs for its whole limit (a regex
+// that cannot be interrupted; one step that allocates a memory's worth),
+// or eight of them for one owner, would otherwise take the CPU from the
+// server and from every other owner's rules as equals: 238 ms for another
+// owner's delivery in faults row 6d, its worker taking 110-150 ms to
+// start beside them. Demoted, it still runs, on the CPU nothing else
+// wants, until its own limits stop it; its worker is not reused, so that
+// no later program starts demoted. It returns the stop, which waits for
+// the watcher to end.
+func (p *Pool) watch(w *worker, after, base time.Duration, answered *atomic.Int64) (stop func()) {
+	done, ended := make(chan struct{}), make(chan struct{})
+	pid := w.cmd.Process.Pid
+	demoted := false // the watcher's until ended is closed
+	go func() {
+		defer close(ended)
+		tick := time.NewTicker(demoteTick)
+		defer tick.Stop()
+		seen := int64(0)
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			used, ok := cpuTime(pid)
+			if !ok {
+				return
+			}
+			if n := answered.Load(); n != seen {
+				// The program that runs now started since the last tick:
+				// its time counts from here (a tick's worth less).
+				seen, base = n, used
+				continue
+			}
+			if used-base >= after {
+				demoted = true
+				demote(pid)
+				if p.onDemote != nil {
+					p.onDemote(pid)
+				}
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			<-ended
+			w.demoted = w.demoted || demoted
+		})
+	}
+}
+
+// demote gives every thread of process pid the lowest priority (nice 19):
+// Linux keeps a nice value per thread, and a thread inherits its
+// creator's, so a thread the runtime starts later is demoted too.
+func demote(pid int) {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return
+	}
+	for _, t := range tasks {
+		if tid, err := strconv.Atoi(t.Name()); err == nil {
+			_ = syscall.Setpriority(syscall.PRIO_PROCESS, tid, demotedNice)
+		}
+	}
+}
+
+// demotedNice is a demoted worker's nice value, the lowest priority.
+const demotedNice = 19
 
 // clockTick is the unit of /proc/<pid>/stat's times (USER_HZ, 100 on
 // Linux).
