@@ -20,10 +20,16 @@
 // a worker that passes it, or the caller's budget; a worker that died of a
 // limit answers that program as a fault saying which limit it passed, and
 // the programs after it go to a fresh worker. Fairness: each owner may
-// hold at most PerOwner workers at once, and the pool spawns a worker
-// whenever none is idle, up to Workers; so one owner's slow rules never
-// hold another owner's evaluation, short of Workers/PerOwner owners all
-// busy at once.
+// hold at most PerOwner workers at once, its requests served in the order
+// they came, and the pool spawns a worker whenever none is idle, up to
+// Workers; so one owner's slow rules never hold another owner's
+// evaluation, short of Workers/PerOwner owners all busy at once. Reserve
+// ready workers are kept for owners that hold none, so that such an
+// owner's delivery never waits for a worker to start; and a worker whose
+// program has used a quarter of its time limit in CPU is lowered to the
+// lowest priority (and not reused), so that a hostile owner's workers,
+// running to their limits, leave the CPU to the server and to ordinary
+// rules.
 //
 // The checked subset of jq (lang.go) still runs first inside the worker:
 // it gives clear messages and a per-run work budget, but it is a filter,

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,9 @@ const (
 	// MaxRequestsDefault is how many requests a worker serves before it
 	// is replaced.
 	MaxRequestsDefault = 1000
+	// ReserveDefault is how many ready workers the pool keeps for owners
+	// that hold none.
+	ReserveDefault = 2
 )
 
 // Config configures a Pool; zero fields take their defaults.
@@ -58,6 +62,10 @@ type Config struct {
 	// Unchecked turns the checked subset off: programs are compiled as
 	// plain gojq. Tests only, to show the limits hold without it.
 	Unchecked bool
+	// Reserve is how many ready idle workers the pool keeps, started
+	// ahead of need, for owners that hold none (acquire); negative: none.
+	// Defaults to ReserveDefault, at most Workers less PerOwner.
+	Reserve int
 }
 
 // Pool runs programs in worker processes (package doc).
@@ -71,6 +79,10 @@ type Pool struct {
 	changed chan struct{}
 	closed  bool
 	warming int
+	// queue is each owner's waiting requests, in the order they came.
+	queue map[string][]*int
+	// short counts the requests waiting on the reserve (acquire).
+	short int
 
 	// spaceGrow, when set (tests), is the address space a worker may gain
 	// before it is retired (workerSpaceEnv).
@@ -79,6 +91,10 @@ type Pool struct {
 	// onReady, when set (tests), is called with a worker's pid once it
 	// has its request's input.
 	onReady func(pid int)
+	// onDemote, when set (tests), is called with a worker's pid once it
+	// is demoted (watch); demoteAt, when set, replaces demoteAfter.
+	onDemote func(pid int)
+	demoteAt time.Duration
 
 	spawned, killed atomic.Int64
 }
@@ -107,7 +123,13 @@ func New(cfg Config) *Pool {
 	if cfg.MaxRequests <= 0 {
 		cfg.MaxRequests = MaxRequestsDefault
 	}
-	return &Pool{cfg: cfg, owners: map[string]int{}, changed: make(chan struct{})}
+	if cfg.Reserve == 0 {
+		cfg.Reserve = ReserveDefault
+	}
+	// The reserve is for other owners: a pool with no room past one
+	// owner's share keeps none.
+	cfg.Reserve = max(min(cfg.Reserve, cfg.Workers-cfg.PerOwner), 0)
+	return &Pool{cfg: cfg, owners: map[string]int{}, queue: map[string][]*int{}, changed: make(chan struct{})}
 }
 
 var (
@@ -247,39 +269,185 @@ const wallCap = 8
 
 // acquire takes a worker for owner: an idle one, else a new one; it waits
 // only while owner holds PerOwner workers, or the pool holds Workers.
+//
+// An owner's requests are served in the order they came (a dry run's
+// compile is not overtaken by the evaluations of the owner's later dry
+// runs, which would hold it for their whole budget). The last reserve idle
+// workers are kept for owners that hold none: an owner already running
+// something (the one whose hostile rules kill worker after worker, taking
+// each fresh one) takes from them only a worker it used last, so another
+// owner's delivery finds a ready worker instead of waiting 100-250 ms for
+// one to start on a busy machine (faults row 6d). Such an owner has a
+// worker started for it in the background and takes that, or one of its
+// own that comes back first.
 func (p *Pool) acquire(ctx context.Context, owner string) (*worker, error) {
+	p.mu.Lock()
+	turn := new(int)
+	p.queue[owner] = append(p.queue[owner], turn)
+	short := false // counted in p.short: waiting on the reserve
+	// leave takes this request out of owner's queue (p.mu held), as soon
+	// as it has a worker or gives up: the next of owner's requests may go.
+	leave := func() {
+		if short {
+			short = false
+			p.short--
+		}
+		q := p.queue[owner]
+		if i := slices.Index(q, turn); i >= 0 {
+			q = slices.Delete(q, i, i+1)
+		}
+		if len(q) == 0 {
+			delete(p.queue, owner)
+		} else {
+			p.queue[owner] = q
+		}
+		p.broadcast()
+	}
 	for {
-		p.mu.Lock()
 		if p.closed {
+			leave()
 			p.mu.Unlock()
 			return nil, errors.New("the pool is closed")
 		}
-		if p.owners[owner] < p.cfg.PerOwner {
-			if n := len(p.idle); n > 0 {
-				w := p.idle[n-1]
-				p.idle = p.idle[:n-1]
+		held := p.owners[owner]
+		if p.queue[owner][0] == turn && held < p.cfg.PerOwner {
+			n, pick := len(p.idle), -1
+			// A worker owner used last first (its caches are warm, and
+			// within the reserve it is the only kind owner may take),
+			// then one nobody has used, then any.
+			for i := n - 1; i >= 0 && pick < 0; i-- {
+				if p.idle[i].owner == owner {
+					pick = i
+				}
+			}
+			if pick < 0 && n > 0 && (held == 0 || n > p.cfg.Reserve) {
+				pick = n - 1
+				for i := n - 1; i >= 0; i-- {
+					if p.idle[i].owner == "" {
+						pick = i
+						break
+					}
+				}
+			}
+			if pick >= 0 {
+				w := p.idle[pick]
+				p.idle = slices.Delete(p.idle, pick, pick+1)
+				w.owner = owner
 				p.owners[owner]++
+				p.topUp()
+				leave()
 				p.mu.Unlock()
 				return w, nil
 			}
-			if p.total < p.cfg.Workers {
+			if held == 0 && n == 0 && p.total < p.cfg.Workers {
 				p.total++
 				p.owners[owner]++
+				p.topUp()
+				leave()
 				p.mu.Unlock()
 				w, err := p.spawn()
 				if err != nil {
 					p.release(owner, nil, false)
 					return nil, err
 				}
+				w.owner = owner
 				return w, nil
 			}
+			if held > 0 {
+				// A worker is started for this request in the
+				// background, unless one already is; it takes that or
+				// one of its own that comes back first.
+				if !short {
+					short = true
+					p.short++
+				}
+				if p.warming < p.short && p.total < p.cfg.Workers {
+					p.total++
+					p.warming++
+					go p.warm(owner)
+				}
+			}
+		} else if short {
+			short = false
+			p.short--
 		}
 		ch := p.changed
 		p.mu.Unlock()
 		select {
 		case <-ctx.Done():
+			p.mu.Lock()
+			leave()
+			p.mu.Unlock()
 			return nil, ctx.Err()
 		case <-ch:
+		}
+		p.mu.Lock()
+	}
+}
+
+// topUp starts workers in the background until the idle ones, with those
+// starting, fill the reserve: the owner that takes the last of them (the
+// first request of a new pool) leaves it full for the next; p.mu is held.
+func (p *Pool) topUp() {
+	for len(p.idle)+p.warming < p.cfg.Reserve && p.total < p.cfg.Workers && !p.closed {
+		p.total++
+		p.warming++
+		go p.warm("")
+	}
+}
+
+// broadcast wakes every waiter; p.mu is held.
+func (p *Pool) broadcast() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// warm starts a worker for owner ("": for any) and, once it is ready,
+// adds it to the idle ones; the caller counted it in total and warming.
+func (p *Pool) warm(owner string) {
+	fresh, err := p.spawn()
+	if err == nil {
+		fresh.owner = owner
+	}
+	if err == nil && !prime(fresh) {
+		p.stop(fresh)
+		fresh, err = nil, errors.New("the worker did not start")
+	}
+	p.mu.Lock()
+	p.warming--
+	if err != nil || p.closed {
+		p.total--
+	} else {
+		p.idle = append(p.idle, fresh)
+		fresh = nil
+	}
+	p.broadcast()
+	p.mu.Unlock()
+	if fresh != nil {
+		p.stop(fresh)
+	}
+}
+
+// prime has a fresh worker answer an empty request, so that it is counted
+// idle only once it is ready: starting one (the runtime, the binary's
+// packages, its limits) costs tens of milliseconds of CPU, several times
+// that in wall time beside busy workers, which another owner's delivery
+// taking it would wait for (110-150 ms in faults row 6d).
+func prime(w *worker) bool {
+	d := time.Now().Add(readyAllowance)
+	_ = w.in.SetWriteDeadline(d)
+	_ = w.out.SetReadDeadline(d)
+	// A trivial program, so that gojq's own first-use work is done too.
+	if writeFrame(w.in, request{Op: "compile", Exprs: []string{"."}}) != nil || writeRaw(w.in, nil) != nil {
+		return false
+	}
+	for {
+		var rep reply
+		if readFrame(w.r, &rep) != nil {
+			return false
+		}
+		if rep.Done {
+			return !rep.Retire
 		}
 	}
 }
@@ -304,28 +472,13 @@ func (p *Pool) release(owner string, w *worker, healthy bool) {
 		p.total++
 		p.warming++
 	}
-	close(p.changed)
-	p.changed = make(chan struct{})
+	p.broadcast()
 	p.mu.Unlock()
 	if w != nil && !keep {
 		p.stop(w)
 	}
 	if refill {
-		fresh, err := p.spawn()
-		p.mu.Lock()
-		p.warming--
-		if err != nil || p.closed {
-			p.total--
-		} else {
-			p.idle = append(p.idle, fresh)
-			fresh = nil
-		}
-		close(p.changed)
-		p.changed = make(chan struct{})
-		p.mu.Unlock()
-		if fresh != nil {
-			p.stop(fresh)
-		}
+		p.warm("")
 	}
 }
 
@@ -340,6 +493,10 @@ type worker struct {
 	stderr   *os.File // an unlinked file: why it died
 	requests int
 	dead     bool
+	// demoted: its priority was lowered (demote); it is not reused.
+	demoted bool
+	// owner is the owner it last served (or is started for).
+	owner string
 }
 
 func (p *Pool) spawn() (*worker, error) {
@@ -439,6 +596,12 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 	ready := false
 	var cpuStart time.Duration
 	var since time.Time // when the worker said it was ready
+	// Once ready, a watcher lowers the worker's priority when one
+	// program runs past demoteAfter of CPU time; answered counts the
+	// programs answered, so that it measures each from its start.
+	var answered atomic.Int64
+	stopWatch := func() {}
+	defer func() { stopWatch() }()
 	for i := 0; ; {
 		d, isBudget := deadline()
 		if !ready {
@@ -490,6 +653,11 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 				ready = true
 				since = time.Now()
 				cpuStart, _ = cpuTime(w.cmd.Process.Pid)
+				after := demoteAfter(per - p.cfg.Grace)
+				if p.demoteAt > 0 {
+					after = p.demoteAt
+				}
+				stopWatch = p.watch(w, after, cpuStart, &answered)
 				if p.onReady != nil {
 					p.onReady(w.cmd.Process.Pid)
 				}
@@ -503,6 +671,9 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 			err = fmt.Errorf("worker answered program %d, expected %d", rep.Index, i)
 		}
 		if err != nil {
+			// Stopped before the worker is killed and reaped: its pid
+			// must not be touched once it may be another process's.
+			stopWatch()
 			if i >= len(results) {
 				return i, false
 			}
@@ -510,12 +681,106 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 			return i + 1, false
 		}
 		if rep.Done {
-			return i, !rep.Retire
+			stopWatch()
+			return i, !rep.Retire && !w.demoted
 		}
 		results[i] = fromReply(rep)
 		i++
+		answered.Store(int64(i))
 	}
 }
+
+// demoteAfter is the CPU time one program may use before its worker's
+// priority is lowered, for a program whose own limit is timeout: a
+// quarter of it (62 ms of a rule's 250 ms; an ordinary rule compiles and
+// runs in well under a millisecond). A race-built worker (a test binary
+// of another package, under -race) runs several times slower: its
+// programs get their whole timeout, past which they are faults anyway.
+func demoteAfter(timeout time.Duration) time.Duration {
+	if raceBuild {
+		return timeout
+	}
+	return timeout / 4
+}
+
+// demoteTick is how often a busy worker's CPU time is read (its unit,
+// clockTick, is 10 ms).
+const demoteTick = 10 * time.Millisecond
+
+// watch reads w's CPU time while it runs the programs of one request and
+// demotes it once one program (the one after the answered first ones) has
+// used after of it, base being its CPU time when it became ready. On a
+// machine with few cores a program that runs for its whole limit (a regex
+// that cannot be interrupted; one step that allocates a memory's worth),
+// or eight of them for one owner, would otherwise take the CPU from the
+// server and from every other owner's rules as equals: 238 ms for another
+// owner's delivery in faults row 6d, its worker taking 110-150 ms to
+// start beside them. Demoted, it still runs, on the CPU nothing else
+// wants, until its own limits stop it; its worker is not reused, so that
+// no later program starts demoted. It returns the stop, which waits for
+// the watcher to end.
+func (p *Pool) watch(w *worker, after, base time.Duration, answered *atomic.Int64) (stop func()) {
+	done, ended := make(chan struct{}), make(chan struct{})
+	pid := w.cmd.Process.Pid
+	demoted := false // the watcher's until ended is closed
+	go func() {
+		defer close(ended)
+		tick := time.NewTicker(demoteTick)
+		defer tick.Stop()
+		seen := int64(0)
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			used, ok := cpuTime(pid)
+			if !ok {
+				return
+			}
+			if n := answered.Load(); n != seen {
+				// The program that runs now started since the last tick:
+				// its time counts from here (a tick's worth less).
+				seen, base = n, used
+				continue
+			}
+			if used-base >= after {
+				demoted = true
+				demote(pid)
+				if p.onDemote != nil {
+					p.onDemote(pid)
+				}
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			<-ended
+			w.demoted = w.demoted || demoted
+		})
+	}
+}
+
+// demote gives every thread of process pid the lowest priority (nice 19):
+// Linux keeps a nice value per thread, and a thread inherits its
+// creator's, so a thread the runtime starts later is demoted too.
+func demote(pid int) {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return
+	}
+	for _, t := range tasks {
+		if tid, err := strconv.Atoi(t.Name()); err == nil {
+			_ = syscall.Setpriority(syscall.PRIO_PROCESS, tid, demotedNice)
+		}
+	}
+}
+
+// demotedNice is a demoted worker's nice value, the lowest priority.
+const demotedNice = 19
 
 // clockTick is the unit of /proc/<pid>/stat's times (USER_HZ, 100 on
 // Linux).

@@ -55,7 +55,8 @@ func regexBomb(n int) string {
 
 func TestWarmWorkerAnswersAsJqDoes(t *testing.T) {
 	t.Parallel()
-	p := newPool(t, Config{})
+	// No reserve: it would start workers of its own.
+	p := newPool(t, Config{Reserve: -1})
 	in := []byte(`{"action":"opened","n":12345678901234567890,"s":"x"}`)
 	got := p.Eval(context.Background(), "human:1", []string{
 		`.action == "opened"`, `.action`, `.n`, `.nope`, `empty`, `{a: 1}`, `error("boom")`,
@@ -82,7 +83,7 @@ func TestWarmWorkerAnswersAsJqDoes(t *testing.T) {
 // limit, and the rules after it still run, in a fresh worker.
 func TestRegexBombIsKilledAtItsTimeLimit(t *testing.T) {
 	t.Parallel()
-	p := newPool(t, Config{Grace: 50 * time.Millisecond})
+	p := newPool(t, Config{Grace: 50 * time.Millisecond, Reserve: -1})
 	got := p.Eval(context.Background(), "human:1", []string{regexBomb(30), `.a == 1`}, hostilePayload(t), 300*time.Millisecond)
 	require.Equal(t, Stopped, got[0].Kind, "%+v", got[0])
 	require.Contains(t, got[0].Detail, "ran past its time limit of 350ms")
@@ -347,7 +348,7 @@ func BenchmarkInProcess(b *testing.B) {
 // in the worker, and the worker serves on.
 func TestHugeAnswersAreCutNotFatal(t *testing.T) {
 	t.Parallel()
-	p := newPool(t, Config{Unchecked: true})
+	p := newPool(t, Config{Unchecked: true, Reserve: -1})
 	got := p.Eval(context.Background(), "human:1", []string{`error("x" * 1e7)`, `"y" * 1e7`, `.a`}, []byte(`{"a":1}`), 10*time.Second)
 	require.Equal(t, Failed, got[0].Kind)
 	require.Less(t, len(got[0].Detail), 2000)

@@ -1,0 +1,180 @@
+package rulesandbox
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// An owner's requests are served in the order they came: a dry run's
+// compile is not overtaken by evaluations the owner asked for after it
+// (faults row 6d: one waited 1.2 s behind them, then ran its budget).
+func TestAnOwnersRequestsAreServedInTheOrderTheyCame(t *testing.T) {
+	t.Parallel()
+	// One worker at a time for the owner: its requests run one after
+	// another, and each reads the worker's clock (now, outside the
+	// checked subset), which says in what order they ran.
+	p := newPool(t, Config{Workers: 4, PerOwner: 1, Reserve: -1, Unchecked: true})
+	release := make(chan struct{})
+	var calls atomic.Int32
+	p.onReady = func(int) {
+		if calls.Add(1) == 1 {
+			<-release
+		}
+	}
+	ran := make([]float64, 6)
+	var wg sync.WaitGroup
+	eval := func(i int) {
+		defer wg.Done()
+		got := p.Eval(context.Background(), "human:1", []string{`now`}, []byte(`{}`), time.Minute)
+		at, err := strconv.ParseFloat(got[0].Text, 64)
+		if err != nil {
+			t.Errorf("request %d: %+v", i, got[0])
+		}
+		ran[i] = at
+	}
+	queued := func(n int) func() bool {
+		return func() bool {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return p.owners["human:1"] == 1 && len(p.queue["human:1"]) == n
+		}
+	}
+	wg.Add(6)
+	go eval(0)
+	require.Eventually(t, queued(0), time.Minute, time.Millisecond, "the first request holds the owner's worker")
+	for i := 1; i <= 5; i++ {
+		go eval(i)
+		require.Eventually(t, queued(i), time.Minute, time.Millisecond, "request %d waits", i)
+	}
+	close(release)
+	wg.Wait()
+	for i := 1; i < 6; i++ {
+		require.Less(t, ran[i-1], ran[i], "request %d ran before request %d: %v", i, i-1, ran)
+	}
+}
+
+// The reserve: an owner that already holds a worker does not take the
+// last ready idle ones (a worker is started for it instead), so that
+// another owner finds one ready; an owner that holds none takes one, and
+// the reserve is filled again behind it.
+func TestAnOwnerRunningSomethingLeavesTheReserveToOthers(t *testing.T) {
+	t.Parallel()
+	p := newPool(t, Config{Workers: 8, PerOwner: 2})
+	require.Equal(t, 2, p.Limits().Reserve)
+	in := []byte(`{"a":1}`)
+	ctx := context.Background()
+	// The first request starts a worker and fills the reserve behind it.
+	require.Equal(t, "1", p.Eval(ctx, "human:1", []string{`.a`}, in, time.Minute)[0].Text)
+	idle := func(n int) func() bool {
+		return func() bool { return p.Stats().Idle == n }
+	}
+	require.Eventually(t, idle(3), time.Minute, time.Millisecond, "%+v", p.Stats())
+	require.Equal(t, int64(3), p.Stats().Spawned)
+
+	// human:2 holds two workers at once, without giving them back.
+	var armed atomic.Bool
+	var last atomic.Int64
+	held, release := make(chan int, 2), make(chan struct{})
+	p.onReady = func(pid int) {
+		last.Store(int64(pid))
+		if armed.Load() {
+			held <- pid
+			<-release
+		}
+	}
+	armed.Store(true)
+	done := make(chan []Result, 2)
+	for range 2 {
+		go func() { done <- p.Eval(ctx, "human:2", []string{`.a`}, in, time.Minute) }()
+	}
+	<-held
+	<-held
+	armed.Store(false)
+	st := p.Stats()
+	require.Equal(t, 2, st.Idle, "human:2 took one of the reserve, and a worker started for it: %+v", st)
+	require.Equal(t, int64(4), st.Spawned, "%+v", st)
+	reserve := map[int64]bool{}
+	p.mu.Lock()
+	for _, w := range p.idle {
+		require.NotEqual(t, "human:2", w.owner)
+		reserve[int64(w.cmd.Process.Pid)] = true
+	}
+	p.mu.Unlock()
+
+	// Another owner is answered by the reserve while human:2 holds its
+	// share, and the reserve is filled again.
+	require.Equal(t, "1", p.Eval(ctx, "human:3", []string{`.a`}, in, time.Minute)[0].Text)
+	require.True(t, reserve[last.Load()], "human:3 was answered by a worker of the reserve")
+	close(release)
+	for range 2 {
+		require.Equal(t, "1", (<-done)[0].Text)
+	}
+	require.Eventually(t, func() bool { return p.Stats().Spawned == 5 }, time.Minute, time.Millisecond, "%+v", p.Stats())
+}
+
+// A program that runs past its share of CPU has its worker demoted to the
+// lowest priority, every thread of it, so that ordinary rules and the
+// server win the CPU from it; the worker is not reused (the next program
+// would start demoted), and the one after it runs at normal priority.
+func TestAWorkerPastItsShareOfCPUIsDemotedAndNotReused(t *testing.T) {
+	t.Parallel()
+	p := newPool(t, Config{Unchecked: true, Reserve: -1})
+	p.demoteAt = demoteTick
+	demoted := make(chan []int, 1)
+	p.onDemote = func(pid int) { demoted <- niceOfThreads(t, pid) }
+	var ready atomic.Int64
+	p.onReady = func(pid int) { ready.Store(int64(pid)) }
+	in := []byte(`{"a":1}`)
+	// Some hundreds of ms of CPU, well within its timeout: it answers.
+	got := p.Eval(context.Background(), "human:1", []string{`reduce range(1000000) as $i (0; . + 1)`}, in, time.Minute)
+	require.Equal(t, "1000000", got[0].Text, "%+v", got[0])
+	nices := <-demoted
+	require.NotEmpty(t, nices)
+	for _, n := range nices {
+		require.Equal(t, demotedNice, n, "every thread is demoted: %v", nices)
+	}
+	first := ready.Load()
+
+	p.demoteAt = 0 // the default: an ordinary rule stays at normal priority
+	got = p.Eval(context.Background(), "human:1", []string{`.a`}, in, time.Minute)
+	require.Equal(t, "1", got[0].Text)
+	st := p.Stats()
+	require.Equal(t, int64(2), st.Spawned, "the demoted worker was not reused: %+v", st)
+	require.Equal(t, int64(1), st.Killed, "%+v", st)
+	require.NotEqual(t, first, ready.Load())
+	// The server's own priority (the test may run under nice).
+	own := niceOfThreads(t, os.Getpid())[0]
+	for _, n := range niceOfThreads(t, int(ready.Load())) {
+		require.Equal(t, own, n, "a fresh worker runs at the server's priority")
+	}
+	require.Len(t, demoted, 0, "the ordinary rule was not demoted")
+}
+
+// niceOfThreads is the nice value of each thread of process pid.
+func niceOfThreads(t *testing.T, pid int) []int {
+	t.Helper()
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var nices []int
+	for _, task := range tasks {
+		b, err := os.ReadFile(dir + "/" + task.Name() + "/stat")
+		require.NoError(t, err)
+		_, rest, ok := strings.Cut(string(b), ") ")
+		require.True(t, ok)
+		f := strings.Fields(rest)
+		// Fields count from state (3rd in proc(5)); nice is the 19th.
+		n, err := strconv.Atoi(f[16])
+		require.NoError(t, err)
+		nices = append(nices, n)
+	}
+	return nices
+}
