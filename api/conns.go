@@ -155,15 +155,17 @@ func (g *connGuard) takeSlot() bool {
 // shed closes one connection to make room for a newcomer while every slot
 // is held, as a proxy sheds slow clients under load. It may close one
 // that has presented no valid credential (the reserve's rule: a
-// credentialed connection is never shed), is at least shedAge old (each
-// gets a moment to send its request), and is waiting on its client:
+// credentialed connection is never shed) and is waiting on its client:
 // accepted and still silent or in its headers (StateNew), or in the middle
 // of reading its request body. A connection whose handler is at work, or
 // kept alive between requests (the reaper closes those under pressure),
 // is not shed. Among those, the oldest of the client holding the most
 // connections goes first, so a client inside its share is not pushed out
 // by another's reconnections while that one holds more; a trusted proxy's
-// connections (each another client) count as one each.
+// connections (each another client) count as one each. That one goes once
+// it is shedAge old (each gets a moment to send its request); until then
+// the newcomer waits, and no lighter client's connection goes in its
+// place.
 //
 // Shedding is budgeted: at most MaxConns per PressureIdleTimeout, the rate
 // at which the pressure grace already cuts slow bodies, with a burst of a
@@ -193,13 +195,8 @@ func (g *connGuard) shed(now time.Time) time.Duration {
 	}
 	var pick *guardedConn
 	pickHeld := 0
-	wait := age
 	for c := range g.all {
 		if c.authed.Load() || !c.waitingOnClient() {
-			continue
-		}
-		if d := age - now.Sub(c.accepted); d > 0 {
-			wait = min(wait, d)
 			continue
 		}
 		held := g.perClient[c.ip]
@@ -210,13 +207,18 @@ func (g *connGuard) shed(now time.Time) time.Duration {
 			pick, pickHeld = c, held
 		}
 	}
-	if pick != nil {
-		g.shedTokens--
-	}
-	g.mu.Unlock()
 	if pick == nil {
-		return wait
+		g.mu.Unlock()
+		return age
 	}
+	// The one to go is too young yet: wait for it rather than shed a
+	// lighter client's older connection.
+	if d := age - now.Sub(pick.accepted); d > 0 {
+		g.mu.Unlock()
+		return d
+	}
+	g.shedTokens--
+	g.mu.Unlock()
 	// Counted before it closes, as reap does. It may have presented a
 	// credential since it was picked, a request's time ago: it is closed
 	// all the same, as a connection cut by the network would be.
