@@ -1,6 +1,7 @@
 package api
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -50,7 +51,10 @@ type connGuard struct {
 	perClient map[string]int
 	idle      map[net.Conn]time.Time // idle (or new) connections, since when
 	all       map[*guardedConn]struct{}
-	open      int
+	// byClient holds each client's connections in the order accepted
+	// (oldest first), for shed; a trusted proxy's under its key too.
+	byClient map[string]*list.List
+	open     int
 	// shedTokens is shed's budget, as of shedAt (zero: full).
 	shedTokens float64
 	shedAt     time.Time
@@ -73,6 +77,7 @@ func newConnGuard(c ServerConfig) *connGuard {
 	return &connGuard{
 		cfg: c, slots: make(chan struct{}, c.MaxConns), closed: make(chan struct{}),
 		perClient: map[string]int{}, idle: map[net.Conn]time.Time{}, all: map[*guardedConn]struct{}{},
+		byClient: map[string]*list.List{},
 	}
 }
 
@@ -116,6 +121,12 @@ func (l *guardedListener) Accept() (net.Conn, error) {
 		gc.state.Store(int32(http.StateNew))
 		g.idle[gc] = now
 		g.all[gc] = struct{}{}
+		l := g.byClient[ip]
+		if l == nil {
+			l = list.New()
+			g.byClient[ip] = l
+		}
+		gc.elem = l.PushBack(gc)
 		g.mu.Unlock()
 		return gc, nil
 	}
@@ -193,18 +204,25 @@ func (g *connGuard) shed(now time.Time) time.Duration {
 		g.mu.Unlock()
 		return max(time.Duration((1-g.shedTokens)/rate*float64(time.Second)), time.Millisecond)
 	}
+	// Each client's oldest connection that may be shed; of those, the
+	// heaviest client's (a proxy's: each its own client, so all of them
+	// in turn, weighing one).
 	var pick *guardedConn
 	pickHeld := 0
-	for c := range g.all {
-		if c.authed.Load() || !c.waitingOnClient() {
-			continue
-		}
-		held := g.perClient[c.ip]
-		if c.proxy {
-			held = 1
-		}
-		if pick == nil || held > pickHeld || held == pickHeld && c.accepted.Before(pick.accepted) {
-			pick, pickHeld = c, held
+	for ip, l := range g.byClient {
+		held := g.perClient[ip]
+		for e := l.Front(); e != nil; e = e.Next() {
+			c := e.Value.(*guardedConn)
+			if c.authed.Load() || !c.waitingOnClient() {
+				continue
+			}
+			if c.proxy {
+				held = 1
+			}
+			if pick == nil || held > pickHeld || held == pickHeld && c.accepted.Before(pick.accepted) {
+				pick, pickHeld = c, held
+			}
+			break
 		}
 	}
 	if pick == nil {
@@ -247,6 +265,8 @@ type guardedConn struct {
 	accepted time.Time
 	// state is its last http.ConnState.
 	state atomic.Int32
+	// elem is its place in g.byClient; guarded by g.mu.
+	elem *list.Element
 	// authed: a request on it presented a valid credential.
 	authed atomic.Bool
 	// body is the request body being served, nil for none.
@@ -269,6 +289,12 @@ func (c *guardedConn) Close() error {
 		g.openNow.Store(int64(g.open))
 		delete(g.idle, c)
 		delete(g.all, c)
+		if l := g.byClient[c.ip]; l != nil {
+			l.Remove(c.elem)
+			if l.Len() == 0 {
+				delete(g.byClient, c.ip)
+			}
+		}
 		g.mu.Unlock()
 		<-g.slots
 	})
@@ -454,8 +480,11 @@ type rateBody struct {
 	n       int64         // bytes read
 	waited  time.Duration // time spent in Read, finished ones
 	reading time.Time     // when the Read in progress began, zero for none
-	set     time.Time     // the read deadline last set
-	done    bool          // read to its end or failed
+	// inRead mirrors !reading.IsZero() for shed, which must not take mu
+	// for every connection it looks at.
+	inRead atomic.Bool
+	set    time.Time // the read deadline last set
+	done   bool      // read to its end or failed
 }
 
 // deadline is the latest the next byte may arrive, from now, with grace.
@@ -481,6 +510,7 @@ func (b *rateBody) Read(p []byte) (int, error) {
 	start := time.Now()
 	b.set = b.deadline(start, b.g.bodyGrace())
 	b.reading = start
+	b.inRead.Store(true)
 	_ = b.conn.SetReadDeadline(b.set)
 	b.mu.Unlock()
 
@@ -490,6 +520,7 @@ func (b *rateBody) Read(p []byte) (int, error) {
 	defer b.mu.Unlock()
 	b.waited += time.Since(start)
 	b.reading = time.Time{}
+	b.inRead.Store(false)
 	b.n += int64(n)
 	if err != nil {
 		b.done = true
@@ -510,12 +541,7 @@ func (c *guardedConn) waitingOnClient() bool {
 		return true
 	}
 	b := c.body.Load()
-	if b == nil {
-		return false
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return !b.done && !b.reading.IsZero()
+	return b != nil && b.inRead.Load()
 }
 
 // tighten brings the deadline of a Read in progress to grace, when that

@@ -123,7 +123,9 @@ func TestShedTakesTheHeaviestClientsOldestConnectionWaitingOnItsClient(t *testin
 	heavy[2].body.Store(&rateBody{conn: heavy[2], g: g}) // …but between reads: the handler at work
 	light[0].state.Store(int32(http.StateIdle))          // kept alive between requests
 	light[1].state.Store(int32(http.StateActive))
-	light[1].body.Store(&rateBody{conn: light[1], g: g, reading: base}) // waiting for its body
+	reading := &rateBody{conn: light[1], g: g, reading: base} // waiting for its body
+	reading.inRead.Store(true)
+	light[1].body.Store(reading)
 
 	// 192.0.2.1 holds the most, but none of its three may be shed; of
 	// 192.0.2.2's two only the one reading its body may.

@@ -182,7 +182,9 @@ func TestReserveAdmitsAClientWithACredential(t *testing.T) {
 	newcomer, err := dialFrom(t, "127.0.0.3", addr)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, getWith(newcomer, "/", "good"), "the reserve admits a client with a credential")
-	require.GreaterOrEqual(t, srv.ConnsEvicted(), int64(1))
+	// Evicted from the reserve; or, when a holder's request was not read
+	// yet as the newcomer came (a busy machine), shed at accept.
+	require.GreaterOrEqual(t, srv.ConnsEvicted()+srv.ConnsShed(), int64(1))
 
 	// The evicted ones were unauthenticated holders; the authenticated
 	// slow request is still open, and answered when released.
@@ -201,8 +203,10 @@ func TestReserveAdmitsAClientWithACredential(t *testing.T) {
 	}
 	require.Positive(t, closed, "unauthenticated connections gave way")
 	// The reaper may go on closing holders once answered (idle and still
-	// over the reserve), never more than it evicted.
-	require.LessOrEqual(t, int64(closed), srv.ConnsEvicted())
+	// over the reserve), never more than it evicted; and a holder whose
+	// request the server had not read yet may have been shed at accept
+	// for the newcomer.
+	require.LessOrEqual(t, int64(closed), srv.ConnsEvicted()+srv.ConnsShed())
 }
 
 // acceptsListener reports each connection the server accepts.
