@@ -18,12 +18,13 @@ import (
 
 // connGuard bounds a server's connections (issue 18 item 10): at most
 // MaxConns at once (past it, a connection accepted waits for a slot, or
-// sheds one, below); at most MaxConnsPerClient from one client IP (a connection past it is
-// closed as soon as it is accepted, so one client cannot take the whole
-// cap and lock everyone else out); and while PressureConns or more are
-// open, a connection idle (kept alive between requests, or accepted and
-// still silent) for PressureIdleTimeout is closed, instead of waiting out
-// the IdleTimeout.
+// sheds one, below); at most MaxConnsPerClient from one client IP (a
+// connection past it is closed as soon as it is accepted, even while
+// every slot is held, so one client cannot take the whole cap and lock
+// everyone else out); and while PressureConns or more are open, a
+// connection idle (kept alive between requests, or accepted and still
+// silent) for PressureIdleTimeout is closed, instead of waiting out the
+// IdleTimeout.
 //
 // Issue 24 item 5 adds the reserve: the last ReservedConns of MaxConns are
 // kept for clients that present a valid credential. The accept happens
@@ -39,6 +40,7 @@ import (
 // waiting on its client, in its headers or its body (shed), within a
 // budget, so another client is let in at once even as slow clients take
 // every slot together.
+//
 // Connections from a trusted proxy (TrustedProxies) carry many clients:
 // they are not held to MaxConnsPerClient. An IPv6 client is its /64.
 type connGuard struct {
