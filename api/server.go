@@ -112,7 +112,8 @@ type ServerConfig struct {
 	// PressureIdleTimeout is the idle timeout under pressure. Defaults to
 	// PressureIdleTimeoutDefault (1 s). It is also a body's grace under
 	// pressure (when shorter than BodyGrace) and how long a connection in
-	// the reserve has to present a valid credential.
+	// the reserve has to present a valid credential; a connection is a
+	// quarter of it old before a newcomer may take its slot (Server).
 	PressureIdleTimeout time.Duration
 	// ReservedConns are the last connections of MaxConns kept for clients
 	// that present a valid credential: while more than MaxConns minus
@@ -166,7 +167,11 @@ type Server struct {
 // Its Serve bounds the connections too (connGuard): at most MaxConns at
 // once, at most MaxConnsPerClient from one client (an IPv6 /64), idle
 // ones closed after PressureIdleTimeout while PressureConns are open, and
-// ReservedConns kept for clients with a valid credential. Each request's
+// ReservedConns kept for clients with a valid credential. A connection
+// accepted while all MaxConns are held takes the slot of one without a
+// credential still in its headers or body (the heaviest client's oldest,
+// a quarter of PressureIdleTimeout old at least, at most MaxConns per
+// PressureIdleTimeout: ConnsShed) rather than wait. Each request's
 // client is resolved through TrustedProxies (httpx.RealClient).
 func NewServer(handler http.Handler, c ServerConfig) *Server {
 	c = c.WithDefaults()
@@ -201,6 +206,11 @@ func (s *Server) ConnsReaped() int64 { return s.guard.reaped.Load() }
 // ConnsEvicted is how many connections without a valid credential were
 // closed to free the reserve (ReservedConns).
 func (s *Server) ConnsEvicted() int64 { return s.guard.evicted.Load() }
+
+// ConnsShed is how many connections without a valid credential, still
+// waiting on their client, were closed at accept to make room for a new
+// connection while every slot was held.
+func (s *Server) ConnsShed() int64 { return s.guard.shedN.Load() }
 
 // SlowBodies is how many requests were cut for a body slower than
 // BodyMinRate.

@@ -159,7 +159,9 @@ func TestStreamingRouteOutlivesTheWriteTimeout(t *testing.T) {
 
 func TestConnectionsAreBounded(t *testing.T) {
 	t.Parallel()
-	addr := serve(t, okHandler, api.ServerConfig{MaxConns: 1, IdleTimeout: time.Minute})
+	// A share of 2: the second connection is within it (a connection past
+	// its client's share is closed at accept, even while the cap is full).
+	addr := serve(t, okHandler, api.ServerConfig{MaxConns: 1, MaxConnsPerClient: 2, IdleTimeout: time.Minute})
 
 	first := dial(t, addr)
 	_, err := io.WriteString(first, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")

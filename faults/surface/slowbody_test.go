@@ -199,8 +199,9 @@ func TestSlowBodiesFromNineAddressesLeaveAnotherClientServed(t *testing.T) {
 				"its request read by the server after p50 %s, worst %s",
 				p50.Round(time.Millisecond), worst.Round(time.Millisecond), len(waits), bound,
 				reads[len(reads)/2].Round(time.Millisecond), reads[len(reads)-1].Round(time.Millisecond)),
-			fmt.Sprintf("%d slow-body connections opened; %d bodies cut for their rate, %d unauthenticated connections closed to free the reserve, %d closed past a client's share",
-				opened.Load(), srv.SlowBodies(), srv.ConnsEvicted(), srv.ConnsRefused()),
+			fmt.Sprintf("%d slow-body connections opened; %d shed at accept to let a newcomer in, %d bodies cut for their rate, "+
+				"%d unauthenticated connections closed to free the reserve, %d closed past a client's share",
+				opened.Load(), srv.ConnsShed(), srv.SlowBodies(), srv.ConnsEvicted(), srv.ConnsRefused()),
 		},
 	})
 }
