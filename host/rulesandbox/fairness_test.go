@@ -180,3 +180,24 @@ func niceOfThreads(t *testing.T, pid int) []int {
 	}
 	return nices
 }
+
+// The programs after the one that ran long do not run demoted: its worker
+// answers it and the rest go to a fresh worker at the server's priority.
+// On a busy machine they crawled at nice 19 past the rules' budget (ci4:
+// TestExpressionThatLoopsForeverIsAFault's routing rule was not run).
+func TestTheRulesAfterADemotedOneRunInAFreshWorker(t *testing.T) {
+	t.Parallel()
+	p := newPool(t, Config{Unchecked: true, Reserve: -1})
+	p.demoteAt = demoteTick
+	var demotedPid atomic.Int64
+	p.onDemote = func(pid int) { demotedPid.Store(int64(pid)) }
+	var ready atomic.Int64
+	p.onReady = func(pid int) { ready.Store(int64(pid)) }
+	in := []byte(`{"a":1}`)
+	got := p.Eval(context.Background(), "human:1", []string{`reduce range(1000000) as $i (0; . + 1)`, `.a`}, in, time.Minute)
+	require.Equal(t, "1000000", got[0].Text, "%+v", got[0])
+	require.Equal(t, "1", got[1].Text, "%+v", got[1])
+	require.NotZero(t, demotedPid.Load(), "the long program's worker was demoted")
+	require.NotEqual(t, demotedPid.Load(), ready.Load(), "the rule after it ran in another worker")
+	require.Equal(t, int64(2), p.Stats().Spawned)
+}

@@ -599,7 +599,9 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 	// Once ready, a watcher lowers the worker's priority when one
 	// program runs past demoteAfter of CPU time; answered counts the
 	// programs answered, so that it measures each from its start.
-	var answered atomic.Int64
+	// lowered is, once the watcher demoted the worker, 1 + the index of
+	// the program it ran long.
+	var answered, lowered atomic.Int64
 	stopWatch := func() {}
 	defer func() { stopWatch() }()
 	for i := 0; ; {
@@ -653,11 +655,11 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 				ready = true
 				since = time.Now()
 				cpuStart, _ = cpuTime(w.cmd.Process.Pid)
-				after := demoteAfter(per - p.cfg.Grace)
+				after := demoteAfter(per-p.cfg.Grace, per)
 				if p.demoteAt > 0 {
 					after = p.demoteAt
 				}
-				stopWatch = p.watch(w, after, cpuStart, &answered)
+				stopWatch = p.watch(w, after, cpuStart, &answered, &lowered)
 				if p.onReady != nil {
 					p.onReady(w.cmd.Process.Pid)
 				}
@@ -687,18 +689,29 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 		results[i] = fromReply(rep)
 		i++
 		answered.Store(int64(i))
+		if l := lowered.Load(); l > 0 && l <= int64(i) {
+			// The program that ran long is answered: the ones after it
+			// run in a fresh worker at the normal priority, not at nice
+			// 19 on this one, where on a busy machine they crawled past
+			// the rules' budget (ci4: an ordinary rule after an endless
+			// one was not run).
+			stopWatch()
+			return i, false
+		}
 	}
 }
 
 // demoteAfter is the CPU time one program may use before its worker's
-// priority is lowered, for a program whose own limit is timeout: a
-// quarter of it (62 ms of a rule's 250 ms; an ordinary rule compiles and
-// runs in well under a millisecond). A race-built worker (a test binary
-// of another package, under -race) runs several times slower: its
-// programs get their whole timeout, past which they are faults anyway.
-func demoteAfter(timeout time.Duration) time.Duration {
+// priority is lowered, for a program whose own limit is timeout and which
+// is killed past per: a quarter of timeout (62 ms of a rule's 250 ms; an
+// ordinary rule compiles and runs in well under a millisecond). A
+// race-built worker (a test binary of another package, under -race) runs
+// several times slower: it is not demoted before it is killed (at its
+// whole timeout it was, and on a busy machine the rules after an endless
+// one crawled at nice 19 past the budget: ci4).
+func demoteAfter(timeout, per time.Duration) time.Duration {
 	if raceBuild {
-		return timeout
+		return per
 	}
 	return timeout / 4
 }
@@ -719,7 +732,7 @@ const demoteTick = 10 * time.Millisecond
 // wants, until its own limits stop it; its worker is not reused, so that
 // no later program starts demoted. It returns the stop, which waits for
 // the watcher to end.
-func (p *Pool) watch(w *worker, after, base time.Duration, answered *atomic.Int64) (stop func()) {
+func (p *Pool) watch(w *worker, after, base time.Duration, answered, lowered *atomic.Int64) (stop func()) {
 	done, ended := make(chan struct{}), make(chan struct{})
 	pid := w.cmd.Process.Pid
 	demoted := false // the watcher's until ended is closed
@@ -746,6 +759,7 @@ func (p *Pool) watch(w *worker, after, base time.Duration, answered *atomic.Int6
 			}
 			if used-base >= after {
 				demoted = true
+				lowered.Store(seen + 1)
 				demote(pid)
 				if p.onDemote != nil {
 					p.onDemote(pid)
