@@ -88,7 +88,9 @@ func TestRegexBombIsKilledAtItsTimeLimit(t *testing.T) {
 	require.Equal(t, Stopped, got[0].Kind, "%+v", got[0])
 	require.Contains(t, got[0].Detail, "ran past its time limit of 350ms")
 	require.Equal(t, Result{Kind: Ran, Output: true, Truthy: true, HasText: true, Text: "true"}, got[1], "the next rule runs")
-	require.Equal(t, int64(2), p.Stats().Spawned, "the killed worker was replaced")
+	// Replaced at least once: the pool's refill and the next program's own
+	// start may both start one when the refill is not ready yet (ci5, 3).
+	require.GreaterOrEqual(t, p.Stats().Spawned, int64(2), "the killed worker was replaced")
 }
 
 // The CPU limit is the kernel's, and holds when the wall deadline is far.
