@@ -223,3 +223,74 @@ func TestRulesAreCompiledOnlyForTheWebhooksOwner(t *testing.T) {
 	requireCode(t, err, notifytype.CodeNotFound, "")
 	require.Equal(t, spawned, sb.Stats().Spawned, "no rule worker started for a stranger")
 }
+
+// Faults row 6d: an owner's dry runs past the rule workers it may hold
+// wait before they read or decode anything (admission), and another
+// owner's dry run is not held by them.
+func TestAnOwnersDryRunsPastItsWorkersWaitAndAnotherOwnersDoNot(t *testing.T) {
+	t.Parallel()
+	pool := hosttest.New(t)
+	w := newHookWorldOn(t, pool, 5*time.Second)
+	sb := rulesandbox.New(rulesandbox.Config{PerOwner: 1, Grace: 100 * time.Millisecond, CompileTimeout: 10 * time.Second})
+	t.Cleanup(sb.Close)
+	w.hooks = host.NewWebhooks(host.WebhooksConfig{
+		Pool: pool, Emitter: w.engine, SecretKey: w.key, Clock: w.clock, RuleTimeout: 5 * time.Second, RulesBudget: time.Minute, Sandbox: sb,
+	})
+	ctx := context.Background()
+	hookA, secretA, a := w.hook(t, ctx)
+	hookB, secretB, b := w.hook(t, ctx)
+	w.post(t, ctx, hookA, secretA, delivery(10_000, 0))
+	w.post(t, ctx, hookB, secretB, delivery(10, 0))
+	bomb := []host.RuleInput{
+		{Name: "bomb", Expr: regexBomb(30), Action: host.RuleAction{Drop: true}},
+		{Name: "bomb again", Expr: regexBomb(30), Action: host.RuleAction{Drop: true}},
+	}
+
+	// The owner's first dry run holds its one worker until the test ends
+	// it; its second waits for admission.
+	type answer struct {
+		report host.TestReport
+		err    error
+	}
+	run := func(ctx context.Context) chan answer {
+		ch := make(chan answer, 1)
+		go func() {
+			r, err := w.hooks.TestRules(ctx, a, hookA.ID, bomb, 0)
+			ch <- answer{r, err}
+		}()
+		return ch
+	}
+	ctx1, end1 := context.WithCancel(ctx)
+	defer end1()
+	first := run(ctx1)
+	owner := hookA.Owner.String()
+	inFlight := func() int { held, queued := w.hooks.DryRunsInFlight(owner); return held + queued }
+	host.WaitUntil(t, func() bool { return inFlight() == 1 }, "the first dry run is admitted")
+	ctx2, end2 := context.WithCancel(ctx)
+	defer end2()
+	second := run(ctx2)
+	host.WaitUntil(t, func() bool { return inFlight() == 2 }, "the second dry run is in")
+
+	// Another owner's dry run answers meanwhile.
+	report, err := w.hooks.TestRules(ctx, b, hookB.ID, []host.RuleInput{
+		{Name: "opened", Expr: `.action == "opened"`, Action: host.RuleAction{Drop: true}},
+	}, 0)
+	require.NoError(t, err)
+	require.Len(t, report.Deliveries, 1)
+	require.Equal(t, host.OutcomeDropped, report.Deliveries[0].Outcome)
+	select {
+	case got := <-second:
+		t.Fatalf("the owner's second dry run ran beside its first: %+v", got)
+	default:
+	}
+	held, queued := w.hooks.DryRunsInFlight(owner)
+	require.Equal(t, [2]int{1, 1}, [2]int{held, queued}, "one of the owner's dry runs runs, the other waits for admission")
+
+	// The waiting one's caller goes away: it ends with its caller's error,
+	// having run nothing; the first then ends too.
+	end2()
+	require.ErrorIs(t, (<-second).err, context.Canceled)
+	end1()
+	<-first
+	require.Zero(t, inFlight())
+}
