@@ -141,22 +141,7 @@ func TestSlowBodyIsCutAfterItsGrace(t *testing.T) {
 // connection that presented a valid credential is not closed for it.
 func TestReserveAdmitsAClientWithACredential(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(free)
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") == "Bearer good" {
-			httpx.Authenticated(r.Context())
-		}
-		if r.URL.Path == "/slow" {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		}
-		_, _ = io.WriteString(w, "ok")
-	})
+	handler, free := slowHandler(t)
 	c := api.ServerConfig{MaxConns: 10, MaxConnsPerClient: 10, PressureConns: 10, ReservedConns: 3,
 		PressureIdleTimeout: 100 * time.Millisecond, IdleTimeout: time.Minute}
 	srv, addr := serveServer(t, handler, c)
@@ -234,23 +219,7 @@ func (l acceptsListener) Accept() (net.Conn, error) {
 // connection are left open. Real TCP.
 func TestNewcomerShedsTheHeaviestClientsOldestConnectionWaitingOnItsClient(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(free)
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") == "Bearer good" {
-			httpx.Authenticated(r.Context())
-		}
-		if r.URL.Path == "/slow" {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		}
-		_, _ = io.Copy(io.Discard, r.Body)
-		_, _ = io.WriteString(w, "ok")
-	})
+	handler, free := slowHandler(t)
 	c := api.ServerConfig{MaxConns: 4, MaxConnsPerClient: 4, PressureConns: 5, ReservedConns: -1,
 		PressureIdleTimeout: 40 * time.Millisecond, ReadTimeout: time.Minute, IdleTimeout: time.Minute, BodyGrace: time.Minute}
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
@@ -306,4 +275,27 @@ func TestNewcomerShedsTheHeaviestClientsOldestConnectionWaitingOnItsClient(t *te
 	require.NoError(t, err, "the credentialed connection is open")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.EqualValues(t, 1, srv.ConnsShed())
+}
+
+// slowHandler answers "ok" after reading the body; "Bearer good" marks the
+// connection authenticated; /slow answers only once free is called (or the
+// request ends), and the test's end calls it.
+func slowHandler(t *testing.T) (handler http.Handler, free func()) {
+	release := make(chan struct{})
+	var once sync.Once
+	free = func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "Bearer good" {
+			httpx.Authenticated(r.Context())
+		}
+		if r.URL.Path == "/slow" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, "ok")
+	}), free
 }
