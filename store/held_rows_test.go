@@ -148,22 +148,34 @@ func TestHeldRowStatementsFollowARowChangedMeanwhile(t *testing.T) {
 	pool, sink := newHeldRowsDB(t)
 	ctx := context.Background()
 
-	writers := map[string]func(id int64) error{
-		"FinishRows": func(id int64) error {
+	// Each writer, and the state it leaves a row in that stays with
+	// instance-a.
+	writers := map[string]struct {
+		write func(id int64) error
+		state string
+	}{
+		"FinishRows": {func(id int64) error {
 			return store.FinishRows(ctx, pool, []store.Claimed{{ID: id, Token: 1}}, "instance-a", store.RowOutcome{State: "delivered"}, time.Now(), hostReplaces)
-		},
-		"RecordFinished": func(id int64) error {
+		}, "delivered"},
+		"RecordFinished": {func(id int64) error {
 			return store.RecordFinished(ctx, pool, []store.Finished{{Rows: []store.Claimed{{ID: id, Token: 1}}, Status: "delivered",
 				Outcome: store.RowOutcome{State: "delivered"}, At: time.Now()}}, "instance-a", hostReplaces)
-		},
+		}, "delivered"},
+		// A stop giving back a queued row (its second statement).
+		"ReleaseRows": {func(id int64) error {
+			_, err := store.ReleaseRows(ctx, pool, []store.Claimed{{ID: id, Token: 1}}, "instance-a", hostReplaces)
+			return err
+		}, "pending"},
 	}
-	for writer, write := range writers {
+	for writer, wr := range writers {
+		write := wr.write
 		for _, tc := range []struct {
 			name, change string
-			// want is the row's state and holder once both have committed.
+			// want is the row's state and holder once both have committed
+			// ("": the writer's own state).
 			wantState, wantBy string
 		}{
-			{"kept", `UPDATE switchboard.outbox SET claim_expires_at = claim_expires_at + interval '1 minute' WHERE id = $1`, "delivered", ""},
+			{"kept", `UPDATE switchboard.outbox SET claim_expires_at = claim_expires_at + interval '1 minute' WHERE id = $1`, "", ""},
 			{"taken", `UPDATE switchboard.outbox SET claimed_by = 'instance-b' WHERE id = $1`, "claimed", "instance-b"},
 		} {
 			t.Run(writer+"/"+tc.name, func(t *testing.T) {
@@ -197,7 +209,11 @@ func TestHeldRowStatementsFollowARowChangedMeanwhile(t *testing.T) {
 				var state string
 				var by *string
 				require.NoError(t, pool.QueryRow(ctx, `SELECT state, claimed_by FROM switchboard.outbox WHERE id = $1`, id).Scan(&state, &by))
-				require.Equal(t, tc.wantState, state)
+				want := tc.wantState
+				if want == "" {
+					want = wr.state
+				}
+				require.Equal(t, want, state)
 				if tc.wantBy == "" {
 					require.Nil(t, by)
 				} else {

@@ -45,6 +45,25 @@ var List = []Mutant{
 			New: "WHERE o.claimed_by = $3\n\t\t), targets"}},
 		Package: "./store/", Run: "^TestAnOldClaimsStatementsChangeNothing$",
 	},
+	// A statement on held rows finds each by the tid of its snapshot and
+	// leaves out a row changed meanwhile; a second statement tries those
+	// once more.
+	{
+		ID:    "again-finish-rows",
+		Guard: "the second statement of an outcome (finishRowsAgain): a row another transaction changed while the outcome was written, still held under its claim, gets its outcome (else it stays claimed until its claim expires, and is sent again)",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "\trest := r.without(done)\n\tif len(rest.ids) == 0 {",
+			New: "\trest := r.without(done)\n\tif true {"}},
+		Package: "./store/", Run: "^TestHeldRowStatementsFollowARowChangedMeanwhile$", Fast: true,
+	},
+	{
+		ID:    "again-release-rows",
+		Guard: "the second statement of a release on stop (ReleaseRows): a queued row changed while it was given back, still held under its claim, goes back to pending (else it waits out its claim)",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "\tif n < len(rows) {\n\t\tagain, err := db.Exec(ctx, releaseRowsSQL",
+			New: "\tif false {\n\t\tagain, err := db.Exec(ctx, releaseRowsSQL"}},
+		Package: "./store/", Run: "^TestHeldRowStatementsFollowARowChangedMeanwhile$", Fast: true,
+	},
 
 	{
 		ID:    "token-insert-record",
