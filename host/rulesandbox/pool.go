@@ -581,14 +581,14 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 	// A caller that goes away stops the read at once.
 	stopRead := context.AfterFunc(ctx, func() { _ = w.out.SetReadDeadline(time.Now()) })
 	defer stopRead()
-	d, _ := deadline()
+	d, writeBudget := deadline()
 	_ = w.in.SetWriteDeadline(d)
 	err := writeFrame(w.in, req)
 	if err == nil {
 		err = writeRaw(w.in, req.Input)
 	}
 	if err != nil {
-		results[0] = p.death(ctx, w, err, per, false)
+		results[0] = p.death(ctx, w, err, per, writeBudget)
 		return 1, false
 	}
 	// The worker first says it has the input: starting and decoding cost
@@ -848,6 +848,12 @@ func (p *Pool) death(ctx context.Context, w *worker, err error, per time.Duratio
 	_ = w.cmd.Process.Kill()
 	_ = w.cmd.Wait()
 	w.dead = true
+	// Whether the budget ran out is read from its deadline and the clock:
+	// the context's own timer may not have fired yet when a read or write
+	// cut at that same deadline returns.
+	if dl, ok := ctx.Deadline(); ok && timedOut && !time.Now().Before(dl) {
+		isBudget = true
+	}
 	switch {
 	case ctx.Err() != nil || (timedOut && isBudget):
 		return Result{Kind: Stopped, Detail: "stopped: the rules' time budget ran out"}

@@ -395,3 +395,37 @@ func TestAWorkerWhoseAddressSpaceGrewIsRetired(t *testing.T) {
 	require.Equal(t, "1", got[0].Text, "%+v", got[0])
 	require.Equal(t, int64(2), p.Stats().Spawned)
 }
+
+// lateTimer is a context whose deadline has passed but whose timer has not
+// fired yet: Err is still nil (the moment a read cut at that deadline
+// returns, on a loaded machine).
+type lateTimer struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c lateTimer) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// A read or write cut at the rules' budget's deadline is the budget's
+// doing, also before the context says so: the rules after it are "not
+// run" and this one "stopped: the rules' time budget ran out", not "ran
+// past its time limit" (TestRulesPastTheTimeBudgetAreNotRun saw that once
+// under load). A cut before the budget's deadline is the program's own.
+func TestACutAtTheBudgetsDeadlineIsTheBudgetsDoing(t *testing.T) {
+	t.Parallel()
+	p := newPool(t, Config{Reserve: -1})
+	for _, tc := range []struct {
+		deadline time.Time
+		want     string
+	}{
+		{time.Now().Add(-time.Millisecond), "stopped: the rules' time budget ran out"},
+		{time.Now().Add(time.Hour), "stopped: ran past its time limit of 1s"},
+	} {
+		w, err := p.spawn()
+		require.NoError(t, err)
+		r := p.death(lateTimer{context.Background(), tc.deadline}, w, os.ErrDeadlineExceeded, time.Second, false)
+		p.stop(w)
+		require.Equal(t, Stopped, r.Kind)
+		require.Equal(t, tc.want, r.Detail)
+	}
+}
