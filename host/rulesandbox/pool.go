@@ -527,6 +527,14 @@ func (p *Pool) spawn() (*worker, error) {
 	cmd.Env = []string{
 		workerEnv + "=1", workerMemEnv + "=" + strconv.FormatInt(p.cfg.Memory, 10),
 		"GOMAXPROCS=1", "GOMEMLIMIT=" + strconv.FormatInt(p.cfg.Memory*3/4, 10), "GOTRACEBACK=single",
+		// One malloc arena (cgo's threads use C's malloc): glibc gives
+		// each new thread an arena of its own, 64 MiB of address space
+		// reserved, so that on a loaded machine, where the runtime starts
+		// a thread for each syscall that blocks long enough, a worker
+		// gained 72 MiB of address space a thread, no program's doing,
+		// and was retired (or would reach RLIMIT_AS) after trivial
+		// requests.
+		"MALLOC_ARENA_MAX=1",
 	}
 	if p.spaceGrow > 0 {
 		cmd.Env = append(cmd.Env, workerSpaceEnv+"="+strconv.FormatInt(p.spaceGrow, 10))

@@ -371,11 +371,13 @@ func TestAWorkerWhoseAddressSpaceGrewIsRetired(t *testing.T) {
 		t.Fatal("the address-space limit is off in race-built workers; run this package without -race (the Makefile does)")
 	}
 	p := newPool(t, Config{Workers: 1, Idle: 1, Unchecked: true, Memory: 256 << 20})
-	// Retired past 32 MiB of growth instead of a memory's worth, so that
-	// a program well within its memory crosses the line: two million
-	// elements add 74 to 210 MiB of address space past the runtime's own
-	// reservations (seen over 20 runs), a trivial request nothing.
-	p.spaceGrow = 32 << 20
+	// Retired past 1 MiB of growth instead of a memory's worth, so that a
+	// program well within its memory crosses the line: two million
+	// elements reserve at least one more 64 MiB heap arena (155 MiB of
+	// address space past the worker's start, with its runtime's 64 MiB,
+	// seen in session 6), a trivial request 8.5 MiB, a thread started
+	// since its 8 MiB stack (allowed for).
+	p.spaceGrow = 1 << 20
 	in := []byte(`{"a":1}`)
 	ctx := context.Background()
 	for range 3 {

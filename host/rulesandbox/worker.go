@@ -120,6 +120,7 @@ func setLimits(memory, grow int64) error {
 				grow = memory
 			}
 			spaceRetire = space + min(grow, memory)
+			threadsBase, _ = statusField("Threads")
 			if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
 				return fmt.Errorf("RLIMIT_AS: %w", err)
 			}
@@ -138,30 +139,56 @@ func setLimits(memory, grow int64) error {
 }
 
 // runtimeSpace is the address space the runtime adds as the worker starts
-// serving (its first heap arenas and threads: some 72 MiB seen after a
-// trivial request), counted in the worker's base and not in what its
-// programs may add.
-const runtimeSpace = 128 << 20
+// serving (its first heap arenas and threads), counted in the worker's base
+// and not in what its programs may add. It was 128 MiB while every thread
+// also reserved a malloc arena of 64 MiB (72 MiB seen after a trivial
+// request); with one arena (MALLOC_ARENA_MAX=1, pool.spawn) a thread adds
+// its 8 MiB stack, and tidy allows for threads started since.
+const runtimeSpace = 64 << 20
 
 // spaceRetire is the address space (VmSize) past which a worker asks to be
 // retired after a request; 0 when no RLIMIT_AS applies.
 var spaceRetire int64
 
+// threadsBase is the worker's threads when spaceRetire was set. A thread
+// the runtime starts later (on a loaded machine, one for each syscall that
+// blocked long enough for the scheduler to hand its P over) reserves its
+// stack, RLIMIT_STACK's worth with cgo: address space no program added,
+// which tidy does not count against it (ci1 of session 6 saw a worker
+// retired after trivial requests under load 8-11).
+var threadsBase int64
+
+// threadReserve is the address space one thread reserves for its stack:
+// RLIMIT_STACK (pthread's default), or 8 MiB when that is unlimited.
+func threadReserve() int64 {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_STACK, &lim); err == nil && lim.Cur > 0 && lim.Cur < 1<<30 {
+		return int64(lim.Cur)
+	}
+	return 8 << 20
+}
+
 // vmStatus is a size of /proc/self/status, in bytes: VmData (the data
 // segment, what RLIMIT_DATA counts) or VmSize (the address space, what
 // RLIMIT_AS counts).
 func vmStatus(field string) (int64, error) {
+	kb, err := statusField(field)
+	return kb << 10, err
+}
+
+// statusField is a number of /proc/self/status (a size in kB, or a count).
+func statusField(field string) (int64, error) {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			if err != nil {
 				return 0, fmt.Errorf("reading %s: %w", field, err)
 			}
-			return kb << 10, nil
+			return n, nil
 		}
 	}
 	return 0, fmt.Errorf("no %s in /proc/self/status", field)
@@ -319,7 +346,11 @@ const retireHeap = 32 << 20
 // still large or its address space grew past spaceRetire.
 func tidy(cache *codeCache) bool {
 	if spaceRetire > 0 {
-		if space, err := vmStatus("VmSize"); err != nil || space >= spaceRetire {
+		limit := spaceRetire
+		if threads, err := statusField("Threads"); err == nil && threads > threadsBase {
+			limit += (threads - threadsBase) * threadReserve()
+		}
+		if space, err := vmStatus("VmSize"); err != nil || space >= limit {
 			return true
 		}
 	}
