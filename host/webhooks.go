@@ -100,9 +100,6 @@ type Webhooks struct {
 	// sandbox runs the rules and the sender and subject expressions, in
 	// worker processes (rulesandbox): nothing compiles or runs them here.
 	sandbox *rulesandbox.Pool
-	// dryRuns admits each owner's dry runs as many at once as the
-	// sandbox serves the owner (admission).
-	dryRuns *admission
 	// dummySealed is a secret sealed at start that a delivery to an unknown
 	// webhook is checked against (verifyUnknown); nil without a key.
 	dummySealed []byte
@@ -172,7 +169,6 @@ func NewWebhooks(cfg WebhooksConfig) *Webhooks {
 	if s.sandbox == nil {
 		s.sandbox = rulesandbox.Default()
 	}
-	s.dryRuns = newAdmission(s.sandbox.Limits().PerOwner)
 	if s.vault.Enabled() {
 		sealed, err := s.vault.Seal(0, dummyScope, notifytype.NewSecret(dummySignatureKey))
 		if err != nil {

@@ -741,18 +741,6 @@ func (s *Webhooks) TestRules(ctx context.Context, p engine.Principal, id int64, 
 	if err != nil {
 		return TestReport{}, wrap(err, "testing rules")
 	}
-	// Once the caller is known to see the webhook, and before any reading
-	// or compiling: an owner's dry runs past what its rule workers serve
-	// wait here, within the budget (admission).
-	leave, err := s.dryRuns.enter(budgetCtx, w.Owner)
-	if err != nil {
-		if ctx.Err() != nil {
-			return TestReport{}, ctx.Err()
-		}
-		return TestReport{}, notifytype.RateLimitedFor(fmt.Sprintf(
-			"this owner's other rule tests hold every rule worker it may use (%d at once) for longer than a test's budget", s.dryRuns.per), s.budget)
-	}
-	defer leave()
 	var rules []hoststore.RuleRow
 	if candidates == nil {
 		if rules, err = hoststore.ListRules(ctx, s.pool, id); err != nil {

@@ -136,7 +136,7 @@ func TestHostileDryRunsCannotStarveTheServerOrAnotherOwner(t *testing.T) {
 	dryRun, _ := json.Marshal(map[string]any{"rules": rules})
 	var mu sync.Mutex
 	var dryTimes, deliveryTimes []time.Duration
-	var faulted, routed, answered, attacks, busy int
+	var faulted, routed, answered, attacks int
 	probe := func(n int) time.Duration {
 		body := []byte(fmt.Sprintf(`{"action":"opened","sender":{"login":"octocat"},"issue":{"number":%d,"title":"red"}}`, n))
 		start := time.Now()
@@ -193,11 +193,6 @@ func TestHostileDryRunsCannotStarveTheServerOrAnotherOwner(t *testing.T) {
 					case status == http.StatusOK:
 						answered++
 						faulted += strings.Count(out, `"fault":`)
-					case status == http.StatusTooManyRequests && strings.Contains(out, `"rate_limited"`):
-						// Past the owner's admitted dry runs for a whole
-						// budget: refused as busy, with a retry time.
-						answered++
-						busy++
 					case status == http.StatusBadRequest && strings.Contains(out, "could not be compiled within the rules' limits"):
 						// A hostile candidate whose compiling ran past the
 						// dry run's bound is refused, naming it: an answer,
@@ -256,10 +251,10 @@ func TestHostileDryRunsCannotStarveTheServerOrAnotherOwner(t *testing.T) {
 		BadInputs: 8 * rounds * len(hostile), RowsLost: faults.NotApplicable, Duplicates: faults.NotApplicable,
 		Figures: []string{fmt.Sprintf("server RSS %d → %d MiB peak; slowest dry run %v; the other owner's %d deliveries beside them: "+
 			"p50 %v, p99 %v, slowest %v; slowest attacking delivery %v (the other owner's %d beside them: p50 %v, slowest %v); "+
-			"%d rule faults, %d dry runs refused as busy; workers: %d spawned, %d killed (limits: %d MiB, %d per owner, %d in all)",
+			"%d rule faults; workers: %d spawned, %d killed (limits: %d MiB, %d per owner, %d in all)",
 			base>>20, peak>>20, slowestDry.Round(time.Millisecond), len(deliveryTimes), p50.Round(100*time.Microsecond),
 			p99.Round(100*time.Microsecond), slowestDelivery.Round(time.Millisecond), slowestAttack.Round(time.Millisecond),
-			len(beside), besideP50.Round(100*time.Microsecond), besideMax.Round(time.Millisecond), faulted, busy,
+			len(beside), besideP50.Round(100*time.Microsecond), besideMax.Round(time.Millisecond), faulted,
 			st.Spawned, st.Killed, limits.Memory>>20, limits.PerOwner, limits.Workers)},
 	}
 	assert.Equal(t, 8*rounds, answered, "every dry run answers")
