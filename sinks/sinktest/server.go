@@ -5,11 +5,12 @@ import (
 	"crypto/x509"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -115,12 +116,22 @@ func Client(t testing.TB, cfg sinks.GuardConfig) *http.Client {
 	return c
 }
 
-// RefusedURL is an http:// base URL on loopback where nothing listens.
+// RefusedURL is an http:// base URL on loopback where nothing listens, for
+// as long as the test runs: its port is held by a socket that is bound but
+// never listens (a connection to it is refused), closed when the test
+// ends. A port found free by listening and closing again could be handed
+// to another test's server meanwhile: ci3 of session 6 saw
+// TestDeliveryNeverLeaksSecrets' "refused" sink deliver to
+// TestDeliveryTwoInstances' Gotify, both of them failing.
 func RefusedURL(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return "http://" + addr
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	require.NoError(t, syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+	sa, err := syscall.Getsockname(fd)
+	require.NoError(t, err)
+	in4, ok := sa.(*syscall.SockaddrInet4)
+	require.True(t, ok, "%T", sa)
+	return "http://127.0.0.1:" + strconv.Itoa(in4.Port)
 }
