@@ -173,66 +173,62 @@ func TestHostileDryRunsCannotStarveTheServerOrAnotherOwner(t *testing.T) {
 			mu.Unlock()
 		}
 	}
+	// eightAtOnce runs f eight times at once and waits for them.
+	eightAtOnce := func(f func()) {
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(f)
+		}
+		wg.Wait()
+	}
 	var beside []time.Duration // the probes beside the attacker's deliveries
 	var slowestAttack time.Duration
 	for range rounds {
 		probeWhile(&deliveryTimes, func() {
-			var wg sync.WaitGroup
-			for range 8 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					start := time.Now()
-					status, out := s.do(t, request{method: http.MethodPost, path: fmt.Sprintf("/api/v1/webhooks/%d/rules/test", hookA.ID),
-						token: attacker.token, body: string(dryRun)})
-					took := time.Since(start)
-					mu.Lock()
-					defer mu.Unlock()
-					dryTimes = append(dryTimes, took)
-					switch {
-					case status == http.StatusOK:
-						answered++
-						faulted += strings.Count(out, `"fault":`)
-					case status == http.StatusBadRequest && (strings.Contains(out, "could not be compiled within the rules' limits") ||
-						strings.Contains(out, "was not compiled: not run: the rules' time budget ran out")):
-						// A hostile candidate whose compiling ran past the
-						// dry run's bound, or did not get one of the owner's
-						// workers within it (behind the owner's other dry
-						// runs), is refused, naming it: an answer, and the
-						// bound holding (a busy machine gets here: ci2 of
-						// session 6, -race beside a CPU burner).
-						answered++
-						faulted++
-					default:
-						t.Errorf("dry run: %d %s", status, out)
-					}
-				}()
-			}
-			wg.Wait()
+			eightAtOnce(func() {
+				start := time.Now()
+				status, out := s.do(t, request{method: http.MethodPost, path: fmt.Sprintf("/api/v1/webhooks/%d/rules/test", hookA.ID),
+					token: attacker.token, body: string(dryRun)})
+				took := time.Since(start)
+				mu.Lock()
+				defer mu.Unlock()
+				dryTimes = append(dryTimes, took)
+				switch {
+				case status == http.StatusOK:
+					answered++
+					faulted += strings.Count(out, `"fault":`)
+				case status == http.StatusBadRequest && (strings.Contains(out, "could not be compiled within the rules' limits") ||
+					strings.Contains(out, "was not compiled: not run: the rules' time budget ran out")):
+					// A hostile candidate whose compiling ran past the
+					// dry run's bound, or did not get one of the owner's
+					// workers within it (behind the owner's other dry
+					// runs), is refused, naming it: an answer, and the
+					// bound holding (a busy machine gets here: ci2 of
+					// session 6, -race beside a CPU burner).
+					answered++
+					faulted++
+				default:
+					t.Errorf("dry run: %d %s", status, out)
+				}
+			})
 		})
 		// The same rules on eight 250 KB deliveries at once: the rules'
 		// bounds hold as for dry runs. The other owner's deliveries
 		// beside them are a figure, not bounded here: eight 250 KB rows
 		// committed at once delay any commit (the WAL), rules or not.
 		probeWhile(&beside, func() {
-			var wg sync.WaitGroup
-			for range 8 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					start := time.Now()
-					_, err := s.deps.Webhooks.Receive(s.w.Ctx, hookS.ID, []byte(big), host.Sign(secretS, host.NewMessageID(), s.w.Clock.Now(), []byte(big)))
-					took := time.Since(start)
-					mu.Lock()
-					defer mu.Unlock()
-					if err != nil {
-						t.Errorf("the attacker's delivery: %v", err)
-					}
-					attacks++
-					slowestAttack = max(slowestAttack, took)
-				}()
-			}
-			wg.Wait()
+			eightAtOnce(func() {
+				start := time.Now()
+				_, err := s.deps.Webhooks.Receive(s.w.Ctx, hookS.ID, []byte(big), host.Sign(secretS, host.NewMessageID(), s.w.Clock.Now(), []byte(big)))
+				took := time.Since(start)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					t.Errorf("the attacker's delivery: %v", err)
+				}
+				attacks++
+				slowestAttack = max(slowestAttack, took)
+			})
 		})
 	}
 	close(stop)
