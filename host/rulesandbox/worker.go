@@ -121,6 +121,7 @@ func setLimits(memory, grow int64) error {
 			}
 			spaceRetire = space + min(grow, memory)
 			threadsBase, _ = statusField("Threads")
+			threadStack = threadReserve()
 			if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
 				return fmt.Errorf("RLIMIT_AS: %w", err)
 			}
@@ -157,6 +158,9 @@ var spaceRetire int64
 // which tidy does not count against it (ci1 of session 6 saw a worker
 // retired after trivial requests under load 8-11).
 var threadsBase int64
+
+// threadStack is threadReserve, read once with threadsBase.
+var threadStack int64
 
 // threadReserve is the address space one thread reserves for its stack:
 // RLIMIT_STACK (pthread's default), or 8 MiB when that is unlimited.
@@ -348,7 +352,7 @@ func tidy(cache *codeCache) bool {
 	if spaceRetire > 0 {
 		limit := spaceRetire
 		if threads, err := statusField("Threads"); err == nil && threads > threadsBase {
-			limit += (threads - threadsBase) * threadReserve()
+			limit += (threads - threadsBase) * threadStack
 		}
 		if space, err := vmStatus("VmSize"); err != nil || space >= limit {
 			return true
