@@ -116,3 +116,16 @@ func (e *Engine) RenderCoalescedForTest(owner notifytype.OwnerScope, counts map[
 // SinkStatusesOfForTest exposes sinkStatusesOf, the look-up by sink id
 // that SinkStatuses makes.
 func (e *Engine) SinkStatusesOfForTest(ids ...int64) []SinkStatus { return e.sinkStatusesOf(ids...) }
+
+// CancelRunForTest does Stop's first step, ending the context every part
+// of the running engine works under, and returns without waiting for the
+// drain: a test hook that must not block the part it stops (a tracer
+// inside the claimer's round trip) stops the engine with it.
+func (e *Engine) CancelRunForTest() {
+	e.runMu.Lock()
+	stop := e.runStop
+	e.runMu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}

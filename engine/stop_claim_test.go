@@ -3,11 +3,14 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -20,18 +23,56 @@ import (
 // moment the answer of a claim arrives, before the claimer has read the
 // rest of its round trip: a deploy landing between a claim's commit and
 // its rows reaching the actors.
+//
+// Whether that rest is still to be read when the stop lands is made
+// certain, not left to the network: the connection hands pgx one byte per
+// read (tricklingConn), so nothing past the claim's answer is buffered;
+// the stop cancels the running engine's context at once (not when Serve
+// gets round to it), so whether it reached the claim's own context is
+// known in the tracer; where it did, the tracer waits until pgx has acted
+// on it (set the connection's deadline), so the next read is the one a
+// cancelled claim fails.
 type stopAtClaim struct {
 	once sync.Once
 	stop context.CancelFunc
+}
+
+// tricklingConn reads one byte at a time and tells when a deadline is
+// set on it (pgx's answer to a cancelled context).
+type tricklingConn struct {
+	net.Conn
+	once     sync.Once
+	deadline chan struct{}
+}
+
+func trickle(_ context.Context, _ *pgconn.Config, c net.Conn) (net.Conn, error) {
+	return &tricklingConn{Conn: c, deadline: make(chan struct{})}, nil
+}
+
+func (c *tricklingConn) Read(p []byte) (int, error) { return c.Conn.Read(p[:min(len(p), 1)]) }
+
+func (c *tricklingConn) SetDeadline(t time.Time) error {
+	err := c.Conn.SetDeadline(t)
+	if !t.IsZero() {
+		c.once.Do(func() { close(c.deadline) })
+	}
+	return err
 }
 
 func (s *stopAtClaim) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
 	return ctx
 }
 
-func (s *stopAtClaim) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+func (s *stopAtClaim) TraceBatchQuery(ctx context.Context, c *pgx.Conn, d pgx.TraceBatchQueryData) {
 	if d.Err == nil && strings.Contains(d.SQL, "WITH dead AS MATERIALIZED") && d.CommandTag.RowsAffected() > 0 {
-		s.once.Do(s.stop)
+		s.once.Do(func() {
+			s.stop()
+			if ctx.Err() != nil {
+				// The stop reached the claim itself: let pgx act on it
+				// before the rest of the answer is read.
+				<-c.PgConn().Conn().(*tricklingConn).deadline
+			}
+		})
 	}
 }
 
@@ -54,19 +95,22 @@ func TestAStopDuringAClaimLeavesNoRowClaimed(t *testing.T) {
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	w.Sink(w.Engine(), p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.stopclaim"})
-	// Whether the cut-off answer was already read into the client's buffer
-	// is up to the network: rounds make a stranded claim show (on the
-	// mutant claim-survives-stop, about one round in two strands rows).
-	for round := range 8 {
+	// Each round strands rows on the mutant claim-survives-stop (the
+	// tracer makes the cut certain); a second round checks that a stop's
+	// cut leaves nothing behind for the next engine either.
+	for round := range 2 {
 		ctx, cancel := context.WithCancel(context.Background())
 		pc, err := pgxpool.ParseConfig(w.URL)
 		require.NoError(t, err)
-		pc.ConnConfig.Tracer = &stopAtClaim{stop: cancel}
+		tracer := &stopAtClaim{}
+		pc.ConnConfig.Tracer = tracer
+		pc.ConnConfig.AfterNetConnect = trickle
 		pool, err := pgxpool.NewWithConfig(context.Background(), pc)
 		require.NoError(t, err)
 		t.Cleanup(pool.Close) // closing twice is a no-op
 		eng, err := engine.New(w.Config(pool))
 		require.NoError(t, err)
+		tracer.stop = func() { eng.CancelRunForTest(); cancel() }
 		for i := range 5 {
 			w.Emit(eng, deadLetterOf(scope, int64(round*5+i+1)))
 		}
