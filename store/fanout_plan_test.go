@@ -78,3 +78,33 @@ func TestTheFanOutLooksUpOccurrenceKeysByIndex(t *testing.T) {
 		require.NotContains(t, l, "Seq Scan", "the occurrence keys are read by a scan of the whole outbox: %s", l)
 	}
 }
+
+// The fan-out rules out sequential scans for itself only: the statements
+// after it in its transaction (the claim, in the claimer's batch) are
+// planned with the value the session had before, whether that is the
+// server's default or one the session set itself.
+func TestTheFanOutPutsTheScanSettingBackForTheStatementsAfterIt(t *testing.T) {
+	t.Parallel()
+	pool, _ := newHeldRowsDB(t)
+	ctx := context.Background()
+	for _, session := range []string{"on", "off"} {
+		conn, err := pool.Acquire(ctx)
+		require.NoError(t, err)
+		_, err = conn.Exec(ctx, `SELECT set_config('enable_seqscan', $1, false)`, session)
+		require.NoError(t, err)
+		tx, err := conn.Begin(ctx)
+		require.NoError(t, err)
+		_, err = store.FanOut(ctx, tx, 500, time.Now(), hostReplaces)
+		require.NoError(t, err)
+		var inside string
+		require.NoError(t, tx.QueryRow(ctx, `SHOW enable_seqscan`).Scan(&inside))
+		require.NoError(t, tx.Commit(ctx))
+		var after string
+		require.NoError(t, conn.QueryRow(ctx, `SHOW enable_seqscan`).Scan(&after))
+		_, err = conn.Exec(ctx, `RESET enable_seqscan`)
+		conn.Release()
+		require.NoError(t, err)
+		require.Equal(t, session, inside, "after the fan-out, in its transaction")
+		require.Equal(t, session, after, "after the fan-out's transaction")
+	}
+}

@@ -289,8 +289,8 @@ var List = []Mutant{
 		ID:    "fanout-occurrence-by-index",
 		Guard: "the fan-out looks up occurrence keys by index whatever the plan cache and statistics say (fanOutPlan: no sequential scan while it runs)",
 		Edits: []Edit{{File: "store/outbox.go",
-			Old: "fanOutPlan     = `SELECT set_config('enable_seqscan', 'off', true)`",
-			New: "fanOutPlan     = `SELECT 1`"}},
+			Old: "fanOutPlan     = `SELECT set_config('enable_seqscan', 'off', true) FROM (SELECT set_config('switchboard.seqscan_before', current_setting('enable_seqscan'), true)) AS before`",
+			New: "fanOutPlan     = `SELECT set_config('switchboard.seqscan_before', current_setting('enable_seqscan'), true)`"}},
 		Package: "./store/", Run: "^TestTheFanOutLooksUpOccurrenceKeysByIndex$", Fast: true,
 	},
 	{
