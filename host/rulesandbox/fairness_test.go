@@ -4,6 +4,7 @@ package rulesandbox
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -131,7 +132,8 @@ func TestAWorkerPastItsShareOfCPUIsDemotedAndNotReused(t *testing.T) {
 	p := newPool(t, Config{Unchecked: true, Reserve: -1})
 	p.demoteAt = demoteTick
 	demoted := make(chan []int, 1)
-	p.onDemote = func(pid int) { demoted <- niceOfThreads(t, pid) }
+	var group atomic.Int64 // the demoted worker's session's nice value
+	p.onDemote = func(pid int) { group.Store(int64(sessionNice(t, pid))); demoted <- niceOfThreads(t, pid) }
 	var ready atomic.Int64
 	p.onReady = func(pid int) { ready.Store(int64(pid)) }
 	in := []byte(`{"a":1}`)
@@ -142,6 +144,9 @@ func TestAWorkerPastItsShareOfCPUIsDemotedAndNotReused(t *testing.T) {
 	require.NotEmpty(t, nices)
 	for _, n := range nices {
 		require.Equal(t, demotedNice, n, "every thread is demoted: %v", nices)
+	}
+	if autogroups(t) {
+		require.Equal(t, int64(demotedNice), group.Load(), "the worker's session is demoted as a group")
 	}
 	first := ready.Load()
 
@@ -157,7 +162,64 @@ func TestAWorkerPastItsShareOfCPUIsDemotedAndNotReused(t *testing.T) {
 	for _, n := range niceOfThreads(t, int(ready.Load())) {
 		require.Equal(t, own, n, "a fresh worker runs at the server's priority")
 	}
+	if autogroups(t) {
+		require.Zero(t, sessionNice(t, int(ready.Load())), "a fresh worker's session is not demoted")
+	}
 	require.Len(t, demoted, 0, "the ordinary rule was not demoted")
+}
+
+// Every worker leads a session of its own (its session id is its pid), so
+// that where the kernel shares the CPU between sessions first, a demoted
+// worker's session can be lowered as a whole (demote).
+func TestAWorkerLeadsASessionOfItsOwn(t *testing.T) {
+	t.Parallel()
+	p := newPool(t, Config{Unchecked: true, Reserve: -1})
+	var ready atomic.Int64
+	p.onReady = func(pid int) { ready.Store(int64(pid)) }
+	got := p.Eval(context.Background(), "human:1", []string{`.a`}, []byte(`{"a":1}`), time.Minute)
+	require.Equal(t, "1", got[0].Text, "%+v", got[0])
+	pid := int(ready.Load())
+	require.NotZero(t, pid)
+	sid := sessionOf(t, pid)
+	require.Equal(t, pid, sid, "the worker's session")
+	require.NotEqual(t, sessionOf(t, os.Getpid()), sid, "not the server's session")
+}
+
+// sessionOf is process pid's session id (proc(5): the 6th field of stat).
+func sessionOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(b), ") ")
+	require.True(t, ok)
+	sid, err := strconv.Atoi(strings.Fields(rest)[3])
+	require.NoError(t, err)
+	return sid
+}
+
+// autogroups says whether the kernel shares the CPU between sessions
+// first (sched_autogroup_enabled).
+func autogroups(t *testing.T) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/kernel/sched_autogroup_enabled")
+	if errors.Is(err, os.ErrNotExist) {
+		return false // a kernel built without it
+	}
+	require.NoError(t, err)
+	return strings.TrimSpace(string(b)) == "1"
+}
+
+// sessionNice is the nice value of process pid's session's group
+// (/proc/<pid>/autogroup: "/autogroup-<n> nice <v>").
+func sessionNice(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/autogroup")
+	require.NoError(t, err)
+	_, v, ok := strings.Cut(strings.TrimSpace(string(b)), " nice ")
+	require.True(t, ok, "%q", b)
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err)
+	return n
 }
 
 // niceOfThreads is the nice value of each thread of process pid.
