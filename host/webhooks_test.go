@@ -579,3 +579,37 @@ func TestDeleteWebhook(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, hook.Owner, d.Owner)
 }
+
+// A stored delivery whose payload is not a JSON object (written by hand,
+// or by an older version: Receive stores objects only) is reported as such
+// by a dry run, and its rules are not run; the others are scored.
+func TestDryRunReportsAStoredPayloadThatIsNotAnObject(t *testing.T) {
+	t.Parallel()
+	w, ctx := newHookWorld(t)
+	hook, secret, p := w.hook(t, ctx)
+	good := w.post(t, ctx, hook, secret, issue("octocat", 1, "first"))
+	var ids []int64
+	for _, payload := range []string{`[1, 2]`, `"text"`, `42`} {
+		var id int64
+		require.NoError(t, w.pool.QueryRow(ctx, `
+			INSERT INTO webhook_deliveries (webhook_id, owner, received_at, sender, outcome, payload, trace)
+			SELECT webhook_id, owner, received_at, sender, outcome, $2::jsonb, trace FROM webhook_deliveries WHERE id = $1
+			RETURNING id`, good.DeliveryID, payload).Scan(&id))
+		ids = append(ids, id)
+	}
+	report, err := w.hooks.TestRules(ctx, p, hook.ID, []host.RuleInput{{
+		Name: "all", Expr: `true`, Action: host.RuleAction{Drop: true},
+	}}, 0)
+	require.NoError(t, err)
+	require.Equal(t, 4, report.Scored)
+	byID := map[int64]host.TestDelivery{}
+	for _, d := range report.Deliveries {
+		byID[d.DeliveryID] = d
+	}
+	require.Equal(t, host.OutcomeDropped, byID[good.DeliveryID].Outcome)
+	for _, id := range ids {
+		require.Equal(t, host.OutcomeUnrouted, byID[id].Outcome, "delivery %d", id)
+		require.Equal(t, []string{"stored payload is not a JSON object"}, byID[id].Faults, "delivery %d", id)
+		require.Empty(t, byID[id].Rules, "its rules are not run")
+	}
+}
