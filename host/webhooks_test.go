@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -611,5 +612,68 @@ func TestDryRunReportsAStoredPayloadThatIsNotAnObject(t *testing.T) {
 		require.Equal(t, host.OutcomeUnrouted, byID[id].Outcome, "delivery %d", id)
 		require.Equal(t, []string{"stored payload is not a JSON object"}, byID[id].Faults, "delivery %d", id)
 		require.Empty(t, byID[id].Rules, "its rules are not run")
+	}
+}
+
+// payloadReads counts the stored payloads read from webhook_deliveries
+// (rows of a statement that selects the payload column).
+type payloadReads struct{ n atomic.Int64 }
+
+func (r *payloadReads) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, "payload") && strings.Contains(d.SQL, "FROM webhook_deliveries") && strings.HasPrefix(strings.TrimSpace(d.SQL), "SELECT") {
+		return context.WithValue(ctx, payloadReadKey{}, true)
+	}
+	return ctx
+}
+
+func (r *payloadReads) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+	if ctx.Value(payloadReadKey{}) != nil && d.Err == nil {
+		r.n.Add(d.CommandTag.RowsAffected())
+	}
+}
+
+type payloadReadKey struct{}
+
+// A dry run reads a stored payload only while its budget lasts: once the
+// rules have spent it, the deliveries after are reported not run without
+// their payloads read (eight dry runs reading every 250 KB payload at
+// once held up another owner's deliveries in faults row 6d).
+func TestADryRunReadsNoPayloadPastItsBudget(t *testing.T) {
+	t.Parallel()
+	base := hosttest.New(t)
+	reads := &payloadReads{}
+	pc := base.Config().Copy()
+	pc.ConnConfig.Tracer = reads
+	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	w := newHookWorldOn(t, pool, 0)
+	w.hooks = host.NewWebhooks(host.WebhooksConfig{
+		Pool: pool, Emitter: w.engine, SecretKey: w.key, Clock: w.clock,
+		RuleTimeout: 40 * time.Millisecond, RulesBudget: 100 * time.Millisecond, CompileBudget: time.Minute,
+	})
+	ctx := context.Background()
+	hook, secret, p := w.hook(t, ctx)
+	for range 5 {
+		w.post(t, ctx, hook, secret, issue("octocat", 9, "nine"))
+	}
+	// Six rules of 40 ms of CPU each: the first delivery spends the
+	// budget of 100 ms, on any machine.
+	var slow []host.RuleInput
+	for i := range 6 {
+		slow = append(slow, host.RuleInput{Name: "slow" + itoa(int64(i)), Expr: `any(` + strings.Repeat("(1,1) | ", 60) + `.; false)`,
+			Action: host.RuleAction{Drop: true}})
+	}
+	before := reads.n.Load()
+	report, err := w.hooks.TestRules(ctx, p, hook.ID, slow, 0)
+	require.NoError(t, err)
+	require.Equal(t, 5, report.Scored)
+	// One read, or none where a loaded machine spent the budget before the
+	// first delivery (compiling the candidates counts against it).
+	require.LessOrEqual(t, reads.n.Load()-before, int64(1), "only the first delivery's payload is read")
+	for _, d := range report.Deliveries[1:] {
+		for _, f := range d.Faults {
+			require.Regexp(t, `(not run|stopped): the rules' time budget ran out`, f)
+		}
 	}
 }

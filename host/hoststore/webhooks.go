@@ -392,6 +392,39 @@ func ListDeliveries(ctx context.Context, db DBTX, webhookID int64, outcome strin
 	return out, nil
 }
 
+// DeliveryHead is what a dry run reads of a stored delivery before its
+// payload: which one it is and who sent it.
+type DeliveryHead struct {
+	ID     int64
+	Sender string
+}
+
+// ListDeliveryHeads lists a webhook's most recent deliveries, newest first,
+// without their payloads (DeliveryPayload reads one).
+func ListDeliveryHeads(ctx context.Context, db DBTX, webhookID int64, limit int) ([]DeliveryHead, error) {
+	rows, err := db.Query(ctx, `SELECT id, coalesce(sender, '') FROM webhook_deliveries
+		WHERE webhook_id = $1 ORDER BY id DESC LIMIT $2`, webhookID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("error listing deliveries: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[DeliveryHead])
+	if err != nil {
+		return nil, fmt.Errorf("error listing deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// DeliveryPayload reads the payload of one delivery of a webhook. No row
+// (deleted meanwhile) is pgx.ErrNoRows.
+func DeliveryPayload(ctx context.Context, db DBTX, webhookID, id int64) ([]byte, error) {
+	var payload []byte
+	if err := db.QueryRow(ctx, `SELECT payload FROM webhook_deliveries WHERE webhook_id = $1 AND id = $2`,
+		webhookID, id).Scan(&payload); err != nil {
+		return nil, fmt.Errorf("error reading a delivery's payload: %w", err)
+	}
+	return payload, nil
+}
+
 // GetDelivery reads one delivery of a webhook. No row is pgx.ErrNoRows.
 func GetDelivery(ctx context.Context, db DBTX, webhookID, id int64) (DeliveryRow, error) {
 	d, err := scanDelivery(db.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries
