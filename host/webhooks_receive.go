@@ -803,6 +803,8 @@ func (s *Webhooks) TestRules(ctx context.Context, p engine.Principal, id int64, 
 	if err != nil {
 		return TestReport{}, err
 	}
+	spent, spend := context.WithCancel(ctx)
+	spend()
 	report := TestReport{Scored: len(stored), Deliveries: []TestDelivery{}}
 	for _, d := range stored {
 		td := TestDelivery{DeliveryID: d.ID, Sender: d.Sender}
@@ -812,8 +814,12 @@ func (s *Webhooks) TestRules(ctx context.Context, p engine.Principal, id int64, 
 			report.Deliveries = append(report.Deliveries, td)
 			continue
 		}
-		var payload []byte
-		if budgetLeft(budgetCtx) {
+		evalCtx, payload := budgetCtx, []byte(nil)
+		if !budgetLeft(budgetCtx) {
+			// Spent (its timer may not have fired yet): every rule is
+			// reported not run, on no payload.
+			evalCtx = spent
+		} else {
 			payload, err = hoststore.DeliveryPayload(ctx, s.pool, id, d.ID)
 			if errors.Is(err, pgx.ErrNoRows) {
 				report.Scored-- // deleted since it was listed
@@ -830,9 +836,7 @@ func (s *Webhooks) TestRules(ctx context.Context, p engine.Principal, id int64, 
 				continue
 			}
 		}
-		// With the budget gone, no rule runs (each is reported not run)
-		// and the payload is not needed.
-		ev := evaluate(budgetCtx, s.sandbox, w.Owner, rules, payload, s.timeout)
+		ev := evaluate(evalCtx, s.sandbox, w.Owner, rules, payload, s.timeout)
 		td.Rules, td.Outcome = ev.results, OutcomeUnrouted
 		if ev.decider >= 0 {
 			r := rules[ev.decider]
