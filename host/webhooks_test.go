@@ -249,10 +249,7 @@ func TestDryRunSendsNothing(t *testing.T) {
 	}}, 0)
 	require.NoError(t, err)
 	require.Equal(t, 3, report.Scored)
-	byID := map[int64]host.TestDelivery{}
-	for _, d := range report.Deliveries {
-		byID[d.DeliveryID] = d
-	}
+	byID := byDelivery(report)
 	require.Equal(t, host.OutcomeDropped, byID[second.DeliveryID].Outcome)
 	require.Equal(t, "bots", byID[second.DeliveryID].DecidedBy)
 	require.Equal(t, []host.NotifyRequest{{Sink: "phone", Rule: "bots", Severity: notifytype.SeverityNormal}},
@@ -424,12 +421,7 @@ func TestRulesPastTheTimeBudgetAreNotRun(t *testing.T) {
 	})
 	ctx := context.Background()
 	hook, secret, p := w.hook(t, ctx)
-	var in []host.RuleInput
-	for i := range 6 {
-		in = append(in, host.RuleInput{Name: "slow" + itoa(int64(i)), Expr: `any(` + strings.Repeat("(1,1) | ", 60) + `.; false)`,
-			Action: host.RuleAction{Drop: true}})
-	}
-	_, err := w.hooks.SetRules(ctx, p, hook.ID, in)
+	_, err := w.hooks.SetRules(ctx, p, hook.ID, slowRules(6))
 	require.NoError(t, err)
 	const notRun = "not run: the rules' time budget ran out"
 
@@ -603,10 +595,7 @@ func TestDryRunReportsAStoredPayloadThatIsNotAnObject(t *testing.T) {
 	}}, 0)
 	require.NoError(t, err)
 	require.Equal(t, 4, report.Scored)
-	byID := map[int64]host.TestDelivery{}
-	for _, d := range report.Deliveries {
-		byID[d.DeliveryID] = d
-	}
+	byID := byDelivery(report)
 	require.Equal(t, host.OutcomeDropped, byID[good.DeliveryID].Outcome)
 	for _, id := range ids {
 		require.Equal(t, host.OutcomeUnrouted, byID[id].Outcome, "delivery %d", id)
@@ -659,13 +648,8 @@ func TestADryRunReadsNoPayloadPastItsBudget(t *testing.T) {
 	}
 	// Six rules of 40 ms of CPU each: the first delivery spends the
 	// budget of 100 ms, on any machine.
-	var slow []host.RuleInput
-	for i := range 6 {
-		slow = append(slow, host.RuleInput{Name: "slow" + itoa(int64(i)), Expr: `any(` + strings.Repeat("(1,1) | ", 60) + `.; false)`,
-			Action: host.RuleAction{Drop: true}})
-	}
 	before := reads.n.Load()
-	report, err := w.hooks.TestRules(ctx, p, hook.ID, slow, 0)
+	report, err := w.hooks.TestRules(ctx, p, hook.ID, slowRules(6), 0)
 	require.NoError(t, err)
 	require.Equal(t, 5, report.Scored)
 	// One read, or none where a loaded machine spent the budget before the
@@ -676,4 +660,24 @@ func TestADryRunReadsNoPayloadPastItsBudget(t *testing.T) {
 			require.Regexp(t, `(not run|stopped): the rules' time budget ran out`, f)
 		}
 	}
+}
+
+// byDelivery is a dry run's report by delivery id.
+func byDelivery(r host.TestReport) map[int64]host.TestDelivery {
+	byID := map[int64]host.TestDelivery{}
+	for _, d := range r.Deliveries {
+		byID[d.DeliveryID] = d
+	}
+	return byID
+}
+
+// slowRules are n rules that each run until their time limit without
+// matching (2^60 outputs, one at a time).
+func slowRules(n int) []host.RuleInput {
+	var in []host.RuleInput
+	for i := range n {
+		in = append(in, host.RuleInput{Name: "slow" + itoa(int64(i)), Expr: `any(` + strings.Repeat("(1,1) | ", 60) + `.; false)`,
+			Action: host.RuleAction{Drop: true}})
+	}
+	return in
 }
