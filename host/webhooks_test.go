@@ -365,7 +365,9 @@ func TestExpressionThatLoopsForeverIsAFault(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, rules[2].ID, d.Trace.DecidedBy)
 	require.Len(t, d.Trace.Faults, 2)
-	require.Contains(t, d.Trace.Faults[0], `rule "forever": expression failed: ran longer than 50ms`)
+	// Its own timeout ends it, or, demoted and starved of CPU on a busy
+	// machine, its limit and grace in wall time do.
+	require.Regexp(t, `^rule "forever": (expression failed: ran longer than 50ms|stopped: ran past its time limit of 300ms)$`, d.Trace.Faults[0])
 	require.Contains(t, d.Trace.Faults[1], `rule "counting"`)
 	require.Empty(t, d.Trace.Notified)
 	require.Empty(t, w.outbox(t), "a faulting rule notifies nothing")

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -262,4 +263,60 @@ func TestTheRulesAfterADemotedOneRunInAFreshWorker(t *testing.T) {
 	require.NotZero(t, demotedPid.Load(), "the long program's worker was demoted")
 	require.NotEqual(t, demotedPid.Load(), ready.Load(), "the rule after it ran in another worker")
 	require.Equal(t, int64(2), p.Stats().Spawned)
+}
+
+// A program whose worker was demoted while it ran gets its limit and grace
+// in wall time and no more: at nice 19 on a loaded machine it earns its CPU
+// slowly, and the wall cap's extension (up to eight times that, for a
+// worker merely waiting for a core) was paid by the rules after it. Here
+// the demoted worker is stopped (SIGSTOP), as one starved of CPU would be:
+// it is given up at its limit, long before the caller's budget, which the
+// wall cap would have let it reach.
+func TestADemotedProgramGetsNoMoreWallTimeThanItsLimit(t *testing.T) {
+	t.Parallel()
+	p := newPool(t, Config{Grace: time.Second, Unchecked: true, Reserve: -1})
+	p.demoteAt = demoteTick
+	p.onDemote = func(pid int) { _ = syscall.Kill(pid, syscall.SIGSTOP) }
+	// The budget outlasts the limit and grace (1.1 s) and falls within
+	// the wall cap (8 × 1.1 s).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got := p.Eval(ctx, "human:1", []string{`last(range(1e15))`, `.a`}, []byte(`{"a":1}`), 100*time.Millisecond)
+	require.Equal(t, Stopped, got[0].Kind, "%+v", got[0])
+	require.Equal(t, "stopped: ran past its time limit of 1.1s", got[0].Detail, "given up at its limit, not at the budget")
+	require.Equal(t, "1", got[1].Text, "the rule after it runs within the budget: %+v", got[1])
+}
+
+// A worker killed past a deadline is reaped in the background: the caller
+// has its answer without waiting for the worker to exit (a demoted worker
+// on a loaded machine waits for a core to exit as long as it waited to
+// run: 110-450 ms beside two CPU burners), and the worker's place in the
+// pool's count is given back only once it is reaped, so the processes
+// alive, dying ones included, stay within Workers.
+func TestAWorkerKilledPastItsDeadlineIsReapedWithoutTheCaller(t *testing.T) {
+	t.Parallel()
+	p := newPool(t, Config{Grace: 50 * time.Millisecond, Unchecked: true, Reserve: -1})
+	// Stopped as soon as it has its input, the worker cannot answer its
+	// program's own timeout: the pool's deadline ends it.
+	p.onReady = func(pid int) { _ = syscall.Kill(pid, syscall.SIGSTOP) }
+	reaping, release := make(chan int, 1), make(chan struct{})
+	p.onReap = func(pid int) {
+		reaping <- pid
+		<-release
+	}
+	got := p.Eval(context.Background(), "human:1", []string{`last(range(1e15))`}, []byte(`{"a":1}`), 50*time.Millisecond)
+	require.Equal(t, Stopped, got[0].Kind, "%+v", got[0])
+	var pid int
+	select {
+	case pid = <-reaping:
+	default:
+		t.Fatal("the killed worker was reaped before the caller had its answer")
+	}
+	// Its replacement, warmed for the next owner, counts beside it.
+	require.Eventually(t, func() bool { return p.Stats().Idle == 1 }, time.Minute, time.Millisecond, "a replacement is warmed")
+	require.Equal(t, 2, p.Stats().Live, "the dying worker still counts, beside its replacement")
+	close(release)
+	require.Eventually(t, func() bool { return p.Stats().Live == 1 }, time.Minute, time.Millisecond,
+		"the worker's place is given back once it is reaped")
+	require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the worker was reaped")
 }

@@ -95,6 +95,9 @@ type Pool struct {
 	// is demoted (watch); demoteAt, when set, replaces demoteAfter.
 	onDemote func(pid int)
 	demoteAt time.Duration
+	// onReap, when set (tests), is called with a worker's pid before a
+	// worker killed past a deadline is reaped in the background.
+	onReap func(pid int)
 
 	spawned, killed atomic.Int64
 }
@@ -261,7 +264,8 @@ const readyAllowance = 5 * time.Second
 const budgetGone = "not run: the rules' time budget ran out"
 
 // wallCap is how many times its programs' time a request may take in wall
-// time while its worker has not used that much CPU (a loaded machine):
+// time while its worker has not used that much CPU (a loaded machine),
+// unless the program was demoted (then once):
 // past it the worker is killed, so that a worker that never gets a core,
 // or is stopped, cannot hold its caller without end when the caller set
 // no deadline.
@@ -452,6 +456,25 @@ func prime(w *worker) bool {
 	}
 }
 
+// reapLater reaps w, killed past a deadline, in the background: what it
+// was killed for needs nothing of how it ended, and a worker demoted to
+// nice 19 on a loaded machine waits for a core to exit as long as it
+// waited to run (110-450 ms beside two CPU burners, on the time of the
+// caller's next rules). Its slot in the pool's total is given back only
+// once it is reaped (release), so the processes alive, dying ones
+// included, stay within Workers.
+func (p *Pool) reapLater(w *worker) {
+	w.reaped = make(chan struct{})
+	pid := w.cmd.Process.Pid
+	go func() {
+		if p.onReap != nil {
+			p.onReap(pid)
+		}
+		_ = w.cmd.Wait()
+		close(w.reaped)
+	}()
+}
+
 // release gives back owner's worker w (nil: a spawn failed); a worker that
 // is not healthy, or one too many idle, is killed.
 func (p *Pool) release(owner string, w *worker, healthy bool) {
@@ -460,9 +483,11 @@ func (p *Pool) release(owner string, w *worker, healthy bool) {
 		delete(p.owners, owner)
 	}
 	keep := w != nil && healthy && !p.closed && len(p.idle) < p.cfg.Idle && w.requests < p.cfg.MaxRequests
-	if keep {
+	reaping := w != nil && w.reaped != nil
+	switch {
+	case keep:
 		p.idle = append(p.idle, w)
-	} else {
+	case !reaping:
 		p.total--
 	}
 	// A worker killed past a limit is replaced here, on the time of the
@@ -476,6 +501,15 @@ func (p *Pool) release(owner string, w *worker, healthy bool) {
 	p.mu.Unlock()
 	if w != nil && !keep {
 		p.stop(w)
+	}
+	if reaping {
+		go func() {
+			<-w.reaped
+			p.mu.Lock()
+			p.total--
+			p.broadcast()
+			p.mu.Unlock()
+		}()
 	}
 	if refill {
 		p.warm("")
@@ -495,6 +529,9 @@ type worker struct {
 	dead     bool
 	// demoted: its priority was lowered (demote); it is not reused.
 	demoted bool
+	// reaped, once set, is closed when the killed worker is reaped
+	// (reapLater).
+	reaped chan struct{}
 	// owner is the owner it last served (or is started for).
 	owner string
 }
@@ -642,6 +679,16 @@ func (p *Pool) roundTrip(ctx context.Context, w *worker, req request, per time.D
 			used, ok := cpuTime(w.cmd.Process.Pid)
 			left := per*time.Duration(i+1) - (used - cpuStart)
 			if !ok || left < 10*time.Millisecond {
+				break
+			}
+			if lowered.Load() == int64(i)+1 {
+				// Demoted while it ran: it has shown itself heavy, and at
+				// nice 19 on a loaded machine it earns its CPU time
+				// slowly, if at all. Its limit and grace are all the
+				// wall time it gets: waiting longer is what the rules
+				// after it would pay (beside two CPU burners, a routing
+				// rule after two endless ones ran out of the budget, 4
+				// runs in 4).
 				break
 			}
 			limit := since.Add(wallCap * per * time.Duration(i+1))
@@ -871,7 +918,6 @@ func (p *Pool) death(ctx context.Context, w *worker, err error, per time.Duratio
 	timedOut := errors.Is(err, os.ErrDeadlineExceeded)
 	p.killed.Add(1)
 	_ = w.cmd.Process.Kill()
-	_ = w.cmd.Wait()
 	w.dead = true
 	// Whether the budget ran out is read from its deadline and the clock:
 	// the context's own timer may not have fired yet when a read or write
@@ -881,10 +927,14 @@ func (p *Pool) death(ctx context.Context, w *worker, err error, per time.Duratio
 	}
 	switch {
 	case ctx.Err() != nil || (timedOut && isBudget):
+		p.reapLater(w)
 		return Result{Kind: Stopped, Detail: "stopped: the rules' time budget ran out"}
 	case timedOut:
+		p.reapLater(w)
 		return Result{Kind: Stopped, Detail: fmt.Sprintf("stopped: ran past its time limit of %v", per)}
 	}
+	// Why it died is read from how it ended.
+	_ = w.cmd.Wait()
 	why := ""
 	if w.stderr != nil {
 		b := make([]byte, 4096)
