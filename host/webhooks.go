@@ -128,9 +128,11 @@ type WebhooksConfig struct {
 	// RuleTimeout bounds one expression on one delivery. Defaults to
 	// RuleTimeoutDefault (250 ms).
 	RuleTimeout time.Duration
-	// RulesBudget bounds one evaluation of all of a webhook's rules: one
-	// delivery's, or a whole dry run's; rules past it are faults ("not
-	// run"). Defaults to RulesBudgetDefault (1 s).
+	// RulesBudget bounds the wall time of everything of the owner's one
+	// delivery runs (its sender and subject expressions, then all of its
+	// webhook's rules, one budget counted from the first), or a whole dry
+	// run's; rules past it are faults ("not run"). Defaults to
+	// RulesBudgetDefault (1 s).
 	RulesBudget time.Duration
 	// CompileBudget bounds the wall time of compiling one save's
 	// expressions (rules, sender and subject) in workers. A program's own

@@ -406,6 +406,46 @@ func TestStoredRuleOutsideTheSubsetFaultsWithoutRunning(t *testing.T) {
 	require.Contains(t, results.Deliveries[0].Faults[0], `rule "old0": expression uses def, not allowed in rules`)
 }
 
+// A delivery's subject expressions and its rules share one budget, counted
+// from the request: a subject expression that runs its whole limit leaves
+// the rules the rest, not a budget of their own (with one each, a delivery
+// could take twice the budget; one waiting behind its owner's others took
+// 1.98 s in faults row 6d). Here the subject expression and the first rule
+// each run their limit (400 ms), and the budget (600 ms) ends inside the
+// rule: the routing rule after it is not run.
+func TestASubjectAndTheRulesShareOneBudget(t *testing.T) {
+	t.Parallel()
+	pool := hosttest.New(t)
+	w := newHookWorldOn(t, pool, 0)
+	w.hooks = host.NewWebhooks(host.WebhooksConfig{
+		Pool: pool, Emitter: w.engine, SecretKey: w.key, Clock: w.clock,
+		RuleTimeout: 400 * time.Millisecond, RulesBudget: 600 * time.Millisecond, CompileBudget: time.Minute,
+	})
+	ctx := context.Background()
+	h := w.f.Human("")
+	p := engine.HumanPrincipal(hostid.String(h))
+	endless := strings.Repeat("(1,1) | ", 60)
+	hook, secret, err := w.hooks.Create(ctx, p, host.WebhookInput{
+		Owner: hostid.Human(h), Name: "forge", TrustedSenders: []string{"octocat"},
+		SubjectExpr: `last(` + endless + `.issue.number)`,
+	})
+	require.NoError(t, err)
+	queue := w.f.Queue(hook.Owner, "forge")
+	_, err = w.hooks.SetRules(ctx, p, hook.ID, []host.RuleInput{
+		{Name: "counting", Expr: `last(` + endless + `.) | false`, Action: host.RuleAction{Drop: true}},
+		{Name: "route", Expr: `.issue.number == 9`, Action: host.RuleAction{Queue: queue}},
+	})
+	require.NoError(t, err)
+
+	got := w.post(t, ctx, hook, secret, issue("octocat", 9, "nine"))
+	require.Equal(t, host.OutcomeUnrouted, got.Outcome, "the budget ran out before the routing rule")
+	d, err := w.hooks.Delivery(ctx, p, hook.ID, got.DeliveryID)
+	require.NoError(t, err)
+	require.Equal(t, "octocat", d.Sender, "the sender was read")
+	require.Len(t, d.Trace.Rules, 2)
+	require.Regexp(t, `^(not run|stopped): the rules' time budget ran out$`, d.Trace.Rules[1].Fault, "the routing rule")
+}
+
 // One evaluation of a webhook's rules has a time budget: the rules past it
 // are faults, not run, and a dry run over many deliveries answers within
 // it.
