@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,6 +123,137 @@ func TestAnOwnerRunningSomethingLeavesTheReserveToOthers(t *testing.T) {
 		require.Equal(t, "1", (<-done)[0].Text)
 	}
 	require.Eventually(t, func() bool { return p.Stats().Spawned == 5 }, time.Minute, time.Millisecond, "%+v", p.Stats())
+}
+
+// An owner that holds no worker for a moment, between two of its queued
+// requests, is still busy: it does not take the reserve. The owner whose
+// hostile rules get its workers killed one after another held none each
+// time one was killed, took the reserve, and another owner's delivery found
+// none ready and waited for a worker to start (60-160 ms in faults row 6d).
+func TestAnOwnerWithRequestsWaitingLeavesTheReserveToOthers(t *testing.T) {
+	t.Parallel()
+	p := newPool(t, Config{Workers: 8, PerOwner: 1, Unchecked: true})
+	require.Equal(t, 2, p.Limits().Reserve)
+	in := []byte(`{"a":1}`)
+	ctx := context.Background()
+	// human:1's worker and the reserve behind it: three idle.
+	require.Equal(t, "1", p.Eval(ctx, "human:1", []string{`.a`}, in, time.Minute)[0].Text)
+	require.Eventually(t, func() bool { return p.Stats().Idle == 3 }, time.Minute, time.Millisecond, "%+v", p.Stats())
+	unused := map[int]bool{} // the reserve: idle, used by nobody
+	p.mu.Lock()
+	for _, w := range p.idle {
+		if w.owner == "" {
+			unused[w.cmd.Process.Pid] = true
+		}
+	}
+	p.mu.Unlock()
+	require.Len(t, unused, 2)
+
+	// human:2's first request runs without end until its worker is
+	// killed, once two more wait behind it.
+	first, queued := make(chan int, 1), make(chan struct{})
+	pids := make(chan int, 3)
+	var calls atomic.Int32
+	p.onReady = func(pid int) {
+		pids <- pid
+		if calls.Add(1) == 1 {
+			first <- pid
+			<-queued
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	var wg sync.WaitGroup
+	results := make([][]Result, 3)
+	wg.Go(func() { results[0] = p.Eval(ctx, "human:2", []string{`last(range(1e15))`}, in, time.Minute) })
+	<-first
+	for i := 1; i < 3; i++ {
+		wg.Go(func() { results[i] = p.Eval(ctx, "human:2", []string{`.a`}, in, 50*time.Millisecond) })
+	}
+	require.Eventually(t, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.queue["human:2"]) == 2 // the first has its worker
+	}, time.Minute, time.Millisecond, "human:2's other requests queue")
+	close(queued)
+	wg.Wait()
+	require.Equal(t, Stopped, results[0][0].Kind, "%+v", results[0][0])
+	for i := 1; i < 3; i++ {
+		require.Equal(t, "1", results[i][0].Text, "%+v", results[i][0])
+	}
+	close(pids)
+	var got []int
+	for pid := range pids {
+		got = append(got, pid)
+	}
+	require.Len(t, got, 3)
+	// Its first request took one of the three idle (more than the
+	// reserve); the second came while it held none, with the third
+	// waiting: it started a worker of its own and left the reserve.
+	require.False(t, unused[got[1]], "human:2's second request took the reserve: %v of %v", got, unused)
+	p.mu.Lock()
+	left := 0
+	for _, w := range p.idle {
+		if unused[w.cmd.Process.Pid] {
+			left++
+		}
+	}
+	p.mu.Unlock()
+	require.Equal(t, 1, left, "the reserve worker human:2 did not take is still idle")
+}
+
+// The reserve is refilled by workers started for any owner: one starting
+// for a busy owner's request is that owner's, and counting it in the
+// reserve left the reserve short while it started, so that another owner
+// found no worker ready (faults row 6d: a delivery waited 60-160 ms for a
+// worker to start). Workers start here behind a gate, so that one stays
+// starting while the reserve is taken.
+func TestAWorkerStartingForABusyOwnerIsNotCountedInTheReserve(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "open")
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	self, err := os.Executable()
+	require.NoError(t, err)
+	exe := filepath.Join(dir, "worker")
+	require.NoError(t, os.WriteFile(exe, []byte("#!/bin/sh\nwhile [ ! -e '"+gate+"' ]; do sleep 0.01; done\nexec '"+self+"' \"$@\"\n"), 0o700))
+	p := newPool(t, Config{Workers: 8, PerOwner: 2, Exe: exe})
+	require.Equal(t, 2, p.Limits().Reserve)
+	in := []byte(`{"a":1}`)
+	ctx := context.Background()
+	// human:1's worker and the reserve behind it: three idle.
+	require.Equal(t, "1", p.Eval(ctx, "human:1", []string{`.a`}, in, time.Minute)[0].Text)
+	require.Eventually(t, func() bool { return p.Stats().Idle == 3 }, time.Minute, time.Millisecond, "%+v", p.Stats())
+	require.Equal(t, int64(3), p.Stats().Spawned)
+	require.NoError(t, os.Remove(gate))
+
+	// human:2 holds a worker (one of the three) and asks for a second:
+	// one is started for it, and waits at the gate.
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	var armed atomic.Bool
+	armed.Store(true)
+	p.onReady = func(int) {
+		if armed.CompareAndSwap(true, false) {
+			held <- struct{}{}
+			<-release
+		}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(release)
+	defer func() { _ = os.WriteFile(gate, nil, 0o600) }() // first, even when the test fails
+	wg.Go(func() { p.Eval(ctx, "human:2", []string{`.a`}, in, time.Minute) })
+	<-held
+	wg.Go(func() { p.Eval(ctx, "human:2", []string{`.a`}, in, time.Minute) })
+	require.Eventually(t, func() bool { return p.Stats().Spawned == 4 }, time.Minute, time.Millisecond,
+		"a worker is started for human:2's second request: %+v", p.Stats())
+
+	// human:3 takes one of the reserve's two; the reserve is refilled,
+	// though human:2's worker is still starting.
+	require.Equal(t, "1", p.Eval(ctx, "human:3", []string{`.a`}, in, time.Minute)[0].Text)
+	p.mu.Lock()
+	starting := p.warming // both wait at the gate (for readyAllowance at most)
+	p.mu.Unlock()
+	require.Equal(t, 2, starting, "a worker is started to refill the reserve beside human:2's")
 }
 
 // A program that runs past its share of CPU has its worker demoted to the
