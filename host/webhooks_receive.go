@@ -451,8 +451,10 @@ func (s *Webhooks) Receive(ctx context.Context, id int64, body []byte, env Envel
 		return Received{}, err
 	}
 	// A repeat is answered before its payload is run through the rules
-	// again; TakeMessageID below is what decides when two race.
-	if first, seen, err := hoststore.MessageDelivery(ctx, s.pool, w.ID, env.MessageID); err != nil || seen {
+	// again; TakeMessageID below is what decides when two race. The rules
+	// come in the same round trip, read only once the signature holds.
+	first, seen, rows, err := hoststore.MessageDeliveryAndRules(ctx, s.pool, w.ID, env.MessageID)
+	if err != nil || seen {
 		return Received{DeliveryID: first, Outcome: OutcomeDuplicate, Summary: Describe(OutcomeDuplicate, 0, nil)}, err
 	}
 	if bytes.Contains(body, []byte(`\u0000`)) {
@@ -474,10 +476,6 @@ func (s *Webhooks) Receive(ctx context.Context, id int64, body []byte, env Envel
 	if !slices.Contains(w.TrustedSenders, subj.sender) || subj.sender == "" {
 		out, err = s.quarantine(ctx, w, msg, body, subj)
 	} else {
-		var rows []hoststore.RuleRow
-		if rows, err = hoststore.ListRules(ctx, s.pool, w.ID); err != nil {
-			return Received{}, err
-		}
 		ev := evaluate(budgetCtx, s.sandbox, w.Owner, rows, body, s.timeout)
 		cancel()
 		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -511,17 +509,18 @@ type message struct {
 // of the webhook took first (a concurrent repeat).
 var errMessageTaken = errors.New("webhook message id already taken")
 
-// takeMessage records msg for delivery id in tx, first, so a concurrent
-// repeat waits here and then rolls back with errMessageTaken.
-func takeMessage(ctx context.Context, tx pgx.Tx, webhookID int64, msg message, id int64) error {
-	ok, err := hoststore.TakeMessageID(ctx, tx, webhookID, msg.id, id, msg.expires)
+// takeMessage records msg in tx, first, and returns the id drawn for its
+// delivery, so a concurrent repeat waits here and then rolls back with
+// errMessageTaken.
+func takeMessage(ctx context.Context, tx pgx.Tx, webhookID int64, msg message) (int64, error) {
+	id, ok, err := hoststore.TakeMessageID(ctx, tx, webhookID, msg.id, msg.expires)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if !ok {
-		return errMessageTaken
+		return 0, errMessageTaken
 	}
-	return nil
+	return id, nil
 }
 
 func boardLink(webhookID, deliveryID int64) string {
@@ -545,10 +544,7 @@ func (s *Webhooks) quarantine(ctx context.Context, w hoststore.WebhookRow, msg m
 	}
 	var id int64
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if id, err = hoststore.NextDeliveryID(ctx, tx); err != nil {
-			return err
-		}
-		if err := takeMessage(ctx, tx, w.ID, msg, id); err != nil {
+		if id, err = takeMessage(ctx, tx, w.ID, msg); err != nil {
 			return err
 		}
 		trace, err := json.Marshal(Trace{Sender: subj.sender, Trusted: false})
@@ -587,11 +583,8 @@ func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w hoststore.WebhookRow,
 	if err != nil {
 		return Received{}, err
 	}
-	id, err := hoststore.NextDeliveryID(ctx, tx)
+	id, err := takeMessage(ctx, tx, w.ID, msg)
 	if err != nil {
-		return Received{}, err
-	}
-	if err := takeMessage(ctx, tx, w.ID, msg, id); err != nil {
 		return Received{}, err
 	}
 	now := s.clock.Now()

@@ -175,6 +175,37 @@ func ListRules(ctx context.Context, db DBTX, webhookID int64) ([]RuleRow, error)
 	return out, nil
 }
 
+// MessageDeliveryAndRules reads, in one round trip, what MessageDelivery
+// and ListRules read: the delivery webhook's message id was taken by (seen
+// false when it is not taken), and the webhook's rules in order.
+func MessageDeliveryAndRules(ctx context.Context, db Batcher, webhookID int64, messageID string) (first int64, seen bool, rules []RuleRow, err error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT delivery_id FROM webhook_message_ids WHERE webhook_id = $1 AND message_id = $2`, webhookID, messageID).
+		QueryRow(func(row pgx.Row) error {
+			err := row.Scan(&first)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			seen = err == nil
+			return err
+		})
+	b.Queue(`SELECT `+ruleColumns+` FROM webhook_rules WHERE webhook_id = $1 ORDER BY position`, webhookID).
+		Query(func(rows pgx.Rows) error {
+			var err error
+			rules, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (RuleRow, error) { return scanRule(r) })
+			return err
+		})
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
+		return 0, false, nil, fmt.Errorf("error reading a webhook message id and its rules: %w", err)
+	}
+	return first, seen, rules, nil
+}
+
+// Batcher sends a pgx.Batch: a *pgxpool.Pool, a pgx.Tx or a *pgx.Conn.
+type Batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
 // RuleWrite is a rule as written, with its author.
 type RuleWrite struct {
 	Name           string
@@ -353,18 +384,8 @@ func scanDelivery(row pgx.Row) (DeliveryRow, error) {
 	return d, err
 }
 
-// NextDeliveryID reserves the id of a delivery about to be inserted, so
-// its board link can go into the event emitted with it.
-func NextDeliveryID(ctx context.Context, db DBTX) (int64, error) {
-	var id int64
-	if err := db.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence('webhook_deliveries', 'id'))`).Scan(&id); err != nil {
-		return 0, fmt.Errorf("error reserving a delivery id: %w", err)
-	}
-	return id, nil
-}
-
-// InsertDelivery stores a received delivery with the id NextDeliveryID
-// gave it.
+// InsertDelivery stores a received delivery with the id TakeMessageID
+// drew for it.
 func InsertDelivery(ctx context.Context, db DBTX, d DeliveryRow) error {
 	_, err := db.Exec(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, owner, received_at, sender,
 			subject_key, title, outcome, todo_id, payload, trace)
@@ -435,18 +456,25 @@ func GetDelivery(ctx context.Context, db DBTX, webhookID, id int64) (DeliveryRow
 	return d, nil
 }
 
-// TakeMessageID records that webhook's message id was delivered as
-// deliveryID, until expiresAt, in the transaction storing that delivery.
-// It reports false (and changes nothing) when the id was already taken: a
+// TakeMessageID records that webhook's message id is delivered, until
+// expiresAt, in the transaction storing that delivery, and draws the
+// delivery's id (so that its board link can go into the events emitted
+// with it) in the same statement. It reports false (and changes nothing
+// but the id sequence) when the message id was already taken: a
 // concurrent insert of the same id waits for the first to commit or roll
 // back, so two instances never both take it.
-func TakeMessageID(ctx context.Context, tx DBTX, webhookID int64, messageID string, deliveryID int64, expiresAt time.Time) (bool, error) {
-	tag, err := tx.Exec(ctx, `INSERT INTO webhook_message_ids (webhook_id, message_id, delivery_id, expires_at)
-		VALUES ($1, $2, $3, $4) ON CONFLICT (webhook_id, message_id) DO NOTHING`, webhookID, messageID, deliveryID, expiresAt)
-	if err != nil {
-		return false, fmt.Errorf("error recording a webhook message id: %w", err)
+func TakeMessageID(ctx context.Context, tx DBTX, webhookID int64, messageID string, expiresAt time.Time) (int64, bool, error) {
+	var id int64
+	err := tx.QueryRow(ctx, `INSERT INTO webhook_message_ids (webhook_id, message_id, delivery_id, expires_at)
+		VALUES ($1, $2, nextval(pg_get_serial_sequence('webhook_deliveries', 'id')), $3)
+		ON CONFLICT (webhook_id, message_id) DO NOTHING RETURNING delivery_id`, webhookID, messageID, expiresAt).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
 	}
-	return tag.RowsAffected() == 1, nil
+	if err != nil {
+		return 0, false, fmt.Errorf("error recording a webhook message id: %w", err)
+	}
+	return id, true, nil
 }
 
 // MessageDelivery returns the delivery a webhook's message id was taken
