@@ -478,11 +478,15 @@ func (s *Webhooks) Receive(ctx context.Context, id int64, body []byte, env Envel
 	} else {
 		ev := evaluate(budgetCtx, s.sandbox, w.Owner, rows, body, s.timeout)
 		cancel()
-		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			var err error
-			out, err = s.route(ctx, tx, w, msg, body, subj, rows, ev)
-			return err
-		})
+		if quiet(rows, ev) {
+			out, err = s.routeQuietly(ctx, w, msg, body, subj, rows, ev)
+		} else {
+			err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+				var err error
+				out, err = s.route(ctx, tx, w, msg, body, subj, rows, ev)
+				return err
+			})
+		}
 		err = wrap(err, "routing delivery")
 	}
 	if errors.Is(err, errMessageTaken) {
@@ -573,6 +577,63 @@ func (s *Webhooks) quarantine(ctx context.Context, w hoststore.WebhookRow, msg m
 		return Received{}, wrap(err, "quarantining delivery")
 	}
 	return Received{DeliveryID: id, Outcome: OutcomeQuarantined, Summary: Describe(OutcomeQuarantined, 0, nil)}, nil
+}
+
+// quiet reports whether ev writes nothing but the delivery: no todo (the
+// deciding rule, if any, drops or names no queue) and no notification.
+func quiet(rules []hoststore.RuleRow, ev evaluation) bool {
+	if len(ev.notify) > 0 {
+		return false
+	}
+	if ev.decider < 0 {
+		return true
+	}
+	r := rules[ev.decider]
+	return r.Drop || r.QueueID == 0
+}
+
+// routeQuietly stores a delivery whose evaluation is quiet, as route would
+// (the same outcome and trace), in one statement with its message id: a
+// delivery dropped or left unrouted by its rules takes one round trip to
+// store instead of four (faults row 6d: every round trip is one more wait
+// for a core beside a busy owner's rules).
+func (s *Webhooks) routeQuietly(ctx context.Context, w hoststore.WebhookRow, msg message, body []byte, subj subject,
+	rules []hoststore.RuleRow, ev evaluation) (Received, error) {
+	trace := Trace{Sender: subj.sender, Trusted: true, Rules: ev.results}
+	outcome := OutcomeUnrouted
+	if ev.decider >= 0 {
+		r := rules[ev.decider]
+		trace.DecidedBy = r.ID
+		if r.Drop {
+			outcome = OutcomeDropped
+		}
+	}
+	trace.Faults = appendRuleFaults(trace.Faults, ev)
+	traceJSON, err := json.Marshal(trace)
+	if err != nil {
+		return Received{}, fmt.Errorf("error encoding trace: %w", err)
+	}
+	id, ok, err := hoststore.TakeMessageIDAndInsertDelivery(ctx, s.pool, msg.id, msg.expires, hoststore.DeliveryRow{
+		WebhookID: w.ID, Owner: w.Owner, ReceivedAt: s.clock.Now(), Sender: subj.sender, SubjectKey: subj.key,
+		Title: subj.title, Outcome: string(outcome), Payload: body, Trace: traceJSON,
+	})
+	if err != nil {
+		return Received{}, err
+	}
+	if !ok {
+		return Received{}, errMessageTaken
+	}
+	return Received{DeliveryID: id, Outcome: outcome, Summary: Describe(outcome, 0, nil)}, nil
+}
+
+// appendRuleFaults appends the fault of every rule of ev that faulted.
+func appendRuleFaults(faults []string, ev evaluation) []string {
+	for _, r := range ev.results {
+		if r.Fault != "" {
+			faults = append(faults, fmt.Sprintf("rule %q: %s", r.Name, r.Fault))
+		}
+	}
+	return faults
 }
 
 // route applies an evaluation in tx: the todo, the rule notifies and the
@@ -667,11 +728,7 @@ func (s *Webhooks) route(ctx context.Context, tx pgx.Tx, w hoststore.WebhookRow,
 			trace.Notified = append(trace.Notified, NotifiedSink{Sink: n.Sink, RuleID: n.RuleID, Rule: n.Rule})
 		}
 	}
-	for _, r := range ev.results {
-		if r.Fault != "" {
-			trace.Faults = append(trace.Faults, fmt.Sprintf("rule %q: %s", r.Name, r.Fault))
-		}
-	}
+	trace.Faults = appendRuleFaults(trace.Faults, ev)
 	traceJSON, err := json.Marshal(trace)
 	if err != nil {
 		return Received{}, fmt.Errorf("error encoding trace: %w", err)

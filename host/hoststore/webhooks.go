@@ -384,6 +384,32 @@ func scanDelivery(row pgx.Row) (DeliveryRow, error) {
 	return d, err
 }
 
+// TakeMessageIDAndInsertDelivery is TakeMessageID then InsertDelivery in
+// one statement, for a delivery that writes nothing else: it draws d's id
+// (d.ID is ignored), and reports false, storing nothing, when the message
+// id was already taken. A concurrent take of the same id waits for this
+// statement's transaction, as with TakeMessageID.
+func TakeMessageIDAndInsertDelivery(ctx context.Context, db DBTX, messageID string, expiresAt time.Time, d DeliveryRow) (int64, bool, error) {
+	var id int64
+	err := db.QueryRow(ctx, `WITH taken AS (
+			INSERT INTO webhook_message_ids (webhook_id, message_id, delivery_id, expires_at)
+			VALUES ($1, $2, nextval(pg_get_serial_sequence('webhook_deliveries', 'id')), $3)
+			ON CONFLICT (webhook_id, message_id) DO NOTHING RETURNING delivery_id)
+		INSERT INTO webhook_deliveries (id, webhook_id, owner, received_at, sender,
+			subject_key, title, outcome, todo_id, payload, trace)
+		OVERRIDING SYSTEM VALUE SELECT delivery_id, $1, $4, $5, $6, $7, $8, $9, $10, $11, $12 FROM taken
+		RETURNING id`,
+		d.WebhookID, messageID, expiresAt, d.Owner, d.ReceivedAt, nullText(d.Sender), nullText(d.SubjectKey), nullText(d.Title),
+		d.Outcome, nullID(d.TodoID), d.Payload, d.Trace).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("error storing delivery: %w", err)
+	}
+	return id, true, nil
+}
+
 // InsertDelivery stores a received delivery with the id TakeMessageID
 // drew for it.
 func InsertDelivery(ctx context.Context, db DBTX, d DeliveryRow) error {
