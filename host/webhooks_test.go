@@ -671,13 +671,8 @@ type payloadReadKey struct{}
 // once held up another owner's deliveries in faults row 6d).
 func TestADryRunReadsNoPayloadPastItsBudget(t *testing.T) {
 	t.Parallel()
-	base := hosttest.New(t)
 	reads := &payloadReads{}
-	pc := base.Config().Copy()
-	pc.ConnConfig.Tracer = reads
-	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := tracedPool(t, reads)
 	w := newHookWorldOn(t, pool, 0)
 	w.hooks = host.NewWebhooks(host.WebhooksConfig{
 		Pool: pool, Emitter: w.engine, SecretKey: w.key, Clock: w.clock,
@@ -724,6 +719,17 @@ func slowRules(n int) []host.RuleInput {
 	return in
 }
 
+// tracedPool is a pool on a fresh database whose statements tracer sees.
+func tracedPool(t *testing.T, tracer pgx.QueryTracer) *pgxpool.Pool {
+	t.Helper()
+	pc := hosttest.New(t).Config().Copy()
+	pc.ConnConfig.Tracer = tracer
+	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 // roundTrips counts a pool's round trips: statements sent alone, and
 // batches.
 type roundTrips struct{ n atomic.Int64 }
@@ -748,13 +754,8 @@ func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEnd
 // rule that decided it and the faults of the others.
 func TestADeliveryItsRulesDropTakesThreeRoundTrips(t *testing.T) {
 	t.Parallel()
-	base := hosttest.New(t)
 	trips := &roundTrips{}
-	pc := base.Config().Copy()
-	pc.ConnConfig.Tracer = trips
-	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := tracedPool(t, trips)
 	w := newHookWorldOn(t, pool, 0)
 	ctx := context.Background()
 	hook, secret, p := w.hook(t, ctx)
