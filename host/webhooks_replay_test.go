@@ -98,6 +98,37 @@ func TestConcurrentRepeatsStoreOneDelivery(t *testing.T) {
 	require.Equal(t, 1, w.f.Count(`SELECT count(*) FROM switchboard.outbox_events`))
 }
 
+// The same for a delivery stored in one statement (a trusted sender's, left
+// unrouted by no rules): the message id taken in that statement decides.
+func TestConcurrentRepeatsOfADeliveryStoredInOneStatementStoreOne(t *testing.T) {
+	t.Parallel()
+	w, ctx := newHookWorld(t)
+	hook, secret, _ := w.hook(t, ctx)
+	body := []byte(issue("octocat", 1, "race"))
+	env := host.Sign(secret, host.NewMessageID(), w.clock.Now(), body)
+	const copies = 8
+	got := make([]host.Received, copies)
+	var wg sync.WaitGroup
+	for i := range copies {
+		wg.Go(func() {
+			r, err := w.hooks.Receive(ctx, hook.ID, body, env)
+			require.NoError(t, err)
+			got[i] = r
+		})
+	}
+	wg.Wait()
+	stored := 0
+	for _, r := range got {
+		if r.Outcome != host.OutcomeDuplicate {
+			require.Equal(t, host.OutcomeUnrouted, r.Outcome)
+			stored++
+		}
+		require.Equal(t, got[0].DeliveryID, r.DeliveryID, "every copy names the one delivery")
+	}
+	require.Equal(t, 1, stored)
+	require.Equal(t, 1, w.f.Count(`SELECT count(*) FROM webhook_deliveries`))
+}
+
 // The envelope is checked before any webhook is read: a malformed id or
 // timestamp is invalid_argument naming its header, a stale or future
 // timestamp a stale_timestamp refusal, the old X-Switchboard-Signature

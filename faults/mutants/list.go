@@ -343,4 +343,12 @@ var List = []Mutant{
 			New: "\treturn context.WithCancel(ctx)\n}"}},
 		Package: "./engine/", Run: "^TestAStopDuringAClaimLeavesNoRowClaimed$", Fast: true,
 	},
+	{
+		ID:    "quiet-delivery-message-once",
+		Guard: "the message id taken in the statement that stores a delivery writing nothing else (TakeMessageIDAndInsertDelivery): a concurrent repeat waits for it and stores nothing (else it fails, or is stored twice)",
+		Edits: []Edit{{File: "host/hoststore/webhooks.go",
+			Old: "ON CONFLICT (webhook_id, message_id) DO NOTHING RETURNING delivery_id)",
+			New: "RETURNING delivery_id)"}},
+		Package: "./host/", Run: "^TestConcurrentRepeatsOfADeliveryStoredInOneStatementStoreOne$", Fast: true,
+	},
 }
