@@ -136,9 +136,7 @@ func TestAnOwnerWithRequestsWaitingLeavesTheReserveToOthers(t *testing.T) {
 	require.Equal(t, 2, p.Limits().Reserve)
 	in := []byte(`{"a":1}`)
 	ctx := context.Background()
-	// human:1's worker and the reserve behind it: three idle.
-	require.Equal(t, "1", p.Eval(ctx, "human:1", []string{`.a`}, in, time.Minute)[0].Text)
-	require.Eventually(t, func() bool { return p.Stats().Idle == 3 }, time.Minute, time.Millisecond, "%+v", p.Stats())
+	threeIdle(t, p)
 	unused := map[int]bool{} // the reserve: idle, used by nobody
 	p.mu.Lock()
 	for _, w := range p.idle {
@@ -220,9 +218,7 @@ func TestAWorkerStartingForABusyOwnerIsNotCountedInTheReserve(t *testing.T) {
 	require.Equal(t, 2, p.Limits().Reserve)
 	in := []byte(`{"a":1}`)
 	ctx := context.Background()
-	// human:1's worker and the reserve behind it: three idle.
-	require.Equal(t, "1", p.Eval(ctx, "human:1", []string{`.a`}, in, time.Minute)[0].Text)
-	require.Eventually(t, func() bool { return p.Stats().Idle == 3 }, time.Minute, time.Millisecond, "%+v", p.Stats())
+	threeIdle(t, p)
 	require.Equal(t, int64(3), p.Stats().Spawned)
 	require.NoError(t, os.Remove(gate))
 
@@ -451,4 +447,12 @@ func TestAWorkerKilledPastItsDeadlineIsReapedWithoutTheCaller(t *testing.T) {
 	require.Eventually(t, func() bool { return p.Stats().Live == 1 }, time.Minute, time.Millisecond,
 		"the worker's place is given back once it is reaped")
 	require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the worker was reaped")
+}
+
+// threeIdle has human:1 run a request on p, a new pool with a reserve of
+// two, and waits for its worker and the reserve behind it to be idle.
+func threeIdle(t *testing.T, p *Pool) {
+	t.Helper()
+	require.Equal(t, "1", p.Eval(context.Background(), "human:1", []string{`.a`}, []byte(`{"a":1}`), time.Minute)[0].Text)
+	require.Eventually(t, func() bool { return p.Stats().Idle == 3 }, time.Minute, time.Millisecond, "%+v", p.Stats())
 }

@@ -403,8 +403,9 @@ func (p *Pool) acquire(ctx context.Context, owner string) (*worker, error) {
 }
 
 // topUp starts workers in the background until the idle ones, with those
-// starting for any owner, fill the reserve: the owner that takes the last of them (the
-// first request of a new pool) leaves it full for the next; p.mu is held.
+// starting for any owner, fill the reserve: the owner that takes the last
+// of them (the first request of a new pool) leaves it full for the next;
+// p.mu is held.
 func (p *Pool) topUp() {
 	for len(p.idle)+p.warmingAny < p.cfg.Reserve && p.total < p.cfg.Workers && !p.closed {
 		p.total++
