@@ -88,7 +88,7 @@ type Status struct {
 type SinkActor struct {
 	sinkID  int64
 	sup     *Supervisor
-	mailbox chan store.OutboxRow
+	mailbox *mailbox
 	poke    chan struct{}
 
 	// Owned by the actor's goroutine.
@@ -106,7 +106,7 @@ func newSinkActor(sup *Supervisor, sinkID int64) *SinkActor {
 	a := &SinkActor{
 		sinkID:  sinkID,
 		sup:     sup,
-		mailbox: make(chan store.OutboxRow, sup.cfg.MailboxSize),
+		mailbox: newMailbox(sup.cfg.MailboxSize),
 		poke:    make(chan struct{}, 1),
 	}
 	a.publish(StateIdle, 0)
@@ -119,7 +119,7 @@ func (a *SinkActor) String() string { return fmt.Sprintf("sink-actor-%d", a.sink
 // Status returns the actor's latest snapshot.
 func (a *SinkActor) Status() Status {
 	s := *a.status.Load()
-	s.Queued = len(a.mailbox)
+	s.Queued = a.mailbox.len()
 	return s
 }
 
@@ -161,21 +161,11 @@ func (a *SinkActor) Serve(ctx context.Context) error {
 		}
 		arm(o, 1)
 	}
-	// deliver attempts row and the rows queued behind it together: one
+	// deliver attempts the rows taken from the mailbox together: one
 	// reservation for all of them rather than one each (a sink that
 	// falls behind catches up in groups, and the database sees a
 	// transaction a group). The mailbox bounds the group.
-	deliver := func(row store.OutboxRow) {
-		rows := []store.OutboxRow{row}
-	queued:
-		for {
-			select {
-			case r := <-a.mailbox:
-				rows = append(rows, r)
-			default:
-				break queued
-			}
-		}
+	deliver := func(rows []store.OutboxRow) {
 		a.sup.signalRoom()
 		a.publish(StateDelivering, len(rows))
 		arm(a.sup.runners.step(func() Outcome { return a.sup.worker.Deliver(ctx, rows) }), len(rows))
@@ -196,19 +186,16 @@ func (a *SinkActor) Serve(ctx context.Context) error {
 		// fell due, and a flush taken before them (a select picks at
 		// random among the cases ready) would send a held row that fell
 		// due later ahead of them, and spend the token they were due.
-		queued := false
-		select {
-		case row := <-a.mailbox:
-			queued = true
-			deliver(row)
-		default:
-		}
-		if !queued {
+		if rows := a.mailbox.take(); len(rows) > 0 {
+			deliver(rows)
+		} else {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case row := <-a.mailbox:
-				deliver(row)
+			case <-a.mailbox.ready:
+				if rows := a.mailbox.take(); len(rows) > 0 {
+					deliver(rows)
+				}
 			case <-a.poke:
 				a.publish(StateDelivering, 1)
 				flushed(a.sup.runners.step(func() Outcome { return a.sup.worker.Flush(ctx, a.sinkID) }))

@@ -258,8 +258,8 @@ var List = []Mutant{
 		ID:    "actor-queued-rows-first",
 		Guard: "a sink's actor takes the rows queued in its mailbox before a flush asked for meanwhile (a held row that fell due later would go out ahead of them)",
 		Edits: []Edit{{File: "actors/actor.go",
-			Old: "\t\tcase row := <-a.mailbox:\n\t\t\tqueued = true\n\t\t\tdeliver(row)\n\t\tdefault:\n",
-			New: "\t\tcase <-(chan store.OutboxRow)(nil):\n\t\tdefault:\n"}},
+			Old: "\t\tif rows := a.mailbox.take(); len(rows) > 0 {\n\t\t\tdeliver(rows)\n\t\t} else {",
+			New: "\t\tif false {\n\t\t} else {"}},
 		Package: "./actors/", Run: "^TestAQueuedRowGoesBeforeAFlushAskedForMeanwhile$", Fast: true,
 	},
 	{
