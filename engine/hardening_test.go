@@ -330,10 +330,7 @@ func TestDeliveryGracefulStopReleasesQueuedRows(t *testing.T) {
 	for i := range 2 {
 		w.Emit(eng, deadLetterOf(scope, int64(i+2)))
 	}
-	require.Eventually(t, func() bool {
-		st := eng.SinkStatusesOfForTest(sink)
-		return len(st) == 1 && st[0].Queued == 2
-	}, enginetest.WaitTimeout, time.Millisecond, "two rows queued behind the send in flight")
+	waitQueued(t, eng, sink, 2)
 	cancel()
 	close(release)
 	stopErr := <-done

@@ -274,11 +274,7 @@ func TestAStopGivesBackTheRowsReservedButNotSent(t *testing.T) {
 	w := hosttest.NewWorld(t)
 	g := newGotify(t)
 	_, p, scope := w.Human()
-	pool, err := pgxpool.New(context.Background(), w.URL)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	eng, err := engine.New(w.Config(pool))
-	require.NoError(t, err)
+	eng := w.Engine()
 	entered, release := make(chan int, 8), make(chan struct{}, 8)
 	sends := 0
 	testhooks.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
@@ -314,10 +310,7 @@ func TestAStopGivesBackTheRowsReservedButNotSent(t *testing.T) {
 	for i := range 3 {
 		w.Emit(eng, deadLetterOf(scope, int64(i+2)))
 	}
-	require.Eventually(t, func() bool {
-		st := eng.SinkStatusesOfForTest(sink)
-		return len(st) == 1 && st[0].Queued == 3
-	}, enginetest.WaitTimeout, time.Millisecond, "three rows queued behind the send in flight")
+	waitQueued(t, eng, sink, 3)
 	release <- struct{}{}
 
 	// The next step reserves the three together and sends the first.
@@ -374,4 +367,13 @@ func TestARowReservedWithOthersIsSentOnlyWhileItsClaimOutlastsTheSend(t *testing
 	stopped, cancel := context.WithCancel(ctx)
 	cancel()
 	require.False(t, eng.MayWaitForTest(stopped, now), "the engine stops")
+}
+
+// waitQueued waits until n rows are queued in sink's actor's mailbox.
+func waitQueued(t *testing.T, eng *engine.Engine, sink int64, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		st := eng.SinkStatusesOfForTest(sink)
+		return len(st) == 1 && st[0].Queued == n
+	}, enginetest.WaitTimeout, time.Millisecond, "%d rows queued behind the send in flight", n)
 }
