@@ -183,6 +183,7 @@ func (w worker) giveBack(ctx context.Context, unsent []store.Unsent) {
 	defer cancel()
 	n, err := store.GiveBackUnsent(rctx, e.cfg.Pool, unsent, e.instance, e.kinds.replaces)
 	if err != nil {
+		e.releaseFailed.Add(int64(len(unsent))) // a stop reports them, as rows it could not release
 		e.log.Error("error giving back reserved rows not sent; they are attempted again when their claims expire",
 			"rows", len(unsent), "error", err)
 		return
