@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -75,17 +76,7 @@ func TestConcurrentRepeatsStoreOneDelivery(t *testing.T) {
 	w.subscribedSink(hook.Owner, storetest.SubscriptionOpts{}, host.EventDeliveryQuarantined)
 	body := []byte(issue("mallory", 1, "race"))
 	env := host.Sign(secret, host.NewMessageID(), w.clock.Now(), body)
-	const copies = 8
-	got := make([]host.Received, copies)
-	var wg sync.WaitGroup
-	for i := range copies {
-		wg.Go(func() {
-			r, err := w.hooks.Receive(ctx, hook.ID, body, env)
-			require.NoError(t, err)
-			got[i] = r
-		})
-	}
-	wg.Wait()
+	got := receiveAtOnce(t, w, ctx, hook.ID, body, env, 8)
 	stored := 0
 	for _, r := range got {
 		if r.Outcome != host.OutcomeDuplicate {
@@ -106,17 +97,7 @@ func TestConcurrentRepeatsOfADeliveryStoredInOneStatementStoreOne(t *testing.T) 
 	hook, secret, _ := w.hook(t, ctx)
 	body := []byte(issue("octocat", 1, "race"))
 	env := host.Sign(secret, host.NewMessageID(), w.clock.Now(), body)
-	const copies = 8
-	got := make([]host.Received, copies)
-	var wg sync.WaitGroup
-	for i := range copies {
-		wg.Go(func() {
-			r, err := w.hooks.Receive(ctx, hook.ID, body, env)
-			require.NoError(t, err)
-			got[i] = r
-		})
-	}
-	wg.Wait()
+	got := receiveAtOnce(t, w, ctx, hook.ID, body, env, 8)
 	stored := 0
 	for _, r := range got {
 		if r.Outcome != host.OutcomeDuplicate {
@@ -253,4 +234,21 @@ func requireRefusal(t *testing.T, err error, reason string) {
 	var refusal *host.ReceiveRefusal
 	require.ErrorAs(t, err, &refusal)
 	require.Equal(t, reason, refusal.Reason)
+}
+
+// receiveAtOnce sends copies copies of one signed delivery at once and
+// returns what each was answered.
+func receiveAtOnce(t *testing.T, w *hookWorld, ctx context.Context, hookID int64, body []byte, env host.Envelope, copies int) []host.Received {
+	t.Helper()
+	got := make([]host.Received, copies)
+	var wg sync.WaitGroup
+	for i := range copies {
+		wg.Go(func() {
+			r, err := w.hooks.Receive(ctx, hookID, body, env)
+			require.NoError(t, err)
+			got[i] = r
+		})
+	}
+	wg.Wait()
+	return got
 }
