@@ -19,8 +19,14 @@ import (
 // the actor (they run on its goroutine) and must wrap their own errors into
 // the Outcome: an actor never stops because a delivery failed.
 type Worker interface {
-	// Deliver attempts one claimed row: reserves a token, sends, records.
-	Deliver(ctx context.Context, row store.OutboxRow) Outcome
+	// Deliver attempts claimed rows of the sink, in the order given (the
+	// order they were dispatched): the row the actor took and the rows
+	// queued behind it, so that one reservation serves them all. It
+	// reserves their tokens, sends them one after another and records
+	// each. A row it reserved and did not send (its ctx ended before the
+	// row's turn) it gives back, as if never attempted. Its Outcome is
+	// the sink's after the last row.
+	Deliver(ctx context.Context, rows []store.OutboxRow) Outcome
 	// Flush sends every held row of the sink as one coalesced message when
 	// a token is available.
 	Flush(ctx context.Context, sinkID int64) Outcome
@@ -76,11 +82,13 @@ type Status struct {
 	Delivered int64                 `json:"attempts"`
 }
 
-// SinkActor delivers the rows of one sink, one at a time.
+// SinkActor delivers the rows of one sink, one step at a time: a step
+// attempts the rows queued when it began, in order, or flushes the held
+// ones.
 type SinkActor struct {
 	sinkID  int64
 	sup     *Supervisor
-	mailbox chan store.OutboxRow
+	mailbox *mailbox
 	poke    chan struct{}
 
 	// Owned by the actor's goroutine.
@@ -98,7 +106,7 @@ func newSinkActor(sup *Supervisor, sinkID int64) *SinkActor {
 	a := &SinkActor{
 		sinkID:  sinkID,
 		sup:     sup,
-		mailbox: make(chan store.OutboxRow, sup.cfg.MailboxSize),
+		mailbox: newMailbox(sup.cfg.MailboxSize),
 		poke:    make(chan struct{}, 1),
 	}
 	a.publish(StateIdle, 0)
@@ -111,7 +119,7 @@ func (a *SinkActor) String() string { return fmt.Sprintf("sink-actor-%d", a.sink
 // Status returns the actor's latest snapshot.
 func (a *SinkActor) Status() Status {
 	s := *a.status.Load()
-	s.Queued = len(a.mailbox)
+	s.Queued = a.mailbox.len()
 	return s
 }
 
@@ -135,8 +143,8 @@ func (a *SinkActor) Serve(ctx context.Context) error {
 		}
 		flush, a.flushAt = nil, time.Time{}
 	}
-	arm := func(o Outcome) {
-		a.observe(o)
+	arm := func(o Outcome, rows int) {
+		a.observe(o, rows)
 		if o.HeldUntil.IsZero() {
 			return
 		}
@@ -151,14 +159,16 @@ func (a *SinkActor) Serve(ctx context.Context) error {
 		if o.HeldUntil.IsZero() {
 			disarm()
 		}
-		arm(o)
+		arm(o, 1)
 	}
-	deliver := func(row store.OutboxRow) {
-		if len(a.mailbox) <= a.sup.cfg.MailboxSize/2 {
-			a.sup.signalRoom()
-		}
-		a.publish(StateDelivering, 1)
-		arm(a.sup.runners.step(func() Outcome { return a.sup.worker.Deliver(ctx, row) }))
+	// deliver attempts the rows taken from the mailbox together: one
+	// reservation for all of them rather than one each (a sink that
+	// falls behind catches up in groups, and the database sees a
+	// transaction a group). The mailbox bounds the group.
+	deliver := func(rows []store.OutboxRow) {
+		a.sup.signalRoom()
+		a.publish(StateDelivering, len(rows))
+		arm(a.sup.runners.step(func() Outcome { return a.sup.worker.Deliver(ctx, rows) }), len(rows))
 	}
 	defer func() {
 		disarm()
@@ -176,19 +186,16 @@ func (a *SinkActor) Serve(ctx context.Context) error {
 		// fell due, and a flush taken before them (a select picks at
 		// random among the cases ready) would send a held row that fell
 		// due later ahead of them, and spend the token they were due.
-		queued := false
-		select {
-		case row := <-a.mailbox:
-			queued = true
-			deliver(row)
-		default:
-		}
-		if !queued {
+		if rows := a.mailbox.take(); len(rows) > 0 {
+			deliver(rows)
+		} else {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case row := <-a.mailbox:
-				deliver(row)
+			case <-a.mailbox.ready:
+				if rows := a.mailbox.take(); len(rows) > 0 {
+					deliver(rows)
+				}
 			case <-a.poke:
 				a.publish(StateDelivering, 1)
 				flushed(a.sup.runners.step(func() Outcome { return a.sup.worker.Flush(ctx, a.sinkID) }))
@@ -338,9 +345,10 @@ func (a *SinkActor) restingState() State {
 	return StateIdle
 }
 
-// observe folds an outcome into the actor's own state and its mirror.
-func (a *SinkActor) observe(o Outcome) {
-	a.attempts++
+// observe folds the outcome of a step that attempted rows rows (a flush
+// is one attempt) into the actor's own state and its mirror.
+func (a *SinkActor) observe(o Outcome, rows int) {
+	a.attempts += int64(rows)
 	a.lastClass = o.Class
 	a.held = o.Held
 	if o.Budget.PerHour > 0 && !o.TAT.IsZero() {

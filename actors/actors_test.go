@@ -23,10 +23,19 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // goroutine: a wait that times out is a failed test, never a pass.
 const waitTimeout = 10 * time.Second
 
-// call is one call of the fake worker: Deliver (row set) or Flush.
+// call is one call of the fake worker: Deliver (rows set) or Flush.
 type call struct {
-	row   store.OutboxRow
+	rows  []store.OutboxRow
 	flush int64
+}
+
+// ids lists the ids of the rows a Deliver was given, in order.
+func (c call) ids() []int64 {
+	ids := make([]int64, len(c.rows))
+	for i, r := range c.rows {
+		ids[i] = r.ID
+	}
+	return ids
 }
 
 // fakeWorker reports each call on calls and then waits for the test to
@@ -34,7 +43,7 @@ type call struct {
 type fakeWorker struct {
 	calls    chan call
 	proceed  chan actors.Outcome
-	panicOn  map[int64]bool // row ids whose Deliver panics
+	panicOn  map[int64]bool // row ids whose Deliver panics (given with any other)
 	mu       sync.Mutex
 	released []store.OutboxRow
 	releases int
@@ -44,11 +53,13 @@ func newFakeWorker() *fakeWorker {
 	return &fakeWorker{calls: make(chan call), proceed: make(chan actors.Outcome), panicOn: map[int64]bool{}}
 }
 
-func (w *fakeWorker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome {
-	if w.panicOn[row.ID] {
-		panic("adapter exploded")
+func (w *fakeWorker) Deliver(ctx context.Context, rows []store.OutboxRow) actors.Outcome {
+	for _, r := range rows {
+		if w.panicOn[r.ID] {
+			panic("adapter exploded")
+		}
 	}
-	return w.answer(ctx, call{row: row})
+	return w.answer(ctx, call{rows: rows})
 }
 
 func (w *fakeWorker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
@@ -159,33 +170,39 @@ func eventually(t *testing.T, cond func() bool, msg string) {
 	require.Eventually(t, cond, waitTimeout, time.Millisecond, msg)
 }
 
-// An actor delivers its sink's rows one at a time, in the order they were
-// dispatched, and its status is read while it is busy without blocking it.
-func TestActorDeliversInMailboxOrderOneAtATime(t *testing.T) {
+// An actor delivers its sink's rows in the order they were dispatched,
+// one step at a time: a step takes the row that woke the actor and every
+// row queued behind it (one reservation for them all), and rows
+// dispatched while it is in flight wait for the next step. Its status is
+// read while it is busy without blocking it.
+func TestActorDeliversItsQueuedRowsTogetherInMailboxOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t, actors.Config{})
 	for id := int64(1); id <= 5; id++ {
 		require.True(t, b.sup.Dispatch(row(id, 7)))
 	}
 	b.serve()
-	var got []int64
-	for i := range 5 {
-		c := b.worker.next(t)
-		got = append(got, c.row.ID)
-		// The worker is in Deliver: the status says so, at once.
-		st := statusOf(t, b.sup, 7)
-		require.Equal(t, actors.StateDelivering, st.State)
-		require.Equal(t, 1, st.InFlight)
-		require.Equal(t, 4-i, st.Queued, "rows still queued behind the one in flight")
-		select {
-		case c := <-b.worker.calls:
-			t.Fatalf("a second delivery (row %d) began while one was in flight", c.row.ID)
-		default:
-		}
-		b.worker.finish(t, actors.Outcome{})
+	c := b.worker.next(t)
+	require.Equal(t, []int64{1, 2, 3, 4, 5}, c.ids(), "the queued rows, together, in order")
+	// The worker is in Deliver: the status says so, at once.
+	st := statusOf(t, b.sup, 7)
+	require.Equal(t, actors.StateDelivering, st.State)
+	require.Equal(t, 5, st.InFlight)
+	require.Zero(t, st.Queued)
+
+	for id := int64(6); id <= 8; id++ {
+		require.True(t, b.sup.Dispatch(row(id, 7)))
 	}
-	require.Equal(t, []int64{1, 2, 3, 4, 5}, got)
-	eventually(t, func() bool { return statusOf(t, b.sup, 7).Delivered == 5 }, "five attempts counted")
+	select {
+	case c := <-b.worker.calls:
+		t.Fatalf("a second step (rows %v) began while one was in flight", c.ids())
+	default:
+	}
+	require.Equal(t, 3, statusOf(t, b.sup, 7).Queued, "rows queued behind the step in flight")
+	b.worker.finish(t, actors.Outcome{})
+	require.Equal(t, []int64{6, 7, 8}, b.worker.next(t).ids())
+	b.worker.finish(t, actors.Outcome{})
+	eventually(t, func() bool { return statusOf(t, b.sup, 7).Delivered == 8 }, "eight attempts counted")
 	require.Equal(t, actors.StateIdle, statusOf(t, b.sup, 7).State)
 }
 
@@ -196,7 +213,7 @@ func TestDispatchRefusesAFullMailbox(t *testing.T) {
 	b := setup(t, actors.Config{MailboxSize: 2, Capacity: 5})
 	b.serve()
 	require.True(t, b.sup.Dispatch(row(1, 3)))
-	require.Equal(t, int64(1), b.worker.next(t).row.ID) // taken out of the mailbox, in flight
+	require.Equal(t, []int64{1}, b.worker.next(t).ids()) // taken out of the mailbox, in flight
 	require.True(t, b.sup.Dispatch(row(2, 3)))
 	require.True(t, b.sup.Dispatch(row(3, 3)))
 	require.False(t, b.sup.Dispatch(row(4, 3)), "a third row for a mailbox of two")
@@ -204,19 +221,17 @@ func TestDispatchRefusesAFullMailbox(t *testing.T) {
 	require.Equal(t, 3, free)
 	require.Equal(t, []int64{3}, full)
 
-	// The actor takes the next row: room is signalled.
+	// The actor takes the rows queued: room is signalled.
 	b.worker.finish(t, actors.Outcome{})
-	require.Equal(t, int64(2), b.worker.next(t).row.ID)
+	require.Equal(t, []int64{2, 3}, b.worker.next(t).ids())
 	select {
 	case <-b.sup.RoomFreed():
 	case <-time.After(waitTimeout):
-		t.Fatal("no room signalled after the actor took a row")
+		t.Fatal("no room signalled after the actor took its rows")
 	}
 	free, full = b.sup.Room()
-	require.Equal(t, 4, free)
+	require.Equal(t, 5, free)
 	require.Empty(t, full)
-	b.worker.finish(t, actors.Outcome{})
-	require.Equal(t, int64(3), b.worker.next(t).row.ID)
 	b.worker.finish(t, actors.Outcome{})
 }
 
@@ -226,17 +241,18 @@ func TestDispatchRefusesAFullMailbox(t *testing.T) {
 func TestStopReleasesQueuedRowsUnattempted(t *testing.T) {
 	t.Parallel()
 	b := setup(t, actors.Config{})
-	for id := int64(1); id <= 4; id++ {
-		require.True(t, b.sup.Dispatch(row(id, 1)))
-	}
-	require.True(t, b.sup.Dispatch(row(10, 2)))
 	b.serve()
-	first := map[int64]int64{}
+	require.True(t, b.sup.Dispatch(row(1, 1)))
+	require.True(t, b.sup.Dispatch(row(10, 2)))
+	first := map[int64][]int64{}
 	for range 2 {
 		c := b.worker.next(t) // each sink's first row is in flight
-		first[c.row.SinkID] = c.row.ID
+		first[c.rows[0].SinkID] = c.ids()
 	}
-	require.Equal(t, map[int64]int64{1: 1, 2: 10}, first)
+	require.Equal(t, map[int64][]int64{1: {1}, 2: {10}}, first)
+	for id := int64(2); id <= 4; id++ {
+		require.True(t, b.sup.Dispatch(row(id, 1))) // queued behind the step in flight
+	}
 	require.ErrorIs(t, b.stop(t), context.Canceled)
 
 	b.worker.mu.Lock()
@@ -252,7 +268,7 @@ func TestStopReleasesQueuedRowsUnattempted(t *testing.T) {
 	require.Equal(t, 1, releases)
 	select {
 	case c := <-b.worker.calls:
-		t.Fatalf("row %d attempted after the stop", c.row.ID)
+		t.Fatalf("rows %v attempted after the stop", c.ids())
 	default:
 	}
 	require.False(t, b.sup.Dispatch(row(5, 1)), "a stopped supervisor takes no row")
@@ -269,12 +285,11 @@ func TestPanicRestartsOnlyThatActor(t *testing.T) {
 	b.worker.panicOn[1] = true
 	require.True(t, b.sup.Dispatch(row(10, 2)))
 	b.serve()
-	require.Equal(t, int64(10), b.worker.next(t).row.ID) // sink 2's actor is mid-delivery
+	require.Equal(t, []int64{10}, b.worker.next(t).ids()) // sink 2's actor is mid-delivery
 	require.True(t, b.sup.Dispatch(row(1, 1)))
+	eventually(t, func() bool { return statusOf(t, b.sup, 1).Restarts == 1 }, "sink 1's actor restarted")
 	require.True(t, b.sup.Dispatch(row(2, 1)))
-	c := b.worker.next(t)
-	require.Equal(t, int64(2), c.row.ID, "the row after the panicking one is delivered")
-	require.Equal(t, 1, statusOf(t, b.sup, 1).Restarts)
+	require.Equal(t, []int64{2}, b.worker.next(t).ids(), "the row after the panicking one is delivered")
 	b.worker.finish(t, actors.Outcome{})
 	b.worker.finish(t, actors.Outcome{}) // sink 2's delivery was never disturbed
 	eventually(t, func() bool { return statusOf(t, b.sup, 2).Delivered == 1 }, "sink 2's attempt counted")
@@ -290,7 +305,7 @@ func TestHeldRowsFlushWhenATokenReturns(t *testing.T) {
 	b.serve()
 	until := b.clock.Now().Add(2 * time.Minute)
 	require.True(t, b.sup.Dispatch(row(1, 4)))
-	require.Equal(t, int64(1), b.worker.next(t).row.ID)
+	require.Equal(t, []int64{1}, b.worker.next(t).ids())
 	b.worker.finish(t, actors.Outcome{HeldUntil: until, Held: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
@@ -322,13 +337,13 @@ func TestIdleActorRetiresAndRestartsOnDispatch(t *testing.T) {
 	b := setup(t, actors.Config{IdleAfter: 20 * time.Millisecond})
 	b.serve()
 	require.True(t, b.sup.Dispatch(row(1, 9)))
-	require.Equal(t, int64(1), b.worker.next(t).row.ID)
+	require.Equal(t, []int64{1}, b.worker.next(t).ids())
 	b.worker.finish(t, actors.Outcome{})
 	eventually(t, func() bool { return len(b.sup.StatusOf(9)) == 0 }, "the idle actor retired")
 	require.Empty(t, b.sup.Status())
 
 	require.True(t, b.sup.Dispatch(row(2, 9)))
-	require.Equal(t, int64(2), b.worker.next(t).row.ID, "a new actor for the sink delivers")
+	require.Equal(t, []int64{2}, b.worker.next(t).ids(), "a new actor for the sink delivers")
 	st := statusOf(t, b.sup, 9)
 	require.Zero(t, st.Restarts, "a new actor, not a restart")
 	b.worker.finish(t, actors.Outcome{})
@@ -362,7 +377,7 @@ func TestStatusMirrorsTheBudget(t *testing.T) {
 	b := setup(t, actors.Config{})
 	b.serve()
 	require.True(t, b.sup.Dispatch(row(1, 6)))
-	require.Equal(t, int64(1), b.worker.next(t).row.ID)
+	require.Equal(t, []int64{1}, b.worker.next(t).ids())
 	// 60 an hour, burst 10, three tokens spent: the theoretical arrival
 	// time three minutes ahead.
 	now := b.clock.Now()
@@ -385,7 +400,7 @@ func TestAQueuedRowGoesBeforeAFlushAskedForMeanwhile(t *testing.T) {
 		b.sup.Poke(7)
 		b.serve()
 		c := b.worker.next(t)
-		require.Equal(t, int64(1), c.row.ID, "the row queued first, then the flush")
+		require.Equal(t, []int64{1}, c.ids(), "the row queued first, then the flush")
 		b.worker.finish(t, actors.Outcome{})
 		c = b.worker.next(t)
 		require.Equal(t, int64(7), c.flush)

@@ -17,7 +17,7 @@ import (
 
 // Defaults of Config.
 const (
-	MailboxSizeDefault = 8
+	MailboxSizeDefault = 32
 	CapacityDefault    = 1024
 	IdleAfterDefault   = time.Minute
 	StopTimeoutDefault = 15 * time.Second
@@ -25,9 +25,14 @@ const (
 
 // Config configures a Supervisor.
 type Config struct {
-	// MailboxSize is how many claimed rows one actor may queue. Defaults to
-	// MailboxSizeDefault (8): with 10 s per attempt, a full mailbox drains
-	// well within a claim's lifetime.
+	// MailboxSize is how many claimed rows one actor may queue, and so
+	// how many one of its steps attempts at most. Defaults to
+	// MailboxSizeDefault (32). The rows a step takes are reserved
+	// together, which extends their claims, and the step sends them only
+	// while one more send ends within half a claim's lifetime (the rest
+	// are given back): a full mailbox waits at most one step, whatever
+	// the size. The mailbox grows as rows come: an idle actor's costs
+	// nothing.
 	MailboxSize int
 	// Capacity is how many claimed rows all actors together may queue.
 	// Defaults to CapacityDefault (1024).
@@ -135,9 +140,7 @@ func (s *Supervisor) Serve(ctx context.Context) error {
 	s.stopped = true
 	var queued []store.OutboxRow
 	for _, a := range s.actors {
-		for len(a.mailbox) > 0 {
-			queued = append(queued, <-a.mailbox)
-		}
+		queued = append(queued, a.mailbox.take()...)
 	}
 	s.mu.Unlock()
 	if len(queued) > 0 {
@@ -158,7 +161,7 @@ func (s *Supervisor) Room() (free int, full []int64) {
 	defer s.mu.Unlock()
 	queued := 0
 	for id, a := range s.actors {
-		n := len(a.mailbox)
+		n := a.mailbox.len()
 		queued += n
 		if n > s.cfg.MailboxSize/2 {
 			full = append(full, id)
@@ -180,12 +183,7 @@ func (s *Supervisor) Dispatch(row store.OutboxRow) bool {
 		return false
 	}
 	a := s.actorLocked(row.SinkID)
-	select {
-	case a.mailbox <- row:
-		return true
-	default:
-		return false
-	}
+	return a.mailbox.put(row)
 }
 
 // Poke asks a sink's actor to flush its held rows, starting it if needed.
@@ -213,7 +211,7 @@ func (s *Supervisor) actorLocked(sinkID int64) *SinkActor {
 func (s *Supervisor) retire(a *SinkActor) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(a.mailbox) > 0 || len(a.poke) > 0 || s.actors[a.sinkID] != a {
+	if a.mailbox.len() > 0 || len(a.poke) > 0 || s.actors[a.sinkID] != a {
 		return false
 	}
 	delete(s.actors, a.sinkID)

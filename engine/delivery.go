@@ -88,10 +88,112 @@ type reservation struct {
 	tat      time.Time
 }
 
-// Deliver attempts one claimed row: the reserver answers whether it may be
-// sent now (in a group with every other actor's row, see reserve.go), the
-// adapter sends it, and the recorder writes how it ended (record.go).
-func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome {
+// Deliver attempts claimed rows of one sink, in order: the reserver
+// answers for all of them at once whether each may be sent now (in a group
+// with every other actor's rows, see reserve.go), the adapter sends those
+// that may, one after another, and the recorder writes how each ended
+// (record.go). A row whose attempt began but whose turn comes after ctx
+// ended, or so long after the reservation that its claim could expire
+// before its send did (mayWait), is given back unsent: as if it had never
+// been attempted, its token back in the budget.
+func (w worker) Deliver(ctx context.Context, rows []store.OutboxRow) actors.Outcome {
+	e := w.e
+	var (
+		out     actors.Outcome
+		sent    bool
+		next    int               // rows[next:] have not reached a case below
+		release []store.OutboxRow // not attempted: the engine stops
+		unsent  []store.Unsent    // attempt begun, not sent
+		ended   bool
+	)
+	defer func() {
+		if ended {
+			return
+		}
+		// A panic out of a row's step (deliverOne hands its own row back):
+		// the rows not handled stay claimed, and are taken again when
+		// their claims expire, at least once.
+		left := store.Claims(append(rows[next:len(rows):len(rows)], release...))
+		for _, u := range unsent {
+			left = append(left, u.Row)
+		}
+		e.handed.done(left...)
+	}()
+	reservedAt := time.Now() // before the reservation: the claims are extended after it
+	gs := e.reserver.reserve(ctx, rows)
+	for i, row := range rows {
+		next = i + 1
+		g := gs[i]
+		switch {
+		case len(g.res.rows) > 0 && sent && !e.mayWait(ctx, reservedAt):
+			// Once false, mayWait stays false: the rows after this one
+			// are given back too, and the order holds.
+			unsent = append(unsent, store.Unsent{Row: row.Claim(), RecordID: g.res.recordID})
+			continue
+		case errors.Is(g.err, errStopping):
+			release = append(release, row)
+			continue
+		}
+		o := w.deliverOne(ctx, row, g)
+		sent = sent || len(g.res.rows) > 0
+		if !o.HeldUntil.IsZero() && (out.HeldUntil.IsZero() || o.HeldUntil.Before(out.HeldUntil)) {
+			out.HeldUntil = o.HeldUntil
+		}
+		out.Held = max(out.Held, o.Held)
+		out.Class = o.Class
+		if !o.TAT.IsZero() {
+			out.TAT, out.Budget = o.TAT, o.Budget
+		}
+	}
+	ended = true
+	if len(release) > 0 {
+		// The engine stops before these rows were attempted: give them
+		// back at once rather than after their claims expire.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		w.Release(rctx, release)
+		cancel()
+	}
+	if len(unsent) > 0 {
+		w.giveBack(ctx, unsent)
+	}
+	return out
+}
+
+// mayWait reports whether a row reserved at reservedAt may still be sent
+// after the sends before it: while the engine is not stopping, and while
+// one more attempt's HTTP timeout ends within half the claim's time, so
+// that no other instance can take the row (its claim expired) while this
+// one sends it.
+func (e *Engine) mayWait(ctx context.Context, reservedAt time.Time) bool {
+	return ctx.Err() == nil && time.Since(reservedAt)+sinks.DefaultTimeout <= e.cfg.ClaimTTL/2
+}
+
+// giveBack gives back rows reserved and not sent (store.GiveBackUnsent).
+// A row it cannot give back keeps its "sending" record and its claim: it
+// is taken again when the claim expires, its attempt closed as abandoned
+// (D25), counted but never sent twice.
+func (w worker) giveBack(ctx context.Context, unsent []store.Unsent) {
+	e := w.e
+	claims := make([]store.Claimed, len(unsent))
+	for i, u := range unsent {
+		claims[i] = u.Row
+	}
+	defer e.handed.done(claims...)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	n, err := store.GiveBackUnsent(rctx, e.cfg.Pool, unsent, e.instance, e.kinds.replaces)
+	if err != nil {
+		e.releaseFailed.Add(int64(len(unsent))) // a stop reports them, as rows it could not release
+		e.log.Error("error giving back reserved rows not sent; they are attempted again when their claims expire",
+			"rows", len(unsent), "error", err)
+		return
+	}
+	e.log.Info("gave back reserved rows not sent", "rows", n)
+}
+
+// deliverOne ends one row's step given its reservation g: it sends a row
+// whose attempt began, and reports or writes what became of any other.
+func (w worker) deliverOne(ctx context.Context, row store.OutboxRow, g reserved) actors.Outcome {
 	e := w.e
 	recording := false // the recorder forgets the row once its outcome is written
 	defer func() {
@@ -99,16 +201,8 @@ func (w worker) Deliver(ctx context.Context, row store.OutboxRow) actors.Outcome
 			e.handed.done(row.Claim())
 		}
 	}()
-	g := e.reserver.reserve(ctx, row)
 	outcome := g.outcome
 	switch {
-	case errors.Is(g.err, errStopping):
-		// The engine stops before the row was attempted: give it back at
-		// once rather than after its claim expires.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		w.Release(rctx, []store.OutboxRow{row})
-		cancel()
-		return outcome
 	case g.err != nil:
 		// The database failed us: leave the row claimed; it is attempted
 		// again when its claim expires.

@@ -129,3 +129,9 @@ func (e *Engine) CancelRunForTest() {
 		stop()
 	}
 }
+
+// MayWaitForTest exposes mayWait: whether a row reserved at reservedAt
+// with the rows before it may still be sent after them.
+func (e *Engine) MayWaitForTest(ctx context.Context, reservedAt time.Time) bool {
+	return e.mayWait(ctx, reservedAt)
+}

@@ -89,47 +89,64 @@ type reserveReq struct {
 // the engine's tree that outlives the actors' stop.
 type reserver struct {
 	e        *Engine
-	reqs     chan *reserveReq
-	done     chan struct{} // closed when run has returned after the stop
+	reqs     chan []*reserveReq // an actor's rows, asked for together
+	done     chan struct{}      // closed when run has returned after the stop
 	doneOnce sync.Once
 }
 
 func newReserver(e *Engine) *reserver {
-	return &reserver{e: e, reqs: make(chan *reserveReq), done: make(chan struct{})}
+	return &reserver{e: e, reqs: make(chan []*reserveReq), done: make(chan struct{})}
 }
 
-// reserve asks for row's reservation and waits for the group's answer.
-// When the attempt did not start because this instance's heartbeat had
-// lapsed (errFenced), it asks for a beat, waits for one and asks again:
-// the row keeps its place, and nothing was sent.
-func (r *reserver) reserve(ctx context.Context, row store.OutboxRow) reserved {
+// reserve asks for the reservations of rows (one sink's, in order) in one
+// group, and waits for the group's answer: out[i] answers rows[i]. When
+// attempts did not start because this instance's heartbeat had lapsed
+// (errFenced), it asks for a beat, waits for one and asks again for those
+// rows: they keep their place, and nothing was sent.
+func (r *reserver) reserve(ctx context.Context, rows []store.OutboxRow) []reserved {
+	out := make([]reserved, len(rows))
+	ask := make([]int, len(rows)) // indexes into rows
+	for i := range rows {
+		ask[i] = i
+	}
+	stopping := func() []reserved {
+		for _, i := range ask {
+			out[i] = reserved{err: errStopping}
+		}
+		return out
+	}
 	for {
 		beaten := r.e.beats.waiter()
-		g := r.reserveOnce(ctx, row)
-		if !errors.Is(g.err, errFenced) {
-			return g
+		qs := make([]*reserveReq, len(ask))
+		for k, i := range ask {
+			qs[k] = &reserveReq{ctx: ctx, row: rows[i], reply: make(chan reserved, 1)}
 		}
-		r.e.log.Info("attempt not started: this instance's heartbeat has lapsed; waiting for a beat",
-			"sink_id", row.SinkID, "row_id", row.ID)
+		select {
+		case r.reqs <- qs:
+		case <-r.done:
+			return stopping()
+		}
+		fenced := ask[:0:0]
+		for k, i := range ask {
+			out[i] = <-qs[k].reply // run answers every request it took
+			if errors.Is(out[i].err, errFenced) {
+				fenced = append(fenced, i)
+			}
+		}
+		if ask = fenced; len(ask) == 0 {
+			return out
+		}
+		r.e.log.Info("attempts not started: this instance's heartbeat has lapsed; waiting for a beat",
+			"sink_id", rows[0].SinkID, "rows", len(ask))
 		r.e.beats.ask()
 		select {
 		case <-beaten:
 		case <-ctx.Done():
-			return reserved{err: errStopping}
+			return stopping()
 		case <-r.done:
-			return reserved{err: errStopping}
+			return stopping()
 		}
 	}
-}
-
-func (r *reserver) reserveOnce(ctx context.Context, row store.OutboxRow) reserved {
-	q := &reserveReq{ctx: ctx, row: row, reply: make(chan reserved, 1)}
-	select {
-	case r.reqs <- q:
-	case <-r.done:
-		return reserved{err: errStopping}
-	}
-	return <-q.reply // run answers every request it took
 }
 
 func (r *reserver) String() string { return "reserver" }
@@ -166,8 +183,8 @@ func (r *reserver) run(ctx context.Context) {
 				q.reply <- reserved{err: errStopping}
 			}
 			return
-		case q := <-r.reqs:
-			group = append(group, q)
+		case qs := <-r.reqs:
+			group = append(group, qs...)
 		case <-retry:
 		}
 		if t != nil {
@@ -177,8 +194,8 @@ func (r *reserver) run(ctx context.Context) {
 	gather:
 		for len(group) < groupMax {
 			select {
-			case q := <-r.reqs:
-				group = append(group, q)
+			case qs := <-r.reqs:
+				group = append(group, qs...)
 			default:
 				break gather
 			}

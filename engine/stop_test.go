@@ -260,3 +260,120 @@ func TestACleanStopReturnsNil(t *testing.T) {
 	require.NoError(t, eng.Stop(context.Background()))
 	require.Equal(t, map[string]int{"delivered": 1}, w.RowStates())
 }
+
+// An actor reserves the rows queued in its mailbox together and sends
+// them one after another (issue 26 item 2). A stop that comes while it
+// sends the first of them lets that send end and be recorded, and gives
+// the others back unsent, as if their attempts had never begun: pending,
+// unclaimed, no attempt counted, no "sending" record left, and their
+// tokens back in the sink's budget. Left as they were, they would be
+// claimed until their claims expired, then counted as abandoned attempts
+// (D25) that were never sent.
+func TestAStopGivesBackTheRowsReservedButNotSent(t *testing.T) {
+	t.Parallel()
+	w := hosttest.NewWorld(t)
+	g := newGotify(t)
+	_, p, scope := w.Human()
+	eng := w.Engine()
+	entered, release := make(chan int, 8), make(chan struct{}, 8)
+	sends := 0
+	testhooks.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
+		return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
+			sends++         // one actor, one send at a time
+			if sends <= 2 { // the two sends the test lets through
+				entered <- sends
+				<-release
+			}
+			return a.Deliver(ctx, m)
+		})
+	})
+	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.give-back", PerHour: 120, Burst: 10})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- eng.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); close(release); <-done })
+	waitSend := func(n int) {
+		t.Helper()
+		select {
+		case got := <-entered:
+			require.Equal(t, n, got)
+		case <-time.After(enginetest.WaitTimeout):
+			t.Fatalf("send %d did not begin", n)
+		}
+	}
+
+	// The first row's send is in flight; three more are claimed and
+	// queued behind it meanwhile.
+	w.Emit(eng, deadLetterOf(scope, 1))
+	waitSend(1)
+	for i := range 3 {
+		w.Emit(eng, deadLetterOf(scope, int64(i+2)))
+	}
+	waitQueued(t, eng, sink, 3)
+	release <- struct{}{}
+
+	// The next step reserves the three together and sends the first.
+	waitSend(2)
+	var started int
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT count(*) FROM switchboard.delivery_records
+		WHERE sink_id = $1 AND status = 'sending' AND outbox_id > (SELECT min(id) FROM switchboard.outbox WHERE sink_id = $1)`,
+		sink).Scan(&started)) // the first row's outcome may not be written yet
+	require.Equal(t, 3, started, "the three queued rows' attempts began together")
+	cancel()
+	release <- struct{}{}
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.Canceled)
+		done <- err // for the cleanup
+	case <-time.After(engine.StopTimeoutDefault + 5*time.Second):
+		t.Fatal("Serve did not return")
+	}
+
+	var delivered, pending, attempted, claimed, sending, records int
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT
+		count(*) FILTER (WHERE state = 'delivered'), count(*) FILTER (WHERE state = 'pending'),
+		count(*) FILTER (WHERE state = 'pending' AND (attempts > 0 OR first_attempt_at IS NOT NULL)),
+		count(*) FILTER (WHERE claimed_by IS NOT NULL),
+		(SELECT count(*) FROM switchboard.delivery_records WHERE sink_id = $1 AND status = 'sending'),
+		(SELECT count(*) FROM switchboard.delivery_records WHERE sink_id = $1)
+		FROM switchboard.outbox WHERE sink_id = $1`, sink).Scan(&delivered, &pending, &attempted, &claimed, &sending, &records))
+	require.Equal(t, 2, delivered, "the two sends are recorded")
+	require.Equal(t, 2, pending, "the two rows reserved and not sent are pending again")
+	require.Zero(t, attempted, "their attempts are not counted")
+	require.Zero(t, claimed, "no row is left claimed")
+	require.Zero(t, sending, "no attempt is left begun")
+	require.Equal(t, 2, records, "a record for each send, none for the rows not sent")
+	require.Len(t, g.received(), 2, "nothing was sent after the stop")
+}
+
+// A row reserved with the rows before it is sent after them only while
+// its claim is sure to outlast its send: one attempt's HTTP timeout after
+// the sends before it must end within half the claim's time. Past that
+// (a slow sink), another instance could take the row once its claim
+// expired and send it too; it is given back instead. Nor is it sent once
+// the engine stops.
+func TestARowReservedWithOthersIsSentOnlyWhileItsClaimOutlastsTheSend(t *testing.T) {
+	t.Parallel()
+	w := hosttest.NewWorld(t)
+	eng, err := engine.New(w.Config(w.Pool, func(c *engine.Config) { c.ClaimTTL = 2 * time.Minute }))
+	require.NoError(t, err)
+	ctx := context.Background()
+	now := time.Now()
+	require.True(t, eng.MayWaitForTest(ctx, now), "just reserved")
+	// 2 min / 2 - 10 s: the last moment a send may begin.
+	require.True(t, eng.MayWaitForTest(ctx, now.Add(-45*time.Second)))
+	require.False(t, eng.MayWaitForTest(ctx, now.Add(-51*time.Second)), "its claim could expire before its send ends")
+	stopped, cancel := context.WithCancel(ctx)
+	cancel()
+	require.False(t, eng.MayWaitForTest(stopped, now), "the engine stops")
+}
+
+// waitQueued waits until n rows are queued in sink's actor's mailbox.
+func waitQueued(t *testing.T, eng *engine.Engine, sink int64, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		st := eng.SinkStatusesOfForTest(sink)
+		return len(st) == 1 && st[0].Queued == n
+	}, enginetest.WaitTimeout, time.Millisecond, "%d rows queued behind the send in flight", n)
+}

@@ -66,6 +66,12 @@ func TestARowGoingBackTakesInTheRepeatOfItsKey(t *testing.T) {
 			require.Equal(t, 1, n)
 			return err
 		},
+		"give back unsent": func(r store.Claimed) error {
+			started := startAttempt(t, pool, r)
+			n, err := store.GiveBackUnsent(ctx, pool, []store.Unsent{{Row: r, RecordID: started.RecordID}}, "instance-a", hostReplaces)
+			require.Equal(t, 1, n)
+			return err
+		},
 	}
 	for name, goBack := range back {
 		t.Run(name, func(t *testing.T) {
@@ -148,6 +154,13 @@ func TestAnOldClaimsStatementsChangeNothing(t *testing.T) {
 			require.Equal(t, r.Token != old.Token, len(closed) == 1)
 			return err
 		},
+		"give back unsent": func(r store.Claimed) error {
+			var rec int64
+			require.NoError(t, pool.QueryRow(ctx, `SELECT attempt_record_id FROM switchboard.outbox WHERE id = $1`, r.ID).Scan(&rec))
+			n, err := store.GiveBackUnsent(ctx, pool, []store.Unsent{{Row: r, RecordID: rec}}, "instance-a", hostReplaces)
+			require.Equal(t, r.Token != old.Token, n == 1)
+			return err
+		},
 	}
 	for name, run := range statements {
 		t.Run(name, func(t *testing.T) {
@@ -168,6 +181,73 @@ func TestAnOldClaimsStatementsChangeNothing(t *testing.T) {
 			require.NoError(t, run(row), "the new claim's statement runs")
 		})
 	}
+}
+
+// startAttempt starts an attempt on r as a group reservation does, and
+// returns it.
+func startAttempt(t *testing.T, pool *pgxpool.Pool, r store.Claimed) store.StartedRow {
+	t.Helper()
+	var started []store.StartedRow
+	b := &pgx.Batch{}
+	store.QueueStartAttempts(b, []store.Start{{Row: r, TAT: time.Now().Add(time.Minute)}}, "instance-a", time.Now(), time.Minute, 7, &started, time.Time{})
+	require.NoError(t, pool.SendBatch(context.Background(), b).Close())
+	require.Len(t, started, 1, "the attempt starts")
+	return started[0]
+}
+
+// An attempt an actor started and never sent (it reserved the row with
+// the rows queued before it, and stopped before its turn) is given back
+// as if it had never started: the row pending and unclaimed, its attempt
+// uncounted, its "sending" record gone and with it the token it took
+// from the sink's budget. An attempt of the row that is not the one named
+// (the row was given back and started again since) is left alone.
+func TestAnUnsentAttemptGivenBackIsAsIfItNeverStarted(t *testing.T) {
+	t.Parallel()
+	pool, sink := newHeldRowsDB(t)
+	ctx := context.Background()
+	row := claimedRow(t, pool, sink, "instance-a", 1001, "", false)
+	_, err := pool.Exec(ctx, `UPDATE switchboard.outbox SET attempts = 0, first_attempt_at = NULL WHERE id = $1`, row.ID)
+	require.NoError(t, err)
+	before := rowJSON(t, pool, row.ID)
+	tatBefore, err := store.BudgetTAT(ctx, pool, sink)
+	require.NoError(t, err)
+
+	first := startAttempt(t, pool, row)
+	require.Equal(t, 1, first.Attempts)
+	n, err := store.GiveBackUnsent(ctx, pool, []store.Unsent{{Row: row, RecordID: first.RecordID}}, "instance-a", hostReplaces)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	var state string
+	var attempts int
+	var claimed, firstAt, rec bool
+	require.NoError(t, pool.QueryRow(ctx, `
+		SELECT state, attempts, claimed_by IS NOT NULL OR claim_token IS NOT NULL OR claim_expires_at IS NOT NULL,
+		       first_attempt_at IS NOT NULL, attempt_record_id IS NOT NULL
+		FROM switchboard.outbox WHERE id = $1`, row.ID).Scan(&state, &attempts, &claimed, &firstAt, &rec))
+	require.Equal(t, "pending", state)
+	require.Zero(t, attempts, "the attempt is not counted")
+	require.False(t, claimed, "the row is unclaimed")
+	require.False(t, firstAt, "a row never attempted has no first attempt")
+	require.False(t, rec)
+	require.Zero(t, count(t, pool, `SELECT count(*) FROM switchboard.delivery_records WHERE outbox_id = $1`, row.ID), "the sending record is gone")
+	tatAfter, err := store.BudgetTAT(ctx, pool, sink)
+	require.NoError(t, err)
+	require.Equal(t, tatBefore, tatAfter, "the token is back in the budget")
+	require.NotEqual(t, before, rowJSON(t, pool, row.ID), "released, not left as it was claimed")
+
+	// Claimed again and started again: the first attempt's name no
+	// longer gives anything back.
+	_, err = pool.Exec(ctx, `UPDATE switchboard.outbox SET state = 'claimed', claimed_by = 'instance-a', claim_token = 1002,
+		claim_expires_at = now() + interval '1 minute' WHERE id = $1`, row.ID)
+	require.NoError(t, err)
+	again := store.Claimed{ID: row.ID, Token: 1002}
+	second := startAttempt(t, pool, again)
+	n, err = store.GiveBackUnsent(ctx, pool, []store.Unsent{{Row: again, RecordID: first.RecordID}}, "instance-a", hostReplaces)
+	require.NoError(t, err)
+	require.Zero(t, n, "an attempt other than the one named is left alone")
+	require.Equal(t, 1, count(t, pool, `SELECT count(*) FROM switchboard.delivery_records WHERE id = $1 AND status = 'sending'`, second.RecordID))
+	require.Equal(t, 1, count(t, pool, `SELECT attempts FROM switchboard.outbox WHERE id = $1`, row.ID))
 }
 
 // The start of an attempt checks the cap in the statement, on the row as

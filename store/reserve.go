@@ -306,3 +306,57 @@ func RecordFinished(ctx context.Context, db interface {
 	}
 	return nil
 }
+
+// Unsent names a row whose attempt began (QueueStartAttempts) under the
+// claim Row and the delivery record RecordID, and was never sent.
+type Unsent struct {
+	Row      Claimed
+	RecordID int64
+}
+
+// GiveBackUnsent undoes the attempts of rows this instance started and did
+// not send (its actor reserved them with the rows before them and stopped,
+// or ran out of claim time, before their turn): each row is pending again,
+// due as it was and unclaimed, its attempt uncounted (its first attempt's
+// time cleared when it had none before), and its "sending" record deleted,
+// which gives the token back to the sink's budget (BudgetTAT reads the
+// records). Only a row still held under its claim and still in that
+// attempt (its attempt_record_id) changes; a repeat of its key that opened
+// a row meanwhile is taken in (absorbRepeats). It returns how many rows it
+// gave back; a row it leaves keeps its "sending" record, and is closed as
+// abandoned when it is taken again (D25): counted, never sent twice.
+func GiveBackUnsent(ctx context.Context, db DBTX, rows []Unsent, instance string, rep Replacements) (int, error) {
+	ids, tokens, recs := make([]int64, len(rows)), make([]int64, len(rows)), make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i], tokens[i], recs[i] = r.Row.ID, r.Row.Token, r.RecordID
+	}
+	by, of := rep.args()
+	n := 0
+	for try := 0; try < 2 && n < len(rows); try++ {
+		// A row changed while the statement ran is left out by its tid
+		// (heldRowsByTID); the second statement, with a snapshot of its
+		// own, gives back those still held, as ReleaseRows does.
+		tag, err := db.Exec(ctx, giveBackUnsentSQL, ids, tokens, instance, by, of, recs)
+		if err != nil {
+			return n, fmt.Errorf("error giving back unsent rows %v: %w", ids, err)
+		}
+		n += int(tag.RowsAffected())
+	}
+	return n, nil
+}
+
+var giveBackUnsentSQL = `
+		WITH ` + heldRowsByTID(`unnest($1::bigint[], $2::bigint[], $6::bigint[]) AS u(id, token, rec)`) + `,
+		mine AS (
+		    SELECT o.id, o.sink_id, o.dedup_key, 'pending' AS state FROM u JOIN switchboard.outbox o ON o.ctid = u.tid
+		    WHERE o.claimed_by = $3 AND o.claim_token = u.token AND o.attempt_record_id = u.rec
+		), ` + absorbRepeats("mine", "$4") + `, unsent AS (
+		    DELETE FROM switchboard.delivery_records d USING u JOIN mine ON mine.id = u.id
+		    WHERE d.id = u.rec AND d.status = 'sending'
+		)
+		UPDATE switchboard.outbox SET state = 'pending', claimed_by = NULL, claim_expires_at = NULL, claim_token = NULL,
+		       attempts = outbox.attempts - 1, attempt_record_id = NULL,
+		       first_attempt_at = CASE WHEN outbox.attempts > 1 THEN outbox.first_attempt_at END,
+		       ` + absorbedSet("$4", "$5") + `, payload = ` + absorbedPayload("$4", "$5") + `
+		FROM u LEFT JOIN extra ON extra.keep = u.id
+		WHERE outbox.ctid = u.tid AND outbox.claimed_by = $3 AND outbox.claim_token = u.token AND outbox.attempt_record_id = u.rec`

@@ -38,6 +38,19 @@ var List = []Mutant{
 		Package: "./store/", Run: "^TestAnOldClaimsStatementsChangeNothing$",
 	},
 	{
+		ID:    "token-give-back-unsent",
+		Guard: "claim token in the statement that gives back rows reserved and not sent (giveBackUnsentSQL): an old claim would release a row claimed again, and delete its new attempt's record",
+		Edits: []Edit{
+			{File: "store/reserve.go",
+				Old: "WHERE o.claimed_by = $3 AND o.claim_token = u.token AND o.attempt_record_id = u.rec",
+				New: "WHERE o.claimed_by = $3 AND o.attempt_record_id = u.rec"},
+			{File: "store/reserve.go",
+				Old: "outbox.claimed_by = $3 AND outbox.claim_token = u.token AND outbox.attempt_record_id = u.rec`",
+				New: "outbox.claimed_by = $3 AND outbox.attempt_record_id = u.rec`"},
+		},
+		Package: "./store/", Run: "^TestAnOldClaimsStatementsChangeNothing$",
+	},
+	{
 		ID:    "token-close-abandoned",
 		Guard: "claim token in the statement that closes abandoned attempts (closeAbandonedSQL): an old claim would close the new claim's attempt in flight",
 		Edits: []Edit{{File: "store/delivery.go",
@@ -245,8 +258,8 @@ var List = []Mutant{
 		ID:    "actor-queued-rows-first",
 		Guard: "a sink's actor takes the rows queued in its mailbox before a flush asked for meanwhile (a held row that fell due later would go out ahead of them)",
 		Edits: []Edit{{File: "actors/actor.go",
-			Old: "\t\tcase row := <-a.mailbox:\n\t\t\tqueued = true\n\t\t\tdeliver(row)\n\t\tdefault:\n",
-			New: "\t\tcase <-(chan store.OutboxRow)(nil):\n\t\tdefault:\n"}},
+			Old: "\t\tif rows := a.mailbox.take(); len(rows) > 0 {\n\t\t\tdeliver(rows)\n\t\t} else {",
+			New: "\t\tif false {\n\t\t} else {"}},
 		Package: "./actors/", Run: "^TestAQueuedRowGoesBeforeAFlushAskedForMeanwhile$", Fast: true,
 	},
 	{
@@ -342,6 +355,37 @@ var List = []Mutant{
 			Old: "\treturn context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)\n}",
 			New: "\treturn context.WithCancel(ctx)\n}"}},
 		Package: "./engine/", Run: "^TestAStopDuringAClaimLeavesNoRowClaimed$", Fast: true,
+	},
+	// Rows an actor reserved together and did not send are given back,
+	// as if never attempted, only when they were not sent.
+	{
+		ID:    "give-back-names-its-attempt",
+		Guard: "the attempt named in the statement that gives back a row reserved and not sent (attempt_record_id): a give-back of an older attempt would undo the row's attempt begun since, and delete its record",
+		Edits: []Edit{
+			{File: "store/reserve.go",
+				Old: "WHERE o.claimed_by = $3 AND o.claim_token = u.token AND o.attempt_record_id = u.rec",
+				New: "WHERE o.claimed_by = $3 AND o.claim_token = u.token"},
+			{File: "store/reserve.go",
+				Old: "outbox.claimed_by = $3 AND outbox.claim_token = u.token AND outbox.attempt_record_id = u.rec`",
+				New: "outbox.claimed_by = $3 AND outbox.claim_token = u.token`"},
+		},
+		Package: "./store/", Run: "^TestAnUnsentAttemptGivenBackIsAsIfItNeverStarted$", Fast: true,
+	},
+	{
+		ID:    "give-back-on-stop",
+		Guard: "a stopping engine sends none of the rows it reserved behind the send in flight (mayWait's ctx): it gives them back (else it sends them after the stop, past ActorStopTimeout)",
+		Edits: []Edit{{File: "engine/delivery.go",
+			Old: "return ctx.Err() == nil && time.Since(reservedAt)",
+			New: "return time.Since(reservedAt)"}},
+		Package: "./engine/", Run: "^TestAStopGivesBackTheRowsReservedButNotSent$", Fast: true,
+	},
+	{
+		ID:    "give-back-past-half-the-claim",
+		Guard: "a row reserved with others is sent only while one more send ends within half its claim (mayWait): past it, another instance could take the row once its claim expired and send it too",
+		Edits: []Edit{{File: "engine/delivery.go",
+			Old: "time.Since(reservedAt)+sinks.DefaultTimeout <= e.cfg.ClaimTTL/2",
+			New: "true"}},
+		Package: "./engine/", Run: "^TestARowReservedWithOthersIsSentOnlyWhileItsClaimOutlastsTheSend$", Fast: true,
 	},
 	{
 		ID:    "quiet-delivery-message-once",

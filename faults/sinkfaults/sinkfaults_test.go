@@ -448,7 +448,7 @@ func (p panicking) Deliver(ctx context.Context, msg sinks.Message) sinks.Result 
 // the process, and the actor takes the sink's next row.
 func TestAdapterPanicRestartsTheActorOnly(t *testing.T) {
 	t.Parallel()
-	worker := &panicky{done: make(chan int64, 4)}
+	worker := &panicky{done: make(chan int64, 4), panicked: make(chan struct{})}
 	sup := actors.NewSupervisor(actors.Config{Logger: slog.New(slog.DiscardHandler)}, worker)
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
@@ -456,6 +456,13 @@ func TestAdapterPanicRestartsTheActorOnly(t *testing.T) {
 	defer func() { cancel(); <-stopped }()
 
 	require.True(t, sup.Dispatch(store.OutboxRow{ID: 1, SinkID: 7}))
+	select {
+	case <-worker.panicked:
+	case <-time.After(enginetest.WaitTimeout):
+		t.Fatal("the worker was never called")
+	}
+	// Dispatched after the panic: a row queued with the panicking one
+	// went down with its step (claimed until its claim expires).
 	require.True(t, sup.Dispatch(store.OutboxRow{ID: 2, SinkID: 7}))
 	select {
 	case id := <-worker.done:
@@ -478,15 +485,19 @@ func TestAdapterPanicRestartsTheActorOnly(t *testing.T) {
 }
 
 type panicky struct {
-	calls atomic.Int32
-	done  chan int64
+	calls    atomic.Int32
+	done     chan int64
+	panicked chan struct{} // closed as the first call panics
 }
 
-func (p *panicky) Deliver(_ context.Context, row store.OutboxRow) actors.Outcome {
+func (p *panicky) Deliver(_ context.Context, rows []store.OutboxRow) actors.Outcome {
 	if p.calls.Add(1) == 1 {
+		close(p.panicked)
 		panic("adapter exploded")
 	}
-	p.done <- row.ID
+	for _, r := range rows {
+		p.done <- r.ID
+	}
 	return actors.Outcome{}
 }
 
