@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/switchboard/notify/notifytype"
@@ -134,4 +135,37 @@ func (e *Engine) CancelRunForTest() {
 // with the rows before it may still be sent after them.
 func (e *Engine) MayWaitForTest(ctx context.Context, reservedAt time.Time) bool {
 	return e.mayWait(ctx, reservedAt)
+}
+
+// ReserveGroupForTest reserves rows as the actors' requests of one group
+// are, and says what became of each: "began", "held", "busy" (asked again
+// in the next group), or the row's error. The engine beats first, as
+// ReserveForTest.
+func (e *Engine) ReserveGroupForTest(ctx context.Context, rows []store.OutboxRow) ([]string, error) {
+	if err := e.beat(ctx); err != nil {
+		return nil, err
+	}
+	qs := make([]*reserveReq, len(rows))
+	for i, row := range rows {
+		qs[i] = &reserveReq{ctx: ctx, row: row, reply: make(chan reserved, 1)}
+	}
+	busy := e.reserveGroup(ctx, qs)
+	out := make([]string, len(rows))
+	for i, q := range qs {
+		if slices.Contains(busy, q) {
+			out[i] = "busy"
+			continue
+		}
+		switch r := <-q.reply; {
+		case r.err != nil:
+			out[i] = r.err.Error()
+		case len(r.res.rows) > 0:
+			out[i] = "began"
+		case r.held:
+			out[i] = "held"
+		default:
+			out[i] = "other: " + r.gone
+		}
+	}
+	return out, nil
 }

@@ -279,6 +279,8 @@ type sinkUse struct {
 	owner   notifytype.OwnerScope
 	refusal string
 	tat     time.Time
+	// holding is the dedup keys of the rows of the sink this group holds.
+	holding map[string]bool
 }
 
 // reserveOnce is one try of a group's transaction; out[i] answers reqs[i].
@@ -385,7 +387,22 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 			}
 		default:
 			ok, tat, next := budget.Reserve(u.tat, now)
+			if !ok && row.DedupKey != nil && u.holding[*row.DedupKey] {
+				// A row of the same key is held by this group: held in
+				// the same statement, both would be open at once
+				// (outbox_open_key) and the statement would fail for the
+				// whole group. The next group holds this one, which
+				// takes the first in (absorbRepeats).
+				o.busy = true
+				continue
+			}
 			if !ok {
+				if row.DedupKey != nil {
+					if u.holding == nil {
+						u.holding = map[string]bool{}
+					}
+					u.holding[*row.DedupKey] = true
+				}
 				o.held, o.outcome.HeldUntil, o.outcome.TAT = true, next, u.tat
 				holds, held = append(holds, store.Hold{Row: row.Claim(), SinkID: s.ID, Until: next}), append(held, i)
 				continue

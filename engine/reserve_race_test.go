@@ -92,3 +92,57 @@ func TestAHoldThatMeetsARepeatsRowTriesAgain(t *testing.T) {
 	require.Equal(t, 1, open, "the held row took the pending one in")
 	require.Equal(t, 2, events, "both events of the key wait in it")
 }
+
+// A group holds at most one row of a key per sink: two rows of one key
+// (the row, and a repeat's row opened while it was claimed) held in one
+// statement would both be open (outbox_open_key), and the statement failed
+// for the whole group, leaving every row of it claimed until its claim
+// expired (found by the state machine once an actor's step reserved all
+// its queued rows together). The second is asked again in the next group,
+// whose hold takes the first in; a row of another key is held beside it.
+func TestAGroupHoldsOneRowOfAKeyAndTheNextTakesItIn(t *testing.T) {
+	t.Parallel()
+	w := hosttest.NewWorld(t)
+	_, p, scope := w.Human()
+	eng := w.Engine() // not serving: this test plays the claimer and the actor
+	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: "http://127.0.0.1:9", Secret: "gtfya.hold",
+		PerHour: 1, Burst: 1, Events: []notifytype.EventType{host.EventRuleNotify}})
+	claim := func(n int) []store.OutboxRow {
+		rows, err := store.ClaimDue(w.Ctx, w.Pool, store.ClaimParams{
+			Instance: eng.InstanceForTest(), Now: w.Clock.Now(), TTL: 2 * time.Minute, Limit: 10, PerSink: 10,
+		})
+		require.NoError(t, err)
+		require.Len(t, rows, n)
+		return rows
+	}
+
+	// Spend the sink's one token (its row stays claimed, being sent).
+	emitToSink(t, w, eng, sink, ruleNotify(scope, 1, "forge#1"))
+	sending := claim(1)[0]
+	began, _, err := eng.ReserveForTest(w.Ctx, sending)
+	require.NoError(t, err)
+	require.True(t, began)
+
+	// A row of key K, claimed; a repeat's row of K, and a row of another
+	// key, claimed by the next claim.
+	emitToSink(t, w, eng, sink, ruleNotify(scope, 1, "forge#2"))
+	first := claim(1)[0]
+	emitToSink(t, w, eng, sink, ruleNotify(scope, 1, "forge#2"))
+	emitToSink(t, w, eng, sink, ruleNotify(scope, 1, "forge#3"))
+	rest := claim(2)
+	require.NotNil(t, first.DedupKey)
+	require.Equal(t, *first.DedupKey, *rest[0].DedupKey, "the repeat's row has the key")
+	require.NotEqual(t, *first.DedupKey, *rest[1].DedupKey)
+
+	got, err := eng.ReserveGroupForTest(w.Ctx, []store.OutboxRow{first, rest[0], rest[1]})
+	require.NoError(t, err)
+	require.Equal(t, []string{"held", "busy", "held"}, got)
+	got, err = eng.ReserveGroupForTest(w.Ctx, []store.OutboxRow{rest[0]})
+	require.NoError(t, err)
+	require.Equal(t, []string{"held"}, got, "the next group holds it")
+
+	require.Zero(t, w.F.Count(`SELECT count(*) FROM switchboard.outbox WHERE sink_id = $1 AND state = 'claimed' AND id <> $2`, sink, sending.ID),
+		"none stays claimed")
+	require.Equal(t, 2, w.F.Count(`SELECT count(*) FROM switchboard.outbox WHERE sink_id = $1 AND state = 'held'`, sink), "one held row a key")
+	require.Equal(t, 2, w.F.Count(`SELECT count FROM switchboard.outbox WHERE id = $1`, rest[0].ID), "the second took the first in")
+}

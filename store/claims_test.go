@@ -361,3 +361,39 @@ func count(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
 	require.NoError(t, pool.QueryRow(context.Background(), sql, args...).Scan(&n))
 	return n
 }
+
+// Two claimed rows of one key (a repeat opened a row while the first was
+// claimed, and one claim took both) cannot both go back to pending in one
+// statement (outbox_open_key refuses it, and the statement changes
+// nothing). Given back together, by a stop or as attempts started and not
+// sent, they go back as one row: the later takes the earlier in, counts
+// added, and nothing stays claimed.
+func TestTwoRowsOfOneKeyGoBackAsOne(t *testing.T) {
+	t.Parallel()
+	back := map[string]func(pool *pgxpool.Pool, rows []store.Claimed) (int, error){
+		"release": func(pool *pgxpool.Pool, rows []store.Claimed) (int, error) {
+			return store.ReleaseRows(context.Background(), pool, rows, "instance-a", hostReplaces)
+		},
+		"give back unsent": func(pool *pgxpool.Pool, rows []store.Claimed) (int, error) {
+			unsent := make([]store.Unsent, len(rows))
+			for i, r := range rows {
+				unsent[i] = store.Unsent{Row: r, RecordID: startAttempt(t, pool, r).RecordID}
+			}
+			return store.GiveBackUnsent(context.Background(), pool, unsent, "instance-a", hostReplaces)
+		},
+	}
+	for name, goBack := range back {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			pool, sink := newHeldRowsDB(t)
+			first := claimedRow(t, pool, sink, "instance-a", 2001, "k", true)
+			second := claimedRow(t, pool, sink, "instance-a", 2001, "k", true)
+			n, err := goBack(pool, []store.Claimed{first, second})
+			require.NoError(t, err)
+			require.Equal(t, 2, n, "both went back")
+			require.Zero(t, count(t, pool, `SELECT count(*) FROM switchboard.outbox WHERE state = 'claimed'`), "none stays claimed")
+			require.Equal(t, 1, count(t, pool, `SELECT count(*) FROM switchboard.outbox WHERE state = 'pending' AND dedup_key = 'k'`), "one open row of the key")
+			require.Equal(t, 2, count(t, pool, `SELECT sum(count) FROM switchboard.outbox WHERE dedup_key = 'k'`), "standing for both events")
+		})
+	}
+}

@@ -24,6 +24,9 @@ type OutboxRow struct {
 	DueAt          time.Time
 	// Count is how many events the row stands for (1 plus its repeats).
 	Count int
+	// DedupKey is the row's event's dedup key (nil: it has none); at most
+	// one row of a key is open (outbox_open_key).
+	DedupKey *string
 	// HadPartial reports that an attempt was answered as a partial
 	// failure (Apprise 424), which is retried once.
 	HadPartial bool
@@ -82,7 +85,7 @@ const (
 	outboxRowHead = `o.id, o.sink_id, o.owner, o.event_type, o.severity, `
 	outboxRowTail = `, o.include_excerpt,
 	o.attempts, o.first_attempt_at, coalesce(o.last_class, ''), o.due_at, o.count, o.had_partial,
-	coalesce(o.claim_token, 0)`
+	coalesce(o.claim_token, 0), o.dedup_key`
 )
 
 func collectOutboxRows(rows pgx.Rows, err error) ([]OutboxRow, error) {
@@ -92,7 +95,7 @@ func collectOutboxRows(rows pgx.Rows, err error) ([]OutboxRow, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxRow, error) {
 		var r OutboxRow
 		err := row.Scan(&r.ID, &r.SinkID, &r.Owner, &r.EventType, &r.Severity, &r.Payload, &r.IncludeExcerpt,
-			&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count, &r.HadPartial, &r.ClaimToken)
+			&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count, &r.HadPartial, &r.ClaimToken, &r.DedupKey)
 		return r, err
 	})
 }
@@ -261,7 +264,7 @@ func collectClaimedRows(rows pgx.Rows) ([]OutboxRow, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxRow, error) {
 		var r OutboxRow
 		err := row.Scan(&r.ID, &r.SinkID, &r.Owner, &r.EventType, &r.Severity, &r.Payload, &r.IncludeExcerpt,
-			&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count, &r.HadPartial, &r.ClaimToken, &r.TakenFrom)
+			&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count, &r.HadPartial, &r.ClaimToken, &r.DedupKey, &r.TakenFrom)
 		return r, err
 	})
 }
@@ -591,10 +594,18 @@ func StartAttempt(ctx context.Context, tx DBTX, row Claimed, instance string, no
 // gives back those still held under their claims, as finishRowsAgain does
 // for outcomes: a stop never leaves a queued row claimed because a row
 // changed while it was given back.
+//
+// Two rows of one key (a repeat opened a row while the first was claimed,
+// and both were claimed again) cannot both be pending (outbox_open_key):
+// a statement refused so, which changed nothing, is done again one row at
+// a time, each taking in the one before it. db must not be a transaction.
 func ReleaseRows(ctx context.Context, db DBTX, rows []Claimed, instance string, rep Replacements) (int, error) {
 	ids, tokens := splitClaims(rows)
 	by, of := rep.args()
 	tag, err := db.Exec(ctx, releaseRowsSQL, ids, tokens, instance, by, of)
+	if len(rows) > 1 && isUniqueViolation(err, "outbox_open_key") {
+		return oneAtATime(ctx, db, rows, instance, rep, ReleaseRows)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("error releasing rows %v: %w", ids, err)
 	}
@@ -605,6 +616,21 @@ func ReleaseRows(ctx context.Context, db DBTX, rows []Claimed, instance string, 
 			return n, fmt.Errorf("error releasing rows %v: %w", ids, err)
 		}
 		n += int(again.RowsAffected())
+	}
+	return n, nil
+}
+
+// oneAtATime gives back each of rows by itself with giveBack (ReleaseRows,
+// GiveBackUnsent), in order, and returns how many went back.
+func oneAtATime[T any](ctx context.Context, db DBTX, rows []T, instance string, rep Replacements,
+	giveBack func(context.Context, DBTX, []T, string, Replacements) (int, error)) (int, error) {
+	n := 0
+	for i := range rows {
+		k, err := giveBack(ctx, db, rows[i:i+1], instance, rep)
+		n += k
+		if err != nil {
+			return n, err
+		}
 	}
 	return n, nil
 }

@@ -324,7 +324,8 @@ type Unsent struct {
 // attempt (its attempt_record_id) changes; a repeat of its key that opened
 // a row meanwhile is taken in (absorbRepeats). It returns how many rows it
 // gave back; a row it leaves keeps its "sending" record, and is closed as
-// abandoned when it is taken again (D25): counted, never sent twice.
+// abandoned when it is taken again (D25): counted, never sent twice. Rows
+// of one key go back one at a time, as ReleaseRows's do.
 func GiveBackUnsent(ctx context.Context, db DBTX, rows []Unsent, instance string, rep Replacements) (int, error) {
 	ids, tokens, recs := make([]int64, len(rows)), make([]int64, len(rows)), make([]int64, len(rows))
 	for i, r := range rows {
@@ -337,6 +338,11 @@ func GiveBackUnsent(ctx context.Context, db DBTX, rows []Unsent, instance string
 		// (heldRowsByTID); the second statement, with a snapshot of its
 		// own, gives back those still held, as ReleaseRows does.
 		tag, err := db.Exec(ctx, giveBackUnsentSQL, ids, tokens, instance, by, of, recs)
+		if len(rows) > 1 && isUniqueViolation(err, "outbox_open_key") {
+			// Two of rows have one key (as ReleaseRows).
+			k, err := oneAtATime(ctx, db, rows, instance, rep, GiveBackUnsent)
+			return n + k, err
+		}
 		if err != nil {
 			return n, fmt.Errorf("error giving back unsent rows %v: %w", ids, err)
 		}
