@@ -61,3 +61,41 @@ func TestClaimHeldNeverStartsAnEighthAttempt(t *testing.T) {
 	_, err = pool.Exec(ctx, `UPDATE switchboard.outbox SET attempts = attempts + 1 WHERE id = $1`, late.ID)
 	require.ErrorContains(t, err, "outbox_attempts_cap")
 }
+
+// A flush takes no held row while its instance holds a row of the sink
+// whose attempt has not begun under its claim: that row is queued for the
+// sink's actor and goes first, in its turn. The claimer can claim and queue
+// it after the actor chose the flush (its mailbox was empty then), and the
+// coalesced message overtook it (found by the state machine). Once the
+// row's attempt begins, or when the queued row is another instance's (D9:
+// a held row goes out while another instance's claims wait), the flush
+// takes the held rows.
+func TestAFlushWaitsForTheRowsItsInstanceQueued(t *testing.T) {
+	t.Parallel()
+	pool, sink := newHeldRowsDB(t)
+	ctx := context.Background()
+	now := time.Now()
+	_, err := pool.Exec(ctx, `
+		INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, payload, due_at, state, attempts, first_attempt_at)
+		VALUES ($1, 'human:1', 'todo.dead_lettered', 'normal', '{"title": "t"}', now() - interval '1 minute', 'held', 1, now() - interval '1 hour')`, sink)
+	require.NoError(t, err)
+	require.NoError(t, store.Beat(ctx, pool, "instance-b", now, time.Hour, time.Minute))
+	flush := func(instance string) int {
+		rows, err := store.ClaimHeld(ctx, pool, sink, instance, now, time.Minute, 7, time.Time{})
+		require.NoError(t, err)
+		if len(rows) > 0 {
+			// Held again, for the next try.
+			_, err := pool.Exec(ctx, `UPDATE switchboard.outbox SET state = 'held', claimed_by = NULL, claim_token = NULL,
+				claim_expires_at = NULL WHERE id = $1`, rows[0].ID)
+			require.NoError(t, err)
+		}
+		return len(rows)
+	}
+
+	queued := claimedRow(t, pool, sink, "instance-a", 51, "", false) // a claim alone, an hour after its last attempt
+	require.Zero(t, flush("instance-a"), "its own queued row goes first")
+	require.Equal(t, 1, flush("instance-b"), "another instance's queued row does not hold it")
+
+	startAttempt(t, pool, queued)
+	require.Equal(t, 1, flush("instance-a"), "the queued row's attempt began")
+}

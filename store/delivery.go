@@ -723,11 +723,21 @@ func FinishHeldAtCap(ctx context.Context, tx DBTX, sinkID int64, limit int, now 
 // Like every statement that starts an attempt, it takes none unless
 // instance's heartbeat lets it dispatch (DispatchFence) at the database's
 // clock, or at fenceAt when not zero (a test's fake clock).
+//
+// Nor does it take any while instance holds a row of the sink under a
+// claim whose attempt has not begun (queuedHere): that row is queued for
+// the sink's actor, or on its way there, and went out first, in its turn;
+// the coalesced message that overtook it would spend the token it was due
+// (found by the state machine: an actor that chose the flush while its
+// mailbox was empty, and the claimer claimed and queued a row before the
+// flush claimed the held ones). The actor attempts its queued rows next,
+// and the held ones are flushed when the sink is poked again.
 func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now time.Time, ttl time.Duration, maxAttempts int, fenceAt time.Time) ([]OutboxRow, error) {
 	rows, err := collectOutboxRows(tx.Query(ctx, `
 		WITH held AS (
 		    SELECT id FROM switchboard.outbox
 		    WHERE sink_id = $1 AND state = 'held' AND due_at <= $3 AND attempts < $5 AND `+DispatchFence("$2", "$6")+`
+		      AND NOT EXISTS (`+queuedHere+`)
 		    ORDER BY id FOR UPDATE SKIP LOCKED
 		), claimed AS (
 		    UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $2, claim_expires_at = $3::timestamptz + $4::interval,
@@ -742,6 +752,15 @@ func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now 
 	}
 	return rows, nil
 }
+
+// queuedHere selects the rows of sink $1 that instance $2 holds at $3
+// under a claim whose attempt has not begun: an attempt's start writes its
+// record and extends the claim to its sent_at + the claim's time ($4), a
+// claim alone leaves the row's last record older than that, or none.
+const queuedHere = `SELECT 1 FROM switchboard.outbox q
+		      WHERE q.sink_id = $1 AND q.state = 'claimed' AND q.claimed_by = $2 AND q.claim_expires_at > $3
+		        AND NOT EXISTS (SELECT 1 FROM switchboard.delivery_records d WHERE d.id = q.attempt_record_id
+		                        AND d.sent_at + $4::interval >= q.claim_expires_at)`
 
 // DeliveryRecord is one attempt (or test message) as recorded. It never
 // holds a body, header, URL or secret.

@@ -51,6 +51,14 @@ var List = []Mutant{
 		Package: "./store/", Run: "^TestAnOldClaimsStatementsChangeNothing$",
 	},
 	{
+		ID:    "flush-waits-for-queued",
+		Guard: "a flush claims no held row while its instance holds a row of the sink not yet begun (queuedHere in ClaimHeld): the coalesced message would overtake the queued row and spend its token",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "\t\t      AND NOT EXISTS (`+queuedHere+`)\n",
+			New: ""}},
+		Package: "./store/", Run: "^TestAFlushWaitsForTheRowsItsInstanceQueued$", Fast: true,
+	},
+	{
 		ID:    "token-close-abandoned",
 		Guard: "claim token in the statement that closes abandoned attempts (closeAbandonedSQL): an old claim would close the new claim's attempt in flight",
 		Edits: []Edit{{File: "store/delivery.go",
