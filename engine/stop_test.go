@@ -320,6 +320,10 @@ func TestAStopGivesBackTheRowsReservedButNotSent(t *testing.T) {
 		WHERE sink_id = $1 AND status = 'sending' AND outbox_id > (SELECT min(id) FROM switchboard.outbox WHERE sink_id = $1)`,
 		sink).Scan(&started)) // the first row's outcome may not be written yet
 	require.Equal(t, 3, started, "the three queued rows' attempts began together")
+	// The stop begins while the send is in flight: ended here, the
+	// context every part of the engine works under is done before the
+	// send returns (Serve's own Stop, on cancel, may come after it).
+	eng.CancelRunForTest()
 	cancel()
 	release <- struct{}{}
 	select {
