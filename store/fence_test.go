@@ -8,7 +8,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
+	"github.com/switchboard/notify/store/storetest"
 )
 
 // Every statement that starts an attempt carries the dispatch fence: an
@@ -24,11 +26,14 @@ func TestAnInstancePastItsDispatchFenceStartsNoAttempt(t *testing.T) {
 	const instance = "instance-z"
 	require.NoError(t, store.Beat(ctx, pool, instance, now.Add(-2*time.Hour), 20*time.Second, time.Minute))
 	row := claimedRow(t, pool, sink, instance, 2001, "", false)
+	// The held row is another sink's: a flush waits for the rows its
+	// instance queued for the same sink (TestAFlushWaitsForTheRowsItsInstanceQueued).
+	other := storetest.NewFactory(t, pool).Sink(storetest.SinkOpts{Owner: notifytype.Human("1")})
 	var held int64
 	require.NoError(t, pool.QueryRow(ctx, `
 		INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, payload, due_at, state, attempts, first_attempt_at)
 		VALUES ($1, 'human:1', 'todo.dead_lettered', 'normal', '{"title": "t"}', now() - interval '1 minute', 'held', 1, now() - interval '1 hour')
-		RETURNING id`, sink).Scan(&held))
+		RETURNING id`, other).Scan(&held))
 
 	starts := func() (group, single, coalesced int) {
 		var started []store.StartedRow
@@ -43,7 +48,7 @@ func TestAnInstancePastItsDispatchFenceStartsNoAttempt(t *testing.T) {
 		} else {
 			require.ErrorIs(t, err, store.ErrClaimLost)
 		}
-		rows, err := store.ClaimHeld(ctx, tx, sink, instance, now, time.Minute, 7, time.Time{})
+		rows, err := store.ClaimHeld(ctx, tx, other, instance, now, time.Minute, 7, time.Time{})
 		require.NoError(t, err)
 		return len(started), single, len(rows)
 	}
