@@ -96,7 +96,31 @@ type reservation struct {
 // ended, or so long after the reservation that its claim could expire
 // before its send did (mayWait), is given back unsent: as if it had never
 // been attempted, its token back in the budget.
+//
+// Where half a claim is shorter than one send's timeout (a ClaimTTL under
+// 20 s), no row after the first could ever be sent, and every group would
+// send one row and give the rest back: the rows go one group each.
 func (w worker) Deliver(ctx context.Context, rows []store.OutboxRow) actors.Outcome {
+	if len(rows) == 1 || w.e.cfg.ClaimTTL/2 >= sinks.DefaultTimeout {
+		return w.deliverGroup(ctx, rows)
+	}
+	next := 0 // rows[next:] have not reached deliverGroup
+	defer func() {
+		// A panic out of a row's step (deliverGroup hands its own rows
+		// back): the rows after it are forgotten too, and taken again
+		// when their claims expire.
+		w.e.handed.done(store.Claims(rows[next:])...)
+	}()
+	var out actors.Outcome
+	for next < len(rows) {
+		next++
+		out = then(out, w.deliverGroup(ctx, rows[next-1:next]))
+	}
+	return out
+}
+
+// deliverGroup attempts rows with one reservation (Deliver).
+func (w worker) deliverGroup(ctx context.Context, rows []store.OutboxRow) actors.Outcome {
 	e := w.e
 	var (
 		out     actors.Outcome
@@ -136,14 +160,7 @@ func (w worker) Deliver(ctx context.Context, rows []store.OutboxRow) actors.Outc
 		}
 		o := w.deliverOne(ctx, row, g)
 		sent = sent || len(g.res.rows) > 0
-		if !o.HeldUntil.IsZero() && (out.HeldUntil.IsZero() || o.HeldUntil.Before(out.HeldUntil)) {
-			out.HeldUntil = o.HeldUntil
-		}
-		out.Held = max(out.Held, o.Held)
-		out.Class = o.Class
-		if !o.TAT.IsZero() {
-			out.TAT, out.Budget = o.TAT, o.Budget
-		}
+		out = then(out, o)
 	}
 	ended = true
 	if len(release) > 0 {
@@ -155,6 +172,20 @@ func (w worker) Deliver(ctx context.Context, rows []store.OutboxRow) actors.Outc
 	}
 	if len(unsent) > 0 {
 		w.giveBack(ctx, unsent)
+	}
+	return out
+}
+
+// then is the sink's outcome after out's rows and then o's: the earliest
+// hold, the most rows held, the last class and the last budget read.
+func then(out, o actors.Outcome) actors.Outcome {
+	if !o.HeldUntil.IsZero() && (out.HeldUntil.IsZero() || o.HeldUntil.Before(out.HeldUntil)) {
+		out.HeldUntil = o.HeldUntil
+	}
+	out.Held = max(out.Held, o.Held)
+	out.Class = o.Class
+	if !o.TAT.IsZero() {
+		out.TAT, out.Budget = o.TAT, o.Budget
 	}
 	return out
 }
@@ -179,11 +210,21 @@ func (w worker) giveBack(ctx context.Context, unsent []store.Unsent) {
 		claims[i] = u.Row
 	}
 	defer e.handed.done(claims...)
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	// Within the actors' own stop bound: the statement deletes the rows'
+	// "sending" records, and may wait as long as the recorder's writes of
+	// the sends before them do (faults row 9b: the records locked across
+	// the stop for 6 s).
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.ActorStopTimeout)
 	defer cancel()
 	n, err := store.GiveBackUnsent(rctx, e.cfg.Pool, unsent, e.instance, e.kinds.replaces)
 	if err != nil {
-		e.releaseFailed.Add(int64(len(unsent))) // a stop reports them, as rows it could not release
+		if ctx.Err() != nil {
+			// The stop gave them back: it reports them, as rows it could
+			// not release. (Given back mid-run, on a database that fails,
+			// they are like any row whose attempt began and whose outcome
+			// could not be written.)
+			e.releaseFailed.Add(int64(len(unsent)))
+		}
 		e.log.Error("error giving back reserved rows not sent; they are attempted again when their claims expire",
 			"rows", len(unsent), "error", err)
 		return

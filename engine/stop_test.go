@@ -381,3 +381,66 @@ func waitQueued(t *testing.T, eng *engine.Engine, sink int64, n int) {
 		return len(st) == 1 && st[0].Queued == n
 	}, enginetest.WaitTimeout, time.Millisecond, "%d rows queued behind the send in flight", n)
 }
+
+// Where half a claim is shorter than one send's timeout (ClaimTTL under
+// 20 s), no row reserved behind another could be sent in time: a step
+// reserves its queued rows one at a time, and sends each, instead of
+// reserving them together and giving back all but the first (on a
+// database that failed meanwhile, those give-backs failed too, and a later
+// stop reported the rows: faults row 2).
+func TestAShortClaimReservesAStepsRowsOneAtATime(t *testing.T) {
+	t.Parallel()
+	w := hosttest.NewWorld(t)
+	g := newGotify(t)
+	_, p, scope := w.Human()
+	eng, err := engine.New(w.Config(w.Pool, func(c *engine.Config) { c.ClaimTTL = 3 * time.Second }))
+	require.NoError(t, err)
+	entered, release := make(chan int, 8), make(chan struct{}, 8)
+	sends := 0
+	testhooks.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
+		return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
+			sends++ // one actor, one send at a time
+			entered <- sends
+			<-release
+			return a.Deliver(ctx, m)
+		})
+	})
+	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.short-claim", PerHour: 120, Burst: 10})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- eng.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); close(release); <-done })
+	waitSend := func(n int) {
+		t.Helper()
+		select {
+		case got := <-entered:
+			require.Equal(t, n, got)
+		case <-time.After(enginetest.WaitTimeout):
+			t.Fatalf("send %d did not begin", n)
+		}
+	}
+	begun := func() int {
+		return w.F.Count(`SELECT count(*) FROM switchboard.delivery_records WHERE sink_id = $1 AND status = 'sending'`, sink)
+	}
+
+	w.Emit(eng, deadLetterOf(scope, 1))
+	waitSend(1)
+	for i := range 3 {
+		w.Emit(eng, deadLetterOf(scope, int64(i+2)))
+	}
+	waitQueued(t, eng, sink, 3)
+	release <- struct{}{}
+	for n := 2; n <= 4; n++ {
+		waitSend(n)
+		// The row in flight is the only one begun (its predecessor's
+		// outcome may be on its way).
+		require.LessOrEqual(t, begun(), 2, "send %d: the rows behind it are not reserved yet", n)
+		release <- struct{}{}
+	}
+	require.Eventually(t, func() bool {
+		return w.F.Count(`SELECT count(*) FROM switchboard.outbox WHERE sink_id = $1 AND state = 'delivered'`, sink) == 4
+	}, enginetest.WaitTimeout, time.Millisecond, "every row is delivered")
+	require.Equal(t, 4, w.F.Count(`SELECT count(*) FROM switchboard.delivery_records WHERE sink_id = $1`, sink),
+		"one record a send: nothing was begun and given back")
+	require.Equal(t, 4, w.F.Count(`SELECT sum(attempts) FROM switchboard.outbox WHERE sink_id = $1`, sink))
+}
