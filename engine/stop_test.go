@@ -275,33 +275,13 @@ func TestAStopGivesBackTheRowsReservedButNotSent(t *testing.T) {
 	g := newGotify(t)
 	_, p, scope := w.Human()
 	eng := w.Engine()
-	entered, release := make(chan int, 8), make(chan struct{}, 8)
-	sends := 0
-	testhooks.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
-		return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
-			sends++         // one actor, one send at a time
-			if sends <= 2 { // the two sends the test lets through
-				entered <- sends
-				<-release
-			}
-			return a.Deliver(ctx, m)
-		})
-	})
+	waitSend, release := gateSends(t, eng, 2) // the two sends the test lets through
 	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.give-back", PerHour: 120, Burst: 10})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- eng.Serve(ctx) }()
 	t.Cleanup(func() { cancel(); close(release); <-done })
-	waitSend := func(n int) {
-		t.Helper()
-		select {
-		case got := <-entered:
-			require.Equal(t, n, got)
-		case <-time.After(enginetest.WaitTimeout):
-			t.Fatalf("send %d did not begin", n)
-		}
-	}
 
 	// The first row's send is in flight; three more are claimed and
 	// queued behind it meanwhile.
@@ -395,30 +375,12 @@ func TestAShortClaimReservesAStepsRowsOneAtATime(t *testing.T) {
 	_, p, scope := w.Human()
 	eng, err := engine.New(w.Config(w.Pool, func(c *engine.Config) { c.ClaimTTL = 3 * time.Second }))
 	require.NoError(t, err)
-	entered, release := make(chan int, 8), make(chan struct{}, 8)
-	sends := 0
-	testhooks.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
-		return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
-			sends++ // one actor, one send at a time
-			entered <- sends
-			<-release
-			return a.Deliver(ctx, m)
-		})
-	})
+	waitSend, release := gateSends(t, eng, 4)
 	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.short-claim", PerHour: 120, Burst: 10})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- eng.Serve(ctx) }()
 	t.Cleanup(func() { cancel(); close(release); <-done })
-	waitSend := func(n int) {
-		t.Helper()
-		select {
-		case got := <-entered:
-			require.Equal(t, n, got)
-		case <-time.After(enginetest.WaitTimeout):
-			t.Fatalf("send %d did not begin", n)
-		}
-	}
 	begun := func() int {
 		return w.F.Count(`SELECT count(*) FROM switchboard.delivery_records WHERE sink_id = $1 AND status = 'sending'`, sink)
 	}
@@ -443,4 +405,32 @@ func TestAShortClaimReservesAStepsRowsOneAtATime(t *testing.T) {
 	require.Equal(t, 4, w.F.Count(`SELECT count(*) FROM switchboard.delivery_records WHERE sink_id = $1`, sink),
 		"one record a send: nothing was begun and given back")
 	require.Equal(t, 4, w.F.Count(`SELECT sum(attempts) FROM switchboard.outbox WHERE sink_id = $1`, sink))
+}
+
+// gateSends holds each of eng's first n sends (one actor sends one at a
+// time) until the test sends on release; waitSend(k) waits for the k-th
+// send to begin. The test closes release when it ends.
+func gateSends(t *testing.T, eng *engine.Engine, n int) (waitSend func(k int), release chan struct{}) {
+	entered := make(chan int, n)
+	release = make(chan struct{}, n)
+	sends := 0
+	testhooks.WrapAdapters(eng, func(_ int64, a sinks.Adapter) sinks.Adapter {
+		return adapterFunc(func(ctx context.Context, m sinks.Message) sinks.Result {
+			sends++
+			if sends <= n {
+				entered <- sends
+				<-release
+			}
+			return a.Deliver(ctx, m)
+		})
+	})
+	return func(k int) {
+		t.Helper()
+		select {
+		case got := <-entered:
+			require.Equal(t, k, got)
+		case <-time.After(enginetest.WaitTimeout):
+			t.Fatalf("send %d did not begin", k)
+		}
+	}, release
 }
