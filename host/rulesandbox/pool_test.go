@@ -186,9 +186,13 @@ func TestCheckedDivisionBombIsStoppedByTheMemoryLimit(t *testing.T) {
 
 // Compiling is bounded too: the issue's 3.6 KB regex costs 136 MB and
 // half a second to compile; it is a fault of the compile, in a worker.
+// Its memory bound is 32 MiB here: with 64 MiB (GOMEMLIMIT 48 MiB under
+// it, the collector working hard) the compile fitted once in 40 runs and
+// was answered, within its bounds but not as the fault this test shows
+// (fresh-clone CI of dd2ee02).
 func TestCompilingARegexBombIsBounded(t *testing.T) {
 	t.Parallel()
-	p := newPool(t, Config{CompileTimeout: 200 * time.Millisecond, Grace: 50 * time.Millisecond, Memory: 64 << 20})
+	p := newPool(t, Config{CompileTimeout: 200 * time.Millisecond, Grace: 50 * time.Millisecond, Memory: 32 << 20})
 	var got []Result
 	grew := heapGrowth(func() {
 		got = p.Compile(context.Background(), "human:1", []string{regexBomb(300), `.a`})
