@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host/hosttest"
 	"github.com/switchboard/notify/internal/testhooks"
+	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 )
 
@@ -283,15 +284,7 @@ func TestAStopGivesBackTheRowsReservedButNotSent(t *testing.T) {
 	go func() { done <- eng.Serve(ctx) }()
 	t.Cleanup(func() { cancel(); close(release); <-done })
 
-	// The first row's send is in flight; three more are claimed and
-	// queued behind it meanwhile.
-	w.Emit(eng, deadLetterOf(scope, 1))
-	waitSend(1)
-	for i := range 3 {
-		w.Emit(eng, deadLetterOf(scope, int64(i+2)))
-	}
-	waitQueued(t, eng, sink, 3)
-	release <- struct{}{}
+	queueThreeBehindASend(t, w, eng, scope, sink, waitSend, release)
 
 	// The next step reserves the three together and sends the first.
 	waitSend(2)
@@ -385,13 +378,7 @@ func TestAShortClaimReservesAStepsRowsOneAtATime(t *testing.T) {
 		return w.F.Count(`SELECT count(*) FROM switchboard.delivery_records WHERE sink_id = $1 AND status = 'sending'`, sink)
 	}
 
-	w.Emit(eng, deadLetterOf(scope, 1))
-	waitSend(1)
-	for i := range 3 {
-		w.Emit(eng, deadLetterOf(scope, int64(i+2)))
-	}
-	waitQueued(t, eng, sink, 3)
-	release <- struct{}{}
+	queueThreeBehindASend(t, w, eng, scope, sink, waitSend, release)
 	for n := 2; n <= 4; n++ {
 		waitSend(n)
 		// The row in flight is the only one begun (its predecessor's
@@ -433,4 +420,19 @@ func gateSends(t *testing.T, eng *engine.Engine, n int) (waitSend func(k int), r
 			t.Fatalf("send %d did not begin", k)
 		}
 	}, release
+}
+
+// queueThreeBehindASend has the first row of sink (scope's dead letter 1)
+// sent, gated (gateSends), while three more are claimed and queued behind
+// it, then lets that send end.
+func queueThreeBehindASend(t *testing.T, w *hosttest.World, eng *engine.Engine, scope notifytype.OwnerScope, sink int64,
+	waitSend func(int), release chan struct{}) {
+	t.Helper()
+	w.Emit(eng, deadLetterOf(scope, 1))
+	waitSend(1)
+	for i := range 3 {
+		w.Emit(eng, deadLetterOf(scope, int64(i+2)))
+	}
+	waitQueued(t, eng, sink, 3)
+	release <- struct{}{}
 }
