@@ -51,6 +51,27 @@ var List = []Mutant{
 		Package: "./store/", Run: "^TestAnOldClaimsStatementsChangeNothing$",
 	},
 	{
+		ID:    "hold-one-row-of-a-key",
+		Guard: "a group holds at most one row of a dedup key per sink (reserveOnce): two held in one statement would both be open (outbox_open_key), and the statement failed for every row of the group, which stayed claimed until their claims expired",
+		Edits: []Edit{{File: "engine/reserve.go",
+			Old: "if !ok && row.DedupKey != nil && u.holding[*row.DedupKey] {",
+			New: "if false && !ok && row.DedupKey != nil && u.holding[*row.DedupKey] {"}},
+		Package: "./engine/", Run: "^TestAGroupHoldsOneRowOfAKeyAndTheNextTakesItIn$",
+	},
+	{
+		ID:    "give-back-one-at-a-time",
+		Guard: "rows of one key refused together by outbox_open_key go back one at a time (ReleaseRows, GiveBackUnsent): else they stay claimed until their claims expire",
+		Edits: []Edit{
+			{File: "store/delivery.go",
+				Old: "if len(rows) > 1 && isUniqueViolation(err, \"outbox_open_key\") {\n\t\treturn oneAtATime(ctx, db, rows, instance, rep, ReleaseRows)",
+				New: "if false && isUniqueViolation(err, \"outbox_open_key\") {\n\t\treturn oneAtATime(ctx, db, rows, instance, rep, ReleaseRows)"},
+			{File: "store/reserve.go",
+				Old: "if len(rows) > 1 && isUniqueViolation(err, \"outbox_open_key\") {",
+				New: "if false && isUniqueViolation(err, \"outbox_open_key\") {"},
+		},
+		Package: "./store/", Run: "^TestTwoRowsOfOneKeyGoBackAsOne$",
+	},
+	{
 		ID:    "flush-waits-for-queued",
 		Guard: "a flush claims no held row while its instance holds a row of the sink not yet begun (queuedHere in ClaimHeld): the coalesced message would overtake the queued row and spend its token",
 		Edits: []Edit{{File: "store/delivery.go",
