@@ -136,6 +136,14 @@ func (e *Engine) Config() Config { return e.cfg }
 // product uses digests). ctx bounds the start only; the engine runs until Stop. An
 // engine is started once.
 func (e *Engine) Start(ctx context.Context) error {
+	return e.start(ctx, context.WithoutCancel(ctx))
+}
+
+// start is Start with the context the run's is derived from: Start's
+// runs until Stop; Serve's ends with Serve's ctx, in the same call that
+// ends it, so no part of the engine begins another step after its caller
+// cancelled (Stop, on another goroutine, would come later).
+func (e *Engine) start(ctx, parent context.Context) error {
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
 	if e.runDone != nil {
@@ -149,7 +157,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	if err := e.beat(ctx); err != nil {
 		return fmt.Errorf("error starting engine: %w", err)
 	}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	runCtx, cancel := context.WithCancel(parent)
 	e.runStop, e.runDone = cancel, make(chan struct{})
 	go func() {
 		defer close(e.runDone)
@@ -193,7 +201,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 // Config.StopTimeout. It returns ctx's error after a clean stop, the
 // *StopError of one that left something (see Stop), or Start's error.
 func (e *Engine) Serve(ctx context.Context) error {
-	if err := e.Start(ctx); err != nil {
+	if err := e.start(ctx, ctx); err != nil {
 		return err
 	}
 	<-ctx.Done()
