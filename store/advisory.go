@@ -22,6 +22,10 @@ const (
 	// key hashtext of the endpoint id). Two endpoints whose ids hash alike
 	// only wait for each other; neither counts wrong.
 	LockFamilyAgentPage = advisoryNamespace + 4
+	// LockFamilyFanOut: one fan-out at a time across instances
+	// (transaction-level, key 0, tried: an instance that finds it taken
+	// skips its fan-out; fanOutSQL).
+	LockFamilyFanOut = advisoryNamespace + 5
 )
 
 // legacyMigrateLockKey is the one-key lock builds before the families

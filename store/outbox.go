@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -168,10 +169,23 @@ func replacesSQL(byType, ofType, byParam, ofParam string) string {
 // migration 0006 has no sink set and is matched as subscriptions are now.
 // The excerpt goes only into the rows of sinks whose subscription opted in
 // (REQ-9).
+//
+// One fan-out runs at a time across instances: a statement that finds the
+// fan-out lock (LockFamilyFanOut) taken takes no event, and its instance
+// goes on to claim. Two fan-outs at once insert into the same last pages
+// of the outbox's indexes and wait on each other there: with three
+// instances starting on one backlog, each of two 5,000-row fan-outs took
+// 610 ms instead of 150, and the database spent 390 µs of CPU a delivery
+// instead of 220 (docs/BENCHMARKS.md, session 11). An event is never
+// skipped for good: it stays in outbox_events until a fan-out takes it,
+// and the instance holding the lock was woken by the same NOTIFY, so it
+// claims again once its fan-out commits (and every claimer polls).
 var fanOutSQL = `
 WITH ev AS (
     DELETE FROM switchboard.outbox_events WHERE id IN (
-        SELECT id FROM switchboard.outbox_events ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+        SELECT id FROM switchboard.outbox_events
+        WHERE (SELECT pg_try_advisory_xact_lock(` + strconv.Itoa(int(LockFamilyFanOut)) + `, 0))
+        ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
     RETURNING *
 ), m AS (
     SELECT ev.id AS event_id, k.id AS sink_id, k.id = ANY (ev.excerpt_sink_ids) AS excerpt

@@ -336,6 +336,14 @@ var List = []Mutant{
 		Package: "./store/", Run: "^TestTheFanOutLooksUpOccurrenceKeysByIndex$", Fast: true,
 	},
 	{
+		ID:    "fanout-takes-turns",
+		Guard: "one fan-out at a time across instances (LockFamilyFanOut in fanOutSQL): two at once wait on each other in the outbox's indexes",
+		Edits: []Edit{{File: "store/outbox.go",
+			Old: "WHERE (SELECT pg_try_advisory_xact_lock(` + strconv.Itoa(int(LockFamilyFanOut)) + `, 0))",
+			New: "WHERE (SELECT ` + strconv.Itoa(int(LockFamilyFanOut)) + ` > 0)"}},
+		Package: "./store/", Run: "^TestFanOutsTakeTurnsAcrossInstances$", Fast: true,
+	},
+	{
 		ID:    "open-key-unique",
 		Guard: "one open row per sink and key (the unique index outbox_open_key, and the fan-out's ON CONFLICT that counts a repeat into it)",
 		Edits: []Edit{
