@@ -60,11 +60,11 @@ func (e *Engine) ReserveForTest(ctx context.Context, row store.OutboxRow) (began
 	if err := e.beat(ctx); err != nil {
 		return false, false, err
 	}
-	q := &reserveReq{ctx: ctx, row: row, reply: make(chan reserved, 1)}
+	var r reserved
+	q := &reserveReq{ctx: ctx, row: row, slot: &r, answered: make(chan struct{}, 1)}
 	if busy := e.reserveGroup(ctx, []*reserveReq{q}); len(busy) > 0 {
 		return false, false, errors.New("the sink was locked elsewhere")
 	}
-	r := <-q.reply
 	return len(r.res.rows) > 0, r.held, r.err
 }
 
@@ -146,8 +146,9 @@ func (e *Engine) ReserveGroupForTest(ctx context.Context, rows []store.OutboxRow
 		return nil, err
 	}
 	qs := make([]*reserveReq, len(rows))
+	answers := make([]reserved, len(rows))
 	for i, row := range rows {
-		qs[i] = &reserveReq{ctx: ctx, row: row, reply: make(chan reserved, 1)}
+		qs[i] = &reserveReq{ctx: ctx, row: row, slot: &answers[i], answered: make(chan struct{}, 1)}
 	}
 	busy := e.reserveGroup(ctx, qs)
 	out := make([]string, len(rows))
@@ -156,7 +157,7 @@ func (e *Engine) ReserveGroupForTest(ctx context.Context, rows []store.OutboxRow
 			out[i] = "busy"
 			continue
 		}
-		switch r := <-q.reply; {
+		switch r := answers[i]; {
 		case r.err != nil:
 			out[i] = r.err.Error()
 		case len(r.res.rows) > 0:

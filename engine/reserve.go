@@ -80,9 +80,19 @@ type reserved struct {
 }
 
 type reserveReq struct {
-	ctx   context.Context
-	row   store.OutboxRow
-	reply chan reserved
+	ctx context.Context
+	row store.OutboxRow
+	// slot is where the answer goes; answered is told once it is there,
+	// shared by the requests of one reserve call: one small channel a
+	// step rather than one the size of an answer a row.
+	slot     *reserved
+	answered chan<- struct{}
+}
+
+// answer gives q its answer.
+func (q *reserveReq) answer(r reserved) {
+	*q.slot = r
+	q.answered <- struct{}{}
 }
 
 // reserver gathers the actors' requests into groups. It is a service of
@@ -117,18 +127,23 @@ func (r *reserver) reserve(ctx context.Context, rows []store.OutboxRow) []reserv
 	}
 	for {
 		beaten := r.e.beats.waiter()
+		reqs := make([]reserveReq, len(ask))
 		qs := make([]*reserveReq, len(ask))
+		answered := make(chan struct{}, len(ask))
 		for k, i := range ask {
-			qs[k] = &reserveReq{ctx: ctx, row: rows[i], reply: make(chan reserved, 1)}
+			reqs[k] = reserveReq{ctx: ctx, row: rows[i], slot: &out[i], answered: answered}
+			qs[k] = &reqs[k]
 		}
 		select {
 		case r.reqs <- qs:
 		case <-r.done:
 			return stopping()
 		}
+		for range ask {
+			<-answered // run answers every request it took
+		}
 		fenced := ask[:0:0]
-		for k, i := range ask {
-			out[i] = <-qs[k].reply // run answers every request it took
+		for _, i := range ask {
 			if errors.Is(out[i].err, errFenced) {
 				fenced = append(fenced, i)
 			}
@@ -180,7 +195,7 @@ func (r *reserver) run(ctx context.Context) {
 		select {
 		case <-r.e.actorsGone:
 			for _, q := range carried {
-				q.reply <- reserved{err: errStopping}
+				q.answer(reserved{err: errStopping})
 			}
 			return
 		case qs := <-r.reqs:
@@ -216,7 +231,7 @@ func (e *Engine) reserveGroup(ctx context.Context, group []*reserveReq) (busy []
 	live := make([]*reserveReq, 0, len(group))
 	for _, q := range group {
 		if err := q.ctx.Err(); err != nil {
-			q.reply <- reserved{err: errStopping} // its actor is stopping: no attempt
+			q.answer(reserved{err: errStopping}) // its actor is stopping: no attempt
 			continue
 		}
 		live = append(live, q)
@@ -243,11 +258,11 @@ func (e *Engine) reserveGroup(ctx context.Context, group []*reserveReq) (busy []
 	for i, q := range live {
 		switch {
 		case err != nil:
-			q.reply <- reserved{err: err}
+			q.answer(reserved{err: err})
 		case out[i].busy:
 			busy = append(busy, q)
 		default:
-			q.reply <- out[i]
+			q.answer(out[i])
 		}
 	}
 	return busy
