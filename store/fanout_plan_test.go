@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard/notify/store"
@@ -42,15 +43,7 @@ func TestTheFanOutLooksUpOccurrenceKeysByIndex(t *testing.T) {
 		_, err := conn.Exec(ctx, set)
 		require.NoError(t, err, set)
 	}
-	emit := func(keys int, from int) {
-		_, err := pool.Exec(ctx, `
-			INSERT INTO switchboard.outbox_events (owner, event_type, match_types, severity, severity_rank, queue_id, endpoint_id,
-			                                       webhook_id, dedup_key, windowed, payload, due_at, sink_ids)
-			SELECT 'human:1', 'todo.dead_lettered', ARRAY['todo.dead_lettered'], 'high', 2, 0, 0, 0, 'todo:' || k || ':1', false,
-			       '{"title": "nightly build"}', now() - interval '1 second', ARRAY[$1::bigint]
-			FROM generate_series($2::int, $2::int + $3::int - 1) AS k`, sink, from, keys)
-		require.NoError(t, err)
-	}
+	emit := func(keys int, from int) { emitDeadLetters(t, pool, sink, from, keys) }
 
 	emit(1, 0) // the outbox is empty: the plan is made and kept
 	_, err = store.FanOut(ctx, conn, 500, time.Now(), hostReplaces)
@@ -107,4 +100,18 @@ func TestTheFanOutPutsTheScanSettingBackForTheStatementsAfterIt(t *testing.T) {
 		require.Equal(t, session, inside, "after the fan-out, in its transaction")
 		require.Equal(t, session, after, "after the fan-out's transaction")
 	}
+}
+
+// emitDeadLetters commits n dead-letter events for sink, of keys
+// todo:<from>:1 to todo:<from+n-1>:1, due a second ago, as Emit writes
+// them: waiting for a fan-out.
+func emitDeadLetters(t *testing.T, pool *pgxpool.Pool, sink int64, from, n int) {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), `
+		INSERT INTO switchboard.outbox_events (owner, event_type, match_types, severity, severity_rank, queue_id, endpoint_id,
+		                                       webhook_id, dedup_key, windowed, payload, due_at, sink_ids)
+		SELECT 'human:1', 'todo.dead_lettered', ARRAY['todo.dead_lettered'], 'high', 2, 0, 0, 0, 'todo:' || k || ':1', false,
+		       '{"title": "nightly build"}', now() - interval '1 second', ARRAY[$1::bigint]
+		FROM generate_series($2::int, $2::int + $3::int - 1) AS k`, sink, from, n)
+	require.NoError(t, err)
 }

@@ -20,15 +20,7 @@ func TestFanOutsTakeTurnsAcrossInstances(t *testing.T) {
 	t.Parallel()
 	pool, sink := newHeldRowsDB(t)
 	ctx := context.Background()
-	emit := func(from, n int) {
-		_, err := pool.Exec(ctx, `
-			INSERT INTO switchboard.outbox_events (owner, event_type, match_types, severity, severity_rank, queue_id, endpoint_id,
-			                                       webhook_id, dedup_key, windowed, payload, due_at, sink_ids)
-			SELECT 'human:1', 'todo.dead_lettered', ARRAY['todo.dead_lettered'], 'high', 2, 0, 0, 0, 'todo:' || k || ':1', false,
-			       '{"title": "nightly build"}', now() - interval '1 second', ARRAY[$1::bigint]
-			FROM generate_series($2::int, $2::int + $3::int - 1) AS k`, sink, from, n)
-		require.NoError(t, err)
-	}
+	emit := func(from, n int) { emitDeadLetters(t, pool, sink, from, n) }
 	emit(1, 3)
 	waiting := func() (events, rows int) {
 		require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM switchboard.outbox_events),
