@@ -146,9 +146,9 @@ func (e *Engine) ReserveGroupForTest(ctx context.Context, rows []store.OutboxRow
 		return nil, err
 	}
 	qs := make([]*reserveReq, len(rows))
-	answers := make([]reserved, len(rows))
+	answers, answered := make([]reserved, len(rows)), make(chan struct{}, len(rows))
 	for i, row := range rows {
-		qs[i] = &reserveReq{ctx: ctx, row: row, slot: &answers[i], answered: make(chan struct{}, 1)}
+		qs[i] = &reserveReq{ctx: ctx, row: row, slot: &answers[i], answered: answered}
 	}
 	busy := e.reserveGroup(ctx, qs)
 	out := make([]string, len(rows))

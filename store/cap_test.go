@@ -75,10 +75,7 @@ func TestAFlushWaitsForTheRowsItsInstanceQueued(t *testing.T) {
 	pool, sink := newHeldRowsDB(t)
 	ctx := context.Background()
 	now := time.Now()
-	_, err := pool.Exec(ctx, `
-		INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, payload, due_at, state, attempts, first_attempt_at)
-		VALUES ($1, 'human:1', 'todo.dead_lettered', 'normal', '{"title": "t"}', now() - interval '1 minute', 'held', 1, now() - interval '1 hour')`, sink)
-	require.NoError(t, err)
+	heldRow(t, pool, sink)
 	require.NoError(t, store.Beat(ctx, pool, "instance-b", now, time.Hour, time.Minute))
 	flush := func(instance string) int {
 		rows, err := store.ClaimHeld(ctx, pool, sink, instance, now, time.Minute, 7, time.Time{})

@@ -25,6 +25,18 @@ func claimedRow(t *testing.T, pool *pgxpool.Pool, sink int64, instance string, t
 	return store.Claimed{ID: id, Token: token}
 }
 
+// heldRow inserts a row held for a token, due a minute ago, after a first
+// attempt an hour ago, and returns its id.
+func heldRow(t *testing.T, pool *pgxpool.Pool, sink int64) int64 {
+	t.Helper()
+	var id int64
+	require.NoError(t, pool.QueryRow(context.Background(), `
+		INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, payload, due_at, state, attempts, first_attempt_at)
+		VALUES ($1, 'human:1', 'todo.dead_lettered', 'normal', '{"title": "t"}', now() - interval '1 minute', 'held', 1, now() - interval '1 hour')
+		RETURNING id`, sink).Scan(&id))
+	return id
+}
+
 // openRow inserts a pending row of key with count and event type.
 func openRow(t *testing.T, pool *pgxpool.Pool, sink int64, key string, count int, eventType string, windowed bool) int64 {
 	t.Helper()

@@ -29,11 +29,7 @@ func TestAnInstancePastItsDispatchFenceStartsNoAttempt(t *testing.T) {
 	// The held row is another sink's: a flush waits for the rows its
 	// instance queued for the same sink (TestAFlushWaitsForTheRowsItsInstanceQueued).
 	other := storetest.NewFactory(t, pool).Sink(storetest.SinkOpts{Owner: notifytype.Human("1")})
-	var held int64
-	require.NoError(t, pool.QueryRow(ctx, `
-		INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, payload, due_at, state, attempts, first_attempt_at)
-		VALUES ($1, 'human:1', 'todo.dead_lettered', 'normal', '{"title": "t"}', now() - interval '1 minute', 'held', 1, now() - interval '1 hour')
-		RETURNING id`, other).Scan(&held))
+	heldRow(t, pool, other)
 
 	starts := func() (group, single, coalesced int) {
 		var started []store.StartedRow
