@@ -55,9 +55,11 @@ type Engine struct {
 	analyzing    atomic.Bool
 	lastNotify   atomic.Int64 // wall-clock nanoseconds of the last NOTIFY Emit sent
 
-	// runMu guards Start and Stop: runStop ends the running engine,
-	// runDone is closed once it stopped, with runErr.
+	// runMu guards Start and Stop: runCtx is what every part of the
+	// running engine works under, runStop ends it, runDone is closed once
+	// the engine stopped, with runErr.
 	runMu   sync.Mutex
+	runCtx  context.Context
 	runStop context.CancelFunc
 	runDone chan struct{}
 	runErr  error
@@ -158,7 +160,7 @@ func (e *Engine) start(ctx, parent context.Context) error {
 		return fmt.Errorf("error starting engine: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(parent)
-	e.runStop, e.runDone = cancel, make(chan struct{})
+	e.runCtx, e.runStop, e.runDone = runCtx, cancel, make(chan struct{})
 	go func() {
 		defer close(e.runDone)
 		e.runErr = e.run(runCtx)

@@ -131,6 +131,14 @@ func (e *Engine) CancelRunForTest() {
 	}
 }
 
+// RunContextForTest is the context every part of the running engine works
+// under; nil before Start.
+func (e *Engine) RunContextForTest() context.Context {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	return e.runCtx
+}
+
 // MayWaitForTest exposes mayWait: whether a row reserved at reservedAt
 // with the rows before it may still be sent after them.
 func (e *Engine) MayWaitForTest(ctx context.Context, reservedAt time.Time) bool {

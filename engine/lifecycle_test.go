@@ -61,6 +61,27 @@ func TestStartAndStopWithADrainDeadline(t *testing.T) {
 }
 
 // An engine started on a database without its tables says what to do.
+// Cancelling Serve's context ends the context every part of the engine
+// works under in the same call, before the caller's next statement: no
+// actor takes another step after it (Serve's own Stop, on the goroutine
+// that waited for ctx, came later, and an actor whose send returned
+// meanwhile sent the row queued behind it).
+func TestCancellingServeEndsTheRunInTheSameCall(t *testing.T) {
+	t.Parallel()
+	w := hosttest.NewWorld(t)
+	eng := w.Engine()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- eng.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.Eventually(t, func() bool { return eng.RunContextForTest() != nil },
+		enginetest.WaitTimeout, time.Millisecond, "Serve started")
+	run := eng.RunContextForTest()
+	require.NoError(t, run.Err(), "running")
+	cancel()
+	require.ErrorIs(t, run.Err(), context.Canceled, "the run ended with the cancel")
+}
+
 func TestStartRefusesAnUnmigratedDatabase(t *testing.T) {
 	t.Parallel()
 	pool, err := pgxpool.New(context.Background(), storetest.EmptyURL(t))

@@ -393,6 +393,14 @@ var List = []Mutant{
 			New: "\treturn context.WithCancel(ctx)\n}"}},
 		Package: "./engine/", Run: "^TestAStopDuringAClaimLeavesNoRowClaimed$", Fast: true,
 	},
+	{
+		ID:    "serve-stops-at-cancel",
+		Guard: "Serve's run context derives from Serve's (start(ctx, ctx)): a cancel ends every part's context in the same call; waited for on another goroutine, an actor took one more step and sent a row queued behind the send in flight",
+		Edits: []Edit{{File: "engine/engine.go",
+			Old: "if err := e.start(ctx, ctx); err != nil {",
+			New: "if err := e.start(ctx, context.WithoutCancel(ctx)); err != nil {"}},
+		Package: "./engine/", Run: "^TestCancellingServeEndsTheRunInTheSameCall$", Fast: true,
+	},
 	// Rows an actor reserved together and did not send are given back,
 	// as if never attempted, only when they were not sent.
 	{
