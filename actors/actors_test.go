@@ -217,9 +217,10 @@ func TestDispatchRefusesAFullMailbox(t *testing.T) {
 	require.True(t, b.sup.Dispatch(row(2, 3)))
 	require.True(t, b.sup.Dispatch(row(3, 3)))
 	require.False(t, b.sup.Dispatch(row(4, 3)), "a third row for a mailbox of two")
-	free, full := b.sup.Room()
-	require.Equal(t, 3, free)
-	require.Equal(t, []int64{3}, full)
+	room := b.sup.Room()
+	require.Equal(t, 3, room.Free)
+	require.Equal(t, []int64{3}, room.Full)
+	require.Zero(t, room.Open, "sink 3's is the only actor")
 
 	// The actor takes the rows queued: room is signalled.
 	b.worker.finish(t, actors.Outcome{})
@@ -229,9 +230,10 @@ func TestDispatchRefusesAFullMailbox(t *testing.T) {
 	case <-time.After(waitTimeout):
 		t.Fatal("no room signalled after the actor took its rows")
 	}
-	free, full = b.sup.Room()
-	require.Equal(t, 5, free)
-	require.Empty(t, full)
+	room = b.sup.Room()
+	require.Equal(t, 5, room.Free)
+	require.Empty(t, room.Full)
+	require.Equal(t, 1, room.Open)
 	b.worker.finish(t, actors.Outcome{})
 }
 

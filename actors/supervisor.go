@@ -154,20 +154,35 @@ func (s *Supervisor) Serve(ctx context.Context) error {
 // String names the supervisor in its parent's logs.
 func (s *Supervisor) String() string { return "sink-actors" }
 
-// Room returns how many more rows the actors can take, and the sinks whose
-// mailbox is full.
-func (s *Supervisor) Room() (free int, full []int64) {
+// Room is how much more the actors can take (Supervisor.Room).
+type Room struct {
+	// Free is how many more rows all actors together can queue.
+	Free int
+	// Full are the sinks whose mailbox is more than half full.
+	Full []int64
+	// Open counts the actors whose mailbox is not: each can take half a
+	// mailbox more.
+	Open int
+}
+
+// Room returns how many more rows the actors can take, the sinks whose
+// mailbox is full, and how many actors have room.
+func (s *Supervisor) Room() Room {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var r Room
 	queued := 0
 	for id, a := range s.actors {
 		n := a.mailbox.len()
 		queued += n
 		if n > s.cfg.MailboxSize/2 {
-			full = append(full, id)
+			r.Full = append(r.Full, id)
+		} else {
+			r.Open++
 		}
 	}
-	return max(s.cfg.Capacity-queued, 0), full
+	r.Free = max(s.cfg.Capacity-queued, 0)
+	return r
 }
 
 // RoomFreed is signalled when an actor takes a row from its mailbox.

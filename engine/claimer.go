@@ -20,6 +20,29 @@ const notifyChannel = "switchboard_outbox"
 // claimBatch is the most rows one claim statement takes.
 const claimBatch = 256
 
+// claimPerSink caps the rows of one sink in one claim: half a mailbox.
+const claimPerSink = actors.MailboxSizeDefault / 2
+
+// newSinksPerClaim is how many sinks without an actor with room one claim
+// is sized for (claimLimit): sinks with no actor yet, or whose actor has
+// gone idle.
+const newSinksPerClaim = 2
+
+// claimLimit is how many rows one claim takes at most: what the actors
+// can queue, at most claimBatch, and at most half a mailbox for each
+// actor with room and for newSinksPerClaim sinks more.
+//
+// A claim reads four candidates a row it may take, in due order, past the
+// rows of the sinks it skips (full mailboxes, sinks other instances hold):
+// sized by the actors' room alone, a claim with most sinks' mailboxes full
+// read thousands of their rows to take a few dozen. Sized by the sinks
+// that can take rows, it reads a few times what it takes. A claim that
+// takes all it was sized for is followed by another in the same cycle, so
+// a cycle still takes every row there is room for.
+func claimLimit(r actors.Room) int {
+	return min(r.Free, claimBatch, claimPerSink*(r.Open+newSinksPerClaim))
+}
+
 // claimer is the one goroutine per instance that claims due rows (FOR
 // UPDATE SKIP LOCKED, never more than the actors can take) and hands them
 // to the sink actors. It wakes on a notification from Emit, when an actor
@@ -134,16 +157,16 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 			// Stopping: claim nothing more.
 			return time.Time{}, false, ctx.Err()
 		}
-		free, fullSinks := e.actors.Room()
-		if free == 0 {
+		room := e.actors.Room()
+		if room.Free == 0 {
 			full = true
 			break
 		}
-		full = len(fullSinks) > 0 // due rows may be left behind: wait for room
-		limit := min(free, claimBatch)
+		full = len(room.Full) > 0 // due rows may be left behind: wait for room
+		limit := claimLimit(room)
 		p := store.ClaimParams{
 			Instance: e.instance, Now: now, TTL: e.cfg.ClaimTTL,
-			Limit: limit, PerSink: actors.MailboxSizeDefault / 2, SkipSinks: fullSinks,
+			Limit: limit, PerSink: claimPerSink, SkipSinks: room.Full,
 			SkipExpired: time.Since(c.expiredAt) < expiredEvery, Replaces: e.kinds.replaces,
 		}
 		if !p.SkipExpired {
@@ -178,7 +201,7 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 			if claimed != nil {
 				claimed(r)
 			}
-			if perSink[r.SinkID]++; perSink[r.SinkID] == actors.MailboxSizeDefault/2 {
+			if perSink[r.SinkID]++; perSink[r.SinkID] == claimPerSink {
 				full = true // this sink may have more due rows
 			}
 			if e.cfg.OnClaim != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -271,4 +272,37 @@ func TestAnOutcomeThatCannotBeWrittenHoldsNoOtherBack(t *testing.T) {
 	require.Equal(t, map[string]int{"delivered": 2, "claimed": 1}, w.RowStates())
 	require.EqualValues(t, 1, eng.OutcomesDropped())
 	require.Len(t, logLines(w, "error recording a delivery outcome; given up, its rows are sent again when their claims expire"), 1)
+}
+
+// A claim is sized by the sinks that can take rows (half a mailbox for
+// each actor with room, and for two sinks more), not by the actors' room
+// alone: sized so, a claim with most mailboxes full read thousands of
+// their rows to take a few dozen. One pass still takes every row there is
+// room for: the first claim of a pass over forty sinks without an actor is
+// sized for two, the next for the actors it started, and the pass claims
+// again while a claim takes all it was sized for.
+func TestOnePassClaimsTheDueRowsOfManySinksWithoutActors(t *testing.T) {
+	t.Parallel()
+	w := hosttest.NewWorld(t)
+	g := newGate(http.StatusOK)
+	g.release()
+	var (
+		p     engine.Principal
+		scope notifytype.OwnerScope
+	)
+	eng := w.Engine() // not serving: the pass below is the only claim
+	base := newServer(t, g.ServeHTTP)
+	const sinks = 40 // ten to an owner scope, the most it may have
+	for i := range sinks {
+		if i%10 == 0 {
+			_, p, scope = w.Human()
+		}
+		sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: base, Secret: "gtfya.many",
+			Events: []notifytype.EventType{host.EventRuleNotify}})
+		emitToSink(t, w, eng, sink, ruleNotify(scope, 1, fmt.Sprintf("forge#%d", i)))
+	}
+	pass, err := testhooks.ClaimOnce(w.Ctx, eng)
+	require.NoError(t, err)
+	require.Len(t, pass.Rows, sinks, "one pass claims every sink's due row")
+	require.Equal(t, map[string]int{"claimed": sinks}, w.RowStates())
 }
