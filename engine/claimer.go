@@ -267,7 +267,7 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 		if wake.HeldSinks, err = store.HeldDueSinks(ctx, e.cfg.Pool, now, claimBatch); err != nil {
 			return time.Time{}, full, err
 		}
-		if wake.Next, wake.HasNext, err = store.NextWake(ctx, e.cfg.Pool); err != nil {
+		if wake.Next, wake.HasNext, err = store.NextWake(ctx, e.cfg.Pool, e.instance); err != nil {
 			return time.Time{}, full, err
 		}
 	}

@@ -38,14 +38,15 @@ func TestFanOutClaimAndWakeReadsWhatTheCycleLeft(t *testing.T) {
 	held, err := store.HeldDueSinks(ctx, pool, now, 10)
 	require.NoError(t, err)
 	require.Equal(t, held, w.HeldSinks)
-	next, ok, err := store.NextWake(ctx, pool)
+	next, ok, err := store.NextWake(ctx, pool, p.Instance)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.True(t, next.Equal(w.Next), "next wake %v, read after the commit %v", w.Next, next)
 	require.True(t, w.Next.Equal(now.Add(-time.Second)), "the held row is the earliest: %v", w.Next)
 
-	// Without held rows, the earliest is the claim's expiry or the later
-	// row, whichever comes first; never the row just claimed as due.
+	// Without held rows, the earliest is the later row: the instance's own
+	// claims do not wake it (its rows are queued or in flight here; a lost
+	// one is found at its next poll), and the row just claimed is not due.
 	_, err = pool.Exec(ctx, `DELETE FROM switchboard.outbox WHERE state = 'held'`)
 	require.NoError(t, err)
 	p.Now = now.Add(time.Second)
@@ -54,7 +55,26 @@ func TestFanOutClaimAndWakeReadsWhatTheCycleLeft(t *testing.T) {
 	require.Empty(t, rows)
 	require.Empty(t, w.HeldSinks)
 	require.True(t, w.HasNext)
-	require.True(t, w.Next.Equal(now.Add(10*time.Minute)), "the claim's expiry: %v", w.Next)
+	require.True(t, w.Next.Equal(now.Add(time.Hour)), "the later row, not the instance's own claim: %v", w.Next)
+
+	// Another instance's claim wakes it when it expires, whether that
+	// instance's name sorts before or after its own.
+	_, err = pool.Exec(ctx, `UPDATE switchboard.outbox SET state = 'delivered', claimed_by = NULL, claim_expires_at = NULL, claim_token = NULL
+		WHERE claimed_by = $1`, p.Instance)
+	require.NoError(t, err)
+	for _, other := range []string{"instance-0", "instance-b"} {
+		q := store.ClaimParams{Instance: other, Now: now.Add(time.Hour), TTL: 10 * time.Minute, Limit: 10, PerSink: 5, Replaces: hostReplaces}
+		_, rows, _, err = store.FanOutClaimAndWake(ctx, pool, 100, q, 10)
+		require.NoError(t, err)
+		require.Len(t, rows, 1, "%s claims the later row", other)
+		next, ok, err = store.NextWake(ctx, pool, p.Instance)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.True(t, next.Equal(now.Add(time.Hour+10*time.Minute)), "%s's claim expires: %v", other, next)
+		_, err = pool.Exec(ctx, `UPDATE switchboard.outbox SET state = 'pending', claimed_by = NULL, claim_expires_at = NULL, claim_token = NULL
+			WHERE claimed_by = $1`, other)
+		require.NoError(t, err)
+	}
 }
 
 // The claim locks the rows it picked by their primary key: with a deep

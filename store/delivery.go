@@ -309,7 +309,8 @@ func FanOutAndClaim(ctx context.Context, db BatchSender, fanOutLimit int, p Clai
 
 // Wake is what a claimer reads once it has claimed: the sinks whose held
 // rows have a token again (HeldDueSinks) and when to look next (NextWake;
-// HasNext false when nothing is due, held or claimed).
+// HasNext false when nothing is due, held or claimed by another
+// instance).
 type Wake struct {
 	HeldSinks []int64
 	Next      time.Time
@@ -337,7 +338,7 @@ func fanOutAndClaim(ctx context.Context, db BatchSender, fanOutLimit int, p Clai
 	queueClaimDue(b, p, &rows)
 	if heldLimit > 0 {
 		queueHeldDueSinks(b, p.Now, heldLimit, &w.HeldSinks)
-		queueNextWake(b, &w)
+		queueNextWake(b, p.Instance, &w)
 	}
 	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return FanOutResult{}, nil, Wake{}, fmt.Errorf("error fanning out and claiming outbox rows: %w", err)
@@ -368,23 +369,36 @@ func queueHeldDueSinks(b *pgx.Batch, now time.Time, limit int, ids *[]int64) {
 }
 
 // NextWake returns the earliest time a row becomes due (pending or held) or
-// a claim expires; ok is false when there is none.
-func NextWake(ctx context.Context, db BatchSender) (t time.Time, ok bool, err error) {
+// a claim of another instance than instance expires; ok is false when there
+// is none.
+//
+// The instance's own claims are left out. Its rows are queued or in flight
+// here, and their attempts extend their claims; one whose copy was lost
+// (an outcome that could not be written) is found by the search for
+// expired claims that the claimer makes at its next poll (PollInterval), a
+// second or so after the claim's two minutes. Read from outbox_claimed_by
+// as elsewhere is in claimDueSQL, two ranges around the instance, the
+// claims cost an instance alone nothing: reading its own, a few hundred
+// rows of a drain and their heap pages, was a fifth of each claimer cycle's
+// database time.
+func NextWake(ctx context.Context, db BatchSender, instance string) (t time.Time, ok bool, err error) {
 	var w Wake
 	b := &pgx.Batch{}
-	queueNextWake(b, &w)
+	queueNextWake(b, instance, &w)
 	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return time.Time{}, false, err
 	}
 	return w.Next, w.HasNext, nil
 }
 
-func queueNextWake(b *pgx.Batch, w *Wake) {
+func queueNextWake(b *pgx.Batch, instance string, w *Wake) {
 	b.Queue(`
 		SELECT least(
 		    (SELECT min(due_at) FROM switchboard.outbox WHERE state = 'pending'),
 		    (SELECT min(due_at) FROM switchboard.outbox WHERE state = 'held'),
-		    (SELECT min(claim_expires_at) FROM switchboard.outbox WHERE state = 'claimed'))`).QueryRow(func(row pgx.Row) error {
+		    (SELECT min(claim_expires_at) FROM switchboard.outbox WHERE state = 'claimed' AND claimed_by < $1),
+		    (SELECT min(claim_expires_at) FROM switchboard.outbox WHERE state = 'claimed' AND claimed_by > $1))`,
+		instance).QueryRow(func(row pgx.Row) error {
 		var next *time.Time
 		if err := row.Scan(&next); err != nil {
 			return fmt.Errorf("error reading next due time: %w", err)
