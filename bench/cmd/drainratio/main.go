@@ -104,6 +104,10 @@ type outcome struct {
 	duplicated int // messages received more than once
 	dbDouble   int // outbox rows with more than one delivered record
 	unfinished int // outbox rows sent but not recorded: sent again once their claim expires
+	// split is how many attempts each engine instance reported delivered,
+	// in the order they started (several instances: one sink is sent to
+	// by one instance at a time, so a few sinks may all be one's).
+	split []int64
 }
 
 type world struct {
@@ -217,8 +221,8 @@ func run(ctx context.Context) (err error) {
 				notOnce = fmt.Errorf("round %d, %s: not exactly once: %d distinct of %d, %d duplicated, %d rows delivered twice, %d sent but not recorded (sent again when their claim expires)",
 					round+1, it.name, o.distinct, o.n, o.duplicated, o.dbDouble, o.unfinished)
 			}
-			fmt.Printf("round %d %-9s %8.0f deliveries/s  %5.0f µs machine CPU, %5.0f own (db %4.0f) each  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)\n",
-				round+1, it.name, o.rate, o.cpuPer, o.ownPer, o.dbPer, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds())
+			fmt.Printf("round %d %-9s %8.0f deliveries/s  %5.0f µs machine CPU, %5.0f own (db %4.0f) each  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)%s\n",
+				round+1, it.name, o.rate, o.cpuPer, o.ownPer, o.dbPer, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds(), splitText(o.split))
 		}
 	}
 
@@ -408,10 +412,15 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 		w.stats = tracer.Stop()
 		w.profiled = true
 	}
+	var split []int64
+	for _, in := range ins {
+		split = append(split, in.Delivered.Load())
+	}
 	if err := stopAll(); err != nil {
 		return outcome{}, err
 	}
 	o := w.measured(n, took, cpu, proc, db)
+	o.split = split
 	if err := w.r.Pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT outbox_id FROM switchboard.delivery_records
 		WHERE status = 'delivered' GROUP BY outbox_id HAVING count(*) > 1) d`).Scan(&o.dbDouble); err != nil {
 		return o, err
@@ -482,6 +491,19 @@ func (w *world) riverDrain(ctx context.Context, s riverSettings) (outcome, error
 // measured is the outcome of a drain of n deliveries that took took, with
 // the machine's busy CPU cpu and the process's and its backends' own CPU
 // proc and db, and the stand-in's counts.
+// splitText is ", by instance a/b/c" for the attempts of several
+// instances, and nothing for one.
+func splitText(split []int64) string {
+	if len(split) < 2 {
+		return ""
+	}
+	parts := make([]string, len(split))
+	for i, d := range split {
+		parts[i] = strconv.FormatInt(d, 10)
+	}
+	return "  by instance " + strings.Join(parts, "/")
+}
+
 func (w *world) measured(n int, took, cpu, proc, db time.Duration) outcome {
 	o := outcome{rate: float64(n) / took.Seconds(), cpuPer: perDelivery(cpu, n), ownPer: perDelivery(proc+db, n), dbPer: perDelivery(db, n), n: n}
 	o.distinct, o.duplicated = w.r.GS.Counts()
