@@ -440,4 +440,20 @@ var List = []Mutant{
 			New: "RETURNING delivery_id)"}},
 		Package: "./host/", Run: "^TestConcurrentRepeatsOfADeliveryStoredInOneStatementStoreOne$", Fast: true,
 	},
+	{
+		ID:    "claim-pass-claims-again",
+		Guard: "a claimer's pass claims again while a claim takes all it was sized for (claimLimit sizes a claim by the actors with room): stopped after its first claim, a pass over forty new sinks took the rows of thirty-two",
+		Edits: []Edit{{File: "engine/claimer.go",
+			Old: "\t\tif len(rows) < limit {\n\t\t\tbreak\n\t\t}",
+			New: "\t\tif true {\n\t\t\tbreak\n\t\t}"}},
+		Package: "./engine/", Run: "^TestOnePassClaimsTheDueRowsOfManySinksWithoutActors$",
+	},
+	{
+		ID:    "next-wake-both-sides",
+		Guard: "the next wake counts the claims of every other instance, those whose names sort after this one's as well as before (two ranges of outbox_claimed_by around it)",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "\t\t    (SELECT min(claim_expires_at) FROM switchboard.outbox WHERE state = 'claimed' AND claimed_by > $1))`,",
+			New: "\t\t    NULL)`,"}},
+		Package: "./store/", Run: "^TestFanOutClaimAndWakeReadsWhatTheCycleLeft$",
+	},
 }
