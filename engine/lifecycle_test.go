@@ -60,7 +60,6 @@ func TestStartAndStopWithADrainDeadline(t *testing.T) {
 	require.Equal(t, map[string]int{"delivered": 1}, w.RowStates())
 }
 
-// An engine started on a database without its tables says what to do.
 // Cancelling Serve's context ends the context every part of the engine
 // works under in the same call, before the caller's next statement: no
 // actor takes another step after it (Serve's own Stop, on the goroutine
@@ -82,6 +81,7 @@ func TestCancellingServeEndsTheRunInTheSameCall(t *testing.T) {
 	require.ErrorIs(t, run.Err(), context.Canceled, "the run ended with the cancel")
 }
 
+// An engine started on a database without its tables says what to do.
 func TestStartRefusesAnUnmigratedDatabase(t *testing.T) {
 	t.Parallel()
 	pool, err := pgxpool.New(context.Background(), storetest.EmptyURL(t))
