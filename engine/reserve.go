@@ -350,9 +350,6 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 		holds   []store.Hold
 		held    []int
 		capped  []store.Claimed
-		// attempted are the capped and started rows attempted before:
-		// only they can have an abandoned attempt to close.
-		attempted []store.Claimed
 	)
 	for i, q := range reqs {
 		row, o := q.row, &out[i]
@@ -377,7 +374,9 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 		case row.Attempts >= MaxAttempts:
 			// Its last attempt was abandoned mid-send (D25): finish it
 			// before it could be sent an eighth time.
-			capped, attempted = append(capped, row.Claim()), append(attempted, row.Claim())
+			// The claim that took the row over closed that attempt's
+			// record and counted it (claimDueSQL).
+			capped = append(capped, row.Claim())
 			o.final = &store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassAbandoned)}
 			e.log.Error("outbox row undeliverable: its last attempt was abandoned", "sink_id", s.ID,
 				"event_type", row.EventType, "owner_scope", s.Owner, "class", notifytype.ClassAbandoned,
@@ -424,22 +423,15 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 			}
 			u.tat, o.outcome.TAT = tat, tat
 			starts, started = append(starts, store.Start{Row: row.Claim(), TAT: tat}), append(started, i)
-			if row.Attempts > 0 {
-				attempted = append(attempted, row.Claim())
-			}
 		}
 	}
 
 	var (
-		closed      []int64
 		heldBy      = map[int64]int{}
 		startedAs   []store.StartedRow
 		mayDispatch bool
 	)
 	b = &pgx.Batch{}
-	if len(attempted) > 0 {
-		store.QueueCloseAbandoned(b, attempted, e.instance, now, &closed)
-	}
 	if len(capped) > 0 {
 		store.QueueFinishRows(b, capped, e.instance, store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassAbandoned)}, now, e.kinds.replaces)
 	}
@@ -458,14 +450,6 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 	}
 	committed = true
 
-	for _, id := range closed {
-		isCapped := slices.ContainsFunc(capped, func(c store.Claimed) bool { return c.ID == id })
-		if i := slices.IndexFunc(reqs, func(q *reserveReq) bool { return q.row.ID == id }); i >= 0 && !isCapped {
-			row := reqs[i].row
-			e.log.Warn("redelivering an abandoned attempt", "sink_id", row.SinkID, "event_type", row.EventType,
-				"owner_scope", row.Owner, "class", notifytype.ClassAbandoned, "attempt", row.Attempts)
-		}
-	}
 	for _, i := range held {
 		out[i].outcome.Held = heldBy[reqs[i].row.SinkID]
 	}
@@ -484,6 +468,10 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 			continue
 		}
 		row := reqs[i].row
+		if row.Abandoned {
+			e.log.Warn("redelivering an abandoned attempt", "sink_id", row.SinkID, "event_type", row.EventType,
+				"owner_scope", row.Owner, "class", notifytype.ClassAbandoned, "attempt", row.Attempts)
+		}
 		row.Payload, row.Attempts, row.FirstAttemptAt = r.Payload, r.Attempts, r.FirstAttemptAt
 		u := uses[row.SinkID]
 		out[i].res = reservation{

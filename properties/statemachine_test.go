@@ -237,11 +237,12 @@ func (rc *smReceiver) serve(rw http.ResponseWriter, r *http.Request) {
 // order of emission, which is also the order of equal due times). Such a
 // row would go out after this one: the claim handed the rows over, or the
 // instance dispatched them, out of order (issue 23, defect 1). A row's
-// attempt began under its claim when its attempt's record was written at
-// the instant the claim was last extended (an attempt's start sets both:
-// claim_expires_at = sent_at + ClaimTTL); a claim alone leaves an older
-// record, or none. A row whose claim has expired is any instance's to
-// take (at least once): its holder's order no longer binds it.
+// attempt began under its claim when a record of it (its own, or a
+// coalesced message's linked from it) was written at or after the claim
+// began: claim_expires_at <= sent_at + ClaimTTL (a start that extends the
+// claim sets it to exactly that); a claim alone leaves older records, or
+// none. A row whose claim has expired is any instance's to take (at least
+// once): its holder's order no longer binds it.
 //
 // Across instances, best effort: while a live instance's claim holds the
 // row, no row of the sink that fell due before it, and was never
@@ -278,8 +279,9 @@ func (rc *smReceiver) checkOrder(ctx context.Context, serial int, sender string)
 		      AND o.sink_id = $1 AND o.id <> r.id AND o.state = 'claimed' AND o.claimed_by = $5
 		      AND o.claim_token <= r.claim_token AND o.claim_expires_at > $4
 		      AND (o.due_at, substring(o.payload->>'link_path' from '[0-9]+$')::int) < (r.due_at, r.serial)
-		      AND NOT EXISTS (SELECT 1 FROM switchboard.delivery_records d WHERE d.id = o.attempt_record_id
-		                      AND d.sent_at + $6::interval >= o.claim_expires_at)
+		      AND NOT EXISTS (SELECT 1 FROM switchboard.delivery_records d
+		                      WHERE (d.outbox_id = o.id OR d.id = o.attempt_record_id)
+		                        AND d.sent_at + $6::interval >= o.claim_expires_at)
 		    ORDER BY o.id)
 		FROM r`, sink, smLink(serial), live, rc.w.Clock.Now(), sender, engine.ClaimTTLDefault).Scan(&row, &earlier, &ahead)
 	switch {

@@ -259,7 +259,10 @@ func TestAnUnsentAttemptGivenBackIsAsIfItNeverStarted(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n, "an attempt other than the one named is left alone")
 	require.Equal(t, 1, count(t, pool, `SELECT count(*) FROM switchboard.delivery_records WHERE id = $1 AND status = 'sending'`, second.RecordID))
-	require.Equal(t, 1, count(t, pool, `SELECT attempts FROM switchboard.outbox WHERE id = $1`, row.ID))
+	require.Equal(t, 1, count(t, pool, `SELECT attempt FROM switchboard.delivery_records WHERE id = $1`, second.RecordID),
+		"the attempt given back was never counted: the next is the first again")
+	require.Zero(t, count(t, pool, `SELECT attempts FROM switchboard.outbox WHERE id = $1`, row.ID),
+		"an attempt in flight is counted by its outcome")
 }
 
 // The start of an attempt checks the cap in the statement, on the row as

@@ -40,6 +40,11 @@ type OutboxRow struct {
 	// the claim that held it last (its outcome written, or released):
 	// that claim's copy has ended.
 	TakenFrom int64
+	// Abandoned is set by ClaimDue alone, on a row it took over whose
+	// attempt begun under the claim it took it from was never finished:
+	// the claim closed that attempt's record as abandoned, and counted it
+	// (takenOverCount).
+	Abandoned bool
 }
 
 // Claimed names an outbox row as one claim holds it: a statement given it
@@ -84,8 +89,8 @@ const outboxRowColumns = outboxRowHead + `o.payload` + outboxRowTail
 const (
 	outboxRowHead = `o.id, o.sink_id, o.owner, o.event_type, o.severity, `
 	outboxRowTail = `, o.include_excerpt,
-	o.attempts, o.first_attempt_at, coalesce(o.last_class, ''), o.due_at, o.count, o.had_partial,
-	coalesce(o.claim_token, 0), o.dedup_key`
+	o.attempts, o.first_attempt_at, coalesce(o.last_class, '') AS last_class, o.due_at, o.count, o.had_partial,
+	coalesce(o.claim_token, 0) AS claim_token, o.dedup_key`
 )
 
 func collectOutboxRows(rows pgx.Rows, err error) ([]OutboxRow, error) {
@@ -206,7 +211,16 @@ func queueClaimDue(b *pgx.Batch, p ClaimParams, rows *[]OutboxRow) {
 //
 // Each row comes back with the token it was taken from (chosen reads it
 // on the version it locks; 0 for a pending row): OutboxRow.TakenFrom.
-const claimDueSQL = `
+//
+// A row taken over from another claim may have an attempt begun under it
+// whose outcome was never written (its instance died mid-send, or the
+// outcome was given up). Its record, the row's own or a coalesced
+// message's linked from it, is closed as abandoned ("abandoned": still
+// counted against the budget, D25), and the attempt is counted on the row
+// (takenOverCount), in the statement that takes the row, before anything
+// reads its attempts: the row comes back with OutboxRow.Abandoned set. An
+// attempt is open only while the claim that began it holds its row.
+var claimDueSQL = `
 		WITH dead AS MATERIALIZED (
 		    SELECT name FROM switchboard.outbox_instances WHERE alive_until <= $2 AND name <> $1
 		    FOR SHARE SKIP LOCKED
@@ -239,18 +253,42 @@ const claimDueSQL = `
 		), picked AS (
 		    SELECT id FROM ranked WHERE n <= $5 ORDER BY due_at, id LIMIT $4
 		), chosen AS (
-		    SELECT o.id, coalesce(o.claim_token, 0) AS taken_from FROM switchboard.outbox o
+		    SELECT o.id, coalesce(o.claim_token, 0) AS taken_from, o.state = 'claimed' AS over, o.attempt_record_id AS linked
+		    FROM switchboard.outbox o
 		    WHERE o.id = ANY (ARRAY(SELECT id FROM picked))
 		      AND ((o.state = 'pending' AND o.due_at <= $2)
 		       OR (o.state = 'claimed' AND (o.claim_expires_at <= $2 OR o.claimed_by IN (SELECT name FROM dead))))
 		    FOR UPDATE OF o SKIP LOCKED
+		), abandoned AS (
+		    UPDATE switchboard.delivery_records SET status = 'failed', class = 'abandoned', finished_at = $2
+		    WHERE status = 'sending'
+		      AND (outbox_id = ANY (ARRAY(SELECT id FROM chosen WHERE over))
+		       OR id = ANY (ARRAY(SELECT linked FROM chosen WHERE over AND linked IS NOT NULL)))
+		    RETURNING id, outbox_id
 		), claimed AS (
 		    UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval,
-		           claim_token = (SELECT nextval('switchboard.outbox_claim_token'))
+		           claim_token = (SELECT nextval('switchboard.outbox_claim_token')),
+		           ` + takenOverCount + `
 		    WHERE o.id = ANY (ARRAY(SELECT id FROM chosen))
-		    RETURNING ` + claimedRowColumns + `
+		    RETURNING ` + claimedRowColumns + `, o.attempt_record_id
 		)
-		SELECT claimed.*, chosen.taken_from FROM claimed JOIN chosen USING (id) ORDER BY due_at, id`
+		SELECT ` + claimedRowColumnsOf("claimed") + `, chosen.taken_from,
+		       EXISTS (SELECT 1 FROM abandoned a WHERE a.outbox_id = claimed.id OR a.id = claimed.attempt_record_id)
+		FROM claimed JOIN chosen USING (id) ORDER BY due_at, id`
+
+// takenOverCount counts, on a row a claim takes over from another claim,
+// the attempts begun under that claim: an attempt is counted on its row
+// when its outcome is written (finishRowsSQL), and one whose outcome never
+// was (its instance died mid-send, or its outcome was given up) is counted
+// only in its record. The row's attempts become the highest attempt among
+// its own records, its first attempt's time the earliest, before anything
+// reads them against the cap; a row taken pending has had every outcome
+// written, and is left as it is. A coalesced message's rows were counted
+// when they were claimed (ClaimHeld).
+const takenOverCount = `attempts = CASE WHEN o.state = 'claimed' THEN greatest(o.attempts,
+		               (SELECT max(d.attempt) FROM switchboard.delivery_records d WHERE d.outbox_id = o.id)) ELSE o.attempts END,
+		           first_attempt_at = CASE WHEN o.state = 'claimed' THEN coalesce(o.first_attempt_at,
+		               (SELECT min(d.sent_at) FROM switchboard.delivery_records d WHERE d.outbox_id = o.id)) ELSE o.first_attempt_at END`
 
 // claimedRowColumns are outboxRowColumns without the payload (NULL in its
 // place): a claimed row's payload is read when its attempt starts
@@ -258,13 +296,22 @@ const claimDueSQL = `
 // payloads that are read again moments later.
 const claimedRowColumns = outboxRowHead + `NULL::jsonb` + outboxRowTail
 
+// claimedRowColumnsOf are the columns claimedRowColumns returned, as the
+// CTE cte has them.
+func claimedRowColumnsOf(cte string) string {
+	return cte + `.id, ` + cte + `.sink_id, ` + cte + `.owner, ` + cte + `.event_type, ` + cte + `.severity, NULL::jsonb, ` +
+		cte + `.include_excerpt, ` + cte + `.attempts, ` + cte + `.first_attempt_at, ` + cte + `.last_class, ` + cte + `.due_at, ` +
+		cte + `.count, ` + cte + `.had_partial, ` + cte + `.claim_token, ` + cte + `.dedup_key`
+}
+
 // collectClaimedRows collects the rows of claimDueSQL: claimedRowColumns
 // and the token each row was taken from (OutboxRow.TakenFrom).
 func collectClaimedRows(rows pgx.Rows) ([]OutboxRow, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxRow, error) {
 		var r OutboxRow
 		err := row.Scan(&r.ID, &r.SinkID, &r.Owner, &r.EventType, &r.Severity, &r.Payload, &r.IncludeExcerpt,
-			&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count, &r.HadPartial, &r.ClaimToken, &r.DedupKey, &r.TakenFrom)
+			&r.Attempts, &r.FirstAttemptAt, &r.LastClass, &r.DueAt, &r.Count, &r.HadPartial, &r.ClaimToken, &r.DedupKey, &r.TakenFrom,
+			&r.Abandoned)
 		return r, err
 	})
 }
@@ -529,20 +576,13 @@ var ErrClaimLost = errors.New("outbox row is no longer claimed by this instance"
 // were never finished (their instance died or their adapter panicked
 // mid-send), one coalesced record for several rows included: they may
 // have been sent, so they still count against the budget (D25). It
-// returns the rows whose abandoned attempts it closed.
+// returns the rows whose abandoned attempts it closed. A claim that takes
+// a row over closes them already, and counts them (claimDueSQL): a
+// coalesced message's rows, held until then, and the single-row
+// StartAttempt's, close them here.
 func CloseAbandoned(ctx context.Context, db DBTX, rows []Claimed, instance string, now time.Time) ([]int64, error) {
 	ids, tokens := splitClaims(rows)
 	return collectClosed(db.Query(ctx, closeAbandonedSQL, ids, now, instance, tokens))
-}
-
-// QueueCloseAbandoned queues CloseAbandoned into b; closed gets its result.
-func QueueCloseAbandoned(b *pgx.Batch, rows []Claimed, instance string, now time.Time, closed *[]int64) {
-	ids, tokens := splitClaims(rows)
-	b.Queue(closeAbandonedSQL, ids, now, instance, tokens).Query(func(rows pgx.Rows) error {
-		ids, err := collectClosed(rows, nil)
-		*closed = ids
-		return err
-	})
 }
 
 var closeAbandonedSQL = `
@@ -769,12 +809,15 @@ func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now 
 
 // queuedHere selects the rows of sink $1 that instance $2 holds at $3
 // under a claim whose attempt has not begun: an attempt's start writes its
-// record and extends the claim to its sent_at + the claim's time ($4), a
-// claim alone leaves the row's last record older than that, or none.
+// record (the row's own, startAttemptsSQL, or a coalesced message's,
+// linked from the row), sent at or after the claim began, and any
+// extension of the claim it makes is to its sent_at + the claim's time
+// ($4); a claim alone leaves the row's records older than that, or none.
 const queuedHere = `SELECT 1 FROM switchboard.outbox q
 		      WHERE q.sink_id = $1 AND q.state = 'claimed' AND q.claimed_by = $2 AND q.claim_expires_at > $3
-		        AND NOT EXISTS (SELECT 1 FROM switchboard.delivery_records d WHERE d.id = q.attempt_record_id
-		                        AND d.sent_at + $4::interval >= q.claim_expires_at)`
+		        AND NOT EXISTS (SELECT 1 FROM switchboard.delivery_records d
+		                        WHERE (d.outbox_id = q.id OR d.id = q.attempt_record_id)
+		                          AND d.sent_at + $4::interval >= q.claim_expires_at)`
 
 // DeliveryRecord is one attempt (or test message) as recorded. It never
 // holds a body, header, URL or secret.
@@ -869,7 +912,7 @@ type RowOutcome struct {
 // records are what is kept of it.
 func FinishRows(ctx context.Context, db DBTX, rows []Claimed, instance string, o RowOutcome, now time.Time, rep Replacements) error {
 	var r rowOutcomes
-	r.add(rows, o, now)
+	r.add(rows, 0, o, now)
 	done, err := collectIDs(db.Query(ctx, finishRowsSQL, r.args(instance, rep)...))
 	if err == nil {
 		err = finishRowsAgain(ctx, db, r, done, instance, rep)
@@ -902,7 +945,7 @@ func finishRowsAgain(ctx context.Context, db DBTX, r rowOutcomes, done []int64, 
 // expires.
 func QueueFinishRows(b *pgx.Batch, rows []Claimed, instance string, o RowOutcome, now time.Time, rep Replacements) {
 	var r rowOutcomes
-	r.add(rows, o, now)
+	r.add(rows, 0, o, now)
 	b.Queue(finishRowsSQL, r.args(instance, rep)...)
 }
 
@@ -910,8 +953,46 @@ func QueueFinishRows(b *pgx.Batch, rows []Claimed, instance string, o RowOutcome
 // holds it and returns the rows it changed; its arguments are
 // rowOutcomes.args. A row going back to pending or held takes in the open
 // row a repeat of its key opened meanwhile (absorbRepeats).
-var finishRowsSQL = `
-		WITH ` + heldRowsByTID(`unnest($1::bigint[], $7::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) AS u(id, token, state, class, due, finished)`) + `,
+//
+// An outcome of an attempt counts it: the row's attempts become the
+// attempt's number, and its first attempt's time the attempt's, when it
+// had none, both read from the attempt's record (written for this row
+// alone by its start, startAttemptsSQL, which counted it nowhere else).
+// A coalesced message's record (outbox_id NULL) counts nothing: its rows'
+// attempts were counted when they were claimed (ClaimHeld).
+var finishRowsSQL = finishRowsWith("", `(
+		        SELECT l.*, a.attempt, a.sent_at FROM `+rowOutcomesList+`
+		        LEFT JOIN LATERAL (SELECT d.attempt, d.sent_at FROM switchboard.delivery_records d
+		                           WHERE d.id = l.rec AND d.outbox_id = l.id) a ON true
+		    ) AS u`)
+
+// recordFinishedSQL is finishRowsSQL that first writes the ends of the
+// attempts' records ($11 to $15: ids, statuses, classes, HTTP statuses,
+// times), and counts each row's attempt from its record as the record's
+// update returns it: a group's records and rows in one statement.
+var recordFinishedSQL = finishRowsWith(`recs AS (
+		    UPDATE switchboard.delivery_records d SET status = r.status, class = nullif(r.class, ''),
+		           http_status = nullif(r.http, 0), finished_at = r.at
+		    FROM unnest($11::bigint[], $12::text[], $13::text[], $14::int[], $15::timestamptz[]) AS r(id, status, class, http, at)
+		    WHERE d.id = r.id
+		    RETURNING d.id, d.outbox_id, d.attempt, d.sent_at
+		), `, `(
+		        SELECT l.*, recs.attempt, recs.sent_at FROM `+rowOutcomesList+`
+		        LEFT JOIN recs ON recs.id = l.rec AND recs.outbox_id = l.id
+		    ) AS u`)
+
+// rowOutcomesList is the list of rows and outcomes of rowOutcomes.args, as
+// l.
+const rowOutcomesList = `unnest($1::bigint[], $7::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $10::bigint[])
+		             AS l(id, token, state, class, due, finished, rec)`
+
+// finishRowsWith is the statement of finishRowsSQL after the CTEs before
+// (each followed by a comma), over list: a FROM item naming, as u, the
+// columns of rowOutcomesList and the attempt's number and sent_at (NULL
+// for an outcome without an attempt of the row's own).
+func finishRowsWith(before, list string) string {
+	return `
+		WITH ` + before + heldRowsByTID(list) + `,
 		mine AS (
 		    SELECT o.id, o.sink_id, o.dedup_key, u.state FROM u JOIN switchboard.outbox o ON o.ctid = u.tid
 		    WHERE u.state IN ('pending', 'held') AND o.claimed_by = $6 AND o.claim_token = u.token
@@ -922,20 +1003,27 @@ var finishRowsSQL = `
 		       had_partial = had_partial OR u.class = 'partial',
 		       payload = CASE WHEN u.finished IS NULL THEN ` + absorbedPayload("$8", "$9") + ` ELSE ` + finishedPayload + ` END,
 		       ` + absorbedSet("$8", "$9") + `,
+		       attempts = greatest(outbox.attempts, u.attempt),
+		       first_attempt_at = coalesce(outbox.first_attempt_at, u.sent_at),
 		       finished_at = u.finished, claimed_by = NULL, claim_expires_at = NULL, claim_token = NULL
 		FROM u LEFT JOIN extra ON extra.keep = u.id
 		WHERE outbox.ctid = u.tid AND outbox.claimed_by = $6 AND outbox.claim_token = u.token
 		RETURNING outbox.id`
+}
 
 // rowOutcomes gathers the rows and outcomes of finishRowsSQL.
 type rowOutcomes struct {
-	ids, tokens     []int64
+	ids, tokens []int64
+	// recs are the records of the attempts whose outcomes these are (0
+	// for an outcome reached without an attempt).
+	recs            []int64
 	states, classes []string
 	dues, finished  []*time.Time
 }
 
-// add gives rows the outcome o, reached at now.
-func (r *rowOutcomes) add(rows []Claimed, o RowOutcome, now time.Time) {
+// add gives rows the outcome o, reached at now by the attempt whose record
+// is rec (0: none).
+func (r *rowOutcomes) add(rows []Claimed, rec int64, o RowOutcome, now time.Time) {
 	var finishedAt *time.Time
 	if o.State == "delivered" || o.State == "partial" || o.State == "undeliverable" {
 		finishedAt = &now
@@ -943,6 +1031,7 @@ func (r *rowOutcomes) add(rows []Claimed, o RowOutcome, now time.Time) {
 	for _, row := range rows {
 		r.ids = append(r.ids, row.ID)
 		r.tokens = append(r.tokens, row.Token)
+		r.recs = append(r.recs, rec)
 		r.states = append(r.states, o.State)
 		r.classes = append(r.classes, o.Class)
 		r.dues = append(r.dues, nullTime(o.DueAt))
@@ -964,6 +1053,7 @@ func (r *rowOutcomes) without(ids []int64) rowOutcomes {
 		if !skip[id] {
 			out.ids = append(out.ids, id)
 			out.tokens = append(out.tokens, r.tokens[i])
+			out.recs = append(out.recs, r.recs[i])
 			out.states = append(out.states, r.states[i])
 			out.classes = append(out.classes, r.classes[i])
 			out.dues = append(out.dues, r.dues[i])
@@ -975,7 +1065,7 @@ func (r *rowOutcomes) without(ids []int64) rowOutcomes {
 
 func (r *rowOutcomes) args(instance string, rep Replacements) []any {
 	by, of := rep.args()
-	return []any{nonNilIDs(r.ids), r.states, r.classes, r.dues, r.finished, instance, nonNilIDs(r.tokens), by, of}
+	return []any{nonNilIDs(r.ids), r.states, r.classes, r.dues, r.finished, instance, nonNilIDs(r.tokens), by, of, nonNilIDs(r.recs)}
 }
 
 func nonNilIDs(ids []int64) []int64 {

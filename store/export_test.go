@@ -39,11 +39,13 @@ const HeldRowsPlanForTest = heldRowsPlan
 func HeldRowStatementsForTest(rows []Claimed, instance, state string) map[string][]any {
 	var r rowOutcomes
 	now := time.Now()
-	r.add(rows, RowOutcome{State: state}, now)
+	r.add(rows, 1, RowOutcome{State: state}, now)
 	ids, tokens := splitClaims(rows)
 	tats := make([]time.Time, len(rows))
 	return map[string][]any{
-		finishRowsSQL:     r.args(instance, hostReplacesForTest),
+		finishRowsSQL: r.args(instance, hostReplacesForTest),
+		recordFinishedSQL: append(r.args(instance, hostReplacesForTest),
+			ids, make([]string, len(ids)), make([]string, len(ids)), make([]int32, len(ids)), tats),
 		closeAbandonedSQL: {ids, now, instance, tokens},
 		startAttemptsSQL:  {ids, tats, instance, now, time.Minute, tokens, 7, nil},
 		holdRowsSQL:       {ids, tats, instance, tokens, hostReplacesForTest.By, hostReplacesForTest.Of},

@@ -200,7 +200,7 @@ func TestHeldRowStatementsFollowARowChangedMeanwhile(t *testing.T) {
 				require.Eventually(t, func() bool {
 					var waiting bool
 					err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-					WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%WITH u AS MATERIALIZED%')`).Scan(&waiting)
+					WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%u AS MATERIALIZED (%')`).Scan(&waiting)
 					return err == nil && waiting
 				}, 10*time.Second, 5*time.Millisecond)
 				require.NoError(t, other.Commit(ctx))

@@ -165,11 +165,11 @@ type Start struct {
 }
 
 // StartedRow is a row whose attempt began: its payload (a claim leaves it
-// out, claimedRowColumns), what the start changed (its attempts, its first
-// attempt's time) and the id of the attempt's delivery record. The rest of
-// the row is as its holder claimed it: nothing but its holder changes a row
-// while its claim token stands, and the start changes nothing else, so it
-// is not read back.
+// out, claimedRowColumns), the attempt's number and the time of the row's
+// first attempt (this one's, when it had none), and the id of the
+// attempt's delivery record. The rest of the row is as its holder claimed
+// it: nothing but its holder changes a row while its claim token stands,
+// and the start changes nothing else, so it is not read back.
 type StartedRow struct {
 	ID             int64
 	Payload        []byte
@@ -179,15 +179,37 @@ type StartedRow struct {
 }
 
 // QueueStartAttempts queues, into b, the statement that begins an attempt
-// on each row this instance holds: it counts the attempt, extends the
-// claim, and writes the attempt's delivery record (status "sending",
-// counted against the budget, carrying the sink's budget state) linked
-// from the row. Rows their claims no longer hold, and rows that had
-// maxAttempts attempts already, are left alone and absent from *started.
-// Abandoned attempts on the rows must be closed before it runs
-// (QueueCloseAbandoned, queued first). Nothing starts unless instance's
+// on each row this instance holds: it writes the attempt's delivery
+// record (status "sending", its attempt the row's attempts and one,
+// counted against the budget, carrying the sink's budget state), and
+// nothing to the row but a lock, unless its claim is short (below). Rows
+// their claims no longer hold, and rows that had maxAttempts attempts
+// already, are left alone and absent from *started. An attempt on a row
+// that was abandoned (begun under an earlier claim, its outcome never
+// written) was closed and counted by the claim that took the row over
+// (claimDueSQL). Nothing starts unless instance's
 // heartbeat lets it dispatch at the database's clock (DispatchFence; at
 // fenceAt when not zero, a test's fake clock).
+//
+// The attempt is counted on the row when its outcome is written
+// (finishRowsSQL, from the record), not here: a drain writes each row
+// three times (fan-out, claim, outcome) rather than four, a tenth of the
+// database's work a delivery (docs/BENCHMARKS.md, session 13). Until
+// then the record is the attempt's count: an attempt whose outcome was
+// never written (its instance died mid-send) is counted when the row is
+// taken over (takenOverCount), and a give-back deletes the record, with
+// nothing on the row to undo.
+//
+// The row is locked (FOR NO KEY UPDATE) while its record is written: a
+// claim taking rows over (claimDueSQL's chosen) skips it, and a statement
+// that changed it meanwhile (a takeover committed first) leaves it out,
+// its new version found by a tid other than the one looked up. A claim
+// shorter than three quarters of ttl is extended to ttl from now (a row
+// that waited in its actor's mailbox behind a slow sink): every attempt
+// starts with at least that much of its claim left, so that the send
+// (at most half a claim, mayWait) and the outcome's write end before any
+// other instance may take the row. A start right after its claim, as in
+// a drain, writes nothing to the row.
 func QueueStartAttempts(b *pgx.Batch, starts []Start, instance string, now time.Time, ttl time.Duration, maxAttempts int, started *[]StartedRow, fenceAt time.Time) {
 	ids := make([]int64, len(starts))
 	tokens := make([]int64, len(starts))
@@ -212,22 +234,24 @@ func QueueStartAttempts(b *pgx.Batch, starts []Start, instance string, now time.
 // startAttemptsSQL is QueueStartAttempts' statement.
 var startAttemptsSQL = `
 		WITH ` + heldRowsByTID(`unnest($1::bigint[], $6::bigint[], $2::timestamptz[]) AS u(id, token, tat)`) + `, started AS (
-		    UPDATE switchboard.outbox o SET attempts = o.attempts + 1, first_attempt_at = coalesce(o.first_attempt_at, $4),
-		           claim_expires_at = $4::timestamptz + $5::interval,
-		           attempt_record_id = nextval('switchboard.delivery_records_id_seq')
-		    FROM u WHERE o.ctid = u.tid AND o.claimed_by = $3 AND o.claim_token = u.token AND o.attempts < $7
+		    SELECT o.id, o.sink_id, o.owner, o.event_type, o.payload, o.attempts + 1 AS attempt,
+		           coalesce(o.first_attempt_at, $4) AS first_attempt_at, o.claim_expires_at, u.tid, u.tat,
+		           nextval('switchboard.delivery_records_id_seq') AS rec
+		    FROM u JOIN switchboard.outbox o ON o.ctid = u.tid
+		    WHERE o.claimed_by = $3 AND o.claim_token = u.token AND o.attempts < $7
 		      AND ` + DispatchFence("$3", "$8") + `
-		    RETURNING o.id, o.sink_id, o.owner, o.event_type, o.severity, o.payload, o.include_excerpt,
-		              o.attempts, o.first_attempt_at, coalesce(o.last_class, '') AS last_class, o.due_at, o.count,
-		              o.had_partial, o.claim_token, o.attempt_record_id, u.tat
+		    FOR NO KEY UPDATE OF o
+		), extended AS (
+		    UPDATE switchboard.outbox o SET claim_expires_at = $4::timestamptz + $5::interval
+		    FROM started s WHERE o.ctid = s.tid AND s.claim_expires_at < $4::timestamptz + $5::interval * 3 / 4
 		), rec AS (
 		    INSERT INTO switchboard.delivery_records (id, sink_id, owner, outbox_id, event_type, attempt, counts_budget,
 		                                  coalesced_rows, status, sent_at, budget_tat)
 		    OVERRIDING SYSTEM VALUE
-		    SELECT attempt_record_id, sink_id, owner, id, event_type, attempts, true, 1, 'sending', $4, tat
+		    SELECT rec, sink_id, owner, id, event_type, attempt, true, 1, 'sending', $4, tat
 		    FROM started
 		)
-		SELECT id, payload, attempts, first_attempt_at, attempt_record_id FROM started ORDER BY id`
+		SELECT id, payload, attempt, first_attempt_at, rec FROM started ORDER BY id`
 
 // BatchSender sends a pgx.Batch: a pool, a connection or a transaction.
 type BatchSender interface {
@@ -253,19 +277,20 @@ type Finished struct {
 // addTo adds f's rows with their outcomes to r.
 func (f Finished) addTo(r *rowOutcomes) {
 	if f.Outcomes == nil {
-		r.add(f.Rows, f.Outcome, f.At)
+		r.add(f.Rows, f.RecordID, f.Outcome, f.At)
 		return
 	}
 	for i, row := range f.Rows {
-		r.add([]Claimed{row}, f.Outcomes[i], f.At)
+		r.add([]Claimed{row}, f.RecordID, f.Outcomes[i], f.At)
 	}
 }
 
 // RecordFinished records the ends of many attempts at once: their delivery
 // records and their rows (see FinishRows: only rows this instance still
-// holds change), in one transaction and one round trip. db must not be in
-// a transaction; a pool or a connection of one releases a connection
-// whose batch failed mid-transaction rather than reuse it.
+// holds change), in one statement (recordFinishedSQL), one transaction and
+// one round trip. db must not be in a transaction; a pool or a connection
+// of one releases a connection whose batch failed mid-transaction rather
+// than reuse it.
 func RecordFinished(ctx context.Context, db interface {
 	BatchSender
 	DBTX
@@ -285,12 +310,7 @@ func RecordFinished(ctx context.Context, db interface {
 	var done []int64
 	b := &pgx.Batch{}
 	QueueBeginOnHeldRows(b)
-	b.Queue(`
-		UPDATE switchboard.delivery_records d SET status = u.status, class = nullif(u.class, ''),
-		       http_status = nullif(u.http, 0), finished_at = u.at
-		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::timestamptz[]) AS u(id, status, class, http, at)
-		WHERE d.id = u.id`, recIDs, statuses, classes, https, ats)
-	b.Queue(finishRowsSQL, rows.args(instance, rep)...).Query(func(rs pgx.Rows) error {
+	b.Queue(recordFinishedSQL, append(rows.args(instance, rep), recIDs, statuses, classes, https, ats)...).Query(func(rs pgx.Rows) error {
 		var err error
 		done, err = collectIDs(rs, nil)
 		return err
@@ -317,13 +337,13 @@ type Unsent struct {
 // GiveBackUnsent undoes the attempts of rows this instance started and did
 // not send (its actor reserved them with the rows before them and stopped,
 // or ran out of claim time, before their turn): each row is pending again,
-// due as it was and unclaimed, its attempt uncounted (its first attempt's
-// time cleared when it had none before), and its "sending" record deleted,
-// which gives the token back to the sink's budget (BudgetTAT reads the
-// records). Only a row still held under its claim and still in that
-// attempt (its attempt_record_id) changes; a repeat of its key that opened
-// a row meanwhile is taken in (absorbRepeats). It returns how many rows it
-// gave back; a row it leaves keeps its "sending" record, and is closed as
+// due as it was and unclaimed, and its "sending" record deleted, which
+// gives the token back to the sink's budget (BudgetTAT reads the records)
+// and uncounts the attempt (the start counted it nowhere else). Only a row
+// still held under its claim and still in that attempt (RecordID, its
+// "sending" record) changes; a repeat of its key that opened a row
+// meanwhile is taken in (absorbRepeats). It returns how many rows it gave
+// back; a row it leaves keeps its "sending" record, and is closed as
 // abandoned when it is taken again (D25): counted, never sent twice. Rows
 // of one key go back one at a time, as ReleaseRows's do.
 func GiveBackUnsent(ctx context.Context, db DBTX, rows []Unsent, instance string, rep Replacements) (int, error) {
@@ -355,14 +375,19 @@ var giveBackUnsentSQL = `
 		WITH ` + heldRowsByTID(`unnest($1::bigint[], $2::bigint[], $6::bigint[]) AS u(id, token, rec)`) + `,
 		mine AS (
 		    SELECT o.id, o.sink_id, o.dedup_key, 'pending' AS state FROM u JOIN switchboard.outbox o ON o.ctid = u.tid
-		    WHERE o.claimed_by = $3 AND o.claim_token = u.token AND o.attempt_record_id = u.rec
+		    WHERE o.claimed_by = $3 AND o.claim_token = u.token AND ` + inAttempt("o.id", "u.rec") + `
 		), ` + absorbRepeats("mine", "$4") + `, unsent AS (
 		    DELETE FROM switchboard.delivery_records d USING u JOIN mine ON mine.id = u.id
-		    WHERE d.id = u.rec AND d.status = 'sending'
+		    WHERE d.id = u.rec AND d.outbox_id = u.id AND d.status = 'sending'
 		)
 		UPDATE switchboard.outbox SET state = 'pending', claimed_by = NULL, claim_expires_at = NULL, claim_token = NULL,
-		       attempts = outbox.attempts - 1, attempt_record_id = NULL,
-		       first_attempt_at = CASE WHEN outbox.attempts > 1 THEN outbox.first_attempt_at END,
 		       ` + absorbedSet("$4", "$5") + `, payload = ` + absorbedPayload("$4", "$5") + `
 		FROM u LEFT JOIN extra ON extra.keep = u.id
-		WHERE outbox.ctid = u.tid AND outbox.claimed_by = $3 AND outbox.claim_token = u.token AND outbox.attempt_record_id = u.rec`
+		WHERE outbox.ctid = u.tid AND outbox.claimed_by = $3 AND outbox.claim_token = u.token AND ` + inAttempt("outbox.id", "u.rec") + ``
+
+// inAttempt is the condition that the row whose id is row is in the
+// attempt whose record is rec: the record, written by the attempt's start
+// (startAttemptsSQL) for this row alone, is still "sending".
+func inAttempt(row, rec string) string {
+	return `EXISTS (SELECT 1 FROM switchboard.delivery_records d WHERE d.id = ` + rec + ` AND d.outbox_id = ` + row + ` AND d.status = 'sending')`
+}
