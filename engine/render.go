@@ -187,6 +187,13 @@ func withRedaction(a sinks.Adapter, secret notifytype.Secret) sinks.Adapter {
 				parts = append(parts, p)
 			}
 		}
+		// Each as Markdown escapes it too, once here rather than for each
+		// field of each message.
+		for _, p := range parts {
+			if esc := sinks.MarkdownEscape(p); esc != p && !slices.Contains(parts, esc) {
+				parts = append(parts, esc)
+			}
+		}
 	}
 	return redactingAdapter{Adapter: a, secrets: parts}
 }
@@ -202,8 +209,9 @@ func (a redactingAdapter) Deliver(ctx context.Context, msg sinks.Message) sinks.
 	return a.Adapter.Deliver(ctx, redact(msg, a.secrets))
 }
 
-// redact replaces in msg every secret, as written and as Markdown escapes
-// it, and every URL's credentials, by "[redacted]".
+// redact replaces in msg every one of secrets (withRedaction's: each
+// secret as written and as Markdown escapes it), and every URL's
+// credentials, by "[redacted]".
 func redact(msg sinks.Message, secrets []string) sinks.Message {
 	fields := []*string{&msg.Title, &msg.Body, &msg.Markdown, &msg.Link}
 	for _, f := range fields {
@@ -214,9 +222,6 @@ func redact(msg sinks.Message, secrets []string) sinks.Message {
 		}
 		for _, s := range secrets {
 			*f = strings.ReplaceAll(*f, s, "[redacted]")
-			if esc := sinks.MarkdownEscape(s); esc != s {
-				*f = strings.ReplaceAll(*f, esc, "[redacted]")
-			}
 		}
 	}
 	return msg
