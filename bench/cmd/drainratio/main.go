@@ -34,10 +34,12 @@
 //
 // The measurements run interleaved in rounds (order reversed every other
 // round); figures are medians over rounds and ratios medians of per-round
-// ratios. The first engine_1 of the run is profiled (-cpuprofile) and its
-// statements counted on its pool (pgx tracer: statements sent alone and in
-// batches, and round trips) with the transactions committed
-// (pg_stat_database). -short runs a small version for CI.
+// ratios. An engine_1 drain before the rounds, not counted in them, is
+// profiled (-cpuprofile) and its statements counted on its pool (pgx
+// tracer: statements sent alone and in batches, and round trips) with the
+// transactions committed (pg_stat_database). Each engine round says when
+// the first message arrived after the engines were started. -short runs a
+// small version for CI.
 package main
 
 import (
@@ -74,8 +76,8 @@ var (
 	riverConns   = flag.Int("river-conns", 16, "River's pool size")
 	engineConns  = flag.Int("engine-conns", 0, "each engine's pool size (0: the server binary's default, store.PoolMaxConnsDefault)")
 	timeoutFlag  = flag.Duration("timeout", 120*time.Second, "bound on one measurement")
-	cpuprofile   = flag.String("cpuprofile", "", "write a CPU profile of the first engine_1 drain to this file")
-	memprofile   = flag.String("memprofile", "", "write the allocations of the process to this file before the first engine_1 drain (suffix .base) and after it: go tool pprof -base F.base F")
+	cpuprofile   = flag.String("cpuprofile", "", "write a CPU profile of the traced engine_1 drain (before the rounds) to this file")
+	memprofile   = flag.String("memprofile", "", "write the allocations of the process to this file before the traced engine_1 drain (suffix .base) and after it: go tool pprof -base F.base F")
 	keep         = flag.Bool("keep", false, "keep the database at the end")
 	baselines    = flag.Bool("baselines", true, "run the hand loops and River beside the engine (false: the engine alone, for a quick look while changing it)")
 )
@@ -104,6 +106,10 @@ type outcome struct {
 	duplicated int // messages received more than once
 	dbDouble   int // outbox rows with more than one delivered record
 	unfinished int // outbox rows sent but not recorded: sent again once their claim expires
+	// first is how long after the engines were started the stand-in
+	// received the first message (the engines' start, and the first
+	// fan-out, claim and reservation).
+	first time.Duration
 	// split is how many attempts each engine instance reported delivered,
 	// in the order they started (several instances: one sink is sent to
 	// by one instance at a time, so a few sinks may all be one's).
@@ -201,6 +207,17 @@ func run(ctx context.Context) (err error) {
 				item{"budgeted", func(ctx context.Context) (outcome, error) { return w.budgetedDrain(ctx) }})
 		}
 	}
+	if slices.Contains(instances, 1) {
+		// The statement table's drain: every statement through a pgx
+		// tracer (and profiled, when asked). It is run before the rounds,
+		// not as one: the tracer's cost (3 µs of the process a delivery)
+		// would count against the engine in that round.
+		o, err := w.engineDrain(ctx, 1)
+		if err != nil {
+			return fmt.Errorf("traced drain: %w", err)
+		}
+		fmt.Printf("traced    engine_1 %8.0f deliveries/s (the statement table's drain, before the rounds and not counted)\n", o.rate)
+	}
 	res := map[string][]outcome{}
 	var notOnce error // a measurement that did not deliver every message exactly once
 	for round := range *rounds {
@@ -221,8 +238,9 @@ func run(ctx context.Context) (err error) {
 				notOnce = fmt.Errorf("round %d, %s: not exactly once: %d distinct of %d, %d duplicated, %d rows delivered twice, %d sent but not recorded (sent again when their claim expires)",
 					round+1, it.name, o.distinct, o.n, o.duplicated, o.dbDouble, o.unfinished)
 			}
-			fmt.Printf("round %d %-9s %8.0f deliveries/s  %5.0f µs machine CPU, %5.0f own (db %4.0f) each  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)%s\n",
-				round+1, it.name, o.rate, o.cpuPer, o.ownPer, o.dbPer, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds(), splitText(o.split))
+			fmt.Printf("round %d %-9s %8.0f deliveries/s  %5.0f µs machine CPU, %5.0f own (db %4.0f) each  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)%s%s\n",
+				round+1, it.name, o.rate, o.cpuPer, o.ownPer, o.dbPer, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds(),
+				firstText(o.first), splitText(o.split))
 		}
 	}
 
@@ -287,7 +305,7 @@ func run(ctx context.Context) (err error) {
 	}
 
 	if len(w.stats) > 0 {
-		fmt.Printf("\n== Engine statements during the first engine_1 drain (%d deliveries; pgx tracer on the engine's pool: every statement, alone or in a batch)\n", *backlog)
+		fmt.Printf("\n== Engine statements during the traced engine_1 drain (%d deliveries; pgx tracer on the engine's pool: every statement, alone or in a batch)\n", *backlog)
 		var calls int64
 		for _, s := range w.stats {
 			calls += s.Calls
@@ -421,6 +439,9 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 	}
 	o := w.measured(n, took, cpu, proc, db)
 	o.split = split
+	if f := w.r.GS.First(); !f.IsZero() {
+		o.first = f.Sub(start)
+	}
 	if err := w.r.Pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT outbox_id FROM switchboard.delivery_records
 		WHERE status = 'delivered' GROUP BY outbox_id HAVING count(*) > 1) d`).Scan(&o.dbDouble); err != nil {
 		return o, err
@@ -491,6 +512,14 @@ func (w *world) riverDrain(ctx context.Context, s riverSettings) (outcome, error
 // measured is the outcome of a drain of n deliveries that took took, with
 // the machine's busy CPU cpu and the process's and its backends' own CPU
 // proc and db, and the stand-in's counts.
+// firstText is ", first message after N ms" for an engine's drain.
+func firstText(first time.Duration) string {
+	if first == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", first message after %d ms", first.Milliseconds())
+}
+
 // splitText is ", by instance a/b/c" for the attempts of several
 // instances, and nothing for one.
 func splitText(split []int64) string {

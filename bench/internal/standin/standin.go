@@ -21,9 +21,10 @@ import (
 // Server is the stand-in.
 type Server struct {
 	*httptest.Server
-	got  atomic.Int64
-	last atomic.Int64 // unix nanoseconds of the last request received
-	hook atomic.Pointer[func(key string, n int64, at time.Time)]
+	got   atomic.Int64
+	first atomic.Int64 // unix nanoseconds of the first request received since the last Reset
+	last  atomic.Int64 // unix nanoseconds of the last request received
+	hook  atomic.Pointer[func(key string, n int64, at time.Time)]
 
 	mu   sync.Mutex
 	seen map[[32]byte]int // by sha256(key, body): how many times received
@@ -46,6 +47,7 @@ func New() *Server {
 		s.seen[k]++
 		s.mu.Unlock()
 		n := s.got.Add(1)
+		s.first.CompareAndSwap(0, at.UnixNano())
 		s.last.Store(at.UnixNano())
 		if f := s.hook.Load(); f != nil {
 			(*f)(key, n, at)
@@ -73,6 +75,16 @@ func (s *Server) Reset() {
 	s.seen = map[[32]byte]int{}
 	s.mu.Unlock()
 	s.got.Store(0)
+	s.first.Store(0)
+}
+
+// First is when the first request since the last Reset arrived (zero:
+// none yet).
+func (s *Server) First() time.Time {
+	if t := s.first.Load(); t != 0 {
+		return time.Unix(0, t)
+	}
+	return time.Time{}
 }
 
 // Got is how many requests arrived since the last Reset.
