@@ -109,23 +109,37 @@ const mdSpecial = "\\`*_[]<>&~|"
 // code, a heading or raw HTML. The text is already on one line with no
 // leading space (Clean), and each line is its own paragraph.
 func mdEscape(s string) string {
-	var b strings.Builder
+	var b strings.Builder // grown at the first escape: text without one is returned as it is
 	digits := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case strings.IndexByte(mdSpecial, c) >= 0,
-			i == 0 && strings.IndexByte("#-+=>", c) >= 0,
-			i == digits && i > 0 && (c == '.' || c == ')'):
+		if mdSpecialByte[c] || i == 0 && strings.IndexByte("#-+=>", c) >= 0 || i == digits && i > 0 && (c == '.' || c == ')') {
+			if b.Cap() == 0 {
+				b.Grow(len(s) + 8)
+				b.WriteString(s[:i])
+			}
 			b.WriteByte('\\')
 		}
 		if i == digits && c >= '0' && c <= '9' {
 			digits++
 		}
-		b.WriteByte(c)
+		if b.Cap() > 0 {
+			b.WriteByte(c)
+		}
+	}
+	if b.Cap() == 0 {
+		return s
 	}
 	return b.String()
 }
+
+// mdSpecialByte marks the bytes of mdSpecial, for mdEscape's loop.
+var mdSpecialByte = func() (t [256]bool) {
+	for i := range len(mdSpecial) {
+		t[mdSpecial[i]] = true
+	}
+	return t
+}()
 
 // mdLink is a Markdown link to url (one of ours, built from the base URL)
 // reading text; characters that would end the destination are
