@@ -272,7 +272,7 @@ var claimDueSQL = `
 		    WHERE o.id = ANY (ARRAY(SELECT id FROM chosen))
 		    RETURNING ` + claimedRowColumns + `, o.attempt_record_id
 		)
-		SELECT ` + claimedRowColumnsOf("claimed") + `, chosen.taken_from,
+		SELECT ` + claimedColumns + `, chosen.taken_from,
 		       EXISTS (SELECT 1 FROM abandoned a WHERE a.outbox_id = claimed.id OR a.id = claimed.attempt_record_id)
 		FROM claimed JOIN chosen USING (id) ORDER BY due_at, id`
 
@@ -296,13 +296,11 @@ const takenOverCount = `attempts = CASE WHEN o.state = 'claimed' THEN greatest(o
 // payloads that are read again moments later.
 const claimedRowColumns = outboxRowHead + `NULL::jsonb` + outboxRowTail
 
-// claimedRowColumnsOf are the columns claimedRowColumns returned, as the
-// CTE cte has them.
-func claimedRowColumnsOf(cte string) string {
-	return cte + `.id, ` + cte + `.sink_id, ` + cte + `.owner, ` + cte + `.event_type, ` + cte + `.severity, NULL::jsonb, ` +
-		cte + `.include_excerpt, ` + cte + `.attempts, ` + cte + `.first_attempt_at, ` + cte + `.last_class, ` + cte + `.due_at, ` +
-		cte + `.count, ` + cte + `.had_partial, ` + cte + `.claim_token, ` + cte + `.dedup_key`
-}
+// claimedColumns are claimedRowColumns as the claim's "claimed" CTE
+// returns them, read by its final SELECT beside what the CTE returns more.
+const claimedColumns = `claimed.id, claimed.sink_id, claimed.owner, claimed.event_type, claimed.severity, NULL::jsonb,
+		       claimed.include_excerpt, claimed.attempts, claimed.first_attempt_at, claimed.last_class, claimed.due_at,
+		       claimed.count, claimed.had_partial, claimed.claim_token, claimed.dedup_key`
 
 // collectClaimedRows collects the rows of claimDueSQL: claimedRowColumns
 // and the token each row was taken from (OutboxRow.TakenFrom).

@@ -187,14 +187,14 @@ type StartedRow struct {
 // already, are left alone and absent from *started. An attempt on a row
 // that was abandoned (begun under an earlier claim, its outcome never
 // written) was closed and counted by the claim that took the row over
-// (claimDueSQL). Nothing starts unless instance's
-// heartbeat lets it dispatch at the database's clock (DispatchFence; at
-// fenceAt when not zero, a test's fake clock).
+// (claimDueSQL). Nothing starts unless instance's heartbeat lets it
+// dispatch at the database's clock (DispatchFence; at fenceAt when not
+// zero, a test's fake clock).
 //
 // The attempt is counted on the row when its outcome is written
 // (finishRowsSQL, from the record), not here: a drain writes each row
-// three times (fan-out, claim, outcome) rather than four, a tenth of the
-// database's work a delivery (docs/BENCHMARKS.md, session 13). Until
+// three times (fan-out, claim, outcome) rather than four, a tenth less
+// WAL a delivery (docs/BENCHMARKS.md, session 13). Until
 // then the record is the attempt's count: an attempt whose outcome was
 // never written (its instance died mid-send) is counted when the row is
 // taken over (takenOverCount), and a give-back deletes the record, with
