@@ -372,10 +372,10 @@ func (e *Engine) reserveOnce(ctx context.Context, reqs []*reserveReq) (out []res
 		o.outcome.Budget = actors.Budget(budget)
 		switch {
 		case row.Attempts >= MaxAttempts:
-			// Its last attempt was abandoned mid-send (D25): finish it
-			// before it could be sent an eighth time.
-			// The claim that took the row over closed that attempt's
-			// record and counted it (claimDueSQL).
+			// Its last attempt was abandoned mid-send (D25), and the
+			// claim that took the row over closed that attempt's record
+			// and counted it (claimDueSQL): finish it before it could be
+			// sent an eighth time.
 			capped = append(capped, row.Claim())
 			o.final = &store.RowOutcome{State: rowUndeliverable, Class: string(notifytype.ClassAbandoned)}
 			e.log.Error("outbox row undeliverable: its last attempt was abandoned", "sink_id", s.ID,
