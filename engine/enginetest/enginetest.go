@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -197,9 +198,37 @@ func (w *World) Wait() engine.Attempt {
 	case a := <-w.Attempts:
 		return a
 	case <-time.After(WaitTimeout):
-		w.tb.Fatalf("no delivery attempt within %v", WaitTimeout)
+		w.tb.Fatalf("no delivery attempt within %v\n%s", WaitTimeout, w.stateForFailure())
 		return engine.Attempt{}
 	}
+}
+
+// stateForFailure describes what a test waiting for an attempt may need
+// to know of why none came: the outbox rows by state and holder, each
+// instance's heartbeat against the database's clock, and the engines'
+// last warnings and errors.
+func (w *World) stateForFailure() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var b strings.Builder
+	rows, err := w.Pool.Query(ctx, `
+		SELECT format('%s by %s: %s rows', state, coalesce(claimed_by, 'nobody'), count(*))
+		FROM switchboard.outbox GROUP BY state, claimed_by ORDER BY state, claimed_by`)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	fmt.Fprintf(&b, "outbox: %s (%v)\n", strings.Join(lines, "; "), err)
+	rows, err = w.Pool.Query(ctx, `
+		SELECT format('%s may dispatch for %s, alive for %s', name, dispatch_until - now(), alive_until - now())
+		FROM switchboard.outbox_instances ORDER BY name`)
+	lines, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	fmt.Fprintf(&b, "heartbeats: %s (%v)\n", strings.Join(lines, "; "), err)
+	var logged []string
+	for line := range strings.Lines(w.Logs.String()) {
+		if strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`) {
+			logged = append(logged, line)
+		}
+	}
+	fmt.Fprintf(&b, "last warnings and errors of %d:\n%s", len(logged), strings.Join(logged[max(len(logged)-20, 0):], ""))
+	return b.String()
 }
 
 // WaitN returns the next n attempts, in the order they were reported.
