@@ -238,10 +238,15 @@ func TestDeliveryPartialFailure(t *testing.T) {
 func TestDeliveryTwoInstances(t *testing.T) {
 	t.Parallel()
 	// Scenario: Two instances
-	// A sink is delivered to by one instance at a time, and one instance
-	// queues at most actors.CapacityDefault claimed rows: with more sinks
-	// than it can hold at once, the other instance must take some of them,
-	// so both race for the rows.
+	// Both instances serve before the rows are written, and race for them
+	// (SKIP LOCKED, claim tokens); a sink is delivered to by one instance
+	// at a time, best effort. How the rows split is the race's: an
+	// instance holds up to actors.CapacityDefault rows, enough for a row
+	// of each of the 300 sinks, and keeps a sink while it holds rows of it
+	// (the claim's "elsewhere"), so the instance whose claims come first
+	// may take every sink, and on a busy machine did (0 rows for the
+	// other). What the scenario asks holds either way: each row is
+	// delivered once, by one of the two.
 	const sinkCount, rowCount = 300, 2400
 	w := hosttest.NewWorld(t)
 	var perInstance [2]atomic.Int64
@@ -310,9 +315,7 @@ func TestDeliveryTwoInstances(t *testing.T) {
 
 	a, b := perInstance[0].Load(), perInstance[1].Load()
 	t.Logf("instance 0 delivered %d rows, instance 1 %d", a, b)
-	require.Positive(t, a, "instance 0 did none of the work")
-	require.Positive(t, b, "instance 1 did none of the work")
-	require.EqualValues(t, rowCount, a+b)
+	require.EqualValues(t, rowCount, a+b, "every row delivered by one of the two instances, once")
 }
 
 func TestDeliveryQuarantineStorm(t *testing.T) {
