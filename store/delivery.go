@@ -285,10 +285,13 @@ var claimDueSQL = `
 // reads them against the cap; a row taken pending has had every outcome
 // written, and is left as it is. A coalesced message's rows were counted
 // when they were claimed (ClaimHeld).
-const takenOverCount = `attempts = CASE WHEN o.state = 'claimed' THEN greatest(o.attempts,
-		               (SELECT max(d.attempt) FROM switchboard.delivery_records d WHERE d.outbox_id = o.id)) ELSE o.attempts END,
-		           first_attempt_at = CASE WHEN o.state = 'claimed' THEN coalesce(o.first_attempt_at,
-		               (SELECT min(d.sent_at) FROM switchboard.delivery_records d WHERE d.outbox_id = o.id)) ELSE o.first_attempt_at END`
+//
+// One read of the row's records gives both; for a row taken pending its
+// condition is false before any record is read, and the aggregate of no
+// records leaves the row as it was.
+const takenOverCount = `(attempts, first_attempt_at) = (
+		               SELECT greatest(o.attempts, max(d.attempt)), coalesce(o.first_attempt_at, min(d.sent_at))
+		               FROM switchboard.delivery_records d WHERE o.state = 'claimed' AND d.outbox_id = o.id)`
 
 // claimedRowColumns are outboxRowColumns without the payload (NULL in its
 // place): a claimed row's payload is read when its attempt starts

@@ -462,8 +462,8 @@ var List = []Mutant{
 		ID:    "abandoned-attempt-counted",
 		Guard: "an attempt whose outcome was never written is counted by the claim that takes its row over (takenOverCount): else an instance dying mid-send on the seventh attempt would let an eighth start",
 		Edits: []Edit{{File: "store/delivery.go",
-			Old: "attempts = CASE WHEN o.state = 'claimed' THEN greatest(o.attempts,",
-			New: "attempts = CASE WHEN false THEN greatest(o.attempts,"}},
+			Old: "SELECT greatest(o.attempts, max(d.attempt)), coalesce(",
+			New: "SELECT o.attempts, coalesce("}},
 		Package: "./store/", Run: "^TestAnAbandonedAttemptIsCountedBeforeTheNextStarts$", Fast: true,
 	},
 	{
