@@ -104,6 +104,15 @@ func TestFullPool(t *testing.T) {
 		testhooks.SetDatabaseClock(c, nil) // the database's own clock, read through the pool
 	}))
 	require.NoError(t, err)
+	// The first row is queued before the engine starts. The engine's
+	// database time is its last reading of the database's clock plus the
+	// time since on its local clock, which is fake here and stands still
+	// until the test moves it: from the reading its start takes (the first
+	// beat) to the test's first Advance, the engine's now does not move. A
+	// row queued after that reading, due at its transaction's now(), would
+	// not be due on the engine's clock before that Advance, and would not be
+	// delivered; queued before the start, it is due on the first reading.
+	require.NoError(t, faults.InsertRows(w.Ctx, w.Pool, ids, 1))
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- eng.Serve(ctx) }()
@@ -115,7 +124,6 @@ func TestFullPool(t *testing.T) {
 			t.Error("the engine did not stop")
 		}
 	})
-	require.NoError(t, faults.InsertRows(w.Ctx, w.Pool, ids, 1))
 	require.Equal(t, "delivered", w.Wait().State, "delivers before the fault")
 
 	// Two host transactions hold the pool; then a clock reading falls due
