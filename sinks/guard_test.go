@@ -2,6 +2,7 @@ package sinks_test
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -121,7 +122,6 @@ func TestGuardIgnoresProxyEnvironment(t *testing.T) {
 
 	client := sinks.NewClient(sinks.GuardConfig{})
 	t.Cleanup(client.CloseIdleConnections)
-	require.Equal(t, sinks.DefaultTimeout, client.Timeout)
 	_, err := get(t, client, "ftp://files.example.net/x")
 	require.ErrorIs(t, err, sinks.ErrInsecureScheme)
 }
@@ -133,6 +133,30 @@ func TestGuardTimeout(t *testing.T) {
 	cfg := sinktest.Guard()
 	cfg.Timeout = 100 * time.Millisecond
 	_, err := get(t, sinktest.Client(t, cfg), srv.URL)
+	require.Equal(t, notifytype.ClassTimeout, sinks.ClassifyError(err), "%v", err)
+}
+
+// The attempt's timeout covers the response body too: a server that sends
+// its headers at once and then stalls mid-body is a timeout, not a send
+// that waits for as long as the server likes.
+func TestGuardTimeoutCoversTheBody(t *testing.T) {
+	t.Parallel()
+
+	srv := sinktest.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(`{"id":`))
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second): // the body ends whole: the test fails, not hangs
+		}
+	})
+	cfg := sinktest.Guard()
+	cfg.Timeout = 100 * time.Millisecond
+	resp, err := get(t, sinktest.Client(t, cfg), srv.URL)
+	require.NoError(t, err, "the headers came at once")
+	_, err = io.ReadAll(resp.Body)
+	require.Error(t, err, "the body stalled past the attempt's timeout")
 	require.Equal(t, notifytype.ClassTimeout, sinks.ClassifyError(err), "%v", err)
 }
 
