@@ -77,6 +77,7 @@ var (
 	engineConns  = flag.Int("engine-conns", 0, "each engine's pool size (0: the server binary's default, store.PoolMaxConnsDefault)")
 	timeoutFlag  = flag.Duration("timeout", 120*time.Second, "bound on one measurement")
 	cpuprofile   = flag.String("cpuprofile", "", "write a CPU profile of the traced engine_1 drain (before the rounds) to this file")
+	cprofile     = flag.String("cprofile", "", "write a CPU profile of the first budgeted loop (c) drain to this file, to set beside -cpuprofile")
 	memprofile   = flag.String("memprofile", "", "write the allocations of the process to this file before the traced engine_1 drain (suffix .base) and after it: go tool pprof -base F.base F")
 	keep         = flag.Bool("keep", false, "keep the database at the end")
 	baselines    = flag.Bool("baselines", true, "run the hand loops and River beside the engine (false: the engine alone, for a quick look while changing it)")
@@ -123,6 +124,7 @@ type world struct {
 	emit               *engine.Engine // never served: emits the engine's backlogs
 	tracer             *rig.Tracer
 	profiled           bool
+	cprofiled          bool
 	stats              []rig.Stat
 	commitsPerDelivery float64
 	roundTrips         int64
@@ -555,6 +557,18 @@ func (w *world) budgetedRun(ctx context.Context, n, batch, workers int) (outcome
 		return outcome{}, err
 	}
 	w.r.GS.Reset()
+	if *cprofile != "" && !w.cprofiled && n == *backlog {
+		w.cprofiled = true
+		pf, err := os.Create(*cprofile)
+		if err != nil {
+			return outcome{}, err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return outcome{}, err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	start, cpu0, meter := time.Now(), busyCPU(), w.r.StartCPU(ctx)
 	got, err := budgeted(ctx, w.r.URL, w.r.GS.URL, batch, workers, meter)
 	took, cpu := time.Since(start), busyCPU()-cpu0
