@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard/notify/actors"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/engine/enginetest"
 	"github.com/switchboard/notify/host"
@@ -278,8 +279,9 @@ func TestAnOutcomeThatCannotBeWrittenHoldsNoOtherBack(t *testing.T) {
 // each actor with room, and for two sinks more), not by the actors' room
 // alone: sized so, a claim with most mailboxes full read thousands of
 // their rows to take a few dozen. One pass still takes every row there is
-// room for: the first claim of a pass over forty sinks without an actor is
-// sized for two, the next for the actors it started, and the pass claims
+// room for: the first claim of a pass over more sinks without an actor
+// than it is sized for (two sinks' half mailboxes: one mailbox of rows) is
+// followed by one sized for the actors it started, and the pass claims
 // again while a claim takes all it was sized for.
 func TestOnePassClaimsTheDueRowsOfManySinksWithoutActors(t *testing.T) {
 	t.Parallel()
@@ -292,7 +294,9 @@ func TestOnePassClaimsTheDueRowsOfManySinksWithoutActors(t *testing.T) {
 	)
 	eng := w.Engine() // not serving: the pass below is the only claim
 	base := newServer(t, g.ServeHTTP)
-	const sinks = 40 // ten to an owner scope, the most it may have
+	// More sinks, one row each, than the first claim takes; ten to an
+	// owner scope, the most it may have.
+	const sinks = actors.MailboxSizeDefault + 16
 	for i := range sinks {
 		if i%10 == 0 {
 			_, p, scope = w.Human()

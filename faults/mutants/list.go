@@ -484,7 +484,7 @@ var List = []Mutant{
 	},
 	{
 		ID:    "claim-pass-claims-again",
-		Guard: "a claimer's pass claims again while a claim takes all it was sized for (claimLimit sizes a claim by the actors with room): stopped after its first claim, a pass over forty new sinks took the rows of thirty-two",
+		Guard: "a claimer's pass claims again while a claim takes all it was sized for (claimLimit sizes a claim by the actors with room): stopped after its first claim, a pass over eighty new sinks took the rows of sixty-four",
 		Edits: []Edit{{File: "engine/claimer.go",
 			Old: "\t\tif len(rows) < limit {\n\t\t\tbreak\n\t\t}",
 			New: "\t\tif true {\n\t\t\tbreak\n\t\t}"}},
