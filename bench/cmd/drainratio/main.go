@@ -53,6 +53,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard/notify/bench/internal/benchdb"
@@ -344,20 +345,16 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 	profile := k == 1 && !w.profiled
 	var tracer = w.tracer
 	var commits0 int64
+	stopProfile := func() {}
 	if profile {
 		if commits0, err = w.r.Commits(ctx); err != nil {
 			return outcome{}, err
 		}
 		if *cpuprofile != "" {
-			pf, err := os.Create(*cpuprofile)
-			if err != nil {
+			if stopProfile, err = startCPUProfile(*cpuprofile); err != nil {
 				return outcome{}, err
 			}
-			defer pf.Close()
-			if err := pprof.StartCPUProfile(pf); err != nil {
-				return outcome{}, err
-			}
-			defer pprof.StopCPUProfile()
+			defer stopProfile()
 		}
 		if err := writeAllocs(*memprofile + ".base"); err != nil {
 			return outcome{}, err
@@ -424,7 +421,7 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 	took, cpu := time.Since(start), busyCPU()-cpu0
 	proc, db := meter.Stop(ctx)
 	if profile {
-		pprof.StopCPUProfile()
+		stopProfile()
 		if err := writeAllocs(*memprofile); err != nil {
 			return outcome{}, err
 		}
@@ -514,6 +511,26 @@ func (w *world) riverDrain(ctx context.Context, s riverSettings) (outcome, error
 // measured is the outcome of a drain of n deliveries that took took, with
 // the machine's busy CPU cpu and the process's and its backends' own CPU
 // proc and db, and the stand-in's counts.
+// startCPUProfile writes a CPU profile of the process to path until stop
+// is called (a second stop does nothing).
+func startCPUProfile(path string) (stop func(), err error) {
+	pf, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Close()
+		return nil, err
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			pf.Close()
+		})
+	}, nil
+}
+
 // firstText is ", first message after N ms" for an engine's drain.
 func firstText(first time.Duration) string {
 	if first == 0 {
@@ -559,15 +576,11 @@ func (w *world) budgetedRun(ctx context.Context, n, batch, workers int) (outcome
 	w.r.GS.Reset()
 	if *cprofile != "" && !w.cprofiled && n == *backlog {
 		w.cprofiled = true
-		pf, err := os.Create(*cprofile)
+		stop, err := startCPUProfile(*cprofile)
 		if err != nil {
 			return outcome{}, err
 		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return outcome{}, err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	start, cpu0, meter := time.Now(), busyCPU(), w.r.StartCPU(ctx)
 	got, err := budgeted(ctx, w.r.URL, w.r.GS.URL, batch, workers, meter)
