@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"syscall"
 	"testing"
 
+	"github.com/switchboard/notify/bench/internal/rig"
 	"github.com/switchboard/notify/sinks"
 )
 
@@ -36,7 +36,7 @@ func BenchmarkGuardedClientPost(b *testing.B) {
 	}{{"bare_transport", bare}, {"guarded", guarded}} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
-			cpu0 := processCPU()
+			cpu0 := rig.ProcessCPU()
 			for b.Loop() {
 				req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+"/message", bytes.NewReader(body))
 				if err != nil {
@@ -50,18 +50,7 @@ func BenchmarkGuardedClientPost(b *testing.B) {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				_ = resp.Body.Close()
 			}
-			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(rig.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
-}
-
-// processCPU is the CPU time the process has used (user and system), in
-// nanoseconds: a request's cost to the machine, which its latency on an
-// idle loopback does not show.
-func processCPU() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -508,29 +508,6 @@ func (w *world) riverDrain(ctx context.Context, s riverSettings) (outcome, error
 	return o, nil
 }
 
-// measured is the outcome of a drain of n deliveries that took took, with
-// the machine's busy CPU cpu and the process's and its backends' own CPU
-// proc and db, and the stand-in's counts.
-// startCPUProfile writes a CPU profile of the process to path until stop
-// is called (a second stop does nothing).
-func startCPUProfile(path string) (stop func(), err error) {
-	pf, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(pf); err != nil {
-		pf.Close()
-		return nil, err
-	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			pprof.StopCPUProfile()
-			pf.Close()
-		})
-	}, nil
-}
-
 // firstText is ", first message after N ms" for an engine's drain.
 func firstText(first time.Duration) string {
 	if first == 0 {
@@ -552,6 +529,9 @@ func splitText(split []int64) string {
 	return "  by instance " + strings.Join(parts, "/")
 }
 
+// measured is the outcome of a drain of n deliveries that took took, with
+// the machine's busy CPU cpu and the process's and its backends' own CPU
+// proc and db, and the stand-in's counts.
 func (w *world) measured(n int, took, cpu, proc, db time.Duration) outcome {
 	o := outcome{rate: float64(n) / took.Seconds(), cpuPer: perDelivery(cpu, n), ownPer: perDelivery(proc+db, n), dbPer: perDelivery(db, n), n: n}
 	o.distinct, o.duplicated = w.r.GS.Counts()
@@ -701,4 +681,24 @@ func writeAllocs(path string) error {
 	}
 	defer f.Close()
 	return pprof.Lookup("allocs").WriteTo(f, 0)
+}
+
+// startCPUProfile writes a CPU profile of the process to path until stop
+// is called (a second stop does nothing).
+func startCPUProfile(path string) (stop func(), err error) {
+	pf, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Close()
+		return nil, err
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			pf.Close()
+		})
+	}, nil
 }

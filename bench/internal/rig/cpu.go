@@ -34,7 +34,7 @@ type CPUMeter struct {
 // StartCPU starts a meter: the backends of the rig's database connected
 // now count from what they have used so far.
 func (r *Rig) StartCPU(ctx context.Context) *CPUMeter {
-	m := &CPUMeter{r: r, proc0: processCPU(), first: map[int]time.Duration{}, last: map[int]time.Duration{},
+	m := &CPUMeter{r: r, proc0: ProcessCPU(), first: map[int]time.Duration{}, last: map[int]time.Duration{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	m.sample(ctx, true)
 	go func() {
@@ -59,7 +59,7 @@ func (m *CPUMeter) Sample(ctx context.Context) { m.sample(ctx, false) }
 // Stop samples a last time and returns the process's CPU and the
 // backends' since StartCPU.
 func (m *CPUMeter) Stop(ctx context.Context) (proc, db time.Duration) {
-	proc = processCPU() - m.proc0
+	proc = ProcessCPU() - m.proc0
 	close(m.stop)
 	<-m.done
 	m.sample(ctx, false)
@@ -120,8 +120,8 @@ func schedTime(pid int) (time.Duration, bool) {
 	return time.Duration(ns), true
 }
 
-// processCPU is this process's user and system CPU so far.
-func processCPU() time.Duration {
+// ProcessCPU is this process's user and system CPU so far.
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
