@@ -88,16 +88,8 @@ func handLoad(ctx context.Context, pool *pgxpool.Pool, js []job) error {
 // LOCKED); POST each, one after another; mark them delivered and insert
 // one record each (one pgx.Batch: one round trip); COMMIT; until a claim
 // finds nothing. One transaction per batch, rows locked while posted.
-func hand(ctx context.Context, url, base string, batch, conc int, meter *rig.CPUMeter) (int64, error) {
-	pc, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return 0, err
-	}
-	pc.MaxConns = int32(conc)
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		return 0, err
-	}
+// pool is the loop's, of conc connections (baselinePool), and closed by it.
+func hand(ctx context.Context, pool *pgxpool.Pool, base string, batch, conc int, meter *rig.CPUMeter) (int64, error) {
 	defer pool.Close()
 	client := standin.Client(conc)
 	defer client.CloseIdleConnections()
@@ -219,12 +211,7 @@ func (s riverSettings) String() string {
 // client starts, and what it returns once the last job completed (the
 // pool still open: a rig.CPUMeter's start and stop).
 func riverRun(ctx context.Context, url, base string, js []job, s riverSettings, meter func() (stop func())) (took, cpu time.Duration, err error) {
-	pc, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return 0, 0, err
-	}
-	pc.MaxConns = s.PoolConns
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	pool, err := baselinePool(ctx, url, s.PoolConns)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -283,4 +270,28 @@ wait:
 		return took, cpu, fmt.Errorf("River completed %d of %d jobs within %v", completed, len(js), *timeoutFlag)
 	}
 	return took, cpu, nil
+}
+
+// baselinePool is a baseline's pool of conns connections on url. With
+// -open-pools it has opened them all when it is returned, as the engines'
+// pools have (rig.OpenPool); otherwise it opens them as they are asked
+// for, inside the baseline's clock (pgxpool's default).
+func baselinePool(ctx context.Context, url string, conns int32) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	pc.MaxConns = conns
+	if *openPools {
+		pc.MinConns = conns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, err
+	}
+	if err := rig.WaitOpen(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
 }

@@ -137,16 +137,9 @@ func budgetedLoad(ctx context.Context, pool *pgxpool.Pool, js []job, keys map[in
 
 // budgeted runs baseline (c): workers loops as above, until a claim finds
 // nothing due. meter, when set, is sampled before the pool closes.
-func budgeted(ctx context.Context, url, base string, batch, workers int, meter *rig.CPUMeter) (int64, error) {
-	pc, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return 0, err
-	}
-	pc.MaxConns = int32(workers)
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		return 0, err
-	}
+// pool is the loop's, of workers connections (baselinePool), and closed
+// by it.
+func budgeted(ctx context.Context, pool *pgxpool.Pool, base string, batch, workers int, meter *rig.CPUMeter) (int64, error) {
 	defer pool.Close()
 	client := standin.Client(workers * budgetedPosts)
 	defer client.CloseIdleConnections()

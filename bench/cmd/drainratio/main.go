@@ -10,7 +10,11 @@
 //     emitted (Emit, one event reaching its owner's 10 sinks) before the
 //     engines start, so the fan-out is part of the drain. Timed from Serve
 //     to the last delivery recorded; every message checked exactly once
-//     at the stand-in and in delivery_records.
+//     at the stand-in and in delivery_records. Each instance's pool opens
+//     its 16 connections inside the clock, as a process's that starts
+//     into the backlog; with -open-pools every pool, the baselines' too,
+//     has opened them before its clock starts, as a process's that was
+//     running when the backlog came.
 //   - hand: baseline (a), the hand-written loop: claim a batch FOR UPDATE
 //     SKIP LOCKED, POST each, record each, commit; batch and concurrency
 //     chosen by a sweep for its best figure (or -hand-batch/-hand-conc).
@@ -56,6 +60,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/switchboard/notify/bench/internal/benchdb"
 	"github.com/switchboard/notify/bench/internal/fleet"
 	"github.com/switchboard/notify/bench/internal/rig"
@@ -76,6 +82,7 @@ var (
 	riverWorkers = flag.Int("river-workers", 2000, "River MaxWorkers")
 	riverConns   = flag.Int("river-conns", 16, "River's pool size")
 	engineConns  = flag.Int("engine-conns", 0, "each engine's pool size (0: the server binary's default, store.PoolMaxConnsDefault)")
+	openPools    = flag.Bool("open-pools", false, "open every pool's connections before its clock starts, the engines' and the baselines': processes already running when the backlog comes, where by default each opens its connections inside its clock")
 	timeoutFlag  = flag.Duration("timeout", 120*time.Second, "bound on one measurement")
 	cpuprofile   = flag.String("cpuprofile", "", "write a CPU profile of the traced engine_1 drain (before the rounds) to this file")
 	cprofile     = flag.String("cprofile", "", "write a CPU profile of the first budgeted loop (c) drain to this file, to set beside -cpuprofile")
@@ -112,6 +119,10 @@ type outcome struct {
 	// received the first message (the engines' start, and the first
 	// fan-out, claim and reservation).
 	first time.Duration
+	// poolsOpen is how long the engines' pools took to open their
+	// connections before the clock started (-open-pools), and poolsCPU
+	// the machine's busy CPU meanwhile: what each process's start costs.
+	poolsOpen, poolsCPU time.Duration
 	// split is how many attempts each engine instance reported delivered,
 	// in the order they started (several instances: one sink is sent to
 	// by one instance at a time, so a few sinks may all be one's).
@@ -174,8 +185,9 @@ func run(ctx context.Context) (err error) {
 	}
 	fmt.Printf("fleet:   %d sinks in %d scopes, budgets %d/h burst %d (%.1fs to make)\n", f.Sinks, len(f.Owners),
 		rig.LiftedPerHour, rig.LiftedBurst, time.Since(t0).Seconds())
-	fmt.Printf("engine:  defaults but budgets lifted; PollInterval %v, NotifyDebounce %v, pool %s per instance\n",
-		engine.PollIntervalDefault, engine.NotifyDebounceDefault, map[bool]string{true: fmt.Sprintf("%d (the server's default)", store.PoolMaxConnsDefault), false: strconv.Itoa(*engineConns)}[*engineConns == 0])
+	fmt.Printf("engine:  defaults but budgets lifted; PollInterval %v, NotifyDebounce %v, pool %s per instance, %s\n",
+		engine.PollIntervalDefault, engine.NotifyDebounceDefault, map[bool]string{true: fmt.Sprintf("%d (the server's default)", store.PoolMaxConnsDefault), false: strconv.Itoa(*engineConns)}[*engineConns == 0],
+		map[bool]string{true: "opened before the clock (-open-pools)", false: "opened inside the clock"}[*openPools])
 
 	if *baselines && (*handBatch == 0 || *handConc == 0) {
 		b, c, err := w.sweep(ctx)
@@ -241,9 +253,9 @@ func run(ctx context.Context) (err error) {
 				notOnce = fmt.Errorf("round %d, %s: not exactly once: %d distinct of %d, %d duplicated, %d rows delivered twice, %d sent but not recorded (sent again when their claim expires)",
 					round+1, it.name, o.distinct, o.n, o.duplicated, o.dbDouble, o.unfinished)
 			}
-			fmt.Printf("round %d %-9s %8.0f deliveries/s  %5.0f µs machine CPU, %5.0f own (db %4.0f) each  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)%s%s\n",
+			fmt.Printf("round %d %-9s %8.0f deliveries/s  %5.0f µs machine CPU, %5.0f own (db %4.0f) each  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)%s%s%s\n",
 				round+1, it.name, o.rate, o.cpuPer, o.ownPer, o.dbPer, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds(),
-				firstText(o.first), splitText(o.split))
+				firstText(o.first), splitText(o.split), poolsText(o))
 		}
 	}
 
@@ -361,6 +373,30 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 		}
 		tracer.Start()
 	}
+	// With -open-pools, each instance's pool has opened its connections
+	// before the clock starts, as a process's that was running when the
+	// backlog came; otherwise they open beside the engines' start, inside
+	// the clock, as a process's that starts into the backlog.
+	var (
+		pools               []*pgxpool.Pool
+		poolsOpen, poolsCPU time.Duration
+	)
+	defer func() {
+		for _, p := range pools {
+			p.Close() // after the instances' stops (a second Close does nothing)
+		}
+	}()
+	if *openPools {
+		t0, c0 := time.Now(), busyCPU()
+		for range k {
+			pool, err := w.r.OpenPool(ctx, int32(*engineConns), tracer)
+			if err != nil {
+				return outcome{}, err
+			}
+			pools = append(pools, pool)
+		}
+		poolsOpen, poolsCPU = time.Since(t0), busyCPU()-c0
+	}
 	var ins []*rig.Instance
 	stopAll := func() error {
 		var first error
@@ -375,7 +411,13 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 	defer func() { _ = stopAll() }()
 	start, cpu0, meter := time.Now(), busyCPU(), w.r.StartCPU(ctx)
 	for i := range k {
-		in, err := w.r.Serve(w.r.Config(nil, true), fmt.Sprintf("bench-%d", i+1), int32(*engineConns), tracer)
+		var pool *pgxpool.Pool
+		if pools != nil {
+			pool = pools[i]
+		} else if pool, err = w.r.NewPool(int32(*engineConns), tracer); err != nil {
+			return outcome{}, err
+		}
+		in, err := w.r.ServeOn(pool, w.r.Config(nil, true), fmt.Sprintf("bench-%d", i+1))
 		if err != nil {
 			return outcome{}, err
 		}
@@ -438,6 +480,7 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 	}
 	o := w.measured(n, took, cpu, proc, db)
 	o.split = split
+	o.poolsOpen, o.poolsCPU = poolsOpen, poolsCPU
 	if f := w.r.GS.First(); !f.IsZero() {
 		o.first = f.Sub(start)
 	}
@@ -475,8 +518,12 @@ func (w *world) handRun(ctx context.Context, n, batch, conc int) (outcome, error
 		return outcome{}, err
 	}
 	w.r.GS.Reset()
+	pool, err := baselinePool(ctx, w.r.URL, int32(conc))
+	if err != nil {
+		return outcome{}, err
+	}
 	start, cpu0, meter := time.Now(), busyCPU(), w.r.StartCPU(ctx)
-	got, err := hand(ctx, w.r.URL, w.r.GS.URL, batch, conc, meter)
+	got, err := hand(ctx, pool, w.r.GS.URL, batch, conc, meter)
 	took, cpu := time.Since(start), busyCPU()-cpu0
 	proc, db := meter.Stop(ctx)
 	if err != nil {
@@ -514,6 +561,15 @@ func firstText(first time.Duration) string {
 		return ""
 	}
 	return fmt.Sprintf(", first message after %d ms", first.Milliseconds())
+}
+
+// poolsText is ", pools opened before the clock: N ms, M ms of machine
+// CPU" for a drain whose engines' pools opened before it (-open-pools).
+func poolsText(o outcome) string {
+	if o.poolsOpen == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", pools opened before the clock in %d ms (%d ms of machine CPU)", o.poolsOpen.Milliseconds(), o.poolsCPU.Milliseconds())
 }
 
 // splitText is ", by instance a/b/c" for the attempts of several
@@ -562,8 +618,12 @@ func (w *world) budgetedRun(ctx context.Context, n, batch, workers int) (outcome
 		}
 		defer stop()
 	}
+	pool, err := baselinePool(ctx, w.r.URL, int32(workers))
+	if err != nil {
+		return outcome{}, err
+	}
 	start, cpu0, meter := time.Now(), busyCPU(), w.r.StartCPU(ctx)
-	got, err := budgeted(ctx, w.r.URL, w.r.GS.URL, batch, workers, meter)
+	got, err := budgeted(ctx, pool, w.r.GS.URL, batch, workers, meter)
 	took, cpu := time.Since(start), busyCPU()-cpu0
 	proc, db := meter.Stop(ctx)
 	if err != nil {

@@ -175,8 +175,20 @@ type Instance struct {
 
 // Serve starts an engine with cfg (its Pool replaced by a new pool of
 // conns connections, 0: the server binary's default, store.PoolMaxConnsDefault; tracer, when set, traces it).
-// mod, when set, edits the configuration last.
+// The pool opens its connections in the background, beside the engine's
+// start, as the server binary's does.
 func (r *Rig) Serve(cfg engine.Config, name string, conns int32, tracer pgx.QueryTracer) (*Instance, error) {
+	pool, err := r.NewPool(conns, tracer)
+	if err != nil {
+		return nil, err
+	}
+	return r.ServeOn(pool, cfg, name)
+}
+
+// NewPool is a pool sized as the server binary sizes its own (conns
+// connections instead when conns > 0; tracer, when set, traces it). It
+// opens its connections in the background (pgxpool's MinConns).
+func (r *Rig) NewPool(conns int32, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(r.URL)
 	if err != nil {
 		return nil, err
@@ -188,10 +200,46 @@ func (r *Rig) Serve(cfg engine.Config, name string, conns int32, tracer pgx.Quer
 	if tracer != nil {
 		pc.ConnConfig.Tracer = tracer
 	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	return pgxpool.NewWithConfig(context.Background(), pc)
+}
+
+// OpenPool is NewPool, returned once every connection it keeps open
+// (MinConns) is open: the pool of a process that started before the
+// measurement.
+func (r *Rig) OpenPool(ctx context.Context, conns int32, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
+	pool, err := r.NewPool(conns, tracer)
 	if err != nil {
 		return nil, err
 	}
+	if err := WaitOpen(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// WaitOpen returns once pool holds the connections it keeps open
+// (MinConns), opened; an error if ctx ends or 30 s pass first (pgxpool
+// does not try a failed connection again before its health check).
+func WaitOpen(ctx context.Context, pool *pgxpool.Pool) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		s := pool.Stat()
+		open := s.TotalConns() - s.ConstructingConns()
+		if open >= pool.Config().MinConns {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("pool opened %d of its %d connections: %w", open, pool.Config().MinConns, ctx.Err())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// ServeOn starts an engine with cfg on pool, which the Instance closes
+// when it stops.
+func (r *Rig) ServeOn(pool *pgxpool.Pool, cfg engine.Config, name string) (*Instance, error) {
 	in := &Instance{Pool: pool, done: make(chan error, 1)}
 	cfg.Pool, cfg.Directory, cfg.Instance = pool, host.NewDirectory(pool), name
 	prev := cfg.OnAttempt
@@ -205,6 +253,7 @@ func (r *Rig) Serve(cfg engine.Config, name string, conns int32, tracer pgx.Quer
 			prev(a)
 		}
 	}
+	var err error
 	if in.Eng, err = engine.New(cfg); err != nil {
 		pool.Close()
 		return nil, err
