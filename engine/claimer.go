@@ -33,12 +33,14 @@ const newSinksPerClaim = 2
 // actor with room and for newSinksPerClaim sinks more.
 //
 // A claim reads four candidates a row it may take, in due order, past the
-// rows of the sinks it skips (full mailboxes, sinks other instances hold):
-// sized by the actors' room alone, a claim with most sinks' mailboxes full
-// read thousands of their rows to take a few dozen. Sized by the sinks
-// that can take rows, it reads a few times what it takes. A claim that
-// takes all it was sized for is followed by another in the same cycle, so
-// a cycle still takes every row there is room for.
+// rows of the sinks it skips (full mailboxes, sinks other instances hold),
+// to find the sinks whose rows fell due first; it takes up to half a
+// mailbox of each, sink by sink (store.ClaimDue). Sized by the actors'
+// room alone, a claim with most sinks' mailboxes full read thousands of
+// their rows to take a few dozen. Sized by the sinks that can take rows,
+// it reads a few times what it takes. A claim that takes all it was sized
+// for is followed by another in the same cycle, so a cycle still takes
+// every row there is room for.
 func claimLimit(r actors.Room) int {
 	return min(r.Free, claimBatch, claimPerSink*(r.Open+newSinksPerClaim))
 }

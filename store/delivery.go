@@ -205,6 +205,15 @@ func queueClaimDue(b *pgx.Batch, p ClaimParams, rows *[]OutboxRow) {
 // beat, and so start an attempt, until the claim that judged it dead has
 // committed. The instance's own starts then find its rows' tokens changed.
 //
+// A claim takes a run of each sink's due rows: sink by sink in the order
+// their first rows fell due ("first_due", the sinks of the first 4 × Limit
+// due rows), each one's first PerSink due rows (read from
+// outbox_pending_sink, migration 0027), until it has Limit rows. Rows of
+// one sink are taken in due order as before; across sinks, a sink's later
+// rows may be taken before another sink's earlier ones, which the next
+// claim takes. Taken one row a sink in due order, a backlog over 1,000
+// sinks gave each actor's step 1.4 rows (docs/BENCHMARKS.md, session 15).
+//
 // "chosen" locks the picks by primary key (id = ANY of them): a join of
 // the picks against the outbox was planned, with a backlog's statistics,
 // as a hash join over a scan of the whole outbox (TestTheClaimLocksItsPicksByID).
@@ -232,12 +241,24 @@ var claimDueSQL = `
 		    SELECT sink_id FROM switchboard.outbox
 		    WHERE state = 'claimed' AND claimed_by > $1 AND claim_expires_at > $2
 		      AND claimed_by NOT IN (SELECT name FROM dead)
+		), first_due AS (
+		    SELECT sink_id, min(due_at) AS due_at FROM (
+		        SELECT sink_id, due_at FROM switchboard.outbox
+		        WHERE state = 'pending' AND due_at <= $2 AND sink_id <> ALL ($6::bigint[])
+		          AND sink_id NOT IN (SELECT sink_id FROM elsewhere)
+		        ORDER BY due_at, id
+		        LIMIT $4 * 4) d
+		    GROUP BY sink_id
+		    ORDER BY 2, 1
+		    LIMIT $4
 		), due AS (
-		    SELECT id, sink_id, due_at FROM switchboard.outbox
-		    WHERE state = 'pending' AND due_at <= $2 AND sink_id <> ALL ($6::bigint[])
-		      AND sink_id NOT IN (SELECT sink_id FROM elsewhere)
-		    ORDER BY due_at, id
-		    LIMIT $4 * 4
+		    SELECT r.id, r.sink_id, r.due_at FROM first_due f CROSS JOIN LATERAL (
+		        SELECT id, sink_id, due_at FROM switchboard.outbox
+		        WHERE sink_id = f.sink_id AND state = 'pending' AND due_at <= $2
+		        ORDER BY due_at, id
+		        LIMIT $5) r
+		    ORDER BY f.due_at, f.sink_id, r.due_at, r.id
+		    LIMIT $4
 		), expired AS (
 		    SELECT id, sink_id, due_at FROM switchboard.outbox
 		    WHERE $7 AND state = 'claimed' AND sink_id <> ALL ($6::bigint[])

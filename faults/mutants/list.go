@@ -195,7 +195,7 @@ var List = []Mutant{
 		ID:    "one-instance-per-sink",
 		Guard: "the claim's filter leaving a sink whose rows another live instance holds (elsewhere)",
 		Edits: []Edit{{File: "store/delivery.go",
-			Old: "\t\t      AND sink_id NOT IN (SELECT sink_id FROM elsewhere)\n",
+			Old: "\t\t          AND sink_id NOT IN (SELECT sink_id FROM elsewhere)\n",
 			New: ""}},
 		Package: "./store/", Run: "^TestOneInstancePerSinkIsBestEffortWithinOneClaim$", Fast: true,
 	},
@@ -260,10 +260,10 @@ var List = []Mutant{
 	// Order.
 	{
 		ID:    "claim-order-per-sink",
-		Guard: "the claim takes a sink's rows in the order they fell due (row_number() OVER (PARTITION BY sink_id ORDER BY due_at, id))",
+		Guard: "the claim takes a sink's rows in the order they fell due (its first PerSink due rows: ORDER BY due_at, id LIMIT $5 in the run of each sink)",
 		Edits: []Edit{{File: "store/delivery.go",
-			Old: "row_number() OVER (PARTITION BY sink_id ORDER BY due_at, id)",
-			New: "row_number() OVER (PARTITION BY sink_id ORDER BY due_at DESC, id DESC)"}},
+			Old: "\t\t        ORDER BY due_at, id\n\t\t        LIMIT $5) r\n",
+			New: "\t\t        ORDER BY due_at DESC, id DESC\n\t\t        LIMIT $5) r\n"}},
 		Package: "./store/", Run: "^TestAClaimTakesASinksRowsInTheOrderTheyFellDue$",
 	},
 
