@@ -268,6 +268,15 @@ var List = []Mutant{
 	},
 
 	{
+		ID:    "claim-takes-runs",
+		Guard: "a claim takes a run of each sink's due rows, sink by sink (ORDER BY the sink's first due row, then the row's): in due order across sinks, a backlog over 1,000 sinks gave each actor's step 1.4 rows",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "\t\t    ORDER BY f.due_at, f.sink_id, r.due_at, r.id\n",
+			New: "\t\t    ORDER BY r.due_at, r.id\n"}},
+		Package: "./store/", Run: "^TestAClaimTakesARunOfEachSinksDueRows$",
+	},
+
+	{
 		ID:    "claim-returns-due-order",
 		Guard: "the claim returns its rows in the order they fell due (SELECT ... ORDER BY due_at, id over the UPDATE's RETURNING), so the claimer dispatches them so",
 		Edits: []Edit{{File: "store/delivery.go",
