@@ -108,8 +108,8 @@ bench-short:
 		$(BENCHBIN)/$$d -short > $(BENCHBIN)/$$d.short.log 2>&1 || { cat $(BENCHBIN)/$$d.short.log; exit 1; }; \
 		tail -n 4 $(BENCHBIN)/$$d.short.log; echo "($$d: $$(( $$(date +%s) - start ))s)"; \
 	done
-	@echo "== drainratio -short -open-pools"; \
-	$(BENCHBIN)/drainratio -short -open-pools > $(BENCHBIN)/drainratio.open.short.log 2>&1 || { cat $(BENCHBIN)/drainratio.open.short.log; exit 1; }; \
+	@echo "== drainratio -short -open-pools -fanned-out"; \
+	$(BENCHBIN)/drainratio -short -open-pools -fanned-out > $(BENCHBIN)/drainratio.open.short.log 2>&1 || { cat $(BENCHBIN)/drainratio.open.short.log; exit 1; }; \
 	tail -n 4 $(BENCHBIN)/drainratio.open.short.log
 
 ## lint: fail on unformatted files, then go vet

@@ -8,7 +8,11 @@
 //     budgets lifted through the operator bounds (BudgetPerHourMax,
 //     BudgetBurstMax) and every sink's budget set to them. The backlog is
 //     emitted (Emit, one event reaching its owner's 10 sinks) before the
-//     engines start, so the fan-out is part of the drain. Timed from Serve
+//     engines start, so the fan-out is part of the drain; with -fanned-out
+//     the events are fanned out into outbox rows before the clock starts,
+//     as an engine that ran while they came would have, and the drain
+//     delivers rows, as the baselines do (neither (c) nor River fans
+//     out). Timed from Serve
 //     to the last delivery recorded; every message checked exactly once
 //     at the stand-in and in delivery_records. Each instance's pool opens
 //     its 16 connections inside the clock, as a process's that starts
@@ -82,6 +86,7 @@ var (
 	riverWorkers = flag.Int("river-workers", 2000, "River MaxWorkers")
 	riverConns   = flag.Int("river-conns", 16, "River's pool size")
 	engineConns  = flag.Int("engine-conns", 0, "each engine's pool size (0: the server binary's default, store.PoolMaxConnsDefault)")
+	fannedOut    = flag.Bool("fanned-out", false, "fan the backlog's events out into outbox rows before the engines' clock starts, as an engine that was running when the events came would have: the drain then delivers rows, as the baselines (c) and River do, where by default the engines also fan the events out inside their clock")
 	openPools    = flag.Bool("open-pools", false, "open every pool's connections before its clock starts, the engines' and the baselines': processes already running when the backlog comes, where by default each opens its connections inside its clock")
 	timeoutFlag  = flag.Duration("timeout", 120*time.Second, "bound on one measurement")
 	cpuprofile   = flag.String("cpuprofile", "", "write a CPU profile of the traced engine_1 drain (before the rounds) to this file")
@@ -127,6 +132,9 @@ type outcome struct {
 	// in the order they started (several instances: one sink is sent to
 	// by one instance at a time, so a few sinks may all be one's).
 	split []int64
+	// dbSplit is the CPU of each instance's own backends (µs): what the
+	// instances that sent nothing cost the database.
+	dbSplit []int64
 }
 
 type world struct {
@@ -188,6 +196,9 @@ func run(ctx context.Context) (err error) {
 	fmt.Printf("engine:  defaults but budgets lifted; PollInterval %v, NotifyDebounce %v, pool %s per instance, %s\n",
 		engine.PollIntervalDefault, engine.NotifyDebounceDefault, map[bool]string{true: fmt.Sprintf("%d (the server's default)", store.PoolMaxConnsDefault), false: strconv.Itoa(*engineConns)}[*engineConns == 0],
 		map[bool]string{true: "opened before the clock (-open-pools)", false: "opened inside the clock"}[*openPools])
+	if *fannedOut {
+		fmt.Println("backlog: fanned out into outbox rows before the engines' clock (-fanned-out)")
+	}
 
 	if *baselines && (*handBatch == 0 || *handConc == 0) {
 		b, c, err := w.sweep(ctx)
@@ -255,7 +266,7 @@ func run(ctx context.Context) (err error) {
 			}
 			fmt.Printf("round %d %-9s %8.0f deliveries/s  %5.0f µs machine CPU, %5.0f own (db %4.0f) each  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)%s%s%s\n",
 				round+1, it.name, o.rate, o.cpuPer, o.ownPer, o.dbPer, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds(),
-				firstText(o.first), splitText(o.split), poolsText(o))
+				firstText(o.first), splitText(o.split, o.dbSplit), poolsText(o))
 		}
 	}
 
@@ -353,6 +364,11 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 	if err != nil {
 		return outcome{}, err
 	}
+	if *fannedOut {
+		if err := w.r.FanOutBacklog(ctx, w.emit); err != nil {
+			return outcome{}, err
+		}
+	}
 	w.r.GS.Reset()
 	profile := k == 1 && !w.profiled
 	var tracer = w.tracer
@@ -389,7 +405,7 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 	if *openPools {
 		t0, c0 := time.Now(), busyCPU()
 		for range k {
-			pool, err := w.r.OpenPool(ctx, int32(*engineConns), tracer)
+			pool, err := w.r.OpenPool(ctx, int32(*engineConns), tracer, instanceName(len(pools)))
 			if err != nil {
 				return outcome{}, err
 			}
@@ -414,10 +430,10 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 		var pool *pgxpool.Pool
 		if pools != nil {
 			pool = pools[i]
-		} else if pool, err = w.r.NewPool(int32(*engineConns), tracer); err != nil {
+		} else if pool, err = w.r.NewPool(int32(*engineConns), tracer, instanceName(i)); err != nil {
 			return outcome{}, err
 		}
-		in, err := w.r.ServeOn(pool, w.r.Config(nil, true), fmt.Sprintf("bench-%d", i+1))
+		in, err := w.r.ServeOn(pool, w.r.Config(nil, true), instanceName(i))
 		if err != nil {
 			return outcome{}, err
 		}
@@ -471,15 +487,17 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 		w.stats = tracer.Stop()
 		w.profiled = true
 	}
-	var split []int64
-	for _, in := range ins {
+	var split, dbSplit []int64
+	byName := meter.DBByName()
+	for i, in := range ins {
 		split = append(split, in.Delivered.Load())
+		dbSplit = append(dbSplit, byName[instanceName(i)].Microseconds())
 	}
 	if err := stopAll(); err != nil {
 		return outcome{}, err
 	}
 	o := w.measured(n, took, cpu, proc, db)
-	o.split = split
+	o.split, o.dbSplit = split, dbSplit
 	o.poolsOpen, o.poolsCPU = poolsOpen, poolsCPU
 	if f := w.r.GS.First(); !f.IsZero() {
 		o.first = f.Sub(start)
@@ -573,17 +591,25 @@ func poolsText(o outcome) string {
 }
 
 // splitText is ", by instance a/b/c" for the attempts of several
-// instances, and nothing for one.
-func splitText(split []int64) string {
+// instances, with the CPU each one's backends spent (ms), and nothing for
+// one.
+func splitText(split, dbSplit []int64) string {
 	if len(split) < 2 {
 		return ""
 	}
-	parts := make([]string, len(split))
+	parts, db := make([]string, len(split)), make([]string, len(dbSplit))
 	for i, d := range split {
 		parts[i] = strconv.FormatInt(d, 10)
 	}
-	return "  by instance " + strings.Join(parts, "/")
+	for i, us := range dbSplit {
+		db[i] = strconv.FormatInt(us/1000, 10)
+	}
+	return "  by instance " + strings.Join(parts, "/") + " (their backends' CPU " + strings.Join(db, "/") + " ms)"
 }
+
+// instanceName is the name of the i-th engine instance of a drain (from 0),
+// its pool's application_name too.
+func instanceName(i int) string { return fmt.Sprintf("bench-%d", i+1) }
 
 // measured is the outcome of a drain of n deliveries that took took, with
 // the machine's busy CPU cpu and the process's and its backends' own CPU

@@ -27,6 +27,7 @@ type CPUMeter struct {
 	mu    sync.Mutex
 	first map[int]time.Duration
 	last  map[int]time.Duration
+	name  map[int]string // application_name: whose backend (NewPool's name)
 	stop  chan struct{}
 	done  chan struct{}
 }
@@ -34,7 +35,7 @@ type CPUMeter struct {
 // StartCPU starts a meter: the backends of the rig's database connected
 // now count from what they have used so far.
 func (r *Rig) StartCPU(ctx context.Context) *CPUMeter {
-	m := &CPUMeter{r: r, proc0: ProcessCPU(), first: map[int]time.Duration{}, last: map[int]time.Duration{},
+	m := &CPUMeter{r: r, proc0: ProcessCPU(), first: map[int]time.Duration{}, last: map[int]time.Duration{}, name: map[int]string{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	m.sample(ctx, true)
 	go func() {
@@ -71,22 +72,41 @@ func (m *CPUMeter) Stop(ctx context.Context) (proc, db time.Duration) {
 	return proc, db
 }
 
+// DBByName is, after Stop, the backends' CPU by their application_name
+// (NewPool's name; "" for the rig's own pool and unnamed ones).
+func (m *CPUMeter) DBByName() map[string]time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	by := map[string]time.Duration{}
+	for pid, t := range m.last {
+		by[m.name[pid]] += t - m.first[pid]
+	}
+	return by
+}
+
 func (m *CPUMeter) sample(ctx context.Context, initial bool) {
-	rows, err := m.r.Pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	rows, err := m.r.Pool.Query(ctx, `SELECT pid, application_name FROM pg_stat_activity WHERE datname = current_database()`)
 	if err != nil {
 		return
 	}
-	var pids []int
+	var (
+		pids  []int
+		names []string
+	)
 	for rows.Next() {
-		var pid int
-		if rows.Scan(&pid) == nil {
-			pids = append(pids, pid)
+		var (
+			pid  int
+			name string
+		)
+		if rows.Scan(&pid, &name) == nil {
+			pids, names = append(pids, pid), append(names, name)
 		}
 	}
 	rows.Close()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, pid := range pids {
+	for i, pid := range pids {
+		m.name[pid] = names[i]
 		t, ok := schedTime(pid)
 		if !ok {
 			continue

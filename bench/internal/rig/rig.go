@@ -29,6 +29,7 @@ import (
 	"github.com/switchboard/notify/bench/internal/standin"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/host"
+	"github.com/switchboard/notify/internal/testhooks"
 	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/sinks"
 	"github.com/switchboard/notify/store"
@@ -161,6 +162,40 @@ func (r *Rig) Backlog(ctx context.Context, eng *engine.Engine, f *fleet.Fleet, d
 	return made, nil
 }
 
+// FanOutBacklog fans out, with eng, the events Backlog emitted: their
+// outbox rows exist, and the outbox's statistics know them, when it
+// returns. A backlog that built up while an engine ran (its sinks were down
+// or slow) is rows, not events: the engine fanned each event out as it
+// came. It waits for the statistics the fan-out refreshes in the background
+// (the engine analyzes the outbox after every few thousand rows), so that
+// nothing of the fan-out runs once the clock starts.
+func (r *Rig) FanOutBacklog(ctx context.Context, eng *engine.Engine) error {
+	if _, err := testhooks.FanOut(ctx, eng); err != nil {
+		return fmt.Errorf("error fanning out the backlog: %w", err)
+	}
+	// The VACUUM waits for an ANALYZE the fan-out began, and refreshes the
+	// statistics itself if the fan-out's comes after it; the loop waits for
+	// that one.
+	if _, err := r.Pool.Exec(ctx, `VACUUM (ANALYZE) switchboard.outbox, switchboard.outbox_events`); err != nil {
+		return fmt.Errorf("error vacuuming after the fan-out: %w", err)
+	}
+	for {
+		var busy bool
+		if err := r.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND state = 'active' AND query LIKE '%ANALYZE switchboard.outbox%' AND pid <> pg_backend_pid())`).Scan(&busy); err != nil {
+			return err
+		}
+		if !busy {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 // Instance is one engine serving on a pool of its own.
 type Instance struct {
 	Eng       *engine.Engine
@@ -178,7 +213,7 @@ type Instance struct {
 // The pool opens its connections in the background, beside the engine's
 // start, as the server binary's does.
 func (r *Rig) Serve(cfg engine.Config, name string, conns int32, tracer pgx.QueryTracer) (*Instance, error) {
-	pool, err := r.NewPool(conns, tracer)
+	pool, err := r.NewPool(conns, tracer, name)
 	if err != nil {
 		return nil, err
 	}
@@ -188,12 +223,16 @@ func (r *Rig) Serve(cfg engine.Config, name string, conns int32, tracer pgx.Quer
 // NewPool is a pool sized as the server binary sizes its own (conns
 // connections instead when conns > 0; tracer, when set, traces it). It
 // opens its connections in the background (pgxpool's MinConns).
-func (r *Rig) NewPool(conns int32, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
+func (r *Rig) NewPool(conns int32, tracer pgx.QueryTracer, name string) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(r.URL)
 	if err != nil {
 		return nil, err
 	}
 	store.ApplyPoolDefaults(pc, r.URL) // as the server binary
+	if name != "" {
+		// The backends say whose they are (CPUMeter.DBByName).
+		pc.ConnConfig.RuntimeParams["application_name"] = name
+	}
 	if conns > 0 {
 		pc.MaxConns = conns
 	}
@@ -206,8 +245,8 @@ func (r *Rig) NewPool(conns int32, tracer pgx.QueryTracer) (*pgxpool.Pool, error
 // OpenPool is NewPool, returned once every connection it keeps open
 // (MinConns) is open: the pool of a process that started before the
 // measurement.
-func (r *Rig) OpenPool(ctx context.Context, conns int32, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
-	pool, err := r.NewPool(conns, tracer)
+func (r *Rig) OpenPool(ctx context.Context, conns int32, tracer pgx.QueryTracer, name string) (*pgxpool.Pool, error) {
+	pool, err := r.NewPool(conns, tracer, name)
 	if err != nil {
 		return nil, err
 	}
