@@ -404,8 +404,8 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 	}()
 	if *openPools {
 		t0, c0 := time.Now(), busyCPU()
-		for range k {
-			pool, err := w.r.OpenPool(ctx, int32(*engineConns), tracer, instanceName(len(pools)))
+		for i := range k {
+			pool, err := w.r.OpenPool(ctx, int32(*engineConns), tracer, instanceName(i))
 			if err != nil {
 				return outcome{}, err
 			}
