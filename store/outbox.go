@@ -234,7 +234,7 @@ WHERE ev.dedup_key IS NULL OR NOT EXISTS (
       AND (x.state IN ('delivered', 'partial')
            OR (x.state = 'claimed' AND NOT ` + replacesSQL("ev.event_type", "x.event_type", "$3", "$4") + `)))
 ORDER BY g.sink_id, g.first_id
-ON CONFLICT (sink_id, dedup_key) WHERE state IN ('pending', 'held') DO UPDATE SET
+ON CONFLICT (sink_id, dedup_key) WHERE state IN ('pending', 'held') AND dedup_key IS NOT NULL DO UPDATE SET
     count = outbox.count + CASE WHEN outbox.windowed THEN excluded.count ELSE 0 END,
     event_type = CASE WHEN ` + replacesSQL("excluded.event_type", "outbox.event_type", "$3", "$4") + `
                       THEN excluded.event_type ELSE outbox.event_type END,

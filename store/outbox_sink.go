@@ -15,7 +15,7 @@ WITH ins AS (
 INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, dedup_key, windowed, count, payload, include_excerpt, due_at)
 SELECT k.id, $2::text, $3::text, $4::text, $5::text, $6::boolean, 1, $7::jsonb, false, $8::timestamptz
 FROM switchboard.sinks k WHERE k.id = $1 AND k.owner = $2::text AND k.enabled
-ON CONFLICT (sink_id, dedup_key) WHERE state IN ('pending', 'held') DO UPDATE SET
+ON CONFLICT (sink_id, dedup_key) WHERE state IN ('pending', 'held') AND dedup_key IS NOT NULL DO UPDATE SET
     count = outbox.count + CASE WHEN outbox.windowed THEN 1 ELSE 0 END
 RETURNING 1
 )
