@@ -206,13 +206,38 @@ func queueClaimDue(b *pgx.Batch, p ClaimParams, rows *[]OutboxRow) {
 // committed. The instance's own starts then find its rows' tokens changed.
 //
 // A claim takes a run of each sink's due rows: sink by sink in the order
-// their first rows fell due ("first_due", the sinks of the first 4 × Limit
-// due rows), each one's first PerSink due rows (read from
-// outbox_pending_sink, migration 0027), until it has Limit rows. Rows of
-// one sink are taken in due order as before; across sinks, a sink's later
-// rows may be taken before another sink's earlier ones, which the next
-// claim takes. Taken one row a sink in due order, a backlog over 1,000
-// sinks gave each actor's step 1.4 rows (docs/BENCHMARKS.md, session 15).
+// their first rows fell due ("first_due"), each one's first PerSink due
+// rows (read from outbox_pending_sink, migration 0027), until it has Limit
+// rows. Rows of one sink are taken in due order as before; across sinks, a
+// sink's later rows may be taken before another sink's earlier ones, which
+// the next claim takes. Taken one row a sink in due order, a backlog over
+// 1,000 sinks gave each actor's step 1.4 rows (docs/BENCHMARKS.md, session
+// 15).
+//
+// The sinks come from their notes (switchboard.due_sinks, migration 0029),
+// not from their rows: "first_due" reads the notes due by now in due
+// order, leaving out the sinks it may not take (SkipSinks, elsewhere),
+// until it has read 4 × Limit of them. It reads a few notes a sink
+// however many rows the sink has, so an instance holding few sinks, or
+// none, no longer reads every other sink's due row at each claim
+// (TestAClaimReadsNotTheRowsOfSinksHeldElsewhere). Every pending row is
+// covered by a note of its sink due no later than it, written with it by
+// the outbox's triggers (TestEveryWayARowBecomesPendingIsNoted). The claim
+// rewrites the notes of the sinks it took pending rows of, and of those it
+// found no due row of ("rewritten"; the run's LEFT JOIN keeps such a sink
+// as a row without an id): it deletes those its snapshot shows ("noted",
+// skipping any another claim is deleting) and writes one due at the
+// sink's first pending row it did not take ("renoted"), if any
+// (TestAClaimRewritesTheNotesOfTheSinksItReads). A note written after its
+// snapshot is not among those it deletes, and a row its snapshot shows
+// pending is covered by the note it writes: concurrent writers and claims
+// need no lock for the invariant to hold, and a writer never waits on a
+// note (an embedder's transaction writing a rule's row holds up nobody).
+// A note may be early, its rows taken by a claim that did not see it, or
+// its sink deleted: the claim that reads it finds no due row and rewrites
+// it. "first_due" is read by the run alone, so that the run stops at the
+// sink that fills the claim rather than reading every sink first_due
+// lists (a claim of 256 rows over 1,000 sinks read 14 of them).
 //
 // "chosen" locks the picks by primary key (id = ANY of them): a join of
 // the picks against the outbox was planned, with a backlog's statistics,
@@ -243,20 +268,20 @@ var claimDueSQL = `
 		      AND claimed_by NOT IN (SELECT name FROM dead)
 		), first_due AS (
 		    SELECT sink_id, min(due_at) AS due_at FROM (
-		        SELECT sink_id, due_at FROM switchboard.outbox
-		        WHERE state = 'pending' AND due_at <= $2 AND sink_id <> ALL ($6::bigint[])
+		        SELECT sink_id, due_at FROM switchboard.due_sinks
+		        WHERE due_at <= $2 AND sink_id <> ALL ($6::bigint[])
 		          AND sink_id NOT IN (SELECT sink_id FROM elsewhere)
-		        ORDER BY due_at, id
+		        ORDER BY due_at, sink_id
 		        LIMIT $4 * 4) d
 		    GROUP BY sink_id
 		    ORDER BY 2, 1
 		    LIMIT $4
 		), due AS (
-		    SELECT r.id, r.sink_id, r.due_at FROM first_due f CROSS JOIN LATERAL (
-		        SELECT id, sink_id, due_at FROM switchboard.outbox
+		    SELECT r.id, f.sink_id, r.due_at FROM first_due f LEFT JOIN LATERAL (
+		        SELECT id, due_at FROM switchboard.outbox
 		        WHERE sink_id = f.sink_id AND state = 'pending' AND due_at <= $2
 		        ORDER BY due_at, id
-		        LIMIT $5) r
+		        LIMIT $5) r ON true
 		    ORDER BY f.due_at, f.sink_id, r.due_at, r.id
 		    LIMIT $4
 		), expired AS (
@@ -267,19 +292,34 @@ var claimDueSQL = `
 		    ORDER BY claim_expires_at
 		    LIMIT $4
 		), candidates AS (
-		    SELECT * FROM due UNION ALL SELECT * FROM expired
+		    SELECT * FROM due WHERE id IS NOT NULL UNION ALL SELECT * FROM expired
 		), ranked AS (
 		    SELECT id, row_number() OVER (PARTITION BY sink_id ORDER BY due_at, id) AS n, due_at
 		    FROM candidates
 		), picked AS (
 		    SELECT id FROM ranked WHERE n <= $5 ORDER BY due_at, id LIMIT $4
 		), chosen AS (
-		    SELECT o.id, coalesce(o.claim_token, 0) AS taken_from, o.state = 'claimed' AS over, o.attempt_record_id AS linked
+		    SELECT o.id, o.sink_id, coalesce(o.claim_token, 0) AS taken_from, o.state = 'claimed' AS over, o.attempt_record_id AS linked
 		    FROM switchboard.outbox o
 		    WHERE o.id = ANY (ARRAY(SELECT id FROM picked))
 		      AND ((o.state = 'pending' AND o.due_at <= $2)
 		       OR (o.state = 'claimed' AND (o.claim_expires_at <= $2 OR o.claimed_by IN (SELECT name FROM dead))))
 		    FOR UPDATE OF o SKIP LOCKED
+		), rewritten AS (
+		    SELECT sink_id FROM chosen WHERE NOT over
+		    UNION
+		    SELECT sink_id FROM due WHERE id IS NULL
+		), noted AS (
+		    DELETE FROM switchboard.due_sinks WHERE ctid = ANY (ARRAY(
+		        SELECT ctid FROM switchboard.due_sinks WHERE sink_id = ANY (ARRAY(SELECT sink_id FROM rewritten))
+		        FOR UPDATE SKIP LOCKED))
+		), renoted AS (
+		    INSERT INTO switchboard.due_sinks (sink_id, due_at)
+		    SELECT w.sink_id, n.due_at FROM rewritten w CROSS JOIN LATERAL (
+		        SELECT due_at FROM switchboard.outbox
+		        WHERE sink_id = w.sink_id AND state = 'pending' AND id <> ALL (ARRAY(SELECT id FROM chosen))
+		        ORDER BY due_at, id
+		        LIMIT 1) n
 		), abandoned AS (
 		    UPDATE switchboard.delivery_records SET status = 'failed', class = 'abandoned', finished_at = $2
 		    WHERE status = 'sending'

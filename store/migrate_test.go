@@ -135,6 +135,11 @@ func TestLegacyDatabaseIsConvertedInPlace(t *testing.T) {
 		legacyRows[table] = rows
 	}
 
+	// A table the engine's set added since the conversion's baseline
+	// starts empty: the notes of due sinks (0029) note no row, as the
+	// legacy outbox holds none.
+	legacyRows["due_sinks"] = ""
+
 	require.NoError(t, host.Migrate(ctx, pool))
 	require.NoError(t, host.Migrate(ctx, pool), "a second run finds nothing to do")
 

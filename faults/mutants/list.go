@@ -257,13 +257,58 @@ var List = []Mutant{
 		Package: "./store/", Run: "^TestAnInstancePastItsDispatchFenceStartsNoAttempt$",
 	},
 
+	// Notes of due sinks (migration 0029): every pending row is covered by
+	// a note of its sink, due no later than it.
+	{
+		ID:    "note-inserted-rows",
+		Guard: "rows inserted pending note their sinks (the outbox's statement trigger): else a fanned-out row, or a rule's, is never claimed",
+		Edits: []Edit{{File: "store/schema/engine/0029_due_sinks.up.sql",
+			Old: "    INSERT INTO switchboard.due_sinks (sink_id, due_at)\n    SELECT sink_id, min(due_at) FROM inserted WHERE state = 'pending' GROUP BY sink_id;\n",
+			New: "    PERFORM 1;\n"}},
+		Package: "./store/", Run: "^TestEveryWayARowBecomesPendingIsNoted$", Fast: true,
+	},
+	{
+		ID:    "note-pending-row",
+		Guard: "a row that becomes pending again (retried, released, given back) or falls due earlier notes its sink (the outbox's row trigger): else it is never claimed again",
+		Edits: []Edit{{File: "store/schema/engine/0029_due_sinks.up.sql",
+			Old: "    INSERT INTO switchboard.due_sinks (sink_id, due_at) VALUES (NEW.sink_id, NEW.due_at);\n",
+			New: "    PERFORM 1;\n"}},
+		Package: "./store/", Run: "^TestEveryWayARowBecomesPendingIsNoted$", Fast: true,
+	},
+	{
+		ID:    "claim-renotes-rows-left",
+		Guard: "a claim notes each sink it read at its first pending row it did not take (renoted): else a sink with more rows than one claim takes keeps them for good",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "\t\t    INSERT INTO switchboard.due_sinks (sink_id, due_at)\n\t\t    SELECT w.sink_id",
+			New: "\t\t    SELECT w.sink_id"}},
+		Package: "./store/", Run: "^TestAClaimRewritesTheNotesOfTheSinksItReads$", Fast: true,
+	},
+	{
+		ID:    "claim-deletes-only-its-sinks-notes",
+		Guard: "a claim deletes the notes of the sinks it took rows of or found none due in, and no other's (noted): else a sink it left out (full mailbox, held elsewhere) loses its notes and its rows",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "WHERE sink_id = ANY (ARRAY(SELECT sink_id FROM rewritten))",
+			New: "WHERE true"}},
+		Package: "./store/", Run: "^TestAClaimRewritesTheNotesOfTheSinksItReads$", Fast: true,
+	},
+	{
+		ID:    "claim-clears-empty-notes",
+		Guard: "a claim rewrites the note of a sink it found no due row of (the run's LEFT JOIN keeps the sink): else a note left by a deleted sink, or by rows another claim took, is read first by every claim for good, and enough of them fill its sinks",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "FROM first_due f LEFT JOIN LATERAL (",
+			New: "FROM first_due f CROSS JOIN LATERAL ("}, {File: "store/delivery.go",
+			Old: "\t\t        LIMIT $5) r ON true\n",
+			New: "\t\t        LIMIT $5) r\n"}},
+		Package: "./store/", Run: "^TestAClaimRewritesTheNotesOfTheSinksItReads$", Fast: true,
+	},
+
 	// Order.
 	{
 		ID:    "claim-order-per-sink",
 		Guard: "the claim takes a sink's rows in the order they fell due (its first PerSink due rows: ORDER BY due_at, id LIMIT $5 in the run of each sink)",
 		Edits: []Edit{{File: "store/delivery.go",
-			Old: "\t\t        ORDER BY due_at, id\n\t\t        LIMIT $5) r\n",
-			New: "\t\t        ORDER BY due_at DESC, id DESC\n\t\t        LIMIT $5) r\n"}},
+			Old: "\t\t        ORDER BY due_at, id\n\t\t        LIMIT $5) r ON true\n",
+			New: "\t\t        ORDER BY due_at DESC, id DESC\n\t\t        LIMIT $5) r ON true\n"}},
 		Package: "./store/", Run: "^TestAClaimTakesASinksRowsInTheOrderTheyFellDue$",
 	},
 

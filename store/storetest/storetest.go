@@ -112,7 +112,7 @@ func ServerURL(db string) string {
 var engineTables = map[string]bool{
 	"connections": true, "sinks": true, "subscriptions": true, "outbox_events": true, "outbox": true,
 	"outbox_instances": true, "delivery_records": true, "digests": true, "digest_runs": true,
-	"write_log": true, "agent_pages": true, "migrations": true,
+	"write_log": true, "agent_pages": true, "migrations": true, "due_sinks": true,
 }
 
 // Table qualifies a table name for a statement a test builds: the
