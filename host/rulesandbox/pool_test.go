@@ -116,8 +116,13 @@ func TestAStoppedWorkerIsGivenUpAtItsWallCap(t *testing.T) {
 		}
 	}
 	// A program that would run past its limit: stopped as soon as it has
-	// its input, it uses no CPU at all, so only the wall cap ends it.
-	got := p.Eval(context.Background(), "human:1", []string{`last(range(1e15))`}, []byte(`{"a":1}`), 50*time.Millisecond)
+	// its input, it uses no CPU at all, so only the wall cap ends it. The
+	// worker runs from its Ready report until the stop arrives, and its
+	// own CPU timeout would end it first (Failed, "ran longer than") if
+	// the test's process waited longer than the limit for a core: the
+	// limit (2 s) is far above that wait, even on a busy machine (with a
+	// limit of 50 ms, a CPU burner beside the tests made it fail once).
+	got := p.Eval(context.Background(), "human:1", []string{`last(range(1e15))`}, []byte(`{"a":1}`), 2*time.Second)
 	require.Equal(t, Stopped, got[0].Kind, "%+v", got[0])
 	require.Contains(t, got[0].Detail, "ran past its time limit")
 	again := p.Eval(context.Background(), "human:1", []string{`.a`}, []byte(`{"a":1}`), time.Minute)
