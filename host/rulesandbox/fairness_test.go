@@ -425,14 +425,17 @@ func TestAWorkerKilledPastItsDeadlineIsReapedWithoutTheCaller(t *testing.T) {
 	t.Parallel()
 	p := newPool(t, Config{Grace: 50 * time.Millisecond, Unchecked: true, Reserve: -1})
 	// Stopped as soon as it has its input, the worker cannot answer its
-	// program's own timeout: the pool's deadline ends it.
+	// program's own timeout: the pool's deadline ends it. The limit (2 s)
+	// is far above how long the stop may take to arrive on a busy
+	// machine, so the worker's own CPU timeout cannot end it first
+	// (TestAStoppedWorkerIsGivenUpAtItsWallCap).
 	p.onReady = func(pid int) { _ = syscall.Kill(pid, syscall.SIGSTOP) }
 	reaping, release := make(chan int, 1), make(chan struct{})
 	p.onReap = func(pid int) {
 		reaping <- pid
 		<-release
 	}
-	got := p.Eval(context.Background(), "human:1", []string{`last(range(1e15))`}, []byte(`{"a":1}`), 50*time.Millisecond)
+	got := p.Eval(context.Background(), "human:1", []string{`last(range(1e15))`}, []byte(`{"a":1}`), 2*time.Second)
 	require.Equal(t, Stopped, got[0].Kind, "%+v", got[0])
 	var pid int
 	select {
