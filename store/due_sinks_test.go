@@ -155,7 +155,7 @@ func TestEveryWayARowBecomesPendingIsNoted(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, rows, 1)
 			require.Equal(t, id, rows[0].ID, "the next claim takes the row")
-			finish(t, pool, rows)
+			deliver(t, pool, rows)
 		})
 	}
 }
@@ -246,12 +246,4 @@ func lastRow(t *testing.T, pool *pgxpool.Pool, sink int64) int64 {
 	var id int64
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT max(id) FROM switchboard.outbox WHERE sink_id = $1`, sink).Scan(&id))
 	return id
-}
-
-// finish ends rows as delivered, so that a test's next case starts with
-// nothing pending or claimed.
-func finish(t *testing.T, pool *pgxpool.Pool, rows []store.OutboxRow) {
-	t.Helper()
-	require.NoError(t, store.FinishRows(context.Background(), pool, store.Claims(rows), "instance-a",
-		store.RowOutcome{State: "delivered"}, time.Now(), hostReplaces))
 }
