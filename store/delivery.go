@@ -481,6 +481,12 @@ func queueHeldDueSinks(b *pgx.Batch, now time.Time, limit int, ids *[]int64) {
 // a claim of another instance than instance expires; ok is false when there
 // is none.
 //
+// A pending row's time is read from the notes of due sinks
+// (switchboard.due_sinks): the earliest note is never later than the
+// earliest pending row, and may be earlier (its rows taken since, or its
+// sink deleted), which costs a claim that finds nothing and rewrites the
+// note. The outbox then needs no index of its pending rows in due order.
+//
 // The instance's own claims are left out. Its rows are queued or in flight
 // here, and their attempts extend their claims; one whose copy was lost
 // (an outcome that could not be written) is found by the search for
@@ -503,7 +509,7 @@ func NextWake(ctx context.Context, db BatchSender, instance string) (t time.Time
 func queueNextWake(b *pgx.Batch, instance string, w *Wake) {
 	b.Queue(`
 		SELECT least(
-		    (SELECT min(due_at) FROM switchboard.outbox WHERE state = 'pending'),
+		    (SELECT min(due_at) FROM switchboard.due_sinks),
 		    (SELECT min(due_at) FROM switchboard.outbox WHERE state = 'held'),
 		    (SELECT min(claim_expires_at) FROM switchboard.outbox WHERE state = 'claimed' AND claimed_by < $1),
 		    (SELECT min(claim_expires_at) FROM switchboard.outbox WHERE state = 'claimed' AND claimed_by > $1))`,

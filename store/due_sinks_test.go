@@ -232,6 +232,53 @@ func TestAClaimRewritesTheNotesOfTheSinksItReads(t *testing.T) {
 	require.Zero(t, count(t, pool, `SELECT count(*) FROM switchboard.due_sinks`), "the claim cleared both notes")
 }
 
+// A claimer's next wake is its earliest note (migration 0030), which is
+// never later than its earliest pending row: a row written for later
+// wakes it at its due time, whether a fan-out or a claim wrote its note.
+// A note earlier than every row (its rows taken by a claim that did not
+// see it, or its sink deleted) wakes it early, once: the claim it makes
+// then finds nothing and rewrites the note, and the next wake is the
+// row's again.
+func TestTheNextWakeIsTheEarliestNote(t *testing.T) {
+	t.Parallel()
+	pool := storetest.New(t)
+	f := storetest.NewFactory(t, pool)
+	ctx := context.Background()
+	owner := notifytype.Human("1")
+	sink, other := f.Sink(storetest.SinkOpts{Owner: owner}), f.Sink(storetest.SinkOpts{Owner: owner})
+	var now time.Time
+	require.NoError(t, pool.QueryRow(ctx, `SELECT now()`).Scan(&now))
+	wake := func() time.Time {
+		t.Helper()
+		next, ok, err := store.NextWake(ctx, pool, "instance-a")
+		require.NoError(t, err)
+		require.True(t, ok, "a pending row is due later")
+		return next
+	}
+	_, err := pool.Exec(ctx, `
+		INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, payload, due_at)
+		VALUES ($1, 'human:1', 'todo.dead_lettered', 'normal', '{}', $2::timestamptz + interval '1 hour'),
+		       ($1, 'human:1', 'todo.dead_lettered', 'normal', '{}', $2::timestamptz + interval '2 hours')`, sink, now)
+	require.NoError(t, err)
+	require.True(t, wake().Equal(now.Add(time.Hour)), "the fan-out's note: %v", wake())
+
+	// The first row is taken: the claim's note is at the second.
+	rows, err := store.ClaimDue(ctx, pool, store.ClaimParams{Instance: "instance-a", Now: now.Add(time.Hour), TTL: time.Minute, Limit: 1, PerSink: 1})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	deliver(t, pool, rows)
+	require.True(t, wake().Equal(now.Add(2*time.Hour)), "the claim's note: %v", wake())
+
+	// A stale note, earlier than any row, wakes the claimer once.
+	_, err = pool.Exec(ctx, `INSERT INTO switchboard.due_sinks (sink_id, due_at) VALUES ($1, $2)`, other, now.Add(time.Minute))
+	require.NoError(t, err)
+	require.True(t, wake().Equal(now.Add(time.Minute)), "the stale note: %v", wake())
+	rows, err = store.ClaimDue(ctx, pool, store.ClaimParams{Instance: "instance-a", Now: now.Add(time.Minute), TTL: time.Minute, Limit: 10, PerSink: 4})
+	require.NoError(t, err)
+	require.Empty(t, rows, "nothing is due at the stale note")
+	require.True(t, wake().Equal(now.Add(2*time.Hour)), "the stale note is gone: %v", wake())
+}
+
 // unnote deletes every note: the sinks' pending rows are then found only
 // by notes written from here on.
 func unnote(t *testing.T, pool *pgxpool.Pool) {
