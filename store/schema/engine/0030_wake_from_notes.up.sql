@@ -1,3 +1,4 @@
+-- +goose Up
 -- A claimer's next wake reads the earliest note of a due sink
 -- (switchboard.due_sinks, 0029) instead of the earliest pending row, and
 -- outbox_due_order, which only that read still used, goes. A pending row
