@@ -534,7 +534,7 @@ var List = []Mutant{
 		Edits: []Edit{{File: "host/hoststore/webhooks.go",
 			Old: "ON CONFLICT (webhook_id, message_id) DO NOTHING RETURNING delivery_id)",
 			New: "RETURNING delivery_id)"}},
-		Package: "./host/", Run: "^TestConcurrentRepeatsOfADeliveryStoredInOneStatementStoreOne$", Fast: true,
+		Package: "./host/hoststore/", Run: "^TestARepeatOfAQuietDeliveryWaitsForTheFirstAndStoresNothing$", Fast: true,
 	},
 	{
 		ID:    "claim-pass-claims-again",
