@@ -162,6 +162,13 @@ func replacesSQL(byType, ofType, byParam, ofParam string) string {
 //     the attempt fails (absorbRepeats). A row that ended undeliverable
 //     does not hold its key: a repeat is sent.
 //
+// An event's sinks are joined as "k.id = ANY (sink_ids)", a filter on
+// the event's owner's sinks: joined to unnest(sink_ids), the planner
+// paired every event with every sink of its owner and then with each
+// element of the array (50,000 rows for 5,000, 6.3 ms against 1.1 for a
+// batch at 10 sinks; with 10,000 sinks it read all of them, 3.2 ms against
+// 2.5).
+//
 // Within one batch, the events of a sink and key make one row, with the
 // content of their first event of a replacing type, or else of their
 // first event ("lead_id": a filtered minimum, where an ordered array_agg
@@ -194,8 +201,7 @@ WITH ev AS (
     RETURNING *
 ), m AS (
     SELECT ev.id AS event_id, k.id AS sink_id, k.id = ANY (ev.excerpt_sink_ids) AS excerpt
-    FROM ev CROSS JOIN LATERAL unnest(ev.sink_ids) AS sid
-    JOIN switchboard.sinks k ON k.id = sid AND k.owner = ev.owner
+    FROM ev JOIN switchboard.sinks k ON k.id = ANY (ev.sink_ids) AND k.owner = ev.owner
     UNION ALL
     SELECT ev.id, s.sink_id, bool_or(s.include_excerpt)
     FROM ev
