@@ -276,6 +276,18 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 	for _, id := range wake.HeldSinks {
 		e.actors.Poke(id)
 	}
+	if wake.HasNext && !wake.Next.After(now) {
+		// Rows are due that this cycle did not take: rows another
+		// instance's claim locked while this one's ran (both read the same
+		// sinks first, and SKIP LOCKED took nothing of them), rows of sinks
+		// another instance holds, or held rows whose actor was poked. Wait
+		// for room as for a full mailbox, not for the poll: when this
+		// instance's actors take their last rows and nobody here claims
+		// again, every instance can be left waiting for its poll with rows
+		// due (half a second with no message in three-instance drains,
+		// TestAClaimerThatTookLessThanWasDueClaimsAgainWhenRoomFrees).
+		full = true
+	}
 	if !wake.HasNext {
 		return time.Time{}, full, nil
 	}
@@ -285,19 +297,20 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 // claimOnce runs one pass of the claimer, as Serve's claimer does on each
 // wake (fan out, claim what is due on the database's clock and there is
 // room for, hand it to the actors), at once and on the caller's goroutine,
-// and returns the ids of the rows it claimed and whether it also looked
-// for rows whose claim expired: a test asserts that a row is not claimed at
+// and returns the ids of the rows it claimed, whether it also looked
+// for rows whose claim expired, and whether Serve would wait for room
+// after it (the cycle's full): a test asserts that a row is not claimed at
 // a given instant by a condition that can fail, instead of waiting some
 // wall time for an attempt that should never come (testhooks.ClaimOnce).
 // The engine need not be serving; if it is, the pass takes turns with the
 // serving claimer's. Production never calls it.
-func (e *Engine) claimOnce(ctx context.Context) (rows []int64, searchedExpired bool, err error) {
+func (e *Engine) claimOnce(ctx context.Context) (rows []int64, searchedExpired, waitsForRoom bool, err error) {
 	c := e.claimer
 	c.passing.Lock()
 	defer c.passing.Unlock()
 	before := c.expiredSearches.Load()
-	_, _, err = c.cycle(ctx, func(r store.OutboxRow) { rows = append(rows, r.ID) })
-	return rows, c.expiredSearches.Load() > before, err
+	_, waitsForRoom, err = c.cycle(ctx, func(r store.OutboxRow) { rows = append(rows, r.ID) })
+	return rows, c.expiredSearches.Load() > before, waitsForRoom, err
 }
 
 // listener holds one connection that LISTENs for Emit's notifications and

@@ -310,3 +310,48 @@ func TestOnePassClaimsTheDueRowsOfManySinksWithoutActors(t *testing.T) {
 	require.Len(t, pass.Rows, sinks, "one pass claims every sink's due row")
 	require.Equal(t, map[string]int{"claimed": sinks}, w.RowStates())
 }
+
+// A claimer whose pass leaves rows due that it did not take claims again
+// when one of its actors takes a row, not only at its next poll: in
+// three-instance drains, each instance's claims lost the rows another's
+// running claim had locked (SKIP LOCKED), took fewer than they were sized
+// for, and waited for their polls with rows due, so that no message went
+// out for half a second (docs/BENCHMARKS.md, session 18). Here the test
+// holds one sink's row locked, as another instance's claim would: the pass
+// takes the other sink's row and waits for room; with the lock gone, the
+// next pass takes the row, and with nothing left due, does not.
+func TestAClaimerThatTookLessThanWasDueClaimsAgainWhenRoomFrees(t *testing.T) {
+	t.Parallel()
+	w := hosttest.NewWorld(t)
+	eng := w.Engine() // not serving: the passes below are the only claims
+	base := newServer(t, newGate(http.StatusOK).ServeHTTP)
+	_, p, scope := w.Human()
+	var sinks [2]int64
+	for i := range sinks {
+		sinks[i] = w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: base, Secret: "gtfya.left",
+			Events: []notifytype.EventType{host.EventRuleNotify}})
+		emitToSink(t, w, eng, sinks[i], ruleNotify(scope, 1, fmt.Sprintf("forge#%d", i)))
+	}
+	_, err := testhooks.FanOut(w.Ctx, eng)
+	require.NoError(t, err)
+	var rowOf [2]int64
+	for i, sink := range sinks {
+		require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT id FROM switchboard.outbox WHERE sink_id = $1`, sink).Scan(&rowOf[i]))
+	}
+
+	other, err := w.Pool.Begin(w.Ctx)
+	require.NoError(t, err)
+	defer func() { _ = other.Rollback(w.Ctx) }()
+	_, err = other.Exec(w.Ctx, `SELECT id FROM switchboard.outbox WHERE id = $1 FOR UPDATE`, rowOf[1])
+	require.NoError(t, err)
+	pass, err := testhooks.ClaimOnce(w.Ctx, eng)
+	require.NoError(t, err)
+	require.Equal(t, []int64{rowOf[0]}, pass.Rows, "the locked row is skipped")
+	require.True(t, pass.WaitsForRoom, "a row is due that the pass did not take")
+
+	require.NoError(t, other.Rollback(w.Ctx))
+	pass, err = testhooks.ClaimOnce(w.Ctx, eng)
+	require.NoError(t, err)
+	require.Equal(t, []int64{rowOf[1]}, pass.Rows)
+	require.False(t, pass.WaitsForRoom, "nothing is left due")
+}

@@ -13,5 +13,5 @@ func init() {
 		eng.(*Engine).wrapAdapter = wrap
 	}
 	enginehooks.FanOut = func(ctx context.Context, eng any) (int, error) { return eng.(*Engine).fanOut(ctx) }
-	enginehooks.ClaimOnce = func(ctx context.Context, eng any) ([]int64, bool, error) { return eng.(*Engine).claimOnce(ctx) }
+	enginehooks.ClaimOnce = func(ctx context.Context, eng any) ([]int64, bool, bool, error) { return eng.(*Engine).claimOnce(ctx) }
 }

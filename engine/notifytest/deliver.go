@@ -37,7 +37,7 @@ func Deliver(ctx context.Context, eng *engine.Engine, db DBTX) (Delivered, error
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	for {
-		claimed, _, err := enginehooks.ClaimOnce(ctx, eng)
+		claimed, _, _, err := enginehooks.ClaimOnce(ctx, eng)
 		if err != nil {
 			return nil, fmt.Errorf("error claiming: %w", err)
 		}

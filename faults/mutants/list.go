@@ -537,6 +537,14 @@ var List = []Mutant{
 		Package: "./host/hoststore/", Run: "^TestARepeatOfAQuietDeliveryWaitsForTheFirstAndStoresNothing$", Fast: true,
 	},
 	{
+		ID:    "claimer-waits-for-room-when-rows-left",
+		Guard: "a claimer whose pass left rows due that it did not take (locked by another instance's running claim) claims again when one of its actors takes a row, not only at its poll: else three instances all waited for their polls with rows due (half a second with no message)",
+		Edits: []Edit{{File: "engine/claimer.go",
+			Old: "\t\tfull = true\n\t}\n\tif !wake.HasNext {",
+			New: "\t\t_ = full\n\t}\n\tif !wake.HasNext {"}},
+		Package: "./engine/", Run: "^TestAClaimerThatTookLessThanWasDueClaimsAgainWhenRoomFrees$", Fast: true,
+	},
+	{
 		ID:    "claim-pass-claims-again",
 		Guard: "a claimer's pass claims again while a claim takes all it was sized for (claimLimit sizes a claim by the actors with room): stopped after its first claim, a pass over eighty new sinks took the rows of sixty-four",
 		Edits: []Edit{{File: "engine/claimer.go",

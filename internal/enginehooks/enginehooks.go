@@ -21,9 +21,10 @@ var (
 	FanOut func(ctx context.Context, eng any) (int, error)
 
 	// ClaimOnce runs one pass of the engine's claimer, now, and returns
-	// the ids of the rows it claimed and whether it also looked for rows
-	// whose claim expired.
-	ClaimOnce func(ctx context.Context, eng any) (rows []int64, searchedExpired bool, err error)
+	// the ids of the rows it claimed, whether it also looked for rows
+	// whose claim expired, and whether the claimer would then wait for
+	// room rather than for its next due time or poll.
+	ClaimOnce func(ctx context.Context, eng any) (rows []int64, searchedExpired, waitsForRoom bool, err error)
 )
 
 // TestClock is a Config.Clock that also stands in for the database's clock:

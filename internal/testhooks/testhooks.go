@@ -56,6 +56,10 @@ type ClaimPass struct {
 	// SearchedExpired reports that the pass also looked for rows whose
 	// claim expired, or whose instance's heartbeat lapsed.
 	SearchedExpired bool
+	// WaitsForRoom reports that a serving claimer would next claim when
+	// one of its actors takes a row (a mailbox was full, or rows are due
+	// that the pass did not take), not only at its next due time or poll.
+	WaitsForRoom bool
 }
 
 // ClaimOnce runs one pass of eng's claimer, as a serving claimer does on
@@ -65,8 +69,8 @@ type ClaimPass struct {
 // claimed at a given instant by a condition that can fail, instead of
 // waiting some wall time for an attempt that should never come.
 func ClaimOnce(ctx context.Context, eng *engine.Engine) (ClaimPass, error) {
-	rows, searched, err := enginehooks.ClaimOnce(ctx, eng)
-	return ClaimPass{Rows: rows, SearchedExpired: searched}, err
+	rows, searched, waits, err := enginehooks.ClaimOnce(ctx, eng)
+	return ClaimPass{Rows: rows, SearchedExpired: searched, WaitsForRoom: waits}, err
 }
 
 // WithDatabaseClock is cfg with SetDatabaseClock(c) applied.
