@@ -537,6 +537,14 @@ var List = []Mutant{
 		Package: "./host/hoststore/", Run: "^TestARepeatOfAQuietDeliveryWaitsForTheFirstAndStoresNothing$", Fast: true,
 	},
 	{
+		ID:    "fan-out-lead-is-the-replacing-event",
+		Guard: "within one fan-out batch, a sink and key's row takes the content of its first event of a replacing type (a relay exhaustion over its todo's dead letter), else of its first event: a filtered minimum, lead_id",
+		Edits: []Edit{{File: "store/outbox.go",
+			Old: "coalesce(min(ev.id) FILTER (WHERE ev.event_type = ANY ($3::text[])), min(ev.id)) AS lead_id,",
+			New: "min(ev.id) AS lead_id,"}},
+		Package: "./engine/", Run: "^TestEmitRelayExhaustionReplacesTheDeadLetter$", Fast: true,
+	},
+	{
 		ID:    "claimer-waits-for-room-when-rows-left",
 		Guard: "a claimer whose pass left rows due that it did not take (locked by another instance's running claim) claims again when one of its actors takes a row, not only at its poll: else three instances all waited for their polls with rows due (half a second with no message)",
 		Edits: []Edit{{File: "engine/claimer.go",
