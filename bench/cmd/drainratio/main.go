@@ -62,6 +62,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -124,6 +125,9 @@ type outcome struct {
 	// received the first message (the engines' start, and the first
 	// fan-out, claim and reservation).
 	first time.Duration
+	// quarters are how long after the engines were started the stand-in
+	// had received a quarter, half and three quarters of the backlog.
+	quarters [3]time.Duration
 	// poolsOpen is how long the engines' pools took to open their
 	// connections before the clock started (-open-pools), and poolsCPU
 	// the machine's busy CPU meanwhile: what each process's start costs.
@@ -266,7 +270,7 @@ func run(ctx context.Context) (err error) {
 			}
 			fmt.Printf("round %d %-9s %8.0f deliveries/s  %5.0f µs machine CPU, %5.0f own (db %4.0f) each  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)%s%s%s\n",
 				round+1, it.name, o.rate, o.cpuPer, o.ownPer, o.dbPer, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds(),
-				firstText(o.first), splitText(o.split, o.dbSplit), poolsText(o))
+				firstText(o.first, o.quarters), splitText(o.split, o.dbSplit), poolsText(o))
 		}
 	}
 
@@ -370,6 +374,18 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 		}
 	}
 	w.r.GS.Reset()
+	// The instants the stand-in received a quarter, half and three
+	// quarters of the backlog: how fast a drain gets going, beside its
+	// first message.
+	var quarters [3]atomic.Int64
+	w.r.GS.On(func(_ string, got int64, at time.Time) {
+		for q := range quarters {
+			if got == int64(n)*int64(q+1)/4 {
+				quarters[q].Store(at.UnixNano())
+			}
+		}
+	})
+	defer w.r.GS.On(nil)
 	profile := k == 1 && !w.profiled
 	var tracer = w.tracer
 	var commits0 int64
@@ -502,6 +518,11 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 	if f := w.r.GS.First(); !f.IsZero() {
 		o.first = f.Sub(start)
 	}
+	for q := range quarters {
+		if t := quarters[q].Load(); t != 0 {
+			o.quarters[q] = time.Unix(0, t).Sub(start)
+		}
+	}
 	if err := w.r.Pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT outbox_id FROM switchboard.delivery_records
 		WHERE status = 'delivered' GROUP BY outbox_id HAVING count(*) > 1) d`).Scan(&o.dbDouble); err != nil {
 		return o, err
@@ -573,12 +594,14 @@ func (w *world) riverDrain(ctx context.Context, s riverSettings) (outcome, error
 	return o, nil
 }
 
-// firstText is ", first message after N ms" for an engine's drain.
-func firstText(first time.Duration) string {
+// firstText is ", first message after N ms, ¼ ½ ¾ after A B C ms" for
+// an engine's drain.
+func firstText(first time.Duration, quarters [3]time.Duration) string {
 	if first == 0 {
 		return ""
 	}
-	return fmt.Sprintf(", first message after %d ms", first.Milliseconds())
+	return fmt.Sprintf(", first message after %d ms, ¼ ½ ¾ after %d %d %d ms", first.Milliseconds(),
+		quarters[0].Milliseconds(), quarters[1].Milliseconds(), quarters[2].Milliseconds())
 }
 
 // poolsText is ", pools opened before the clock: N ms, M ms of machine
