@@ -185,10 +185,10 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 			// the same round trip and commit.
 			var fr store.FanOutResult
 			cctx, cancel := claimContext(ctx)
-			fr, rows, wake, err = store.FanOutClaimAndWake(cctx, e.cfg.Pool, fanOutBatch, p, claimBatch)
+			fr, rows, wake, err = store.FanOutClaimAndWake(cctx, e.cfg.Pool, fanOutInline, p, claimBatch)
 			cancel()
 			e.fannedOut(fr)
-			fannedOut, moreEvents, wakeValid = true, fr.Events == fanOutBatch, true
+			fannedOut, moreEvents, wakeValid = true, fr.Events == fanOutInline, true
 		} else {
 			cctx, cancel := claimContext(ctx)
 			rows, err = store.ClaimDue(cctx, e.cfg.Pool, p)
@@ -248,22 +248,18 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 			}
 		}
 		if moreEvents {
-			// More events wait than one batch takes: fan them all out,
-			// and claim again.
-			wakeValid = false
-			if _, err := e.fanOut(ctx); err != nil {
-				return time.Time{}, full, err
-			}
-			continue
+			// More events wait than the cycle's batch took: the fan-out
+			// service fans them out beside the claims, and wakes this
+			// claimer as each of its batches commits.
+			e.fanOuter.poke()
 		}
 		if len(rows) < limit {
 			break
 		}
 	}
 	if !fannedOut {
-		if _, err := e.fanOut(ctx); err != nil {
-			return time.Time{}, full, err
-		}
+		// No room to claim: the events wait no longer for it.
+		e.fanOuter.poke()
 	}
 	if !wakeValid {
 		if wake.HeldSinks, err = store.HeldDueSinks(ctx, e.cfg.Pool, now, claimBatch); err != nil {

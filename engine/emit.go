@@ -93,15 +93,21 @@ func (e *Engine) QueueEmit(b *pgx.Batch, ev Event) error {
 	return nil
 }
 
-// fanOutBatch is how many events one fan-out statement takes.
+// fanOutBatch is how many events one fan-out statement of the fan-out
+// service takes.
 const fanOutBatch = 500
+
+// fanOutInline is how many events the fan-out in a claim cycle's first
+// round trip takes.
+const fanOutInline = 100
 
 // fanOut turns the committed events waiting in the outbox into outbox
 // rows, one per matching sink, coalesced by dedup key, until none is left;
-// it reports how many events it took. The claimers of every instance do it
-// before each claim; tests call it (testhooks.FanOut) to have an
-// event's rows at once.
-func (e *Engine) fanOut(ctx context.Context) (int, error) {
+// it reports how many events it took. each, when not nil, is told of
+// every batch that wrote rows, once it committed. The fan-out service
+// runs it; tests call it (testhooks.FanOut) to have an event's rows at
+// once.
+func (e *Engine) fanOut(ctx context.Context, each func()) (int, error) {
 	total := 0
 	for {
 		now, err := e.now(ctx)
@@ -111,8 +117,47 @@ func (e *Engine) fanOut(ctx context.Context) (int, error) {
 		r, err := store.FanOut(ctx, e.cfg.Pool, fanOutBatch, now, e.kinds.replaces)
 		total += r.Events
 		e.fannedOut(r)
+		if err == nil && r.Rows > 0 && each != nil {
+			each()
+		}
 		if err != nil || r.Events < fanOutBatch {
 			return total, err
+		}
+	}
+}
+
+// fanOuter is the service that fans out the events a claim cycle's own
+// fan-out left (more than fanOutInline were waiting): a backlog of events
+// becomes rows beside the claims that deliver the rows already there,
+// instead of before them.
+type fanOuter struct {
+	e    *Engine
+	wake chan struct{}
+}
+
+func newFanOuter(e *Engine) *fanOuter { return &fanOuter{e: e, wake: make(chan struct{}, 1)} }
+
+func (f *fanOuter) String() string { return "fan-out" }
+
+// poke wakes the service without blocking.
+func (f *fanOuter) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Serve fans out, each time it is poked, every event waiting, and wakes
+// the claimer as each batch commits.
+func (f *fanOuter) Serve(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-f.wake:
+		}
+		if _, err := f.e.fanOut(ctx, f.e.claimer.poke); err != nil && ctx.Err() == nil {
+			f.e.log.Error("error fanning out events", "error", err)
 		}
 	}
 }

@@ -37,6 +37,7 @@ type Engine struct {
 
 	actors   *actors.Supervisor
 	claimer  *claimer
+	fanOuter *fanOuter
 	reserver *reserver
 	recorder *recorder
 	handed   *handedRows
@@ -120,6 +121,7 @@ func New(cfg Config) (*Engine, error) {
 	e.core = e.newCore()
 	e.actorsGone = make(chan struct{})
 	e.claimer = newClaimer(e)
+	e.fanOuter = newFanOuter(e)
 	e.reserver = newReserver(e)
 	e.recorder = newRecorder(e)
 	e.handed = newHandedRows()
@@ -232,6 +234,7 @@ func (e *Engine) run(ctx context.Context) error {
 	root.Add(e.reserver)
 	root.Add(e.recorder)
 	root.Add(e.claimer)
+	root.Add(e.fanOuter)
 	root.Add(&listener{e: e})
 	root.Add(&janitor{e: e})
 	root.Add(&heartbeat{e: e})

@@ -178,3 +178,22 @@ func (e *Engine) ReserveGroupForTest(ctx context.Context, rows []store.OutboxRow
 	}
 	return out, nil
 }
+
+// FanOutInlineForTest is how many events a claim pass fans out in its own
+// round trip (fanOutInline).
+const FanOutInlineForTest = fanOutInline
+
+// ServeFanOutForTest runs the fan-out service until ctx ends, as the
+// engine's tree does.
+func (e *Engine) ServeFanOutForTest(ctx context.Context) error { return e.fanOuter.Serve(ctx) }
+
+// ClaimerWokenForTest reports whether a wake is waiting for the claimer,
+// and takes it.
+func (e *Engine) ClaimerWokenForTest() bool {
+	select {
+	case <-e.claimer.wake:
+		return true
+	default:
+		return false
+	}
+}
