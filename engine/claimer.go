@@ -59,13 +59,25 @@ type claimer struct {
 	expiredAt time.Time
 	// expiredSearches counts the claims that looked for them (tests).
 	expiredSearches atomic.Int64
+	// events says that committed events may be waiting to be fanned out:
+	// set at the start, by a notification (pokeEvents), by the poll and
+	// by the sweep after a burst of notifications. A pass fans out events
+	// only then; woken because rows fell due, an actor took a row or the
+	// fan-out service committed rows, it claims without the fan-out's
+	// statement, which costs about a millisecond to plan and run when it
+	// finds nothing (docs/BENCHMARKS.md, session 19).
+	events atomic.Bool
 }
 
 // expiredEvery is how often the claimer looks for rows whose claim expired
 // (their instance died): far below any claim's lifetime (15 s at least).
 const expiredEvery = time.Second
 
-func newClaimer(e *Engine) *claimer { return &claimer{e: e, wake: make(chan struct{}, 1)} }
+func newClaimer(e *Engine) *claimer {
+	c := &claimer{e: e, wake: make(chan struct{}, 1)}
+	c.events.Store(true)
+	return c
+}
 
 func (c *claimer) String() string { return "claimer" }
 
@@ -75,6 +87,12 @@ func (c *claimer) poke() {
 	case c.wake <- struct{}{}:
 	default:
 	}
+}
+
+// pokeEvents wakes the claimer to fan out committed events, and claim.
+func (c *claimer) pokeEvents() {
+	c.events.Store(true)
+	c.poke()
 }
 
 // Serve claims until ctx ends.
@@ -106,12 +124,16 @@ func (c *claimer) Serve(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-c.wake:
-			if d := c.e.cfg.NotifyDebounce; d > 0 && sweep == nil {
+			if d := c.e.cfg.NotifyDebounce; d > 0 && c.events.Load() {
+				// A notification: look again once the emits it did not
+				// hear of (debounced) have had their window.
 				sweep = time.After(d + 5*time.Millisecond)
 			}
 		case <-sweep:
 			sweep = nil
+			c.events.Store(true)
 		case <-poll.C:
+			c.events.Store(true)
 		case <-due:
 		case <-room:
 		}
@@ -135,8 +157,10 @@ func claimContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 }
 
-// cycle fans out committed events, claims what is due and there is room for, wakes the actors of sinks
-// whose held rows have a token again, and says when to look next. claimed,
+// cycle fans out committed events (at most fanOutInline, leaving the rest
+// to the fan-out service), claims what is due and there is room for,
+// wakes the actors of sinks whose held rows have a token again, and says
+// when to look next. claimed,
 // when not nil, is told of each row claimed. A cycle whose first claim
 // takes all there was room for, as most do, is one round trip: the held
 // sinks and the next wake are read in the claim's batch, after it.
@@ -146,7 +170,10 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	fannedOut := false
+	first := true
+	// events: committed events may be waiting (claimer.events), for the
+	// cycle's first claim to fan out.
+	events := c.events.Swap(false)
 	// wake is what the cycle's first claim read after it, in its round
 	// trip (held sinks due, next wake); valid while nothing was written
 	// since: a further claim, a fan-out or a row given back reads it again.
@@ -180,15 +207,22 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 			rows       []store.OutboxRow
 			moreEvents bool
 		)
-		if !fannedOut {
-			// The first claim of a cycle fans out the committed events in
-			// the same round trip and commit.
+		if first {
+			// The first claim of a cycle fans out committed events, when
+			// some may be waiting, in the same round trip and commit: at
+			// most fanOutInline, so that a backlog of events does not
+			// hold up the claim.
+			inline := 0
+			if events {
+				inline = fanOutInline
+			}
 			var fr store.FanOutResult
 			cctx, cancel := claimContext(ctx)
-			fr, rows, wake, err = store.FanOutClaimAndWake(cctx, e.cfg.Pool, fanOutInline, p, claimBatch)
+			fr, rows, wake, err = store.FanOutClaimAndWake(cctx, e.cfg.Pool, inline, p, claimBatch)
 			cancel()
 			e.fannedOut(fr)
-			fannedOut, moreEvents, wakeValid = true, fr.Events == fanOutInline, true
+			first, moreEvents, wakeValid = false, events && fr.Events == fanOutInline, true
+			events = false
 		} else {
 			cctx, cancel := claimContext(ctx)
 			rows, err = store.ClaimDue(cctx, e.cfg.Pool, p)
@@ -257,7 +291,7 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 			break
 		}
 	}
-	if !fannedOut {
+	if events {
 		// No room to claim: the events wait no longer for it.
 		e.fanOuter.poke()
 	}
@@ -290,9 +324,9 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 	return wake.Next, full, nil
 }
 
-// claimOnce runs one pass of the claimer, as Serve's claimer does on each
-// wake (fan out, claim what is due on the database's clock and there is
-// room for, hand it to the actors), at once and on the caller's goroutine,
+// claimOnce runs one pass of the claimer, as Serve's claimer does when a
+// notification or its poll wakes it (fan out, claim what is due on the
+// database's clock and there is room for, hand it to the actors), at once and on the caller's goroutine,
 // and returns the ids of the rows it claimed, whether it also looked
 // for rows whose claim expired, and whether Serve would wait for room
 // after it (the cycle's full): a test asserts that a row is not claimed at
@@ -305,6 +339,7 @@ func (e *Engine) claimOnce(ctx context.Context) (rows []int64, searchedExpired, 
 	c.passing.Lock()
 	defer c.passing.Unlock()
 	before := c.expiredSearches.Load()
+	c.events.Store(true)
 	_, waitsForRoom, err = c.cycle(ctx, func(r store.OutboxRow) { rows = append(rows, r.ID) })
 	return rows, c.expiredSearches.Load() > before, waitsForRoom, err
 }
@@ -328,7 +363,7 @@ func (l *listener) Serve(ctx context.Context) error {
 	if _, err := pc.Exec(ctx, "LISTEN "+pgx.Identifier{notifyChannel}.Sanitize()); err != nil {
 		return fmt.Errorf("error listening: %w", err)
 	}
-	l.e.claimer.poke() // rows may have arrived before we listened
+	l.e.claimer.pokeEvents() // events may have arrived before we listened
 	for {
 		if _, err := pc.WaitForNotification(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -336,6 +371,6 @@ func (l *listener) Serve(ctx context.Context) error {
 			}
 			return fmt.Errorf("error waiting for notifications: %w", err)
 		}
-		l.e.claimer.poke()
+		l.e.claimer.pokeEvents()
 	}
 }

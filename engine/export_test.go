@@ -197,3 +197,15 @@ func (e *Engine) ClaimerWokenForTest() bool {
 		return false
 	}
 }
+
+// ClaimPassAfterRowsForTest runs one pass of the claimer as Serve's runs
+// it when rows fell due, an actor took a row or the fan-out service
+// committed rows: not told that events may be waiting.
+func (e *Engine) ClaimPassAfterRowsForTest(ctx context.Context) ([]int64, error) {
+	c := e.claimer
+	c.passing.Lock()
+	defer c.passing.Unlock()
+	var rows []int64
+	_, _, err := c.cycle(ctx, func(r store.OutboxRow) { rows = append(rows, r.ID) })
+	return rows, err
+}

@@ -95,3 +95,122 @@ func TestTheFanOutServiceFansOutWhatAPassLeftAndWakesTheClaimer(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A pass woken because rows fell due, an actor took a row or the fan-out
+// service committed rows claims without fanning out: only a notification,
+// the poll or the sweep after notifications tells the claimer that events
+// may be waiting. In a drain, passes of the first kind are most of them,
+// and each fan-out statement that found nothing cost about a millisecond
+// to plan and run (docs/BENCHMARKS.md, session 19).
+func TestAPassAfterRowsDoesNotFanOut(t *testing.T) {
+	t.Parallel()
+	w := hosttest.NewWorld(t)
+	eng := w.Engine() // not serving: the test runs the passes
+	base := newServer(t, newGate(http.StatusOK).ServeHTTP)
+	_, p, scope := w.Human()
+	w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: base, Secret: "gtfya.rows",
+		Events: []notifytype.EventType{host.EventRuleNotify}})
+	emit := func(subject string) {
+		require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
+			return eng.Emit(w.Ctx, tx, ruleNotify(scope, 1, subject))
+		}))
+	}
+	emit("forge#1")
+	pass, err := testhooks.ClaimOnce(w.Ctx, eng) // as on a notification
+	require.NoError(t, err)
+	require.Len(t, pass.Rows, 1)
+
+	emit("forge#2")
+	rows, err := eng.ClaimPassAfterRowsForTest(w.Ctx)
+	require.NoError(t, err)
+	require.Empty(t, rows)
+	var left int
+	require.NoError(t, w.Pool.QueryRow(w.Ctx, `SELECT count(*) FROM switchboard.outbox_events`).Scan(&left))
+	require.Equal(t, 1, left, "the pass did not fan out")
+
+	pass, err = testhooks.ClaimOnce(w.Ctx, eng)
+	require.NoError(t, err)
+	require.Len(t, pass.Rows, 1, "a pass on a notification fans it out and claims its row")
+}
+
+// An event whose emit sent no notification (debounced: within
+// NotifyDebounce of the one before) is fanned out by the claimer's poll.
+// Here the window is an hour, so only the poll can find the second event.
+func TestAnEventEmittedWithoutANotificationIsFannedOutAtThePoll(t *testing.T) {
+	t.Parallel()
+	w := hosttest.NewWorld(t)
+	setup := w.Engine()
+	g := newGate(http.StatusOK)
+	g.release()
+	base := newServer(t, g.ServeHTTP)
+	_, p, scope := w.Human()
+	w.Sink(setup, p, scope, enginetest.SinkOpts{BaseURL: base, Secret: "gtfya.poll",
+		Events: []notifytype.EventType{host.EventRuleNotify}})
+	eng := w.Serve(func(c *engine.Config) { c.NotifyDebounce = time.Hour })
+	// The first emit notifies; the second, once the first is delivered,
+	// falls in its window and does not.
+	for _, subject := range []string{"forge#1", "forge#2"} {
+		require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
+			return eng.Emit(w.Ctx, tx, ruleNotify(scope, 1, subject))
+		}))
+		require.Equal(t, "delivered", w.Wait().State)
+	}
+}
+
+// An event whose emit sent no notification is fanned out by the sweep a
+// notification schedules one window later, well before the poll: here the
+// poll is an hour away and the window two seconds long.
+func TestAnEventEmittedWithoutANotificationIsFannedOutByTheSweep(t *testing.T) {
+	t.Parallel()
+	w := hosttest.NewWorld(t)
+	setup := w.Engine()
+	g := newGate(http.StatusOK)
+	g.release()
+	base := newServer(t, g.ServeHTTP)
+	_, p, scope := w.Human()
+	w.Sink(setup, p, scope, enginetest.SinkOpts{BaseURL: base, Secret: "gtfya.sweep",
+		Events: []notifytype.EventType{host.EventRuleNotify}})
+	eng := w.Serve(func(c *engine.Config) {
+		c.NotifyDebounce = 2 * time.Second
+		c.PollInterval = time.Hour
+	})
+	// The first emit notifies; the second, once the first is delivered,
+	// falls in its window and does not.
+	for _, subject := range []string{"forge#1", "forge#2"} {
+		require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
+			return eng.Emit(w.Ctx, tx, ruleNotify(scope, 1, subject))
+		}))
+		require.Equal(t, "delivered", w.Wait().State)
+	}
+}
+
+// An emit's notification tells the claimer that events wait: with no poll
+// and no sweep to find them, each event is fanned out and delivered on
+// its notification alone.
+func TestAnEventIsFannedOutOnItsNotification(t *testing.T) {
+	t.Parallel()
+	w := hosttest.NewWorld(t)
+	setup := w.Engine()
+	g := newGate(http.StatusOK)
+	g.release()
+	base := newServer(t, g.ServeHTTP)
+	_, p, scope := w.Human()
+	w.Sink(setup, p, scope, enginetest.SinkOpts{BaseURL: base, Secret: "gtfya.notify",
+		Events: []notifytype.EventType{host.EventRuleNotify}})
+	eng := w.Serve(func(c *engine.Config) {
+		c.NotifyDebounce = -1 // every emit notifies; no sweep
+		c.PollInterval = time.Hour
+	})
+	waitFor(t, w, "the engine listens", `
+		SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+		               WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %')`)
+	// The first event may be found by the pass the listener asks for once
+	// it listens; the second, emitted after the first was delivered, only
+	// by its notification.
+	for _, subject := range []string{"forge#1", "forge#2"} {
+		require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
+			return eng.Emit(w.Ctx, tx, ruleNotify(scope, 1, subject))
+		}))
+		require.Equal(t, "delivered", w.Wait().State)
+	}
+}

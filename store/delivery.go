@@ -429,7 +429,8 @@ type Wake struct {
 // FanOutClaimAndWake is FanOutAndClaim followed, in the same round trip
 // and implicit transaction, by HeldDueSinks (at most heldLimit, due at
 // p.Now) and NextWake, read after the claim: a claimer's whole cycle in
-// one round trip when one claim takes every row there was room for.
+// one round trip when one claim takes every row there was room for. A
+// fanOutLimit of 0 fans out nothing (no statement is sent for it).
 func FanOutClaimAndWake(ctx context.Context, db BatchSender, fanOutLimit int, p ClaimParams, heldLimit int) (FanOutResult, []OutboxRow, Wake, error) {
 	return fanOutAndClaim(ctx, db, fanOutLimit, p, heldLimit)
 }
@@ -443,7 +444,9 @@ func fanOutAndClaim(ctx context.Context, db BatchSender, fanOutLimit int, p Clai
 		w    Wake
 	)
 	b := &pgx.Batch{}
-	queueFanOut(b, fanOutLimit, p.Now, p.Replaces, &fr)
+	if fanOutLimit > 0 {
+		queueFanOut(b, fanOutLimit, p.Now, p.Replaces, &fr)
+	}
 	queueClaimDue(b, p, &rows)
 	if heldLimit > 0 {
 		queueHeldDueSinks(b, p.Now, heldLimit, &w.HeldSinks)
