@@ -46,7 +46,8 @@
 // profiled (-cpuprofile) and its statements counted on its pool (pgx
 // tracer: statements sent alone and in batches, and round trips) with the
 // transactions committed (pg_stat_database). Each engine round says when
-// the first message arrived after the engines were started. -short runs a
+// the first message arrived after the engines were started, and when a
+// quarter, half and three quarters of the backlog had. -short runs a
 // small version for CI.
 package main
 
