@@ -138,23 +138,7 @@ func TestAPassAfterRowsDoesNotFanOut(t *testing.T) {
 // Here the window is an hour, so only the poll can find the second event.
 func TestAnEventEmittedWithoutANotificationIsFannedOutAtThePoll(t *testing.T) {
 	t.Parallel()
-	w := hosttest.NewWorld(t)
-	setup := w.Engine()
-	g := newGate(http.StatusOK)
-	g.release()
-	base := newServer(t, g.ServeHTTP)
-	_, p, scope := w.Human()
-	w.Sink(setup, p, scope, enginetest.SinkOpts{BaseURL: base, Secret: "gtfya.poll",
-		Events: []notifytype.EventType{host.EventRuleNotify}})
-	eng := w.Serve(func(c *engine.Config) { c.NotifyDebounce = time.Hour })
-	// The first emit notifies; the second, once the first is delivered,
-	// falls in its window and does not.
-	for _, subject := range []string{"forge#1", "forge#2"} {
-		require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
-			return eng.Emit(w.Ctx, tx, ruleNotify(scope, 1, subject))
-		}))
-		require.Equal(t, "delivered", w.Wait().State)
-	}
+	deliverTwoEvents(t, false, func(c *engine.Config) { c.NotifyDebounce = time.Hour })
 }
 
 // An event whose emit sent no notification is fanned out by the sweep a
@@ -162,55 +146,49 @@ func TestAnEventEmittedWithoutANotificationIsFannedOutAtThePoll(t *testing.T) {
 // poll is an hour away and the window two seconds long.
 func TestAnEventEmittedWithoutANotificationIsFannedOutByTheSweep(t *testing.T) {
 	t.Parallel()
-	w := hosttest.NewWorld(t)
-	setup := w.Engine()
-	g := newGate(http.StatusOK)
-	g.release()
-	base := newServer(t, g.ServeHTTP)
-	_, p, scope := w.Human()
-	w.Sink(setup, p, scope, enginetest.SinkOpts{BaseURL: base, Secret: "gtfya.sweep",
-		Events: []notifytype.EventType{host.EventRuleNotify}})
-	eng := w.Serve(func(c *engine.Config) {
+	deliverTwoEvents(t, false, func(c *engine.Config) {
 		c.NotifyDebounce = 2 * time.Second
 		c.PollInterval = time.Hour
 	})
-	// The first emit notifies; the second, once the first is delivered,
-	// falls in its window and does not.
-	for _, subject := range []string{"forge#1", "forge#2"} {
-		require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
-			return eng.Emit(w.Ctx, tx, ruleNotify(scope, 1, subject))
-		}))
-		require.Equal(t, "delivered", w.Wait().State)
-	}
 }
 
 // An emit's notification tells the claimer that events wait: with no poll
 // and no sweep to find them, each event is fanned out and delivered on
-// its notification alone.
+// its notification alone. The first event may be found by the pass the
+// listener asks for once it listens; the second, emitted after the first
+// was delivered, only by its notification.
 func TestAnEventIsFannedOutOnItsNotification(t *testing.T) {
 	t.Parallel()
+	deliverTwoEvents(t, true, func(c *engine.Config) {
+		c.NotifyDebounce = -1 // every emit notifies; no sweep
+		c.PollInterval = time.Hour
+	})
+}
+
+// deliverTwoEvents serves an engine configured by configure, once it
+// listens when listening is set, and emits two events, the second once the
+// first was delivered (so that, with a debounce window, the second sends
+// no notification): both must be delivered.
+func deliverTwoEvents(t *testing.T, listening bool, configure func(*engine.Config)) {
+	t.Helper()
 	w := hosttest.NewWorld(t)
 	setup := w.Engine()
 	g := newGate(http.StatusOK)
 	g.release()
 	base := newServer(t, g.ServeHTTP)
 	_, p, scope := w.Human()
-	w.Sink(setup, p, scope, enginetest.SinkOpts{BaseURL: base, Secret: "gtfya.notify",
+	w.Sink(setup, p, scope, enginetest.SinkOpts{BaseURL: base, Secret: "gtfya.two",
 		Events: []notifytype.EventType{host.EventRuleNotify}})
-	eng := w.Serve(func(c *engine.Config) {
-		c.NotifyDebounce = -1 // every emit notifies; no sweep
-		c.PollInterval = time.Hour
-	})
-	waitFor(t, w, "the engine listens", `
-		SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-		               WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %')`)
-	// The first event may be found by the pass the listener asks for once
-	// it listens; the second, emitted after the first was delivered, only
-	// by its notification.
+	eng := w.Serve(configure)
+	if listening {
+		waitFor(t, w, "the engine listens", `
+			SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			               WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %')`)
+	}
 	for _, subject := range []string{"forge#1", "forge#2"} {
 		require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
 			return eng.Emit(w.Ctx, tx, ruleNotify(scope, 1, subject))
 		}))
-		require.Equal(t, "delivered", w.Wait().State)
+		require.Equal(t, "delivered", w.Wait().State, subject)
 	}
 }
