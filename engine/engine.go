@@ -135,6 +135,7 @@ func (e *Engine) Config() Config { return e.cfg }
 // Start checks that the engine's tables are migrated (enginemigrate.Up)
 // and starts delivering in the background: the claimer feeds due rows to
 // one actor per sink, a listener wakes the claimer when Emit commits, a
+// fan-out service fans out the backlogs of events a claim pass leaves, a
 // janitor removes what is past retention, and the services of the
 // engine's feature packages run (engine/digests's scheduler, when the
 // product uses digests). ctx bounds the start only; the engine runs until Stop. An
