@@ -160,10 +160,10 @@ func claimContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // cycle fans out committed events (at most fanOutInline, leaving the rest
 // to the fan-out service), claims what is due and there is room for,
 // wakes the actors of sinks whose held rows have a token again, and says
-// when to look next. claimed,
-// when not nil, is told of each row claimed. A cycle whose first claim
-// takes all there was room for, as most do, is one round trip: the held
-// sinks and the next wake are read in the claim's batch, after it.
+// when to look next. claimed, when not nil, is told of each row claimed.
+// A cycle whose first claim takes all there was room for, as most do, is
+// one round trip: the held sinks and the next wake are read in the
+// claim's batch, after it.
 func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (next time.Time, full bool, err error) {
 	e := c.e
 	now, err := e.now(ctx)
@@ -220,6 +220,10 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 			cctx, cancel := claimContext(ctx)
 			fr, rows, wake, err = store.FanOutClaimAndWake(cctx, e.cfg.Pool, inline, p, claimBatch)
 			cancel()
+			if err != nil && events {
+				// Nothing was fanned out: the next pass tries again.
+				c.events.Store(true)
+			}
 			e.fannedOut(fr)
 			first, moreEvents, wakeValid = false, events && fr.Events == fanOutInline, true
 			events = false
@@ -326,12 +330,13 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 
 // claimOnce runs one pass of the claimer, as Serve's claimer does when a
 // notification or its poll wakes it (fan out, claim what is due on the
-// database's clock and there is room for, hand it to the actors), at once and on the caller's goroutine,
-// and returns the ids of the rows it claimed, whether it also looked
-// for rows whose claim expired, and whether Serve would wait for room
-// after it (the cycle's full): a test asserts that a row is not claimed at
-// a given instant by a condition that can fail, instead of waiting some
-// wall time for an attempt that should never come (testhooks.ClaimOnce).
+// database's clock and there is room for, hand it to the actors), at once
+// and on the caller's goroutine, and returns the ids of the rows it
+// claimed, whether it also looked for rows whose claim expired, and
+// whether Serve would wait for room after it (the cycle's full): a test
+// asserts that a row is not claimed at a given instant by a condition
+// that can fail, instead of waiting some wall time for an attempt that
+// should never come (testhooks.ClaimOnce).
 // The engine need not be serving; if it is, the pass takes turns with the
 // serving claimer's. Production never calls it.
 func (e *Engine) claimOnce(ctx context.Context) (rows []int64, searchedExpired, waitsForRoom bool, err error) {
