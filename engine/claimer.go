@@ -81,13 +81,17 @@ func newClaimer(e *Engine) *claimer {
 
 func (c *claimer) String() string { return "claimer" }
 
-// poke wakes the claimer without blocking.
-func (c *claimer) poke() {
+// wakeUp sends on ch, which has room for one wake, without blocking: a
+// wake already pending covers this one.
+func wakeUp(ch chan struct{}) {
 	select {
-	case c.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
+
+// poke wakes the claimer without blocking.
+func (c *claimer) poke() { wakeUp(c.wake) }
 
 // pokeEvents wakes the claimer to fan out committed events, and claim.
 func (c *claimer) pokeEvents() {
@@ -340,11 +344,19 @@ func (c *claimer) cycle(ctx context.Context, claimed func(store.OutboxRow)) (nex
 // The engine need not be serving; if it is, the pass takes turns with the
 // serving claimer's. Production never calls it.
 func (e *Engine) claimOnce(ctx context.Context) (rows []int64, searchedExpired, waitsForRoom bool, err error) {
-	c := e.claimer
+	return e.claimer.pass(ctx, true)
+}
+
+// pass is claimOnce, told that events may be waiting when events is set
+// (as a notification or the poll tells Serve's claimer), and not told
+// otherwise (as after an actor's take).
+func (c *claimer) pass(ctx context.Context, events bool) (rows []int64, searchedExpired, waitsForRoom bool, err error) {
 	c.passing.Lock()
 	defer c.passing.Unlock()
 	before := c.expiredSearches.Load()
-	c.events.Store(true)
+	if events {
+		c.events.Store(true)
+	}
 	_, waitsForRoom, err = c.cycle(ctx, func(r store.OutboxRow) { rows = append(rows, r.ID) })
 	return rows, c.expiredSearches.Load() > before, waitsForRoom, err
 }

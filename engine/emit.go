@@ -140,12 +140,7 @@ func newFanOuter(e *Engine) *fanOuter { return &fanOuter{e: e, wake: make(chan s
 func (f *fanOuter) String() string { return "fan-out" }
 
 // poke wakes the service without blocking.
-func (f *fanOuter) poke() {
-	select {
-	case f.wake <- struct{}{}:
-	default:
-	}
-}
+func (f *fanOuter) poke() { wakeUp(f.wake) }
 
 // Serve fans out, each time it is poked, every event waiting, and wakes
 // the claimer as each batch commits.

@@ -202,10 +202,6 @@ func (e *Engine) ClaimerWokenForTest() bool {
 // it when rows fell due, an actor took a row or the fan-out service
 // committed rows: not told that events may be waiting.
 func (e *Engine) ClaimPassAfterRowsForTest(ctx context.Context) ([]int64, error) {
-	c := e.claimer
-	c.passing.Lock()
-	defer c.passing.Unlock()
-	var rows []int64
-	_, _, err := c.cycle(ctx, func(r store.OutboxRow) { rows = append(rows, r.ID) })
+	rows, _, _, err := e.claimer.pass(ctx, false)
 	return rows, err
 }

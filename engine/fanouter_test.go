@@ -28,21 +28,9 @@ import (
 // (docs/BENCHMARKS.md, session 19).
 func TestAClaimPassLeavesABacklogOfEventsToTheFanOutService(t *testing.T) {
 	t.Parallel()
-	w := hosttest.NewWorld(t)
-	eng := w.Engine() // not serving: the pass below is the only fan-out
-	base := newServer(t, newGate(http.StatusOK).ServeHTTP)
-	_, p, scope := w.Human()
-	w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: base, Secret: "gtfya.backlog",
-		Events: []notifytype.EventType{host.EventRuleNotify}})
+	w, eng, scope := engineWithRuleSink(t) // not serving: the pass below is the only fan-out
 	const events = engine.FanOutInlineForTest + 50
-	require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
-		for i := range events {
-			if err := eng.Emit(w.Ctx, tx, ruleNotify(scope, 1, fmt.Sprintf("forge#%d", i))); err != nil {
-				return err
-			}
-		}
-		return nil
-	}))
+	emitRuleEvents(t, w, eng, scope, "forge", events)
 
 	pass, err := testhooks.ClaimOnce(w.Ctx, eng)
 	require.NoError(t, err)
@@ -60,21 +48,9 @@ func TestAClaimPassLeavesABacklogOfEventsToTheFanOutService(t *testing.T) {
 // itself wakes the service.
 func TestTheFanOutServiceFansOutWhatAPassLeftAndWakesTheClaimer(t *testing.T) {
 	t.Parallel()
-	w := hosttest.NewWorld(t)
-	eng := w.Engine() // not serving: the test runs the pass and the service
-	base := newServer(t, newGate(http.StatusOK).ServeHTTP)
-	_, p, scope := w.Human()
-	w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: base, Secret: "gtfya.backlog",
-		Events: []notifytype.EventType{host.EventRuleNotify}})
+	w, eng, scope := engineWithRuleSink(t) // not serving: the test runs the pass and the service
 	const events = engine.FanOutInlineForTest + 50
-	require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
-		for i := range events {
-			if err := eng.Emit(w.Ctx, tx, ruleNotify(scope, 1, fmt.Sprintf("forge#%d", i))); err != nil {
-				return err
-			}
-		}
-		return nil
-	}))
+	emitRuleEvents(t, w, eng, scope, "forge", events)
 	pass, err := testhooks.ClaimOnce(w.Ctx, eng)
 	require.NoError(t, err)
 	require.False(t, eng.ClaimerWokenForTest(), "nothing has woken the claimer yet")
@@ -104,23 +80,13 @@ func TestTheFanOutServiceFansOutWhatAPassLeftAndWakesTheClaimer(t *testing.T) {
 // to plan and run (docs/BENCHMARKS.md, session 19).
 func TestAPassAfterRowsDoesNotFanOut(t *testing.T) {
 	t.Parallel()
-	w := hosttest.NewWorld(t)
-	eng := w.Engine() // not serving: the test runs the passes
-	base := newServer(t, newGate(http.StatusOK).ServeHTTP)
-	_, p, scope := w.Human()
-	w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: base, Secret: "gtfya.rows",
-		Events: []notifytype.EventType{host.EventRuleNotify}})
-	emit := func(subject string) {
-		require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
-			return eng.Emit(w.Ctx, tx, ruleNotify(scope, 1, subject))
-		}))
-	}
-	emit("forge#1")
+	w, eng, scope := engineWithRuleSink(t) // not serving: the test runs the passes
+	emitRuleEvents(t, w, eng, scope, "first", 1)
 	pass, err := testhooks.ClaimOnce(w.Ctx, eng) // as on a notification
 	require.NoError(t, err)
 	require.Len(t, pass.Rows, 1)
 
-	emit("forge#2")
+	emitRuleEvents(t, w, eng, scope, "second", 1)
 	rows, err := eng.ClaimPassAfterRowsForTest(w.Ctx)
 	require.NoError(t, err)
 	require.Empty(t, rows)
@@ -191,4 +157,32 @@ func deliverTwoEvents(t *testing.T, listening bool, configure func(*engine.Confi
 		}))
 		require.Equal(t, "delivered", w.Wait().State, subject)
 	}
+}
+
+// engineWithRuleSink is a world and an engine, not serving, whose owner
+// scope has one sink subscribed to rule.notify; its endpoint holds every
+// request (it is never sent to here).
+func engineWithRuleSink(t *testing.T) (*hosttest.World, *engine.Engine, notifytype.OwnerScope) {
+	t.Helper()
+	w := hosttest.NewWorld(t)
+	eng := w.Engine()
+	base := newServer(t, newGate(http.StatusOK).ServeHTTP)
+	_, p, scope := w.Human()
+	w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: base, Secret: "gtfya.rules",
+		Events: []notifytype.EventType{host.EventRuleNotify}})
+	return w, eng, scope
+}
+
+// emitRuleEvents emits n rule.notify events of scope, each of its own
+// subject (prefix#i), in one transaction.
+func emitRuleEvents(t *testing.T, w *hosttest.World, eng *engine.Engine, scope notifytype.OwnerScope, prefix string, n int) {
+	t.Helper()
+	require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
+		for i := range n {
+			if err := eng.Emit(w.Ctx, tx, ruleNotify(scope, 1, fmt.Sprintf("%s#%d", prefix, i))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
 }

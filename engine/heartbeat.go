@@ -116,12 +116,7 @@ func (b *beats) beaten() {
 }
 
 // ask wakes the heartbeat to beat now, without blocking.
-func (b *beats) ask() {
-	select {
-	case b.poke <- struct{}{}:
-	default:
-	}
-}
+func (b *beats) ask() { wakeUp(b.poke) }
 
 // Heartbeat defaults.
 const (
