@@ -38,14 +38,18 @@
 // the machine's busy CPU (/proc/stat: every process, other tenants' too)
 // and its own (this process's CPU, the contender's and the stand-in's, plus
 // the CPU of the PostgreSQL backends serving the database: rig.CPUMeter),
-// which another tenant of a shared machine does not change.
+// which another tenant of a shared machine does not change; and how many
+// of the machine's cores it kept busy (rate × machine CPU a delivery),
+// which the machine's own speed moves less than it moves the rate.
 //
 // The measurements run interleaved in rounds (order reversed every other
 // round); figures are medians over rounds and ratios medians of per-round
 // ratios. An engine_1 drain before the rounds, not counted in them, is
 // profiled (-cpuprofile) and its statements counted on its pool (pgx
 // tracer: statements sent alone and in batches, and round trips) with the
-// transactions committed (pg_stat_database). Each engine round says when
+// transactions committed (pg_stat_database); with -pgss, the server's
+// planning and execution time of each of its statements
+// (pg_stat_statements, in the bench's database). Each engine round says when
 // the first message arrived after the engines were started, and when a
 // quarter, half and three quarters of the backlog had. -short runs a
 // small version for CI.
@@ -94,6 +98,7 @@ var (
 	cpuprofile   = flag.String("cpuprofile", "", "write a CPU profile of the traced engine_1 drain (before the rounds) to this file")
 	cprofile     = flag.String("cprofile", "", "write a CPU profile of the first budgeted loop (c) drain to this file, to set beside -cpuprofile")
 	memprofile   = flag.String("memprofile", "", "write the allocations of the process to this file before the traced engine_1 drain (suffix .base) and after it: go tool pprof -base F.base F")
+	pgssFlag     = flag.Bool("pgss", false, "print the server's time of the traced engine_1 drain's statements from pg_stat_statements, planning apart (the server must load the extension, shared_preload_libraries; planning is counted with pg_stat_statements.track_planning on)")
 	keep         = flag.Bool("keep", false, "keep the database at the end")
 	baselines    = flag.Bool("baselines", true, "run the hand loops and River beside the engine (false: the engine alone, for a quick look while changing it)")
 )
@@ -154,6 +159,8 @@ type world struct {
 	commitsPerDelivery float64
 	roundTrips         int64
 	batches            []rig.Stat
+	pgss               []pgssStat
+	pgssPlanning       bool
 }
 
 func run(ctx context.Context) (err error) {
@@ -269,8 +276,8 @@ func run(ctx context.Context) (err error) {
 				notOnce = fmt.Errorf("round %d, %s: not exactly once: %d distinct of %d, %d duplicated, %d rows delivered twice, %d sent but not recorded (sent again when their claim expires)",
 					round+1, it.name, o.distinct, o.n, o.duplicated, o.dbDouble, o.unfinished)
 			}
-			fmt.Printf("round %d %-9s %8.0f deliveries/s  %5.0f µs machine CPU, %5.0f own (db %4.0f) each  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)%s%s%s\n",
-				round+1, it.name, o.rate, o.cpuPer, o.ownPer, o.dbPer, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds(),
+			fmt.Printf("round %d %-9s %8.0f deliveries/s  %5.0f µs machine CPU (%.2f cores busy), %5.0f own (db %4.0f) each  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)%s%s%s\n",
+				round+1, it.name, o.rate, o.cpuPer, o.rate*o.cpuPer/1e6, o.ownPer, o.dbPer, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds(),
 				firstText(o.first, o.quarters), splitText(o.split, o.dbSplit), poolsText(o))
 		}
 	}
@@ -292,6 +299,9 @@ func run(ctx context.Context) (err error) {
 	medCPU := func(name string) float64 { return medOf(name, func(o outcome) float64 { return o.cpuPer }) }
 	medOwn := func(name string) float64 { return medOf(name, func(o outcome) float64 { return o.ownPer }) }
 	medDB := func(name string) float64 { return medOf(name, func(o outcome) float64 { return o.dbPer }) }
+	medBusy := func(name string) float64 {
+		return medOf(name, func(o outcome) float64 { return o.rate * o.cpuPer / 1e6 })
+	}
 	ratio := func(a, b string) float64 {
 		var xs []float64
 		for i := range min(len(res[a]), len(res[b])) {
@@ -301,9 +311,10 @@ func run(ctx context.Context) (err error) {
 	}
 	verdict := func(ok bool) string { return map[bool]string{true: "PASS", false: "MISS"}[ok] }
 	fmt.Printf("\n== Drain of %d deliveries across %d sinks (median of %d rounds; ratios: median of per-round ratios)\n", *backlog, f.Sinks, *rounds)
-	fmt.Printf("(ratio: engine_1 / the baseline, per round; µs of CPU per delivery: the machine's, and own = process + database backends)\n")
-	fmt.Printf("%-13s %14s %10s %12s %8s %10s %10s %8s\n", "", "deliveries/s", "ratio", "target", "verdict", "machine µs", "own µs", "db µs")
-	fmt.Printf("%-13s %14.0f %42.0f %10.0f %8.0f\n", "engine_1", med("engine_1"), medCPU("engine_1"), medOwn("engine_1"), medDB("engine_1"))
+	fmt.Printf("(ratio: engine_1 / the baseline, per round; µs of CPU per delivery: the machine's, and own = process + database backends;\n")
+	fmt.Printf(" cores busy: rate × machine µs, how much of the machine a drain kept at work, which its own speed moves less than the rate)\n")
+	fmt.Printf("%-13s %14s %10s %12s %8s %10s %10s %8s %7s\n", "", "deliveries/s", "ratio", "target", "verdict", "machine µs", "own µs", "db µs", "cores")
+	fmt.Printf("%-13s %14.0f %42.0f %10.0f %8.0f %7.2f\n", "engine_1", med("engine_1"), medCPU("engine_1"), medOwn("engine_1"), medDB("engine_1"), medBusy("engine_1"))
 	if *baselines {
 		for _, b := range []struct {
 			name, label, target string
@@ -313,7 +324,7 @@ func run(ctx context.Context) (err error) {
 			if b.min > 0 {
 				v = verdict(rb >= b.min)
 			}
-			fmt.Printf("%-13s %14.0f %9.3fx %12s %8s %10.0f %10.0f %8.0f\n", b.label, med(b.name), rb, b.target, v, medCPU(b.name), medOwn(b.name), medDB(b.name))
+			fmt.Printf("%-13s %14.0f %9.3fx %12s %8s %10.0f %10.0f %8.0f %7.2f\n", b.label, med(b.name), rb, b.target, v, medCPU(b.name), medOwn(b.name), medDB(b.name), medBusy(b.name))
 		}
 	}
 
@@ -355,6 +366,9 @@ func run(ctx context.Context) (err error) {
 			fmt.Printf("%9d %10.4f %10.0f %9.3f  %s\n", s.Calls, float64(s.Calls)/float64(*backlog), rig.Ms(s.Time),
 				rig.Ms(s.Time)/float64(s.Calls), s.SQL)
 		}
+	}
+	if *pgssFlag {
+		printPgss(w.pgss, w.pgssPlanning, *backlog)
 	}
 	return notOnce
 }
@@ -442,6 +456,11 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 		return first
 	}
 	defer func() { _ = stopAll() }()
+	if profile && *pgssFlag {
+		if err := pgssReset(ctx, w.r.Pool); err != nil {
+			return outcome{}, err
+		}
+	}
 	start, cpu0, meter := time.Now(), busyCPU(), w.r.StartCPU(ctx)
 	for i := range k {
 		var pool *pgxpool.Pool
@@ -503,6 +522,11 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 		w.roundTrips, w.batches = tracer.RoundTrips(), tracer.Batches()
 		w.stats = tracer.Stop()
 		w.profiled = true
+		if *pgssFlag {
+			if w.pgss, w.pgssPlanning, err = pgssRead(ctx, w.r.Pool); err != nil {
+				return outcome{}, err
+			}
+		}
 	}
 	var split, dbSplit []int64
 	byName := meter.DBByName()
