@@ -326,6 +326,11 @@ func run(ctx context.Context) (err error) {
 			}
 			fmt.Printf("%-13s %14.0f %9.3fx %12s %8s %10.0f %10.0f %8.0f %7.2f\n", b.label, med(b.name), rb, b.target, v, medCPU(b.name), medOwn(b.name), medDB(b.name), medBusy(b.name))
 		}
+		// The two bars side by side: (c) keeps the engine's promises at
+		// the least cost its loop knows, so where (c) itself runs at less
+		// than 1.5x River, the River bar asks the engine to beat (c).
+		cr := ratio("budgeted", "river")
+		fmt.Printf("(c) / River %.3fx (median of per-round ratios): >= 1.5x River asks the engine for >= %.3fx (c) in this run\n", cr, 1.5/cr)
 	}
 
 	fmt.Printf("\n== Instances on one database, one backlog (aggregate; ratio to engine_1 of the same round)\n")
