@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/switchboard/notify/bench/internal/benchdb"
 	"github.com/switchboard/notify/bench/internal/fleet"
 	"github.com/switchboard/notify/bench/internal/rig"
 	"github.com/switchboard/notify/bench/internal/standin"
@@ -210,10 +211,10 @@ func (s riverSettings) String() string {
 // machine's busy CPU over it (benchdb.BusyCPU); meter is called as the
 // client starts, and what it returns once the last job completed (the
 // pool still open: a rig.CPUMeter's start and stop).
-func riverRun(ctx context.Context, url, base string, js []job, s riverSettings, meter func() (stop func())) (took, cpu time.Duration, err error) {
+func riverRun(ctx context.Context, url, base string, js []job, s riverSettings, meter func() (stop func())) (took time.Duration, cpu benchdb.Machine, err error) {
 	pool, err := baselinePool(ctx, url, s.PoolConns)
 	if err != nil {
-		return 0, 0, err
+		return 0, benchdb.Machine{}, err
 	}
 	defer pool.Close()
 	hc := standin.Client(256)
@@ -228,7 +229,7 @@ func riverRun(ctx context.Context, url, base string, js []job, s riverSettings, 
 		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("error creating River client: %w", err)
+		return 0, benchdb.Machine{}, fmt.Errorf("error creating River client: %w", err)
 	}
 	for i := 0; i < len(js); i += 2000 {
 		params := make([]river.InsertManyParams, 0, 2000)
@@ -236,15 +237,15 @@ func riverRun(ctx context.Context, url, base string, js []job, s riverSettings, 
 			params = append(params, river.InsertManyParams{Args: riverArgs{Key: j.Key, Body: j.Body}})
 		}
 		if _, err := client.InsertManyFast(ctx, params); err != nil {
-			return 0, 0, fmt.Errorf("error inserting River jobs: %w", err)
+			return 0, benchdb.Machine{}, fmt.Errorf("error inserting River jobs: %w", err)
 		}
 	}
 	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: len(js) + 16,
 		Kinds: []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed}})
 	defer cancel()
-	start, cpu0, stopMeter := time.Now(), busyCPU(), meter()
+	start, cpu0, stopMeter := time.Now(), machine(), meter()
 	if err := client.Start(ctx); err != nil {
-		return 0, 0, fmt.Errorf("error starting River: %w", err)
+		return 0, benchdb.Machine{}, fmt.Errorf("error starting River: %w", err)
 	}
 	completed := 0
 	timeout := time.After(*timeoutFlag)
@@ -259,7 +260,7 @@ wait:
 			break wait
 		}
 	}
-	took, cpu = time.Since(start), busyCPU()-cpu0
+	took, cpu = time.Since(start), machine().Sub(cpu0)
 	stopMeter()
 	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer scancel()

@@ -118,15 +118,20 @@ func main() {
 
 // outcome is one measurement.
 type outcome struct {
-	rate       float64 // deliveries/s
-	cpuPer     float64 // the machine's busy CPU per delivery, µs (benchdb.BusyCPU)
-	ownPer     float64 // this process's CPU and the database's backends' per delivery, µs (rig.CPUMeter)
-	dbPer      float64 // of which the backends', µs
-	n          int
-	distinct   int // distinct messages the stand-in received
-	duplicated int // messages received more than once
-	dbDouble   int // outbox rows with more than one delivered record
-	unfinished int // outbox rows sent but not recorded: sent again once their claim expires
+	rate   float64 // deliveries/s
+	cpuPer float64 // the machine's busy CPU per delivery, µs (benchdb.BusyCPU)
+	ownPer float64 // this process's CPU and the database's backends' per delivery, µs (rig.CPUMeter)
+	dbPer  float64 // of which the backends', µs
+	// kernelShare is the share of the machine's busy CPU spent in the
+	// kernel (system calls, context switches, interrupts), and
+	// switchesPer the machine's context switches per delivery
+	// (benchdb.Machine).
+	kernelShare, switchesPer float64
+	n                        int
+	distinct                 int // distinct messages the stand-in received
+	duplicated               int // messages received more than once
+	dbDouble                 int // outbox rows with more than one delivered record
+	unfinished               int // outbox rows sent but not recorded: sent again once their claim expires
 	// first is how long after the engines were started the stand-in
 	// received the first message (the engines' start, and the first
 	// fan-out, claim and reservation).
@@ -276,8 +281,8 @@ func run(ctx context.Context) (err error) {
 				notOnce = fmt.Errorf("round %d, %s: not exactly once: %d distinct of %d, %d duplicated, %d rows delivered twice, %d sent but not recorded (sent again when their claim expires)",
 					round+1, it.name, o.distinct, o.n, o.duplicated, o.dbDouble, o.unfinished)
 			}
-			fmt.Printf("round %d %-9s %8.0f deliveries/s  %5.0f µs machine CPU (%.2f cores busy), %5.0f own (db %4.0f) each  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)%s%s%s\n",
-				round+1, it.name, o.rate, o.cpuPer, o.rate*o.cpuPer/1e6, o.ownPer, o.dbPer, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds(),
+			fmt.Printf("round %d %-9s %8.0f deliveries/s  %5.0f µs machine CPU (%.2f cores busy, %2.0f %% in the kernel, %4.1f context switches), %5.0f own (db %4.0f) each  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)%s%s%s\n",
+				round+1, it.name, o.rate, o.cpuPer, o.rate*o.cpuPer/1e6, 100*o.kernelShare, o.switchesPer, o.ownPer, o.dbPer, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds(),
 				firstText(o.first, o.quarters), splitText(o.split, o.dbSplit), poolsText(o))
 		}
 	}
@@ -439,7 +444,7 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 		}
 	}()
 	if *openPools {
-		t0, c0 := time.Now(), busyCPU()
+		t0, c0 := time.Now(), machine()
 		for i := range k {
 			pool, err := w.r.OpenPool(ctx, int32(*engineConns), tracer, instanceName(i))
 			if err != nil {
@@ -447,7 +452,7 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 			}
 			pools = append(pools, pool)
 		}
-		poolsOpen, poolsCPU = time.Since(t0), busyCPU()-c0
+		poolsOpen, poolsCPU = time.Since(t0), machine().Sub(c0).Busy
 	}
 	var ins []*rig.Instance
 	stopAll := func() error {
@@ -466,7 +471,7 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 			return outcome{}, err
 		}
 	}
-	start, cpu0, meter := time.Now(), busyCPU(), w.r.StartCPU(ctx)
+	start, cpu0, meter := time.Now(), machine(), w.r.StartCPU(ctx)
 	for i := range k {
 		var pool *pgxpool.Pool
 		if pools != nil {
@@ -517,7 +522,7 @@ func (w *world) engineDrain(ctx context.Context, k int) (outcome, error) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	took, cpu := time.Since(start), busyCPU()-cpu0
+	took, cpu := time.Since(start), machine().Sub(cpu0)
 	proc, db := meter.Stop(ctx)
 	if profile {
 		stopProfile()
@@ -591,9 +596,9 @@ func (w *world) handRun(ctx context.Context, n, batch, conc int) (outcome, error
 	if err != nil {
 		return outcome{}, err
 	}
-	start, cpu0, meter := time.Now(), busyCPU(), w.r.StartCPU(ctx)
+	start, cpu0, meter := time.Now(), machine(), w.r.StartCPU(ctx)
 	got, err := hand(ctx, pool, w.r.GS.URL, batch, conc, meter)
-	took, cpu := time.Since(start), busyCPU()-cpu0
+	took, cpu := time.Since(start), machine().Sub(cpu0)
 	proc, db := meter.Stop(ctx)
 	if err != nil {
 		return outcome{}, err
@@ -667,8 +672,12 @@ func instanceName(i int) string { return fmt.Sprintf("bench-%d", i+1) }
 // measured is the outcome of a drain of n deliveries that took took, with
 // the machine's busy CPU cpu and the process's and its backends' own CPU
 // proc and db, and the stand-in's counts.
-func (w *world) measured(n int, took, cpu, proc, db time.Duration) outcome {
-	o := outcome{rate: float64(n) / took.Seconds(), cpuPer: perDelivery(cpu, n), ownPer: perDelivery(proc+db, n), dbPer: perDelivery(db, n), n: n}
+func (w *world) measured(n int, took time.Duration, cpu benchdb.Machine, proc, db time.Duration) outcome {
+	o := outcome{rate: float64(n) / took.Seconds(), cpuPer: perDelivery(cpu.Busy, n), ownPer: perDelivery(proc+db, n), dbPer: perDelivery(db, n), n: n}
+	if cpu.Busy > 0 {
+		o.kernelShare = float64(cpu.Kernel) / float64(cpu.Busy)
+	}
+	o.switchesPer = float64(cpu.Switches) / float64(max(n, 1))
 	o.distinct, o.duplicated = w.r.GS.Counts()
 	return o
 }
@@ -701,9 +710,9 @@ func (w *world) budgetedRun(ctx context.Context, n, batch, workers int) (outcome
 	if err != nil {
 		return outcome{}, err
 	}
-	start, cpu0, meter := time.Now(), busyCPU(), w.r.StartCPU(ctx)
+	start, cpu0, meter := time.Now(), machine(), w.r.StartCPU(ctx)
 	got, err := budgeted(ctx, pool, w.r.GS.URL, batch, workers, meter)
-	took, cpu := time.Since(start), busyCPU()-cpu0
+	took, cpu := time.Since(start), machine().Sub(cpu0)
 	proc, db := meter.Stop(ctx)
 	if err != nil {
 		return outcome{}, err
@@ -793,11 +802,11 @@ func statementLabel(sql string) string {
 	return label
 }
 
-// busyCPU is the machine's busy CPU so far (benchdb.BusyCPU; 0 where it
-// cannot be read).
-func busyCPU() time.Duration {
-	d, _ := benchdb.BusyCPU()
-	return d
+// machine is what the machine has done so far (benchdb.ReadMachine; zero
+// where it cannot be read).
+func machine() benchdb.Machine {
+	m, _ := benchdb.ReadMachine()
+	return m
 }
 
 // perDelivery is cpu spread over n deliveries, in µs.

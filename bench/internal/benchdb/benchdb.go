@@ -76,22 +76,61 @@ func Median(xs []float64) float64 {
 // CPU the work cost: a figure that another tenant slowing the machine
 // down changes far less than it changes a rate.
 func BusyCPU() (d time.Duration, ok bool) {
+	m, ok := ReadMachine()
+	return m.Busy, ok
+}
+
+// Machine is what the whole machine has done since boot, from /proc/stat:
+// its busy CPU time (BusyCPU), the part of it in the kernel (system, irq,
+// softirq: system calls, context switches, interrupts), and how many
+// times its CPUs switched from one task to another. Differences over a
+// measurement tell how much of a workload's CPU went to the kernel, and
+// how often it handed the CPU between threads and processes.
+type Machine struct {
+	Busy, Kernel time.Duration
+	Switches     int64
+}
+
+// Sub returns m less an earlier reading.
+func (m Machine) Sub(before Machine) Machine {
+	return Machine{Busy: m.Busy - before.Busy, Kernel: m.Kernel - before.Kernel, Switches: m.Switches - before.Switches}
+}
+
+// ReadMachine reads Machine from /proc/stat; ok is false where there is
+// none.
+func ReadMachine() (m Machine, ok bool) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, false
+		return Machine{}, false
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
+	lines := strings.Split(string(b), "\n")
+	f := strings.Fields(lines[0])
 	if len(f) < 8 || f[0] != "cpu" {
-		return 0, false
+		return Machine{}, false
 	}
-	var ticks int64
-	for _, i := range []int{1, 2, 3, 6, 7} { // user nice system irq softirq
-		n, err := strconv.ParseInt(f[i], 10, 64)
-		if err != nil {
-			return 0, false
+	ticks := func(fields ...int) (time.Duration, bool) {
+		var t int64
+		for _, i := range fields {
+			n, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				return 0, false
+			}
+			t += n
 		}
-		ticks += n
+		return time.Duration(t) * (time.Second / 100), true // USER_HZ
 	}
-	return time.Duration(ticks) * (time.Second / 100), true // USER_HZ
+	if m.Busy, ok = ticks(1, 2, 3, 6, 7); !ok { // user nice system irq softirq
+		return Machine{}, false
+	}
+	if m.Kernel, ok = ticks(3, 6, 7); !ok {
+		return Machine{}, false
+	}
+	for _, l := range lines[1:] {
+		if n, found := strings.CutPrefix(l, "ctxt "); found {
+			if m.Switches, err = strconv.ParseInt(strings.TrimSpace(n), 10, 64); err != nil {
+				return Machine{}, false
+			}
+		}
+	}
+	return m, true
 }
