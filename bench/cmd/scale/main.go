@@ -267,7 +267,16 @@ func runChild(ctx context.Context) error {
 		return err
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// served is closed when Serve has returned: the engine's stop removes
+	// its heartbeat through the pool, which is closed after it.
+	served := make(chan struct{})
+	serving := false
+	defer func() {
+		cancel()
+		if serving {
+			<-served
+		}
+	}()
 	var peak atomic.Int64
 	go func() {
 		for {
@@ -285,8 +294,12 @@ func runChild(ctx context.Context) error {
 	out := json.NewEncoder(os.Stdout)
 	for in.Scan() {
 		stage, scope, _ := strings.Cut(in.Text(), " ")
-		if stage == "serve" {
-			go func() { _ = eng.Serve(sctx) }()
+		if stage == "serve" && !serving {
+			serving = true
+			go func() {
+				defer close(served)
+				_ = eng.Serve(sctx)
+			}()
 			time.Sleep(2 * time.Second) // let it settle: listener, first claim cycle
 		}
 		rep := measure(stage)
