@@ -208,7 +208,7 @@ func (s riverSettings) String() string {
 // River reported the last job completed (its completion persisted), and
 // the time from Start to that.
 // It returns the time from Start to the last job completed, and the
-// machine's busy CPU over it (benchdb.BusyCPU); meter is called as the
+// machine's use over it (benchdb.Machine); meter is called as the
 // client starts, and what it returns once the last job completed (the
 // pool still open: a rig.CPUMeter's start and stop).
 func riverRun(ctx context.Context, url, base string, js []job, s riverSettings, meter func() (stop func())) (took time.Duration, cpu benchdb.Machine, err error) {

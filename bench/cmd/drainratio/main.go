@@ -119,7 +119,7 @@ func main() {
 // outcome is one measurement.
 type outcome struct {
 	rate   float64 // deliveries/s
-	cpuPer float64 // the machine's busy CPU per delivery, µs (benchdb.BusyCPU)
+	cpuPer float64 // the machine's busy CPU per delivery, µs (benchdb.Machine)
 	ownPer float64 // this process's CPU and the database's backends' per delivery, µs (rig.CPUMeter)
 	dbPer  float64 // of which the backends', µs
 	// kernelShare is the share of the machine's busy CPU spent in the
@@ -282,7 +282,7 @@ func run(ctx context.Context) (err error) {
 					round+1, it.name, o.distinct, o.n, o.duplicated, o.dbDouble, o.unfinished)
 			}
 			fmt.Printf("round %d %-9s %8.0f deliveries/s  %5.0f µs machine CPU (%.2f cores busy, %2.0f %% in the kernel, %4.1f context switches), %5.0f own (db %4.0f) each  %6d delivered  distinct %6d  duplicated %d  db double %d  unrecorded %d  (%.1fs)%s%s%s\n",
-				round+1, it.name, o.rate, o.cpuPer, o.rate*o.cpuPer/1e6, 100*o.kernelShare, o.switchesPer, o.ownPer, o.dbPer, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds(),
+				round+1, it.name, o.rate, o.cpuPer, o.coresBusy(), 100*o.kernelShare, o.switchesPer, o.ownPer, o.dbPer, o.n, o.distinct, o.duplicated, o.dbDouble, o.unfinished, time.Since(t).Seconds(),
 				firstText(o.first, o.quarters), splitText(o.split, o.dbSplit), poolsText(o))
 		}
 	}
@@ -304,9 +304,7 @@ func run(ctx context.Context) (err error) {
 	medCPU := func(name string) float64 { return medOf(name, func(o outcome) float64 { return o.cpuPer }) }
 	medOwn := func(name string) float64 { return medOf(name, func(o outcome) float64 { return o.ownPer }) }
 	medDB := func(name string) float64 { return medOf(name, func(o outcome) float64 { return o.dbPer }) }
-	medBusy := func(name string) float64 {
-		return medOf(name, func(o outcome) float64 { return o.rate * o.cpuPer / 1e6 })
-	}
+	medBusy := func(name string) float64 { return medOf(name, outcome.coresBusy) }
 	ratio := func(a, b string) float64 {
 		var xs []float64
 		for i := range min(len(res[a]), len(res[b])) {
@@ -668,6 +666,10 @@ func splitText(split, dbSplit []int64) string {
 // instanceName is the name of the i-th engine instance of a drain (from 0),
 // its pool's application_name too.
 func instanceName(i int) string { return fmt.Sprintf("bench-%d", i+1) }
+
+// coresBusy is how many of the machine's cores the drain kept busy: its
+// rate times the machine's busy CPU a delivery.
+func (o outcome) coresBusy() float64 { return o.rate * o.cpuPer / 1e6 }
 
 // measured is the outcome of a drain of n deliveries that took took, with
 // the machine's busy CPU cpu and the process's and its backends' own CPU

@@ -69,23 +69,16 @@ func Median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// BusyCPU returns the CPU time the whole machine has spent busy (user,
-// nice, system, irq, softirq: every process, the database's included)
-// since boot, from /proc/stat; ok is false where there is no /proc/stat.
-// The difference over a measurement, divided by the work done, is the
-// CPU the work cost: a figure that another tenant slowing the machine
-// down changes far less than it changes a rate.
-func BusyCPU() (d time.Duration, ok bool) {
-	m, ok := ReadMachine()
-	return m.Busy, ok
-}
-
 // Machine is what the whole machine has done since boot, from /proc/stat:
-// its busy CPU time (BusyCPU), the part of it in the kernel (system, irq,
-// softirq: system calls, context switches, interrupts), and how many
-// times its CPUs switched from one task to another. Differences over a
-// measurement tell how much of a workload's CPU went to the kernel, and
-// how often it handed the CPU between threads and processes.
+// the CPU time it spent busy (user, nice, system, irq, softirq: every
+// process, the database's included), the part of it in the kernel
+// (system, irq, softirq: system calls, context switches, interrupts), and
+// how many times its CPUs switched from one task to another. The
+// difference over a measurement, divided by the work done, is the CPU the
+// work cost: a figure that another tenant slowing the machine down
+// changes far less than it changes a rate; and how much of it went to the
+// kernel, and how often the work handed the CPU between threads and
+// processes.
 type Machine struct {
 	Busy, Kernel time.Duration
 	Switches     int64
@@ -130,6 +123,7 @@ func ReadMachine() (m Machine, ok bool) {
 			if m.Switches, err = strconv.ParseInt(strings.TrimSpace(n), 10, 64); err != nil {
 				return Machine{}, false
 			}
+			break
 		}
 	}
 	return m, true
