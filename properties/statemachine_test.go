@@ -195,7 +195,7 @@ func (rc *smReceiver) serve(rw http.ResponseWriter, r *http.Request) {
 		rec.row = rc.checkOrder(r.Context(), rec.serial, rc.senders.of(m.Title))
 	case c != nil:
 		rec.events, _ = strconv.Atoi(c[1])
-		rec.rows = rc.coalescedRows(r.Context())
+		rec.rows = rc.coalescedRows(r.Context(), rc.senders.of(m.Title))
 	default:
 		rc.fault("unreadable title %q", m.Title)
 	}
@@ -297,12 +297,13 @@ func (rc *smReceiver) checkOrder(ctx context.Context, serial int, sender string)
 	return row
 }
 
-// coalescedRows returns the rows of the coalesced message arriving: those
-// the sink's latest coalesced record still sending links (its rows are
-// claimed and linked, and the record written, before the message is sent).
-func (rc *smReceiver) coalescedRows(ctx context.Context) []int64 {
+// coalescedRows returns the rows of the coalesced message arriving, sent
+// by sender: those the sink's latest coalesced record still sending links
+// (its rows are claimed and linked, and the record written, before the
+// message is sent).
+func (rc *smReceiver) coalescedRows(ctx context.Context, sender string) []int64 {
 	rc.mu.Lock()
-	sink := rc.sink
+	sink, live := rc.sink, rc.live()
 	rc.mu.Unlock()
 	var rows []int64
 	err := rc.w.Pool.QueryRow(ctx, `
@@ -316,7 +317,11 @@ func (rc *smReceiver) coalescedRows(ctx context.Context) []int64 {
 	case err != nil:
 		rc.fault("coalesced message: its rows not found (%v)", err)
 	case len(rows) == 0:
-		rc.fault("coalesced message: no row linked to a coalesced record sending")
+		// Which instance sent it, whether it still lives (a crashed
+		// instance's send may arrive late), and the sink's rows: what a
+		// repeat needs to tell a late send from one without its record.
+		rc.fault("coalesced message: no row linked to a coalesced record sending; sent by %s (live %v) at %v; rows:%s",
+			sender, live, rc.w.Clock.Now().Sub(enginetest.Start), smDescribe(ctx, rc.w, sink))
 	}
 	return rows
 }
