@@ -305,12 +305,31 @@ func run(ctx context.Context) (err error) {
 	medOwn := func(name string) float64 { return medOf(name, func(o outcome) float64 { return o.ownPer }) }
 	medDB := func(name string) float64 { return medOf(name, func(o outcome) float64 { return o.dbPer }) }
 	medBusy := func(name string) float64 { return medOf(name, outcome.coresBusy) }
-	ratio := func(a, b string) float64 {
+	perRound := func(a, b string) []float64 {
 		var xs []float64
 		for i := range min(len(res[a]), len(res[b])) {
 			xs = append(xs, res[a][i].rate/res[b][i].rate)
 		}
-		return benchdb.Median(xs)
+		return xs
+	}
+	ratio := func(a, b string) float64 { return benchdb.Median(perRound(a, b)) }
+	// spread prints the per-round ratios under a verdict's line, and says
+	// so when they fall on both sides of the bar: the verdict is then the
+	// run's draw, not the engine's.
+	spread := func(a, b string, bar float64) {
+		xs := perRound(a, b)
+		if len(xs) < 2 {
+			return
+		}
+		words := make([]string, len(xs))
+		for i, x := range xs {
+			words[i] = fmt.Sprintf("%.2f", x)
+		}
+		note := ""
+		if bar > 0 && slices.Min(xs) < bar && slices.Max(xs) >= bar {
+			note = fmt.Sprintf("; the rounds fall on both sides of %.2fx", bar)
+		}
+		fmt.Printf("%-13s %14s rounds %s%s\n", "", "", strings.Join(words, ", "), note)
 	}
 	verdict := func(ok bool) string { return map[bool]string{true: "PASS", false: "MISS"}[ok] }
 	fmt.Printf("\n== Drain of %d deliveries across %d sinks (median of %d rounds; ratios: median of per-round ratios)\n", *backlog, f.Sinks, *rounds)
@@ -328,12 +347,14 @@ func run(ctx context.Context) (err error) {
 				v = verdict(rb >= b.min)
 			}
 			fmt.Printf("%-13s %14.0f %9.3fx %12s %8s %10.0f %10.0f %8.0f %7.2f\n", b.label, med(b.name), rb, b.target, v, medCPU(b.name), medOwn(b.name), medDB(b.name), medBusy(b.name))
+			spread("engine_1", b.name, b.min)
 		}
 		// The two bars side by side: (c) keeps the engine's promises at
 		// the least cost its loop knows, so where (c) itself runs at less
 		// than 1.5x River, the River bar asks the engine to beat (c).
 		cr := ratio("budgeted", "river")
 		fmt.Printf("(c) / River %.3fx (median of per-round ratios): >= 1.5x River asks the engine for >= %.3fx (c) in this run\n", cr, 1.5/cr)
+		spread("budgeted", "river", 0)
 	}
 
 	fmt.Printf("\n== Instances on one database, one backlog (aggregate; ratio to engine_1 of the same round)\n")
@@ -352,6 +373,9 @@ func run(ctx context.Context) (err error) {
 		rk := ratio(nm, "engine_1")
 		fmt.Printf("%-10s %14.0f %9.3fx %12d %10d %11d %8s\n", nm, med(nm), rk, dups, double, unrec,
 			verdict(rk >= 0.95 && dups == 0 && double == 0 && short == 0 && unrec == 0))
+		if k > 1 {
+			spread(nm, "engine_1", 0.95)
+		}
 	}
 
 	if len(w.stats) > 0 {
