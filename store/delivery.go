@@ -166,6 +166,7 @@ type ClaimParams struct {
 func ClaimDue(ctx context.Context, db BatchSender, p ClaimParams) ([]OutboxRow, error) {
 	var rows []OutboxRow
 	b := &pgx.Batch{}
+	b.Queue(claimPlan)
 	queueClaimDue(b, p, &rows)
 	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("error claiming outbox rows: %w", err)
@@ -444,6 +445,7 @@ func fanOutAndClaim(ctx context.Context, db BatchSender, fanOutLimit int, p Clai
 		w    Wake
 	)
 	b := &pgx.Batch{}
+	b.Queue(claimPlan)
 	if fanOutLimit > 0 {
 		queueFanOut(b, fanOutLimit, p.Now, p.Replaces, &fr)
 	}
@@ -613,8 +615,37 @@ func BudgetTAT(ctx context.Context, db DBTX, sinkID int64) (time.Time, error) {
 // with "claimed_by = instance" checked on the version it updates. And it
 // runs in a transaction begun by QueueBeginOnHeldRows, whose heldRowsPlan
 // rules out the one other way to reach those versions, a sequential scan
-// (TestHeldRowStatementsFindTheirRowsByID).
-const heldRowsPlan = `SET LOCAL enable_seqscan = off`
+// (TestHeldRowStatementsFindTheirRowsByID), and has its statements planned
+// generically (genericPlans).
+const heldRowsPlan = `SELECT set_config('enable_seqscan', 'off', true), ` + genericPlans
+
+// genericPlans, in a statement of its own or beside another setting, has
+// the rest of the transaction (explicit, or a batch's implicit one) run
+// its prepared statements on generic plans: planned once a connection,
+// and again only after the tables' statistics change, instead of for
+// every call. The engine's claims, fan-outs, reservations, starts and
+// outcomes run so.
+//
+// Left to itself (plan_cache_mode auto), PostgreSQL plans each prepared
+// statement afresh for the first five calls on each connection, and
+// afterwards whenever the average of those custom plans' costs is below
+// the generic plan's; a statement first run on a small outbox keeps that
+// average for good (an analysis rebuilds the plans but keeps it), and the
+// claim was planned at 79 of its 84 calls in a drain of events. Each
+// instance pays this on each of its connections: three instances draining
+// rows over 10 sinks planned for 2.7 s of their backends' time where one
+// planned for 0.6 s, and ran at 0.78–0.89× one instance; with generic
+// plans, at 0.87–1.03× (docs/BENCHMARKS.md, session 21). A generic plan
+// knows no parameter's value, so the shapes these statements depend on
+// are held by their text (lookups by id and tid, heldRowsByTID, the
+// claim's picks locked by id) and by enable_seqscan off where a scan
+// would read the whole outbox, and the tests read the generic plans
+// (TestTheClaimLocksItsPicksByID, TestHeldRowStatementsFindTheirRowsByID).
+const genericPlans = `set_config('plan_cache_mode', 'force_generic_plan', true)`
+
+// claimPlan opens a claim's batch: the claim and what follows it in the
+// batch (HeldDueSinks, NextWake) run on generic plans (genericPlans).
+const claimPlan = `SELECT ` + genericPlans
 
 // heldRowsByTID returns the CTE "u": the rows of list (a FROM item naming
 // its columns as u(id, ...)), each with the tid of the outbox row it

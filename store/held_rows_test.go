@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"crypto/rand"
 	"slices"
 	"strings"
 	"testing"
@@ -51,9 +52,12 @@ func TestHeldRowStatementsFindTheirRowsByID(t *testing.T) {
 	// A claim lists the sinks other instances hold from their claimed rows
 	// alone: two ranges of the index led by the instance, around its own.
 	sql, args := store.ClaimDueForTest(store.ClaimParams{Instance: "instance-a", Now: time.Now(), TTL: time.Minute, Limit: 10, PerSink: 5})
-	text := explain(t, pool, sql, args...)
-	require.Contains(t, text, "Index Cond: (claimed_by < 'instance-a'::text)", text)
-	require.Contains(t, text, "Index Cond: (claimed_by > 'instance-a'::text)", text)
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	text := explainGeneric(t, tx, sql, len(args))
+	require.Contains(t, text, "Index Cond: (claimed_by < $1)", text)
+	require.Contains(t, text, "Index Cond: (claimed_by > $1)", text)
 
 	// The constraint that lets them leave state out: a claimed row names
 	// its instance, and a row naming an instance is claimed.
@@ -71,7 +75,7 @@ func explainHeldRowStatements(t *testing.T, pool *pgxpool.Pool, rows []store.Cla
 	_, err = tx.Exec(ctx, store.HeldRowsPlanForTest)
 	require.NoError(t, err)
 	for sql, args := range store.HeldRowStatementsForTest(rows, "instance-a", state) {
-		text := explain(t, tx, sql, args...)
+		text := explainGeneric(t, tx, sql, len(args))
 		name := strings.Join(strings.Fields(sql), " ")[:60]
 		for _, scan := range outboxScans(text) {
 			require.True(t, scan.Lookup(), "%d rows, %s…: the outbox is read by %q, not looked up by id or tid:\n%s",
@@ -124,6 +128,27 @@ func outboxScans(plan string) []outboxScan {
 		out = append(out, s)
 	}
 	return out
+}
+
+// explainGeneric returns the generic plan of sql, one line a row: the
+// plan the engine runs it on (genericPlans), which knows none of its
+// arguments' values (they are NULL here, and a generic plan does not read
+// them; n is how many). sql is prepared in tx, whose transaction then
+// plans generically.
+func explainGeneric(t *testing.T, tx pgx.Tx, sql string, n int) string {
+	t.Helper()
+	ctx := context.Background()
+	_, err := tx.Exec(ctx, `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`)
+	require.NoError(t, err)
+	name := "explained_" + strings.ToLower(rand.Text()[:8])
+	_, err = tx.Conn().Prepare(ctx, name, sql)
+	require.NoError(t, err)
+	defer func() { _ = tx.Conn().Deallocate(ctx, name) }()
+	rows, err := tx.Query(ctx, `EXPLAIN EXECUTE `+name+`(`+strings.TrimSuffix(strings.Repeat("NULL, ", n), ", ")+`)`)
+	require.NoError(t, err)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return strings.Join(lines, "\n")
 }
 
 // explain returns the plan of sql with args, one line a row.

@@ -302,7 +302,9 @@ func queueFanOut(b *pgx.Batch, limit int, now time.Time, rep Replacements, r *Fa
 // million buffer reads and 1.4 s for one fan-out of 5,000 rows, where the
 // lookups take 20,000 reads and 30 ms. Ruling the scan out keeps the
 // lookups whatever the statistics say
-// (TestTheFanOutLooksUpOccurrenceKeysByIndex).
+// (TestTheFanOutLooksUpOccurrenceKeysByIndex). fanOutPlan also has the
+// rest of the transaction run on generic plans (genericPlans), which
+// fanOutPlanDone leaves as it is: a claim follows in the same batch.
 //
 // The setting's value before is kept in a setting of the transaction's
 // own (switchboard.seqscan_before, set first: the subquery holds a
@@ -313,6 +315,6 @@ func queueFanOut(b *pgx.Batch, limit int, now time.Time, rep Replacements, r *Fa
 // (pg_stat_statements over faults row 6d, session 7); and reset_val is
 // not the value before when the session had set its own.
 const (
-	fanOutPlan     = `SELECT set_config('enable_seqscan', 'off', true) FROM (SELECT set_config('switchboard.seqscan_before', current_setting('enable_seqscan'), true)) AS before`
+	fanOutPlan     = `SELECT set_config('enable_seqscan', 'off', true), ` + genericPlans + ` FROM (SELECT set_config('switchboard.seqscan_before', current_setting('enable_seqscan'), true)) AS before`
 	fanOutPlanDone = `SELECT set_config('enable_seqscan', current_setting('switchboard.seqscan_before'), true)`
 )
