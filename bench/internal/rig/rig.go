@@ -318,10 +318,14 @@ func (in *Instance) Stop() error {
 	return in.stopErr
 }
 
-// Truncate empties the delivery tables (outbox, events, records) and
-// vacuums them, so that every measurement starts from the same state.
+// Truncate empties the delivery tables (outbox, events, records, and the
+// notes of due sinks) and vacuums them, so that every measurement starts
+// from the same state. The notes went on piling up dead versions from one
+// drain to the next (every claim deletes and writes some) on a server
+// without autovacuum, so that each drain of a run read more of them than
+// the one before (docs/BENCHMARKS.md, session 21).
 func (r *Rig) Truncate(ctx context.Context, extra ...string) error {
-	tables := append([]string{"switchboard.outbox", "switchboard.outbox_events", "switchboard.delivery_records"}, extra...)
+	tables := append([]string{"switchboard.outbox", "switchboard.outbox_events", "switchboard.delivery_records", "switchboard.due_sinks"}, extra...)
 	if _, err := r.Pool.Exec(ctx, `TRUNCATE `+strings.Join(tables, ", ")); err != nil {
 		return fmt.Errorf("error truncating: %w", err)
 	}
