@@ -385,8 +385,8 @@ var List = []Mutant{
 		ID:    "fanout-occurrence-by-index",
 		Guard: "the fan-out looks up occurrence keys by index whatever the plan cache and statistics say (fanOutPlan: no sequential scan while it runs)",
 		Edits: []Edit{{File: "store/outbox.go",
-			Old: "fanOutPlan     = `SELECT set_config('enable_seqscan', 'off', true) FROM (SELECT set_config('switchboard.seqscan_before', current_setting('enable_seqscan'), true)) AS before`",
-			New: "fanOutPlan     = `SELECT set_config('switchboard.seqscan_before', current_setting('enable_seqscan'), true)`"}},
+			Old: "fanOutPlan     = `SELECT set_config('enable_seqscan', 'off', true), ` + genericPlans + ` FROM",
+			New: "fanOutPlan     = `SELECT ` + genericPlans + ` FROM"}},
 		Package: "./store/", Run: "^TestTheFanOutLooksUpOccurrenceKeysByIndex$", Fast: true,
 	},
 	{
