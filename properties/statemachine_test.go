@@ -68,6 +68,7 @@ type smReceipt struct {
 	serial int     // the serial of the event that opened the row; 0 for a coalesced message
 	row    int64   // that row (0 for a coalesced message)
 	rows   []int64 // a coalesced message's rows: those its attempt's record links
+	late   bool    // a coalesced message that arrived after its rows were taken over (coalescedRows)
 	events int     // how many events the message stands for
 	ok     bool    // answered 200 to a client still waiting
 }
@@ -195,7 +196,7 @@ func (rc *smReceiver) serve(rw http.ResponseWriter, r *http.Request) {
 		rec.row = rc.checkOrder(r.Context(), rec.serial, rc.senders.of(m.Title))
 	case c != nil:
 		rec.events, _ = strconv.Atoi(c[1])
-		rec.rows = rc.coalescedRows(r.Context(), rc.senders.of(m.Title))
+		rec.rows, rec.late = rc.coalescedRows(r.Context(), rc.senders.of(m.Title))
 	default:
 		rc.fault("unreadable title %q", m.Title)
 	}
@@ -301,11 +302,19 @@ func (rc *smReceiver) checkOrder(ctx context.Context, serial int, sender string)
 // by sender: those the sink's latest coalesced record still sending links
 // (its rows are claimed and linked, and the record written, before the
 // message is sent).
-func (rc *smReceiver) coalescedRows(ctx context.Context, sender string) []int64 {
+//
+// Or, late, those of the sink's newest coalesced record when another
+// instance closed it as abandoned: the fake clock outran the message.
+// Its sender committed the record and had not yet sent the request when
+// the clock passed the claim's expiry or the sender's heartbeat (in real
+// time a send ends long before either, which this machine cannot hold
+// it to), and a claim took its rows over and closed the record. Such a
+// message's rows must each have an allowance (a claim lost while it may
+// have been mid-send: check).
+func (rc *smReceiver) coalescedRows(ctx context.Context, sender string) (rows []int64, late bool) {
 	rc.mu.Lock()
 	sink, live := rc.sink, rc.live()
 	rc.mu.Unlock()
-	var rows []int64
 	err := rc.w.Pool.QueryRow(ctx, `
 		SELECT ARRAY(
 		    SELECT o.id FROM switchboard.outbox o
@@ -313,6 +322,18 @@ func (rc *smReceiver) coalescedRows(ctx context.Context, sender string) []int64 
 		        SELECT max(d.id) FROM switchboard.delivery_records d
 		        WHERE d.sink_id = $1 AND d.status = 'sending' AND d.outbox_id IS NULL)
 		    ORDER BY o.id)`, sink).Scan(&rows)
+	if err == nil && len(rows) == 0 {
+		err = rc.w.Pool.QueryRow(ctx, `
+			SELECT ARRAY(
+			    SELECT o.id FROM switchboard.outbox o
+			    WHERE o.sink_id = $1 AND o.attempt_record_id = (
+			        SELECT d.id FROM switchboard.delivery_records d
+			        WHERE d.sink_id = $1 AND d.outbox_id IS NULL ORDER BY d.id DESC LIMIT 1)
+			      AND EXISTS (SELECT 1 FROM switchboard.delivery_records d
+			                  WHERE d.id = o.attempt_record_id AND d.status = 'failed' AND d.class = 'abandoned')
+			    ORDER BY o.id)`, sink).Scan(&rows)
+		late = len(rows) > 0
+	}
 	switch {
 	case err != nil:
 		rc.fault("coalesced message: its rows not found (%v)", err)
@@ -320,10 +341,10 @@ func (rc *smReceiver) coalescedRows(ctx context.Context, sender string) []int64 
 		// Which instance sent it, whether it still lives (a crashed
 		// instance's send may arrive late), and the sink's rows: what a
 		// repeat needs to tell a late send from one without its record.
-		rc.fault("coalesced message: no row linked to a coalesced record sending; sent by %s (live %v) at %v; rows:%s",
+		rc.fault("coalesced message: no row linked to a coalesced record sending, nor to the newest one closed as abandoned; sent by %s (live %v) at %v; rows:%s",
 			sender, live, rc.w.Clock.Now().Sub(enginetest.Start), smDescribe(ctx, rc.w, sink))
 	}
-	return rows
+	return rows, late
 }
 
 // smDescribe lists a sink's rows, for failure messages.
@@ -824,6 +845,12 @@ func (m *smMachine) check(rt *rapid.T) {
 			rows := r.rows
 			if r.row != 0 {
 				rows = []int64{r.row}
+			}
+			for _, row := range rows {
+				// A coalesced message may arrive after its rows were taken
+				// over only if their claim was lost while it was being sent.
+				require.True(rt, !r.late || m.allowance[row] > 0,
+					"row %d of sink %d: a coalesced message arrived after its record was closed as abandoned, yet no claim of the row was lost", row, sink)
 			}
 			for _, row := range rows {
 				sent[row]++
