@@ -390,6 +390,22 @@ var List = []Mutant{
 		Package: "./store/", Run: "^TestTheFanOutLooksUpOccurrenceKeysByIndex$", Fast: true,
 	},
 	{
+		ID:    "claim-on-generic-plans",
+		Guard: "a claim's batch runs on generic plans (claimPlan): else every instance plans the claim at nearly every call on each of its connections",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "const claimPlan = `SELECT ` + genericPlans",
+			New: "const claimPlan = `SELECT 1`"}},
+		Package: "./store/", Run: "^TestTheEnginesStatementsRunOnGenericPlans$", Fast: true,
+	},
+	{
+		ID:    "held-rows-on-generic-plans",
+		Guard: "a transaction on held rows (reservation, starts, outcomes) runs on generic plans (heldRowsPlan)",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "const heldRowsPlan = `SELECT set_config('enable_seqscan', 'off', true), ` + genericPlans",
+			New: "const heldRowsPlan = `SELECT set_config('enable_seqscan', 'off', true)`"}},
+		Package: "./store/", Run: "^TestTheEnginesStatementsRunOnGenericPlans$", Fast: true,
+	},
+	{
 		ID:    "fanout-takes-turns",
 		Guard: "one fan-out at a time across instances (LockFamilyFanOut in fanOutSQL): two at once wait on each other in the outbox's indexes",
 		Edits: []Edit{{File: "store/outbox.go",
