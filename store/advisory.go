@@ -26,6 +26,14 @@ const (
 	// (transaction-level, key 0, tried: an instance that finds it taken
 	// skips its fan-out; fanOutSQL).
 	LockFamilyFanOut = advisoryNamespace + 5
+	// LockFamilyClaim: an instance's claims against its own flushes
+	// (transaction-level, key hashtext of the instance's name). A claim
+	// holds it alone from just before its statement to its commit; a flush
+	// takes it shared before it claims held rows (ClaimHeld), so that the
+	// flush's statement sees every row a claim of the same instance took,
+	// and the rows queued here go out first. Two instances whose names
+	// hash alike only wait for each other.
+	LockFamilyClaim = advisoryNamespace + 6
 )
 
 // legacyMigrateLockKey is the one-key lock builds before the families

@@ -96,3 +96,63 @@ func TestAFlushWaitsForTheRowsItsInstanceQueued(t *testing.T) {
 	startAttempt(t, pool, queued)
 	require.Equal(t, 1, flush("instance-a"), "the queued row's attempt began")
 }
+
+// A flush waits for a claim of its own instance in flight: the claim's
+// rows are not in a snapshot taken before it commits, and a flush that
+// looked meanwhile sent a held row ahead of rows the claim had just taken
+// for the same sink, due before it (the state machine: a held retry sent
+// under claim token 386 while rows claimed under 385 waited in the
+// actor's mailbox). Once the claim commits, the flush finds the claimed
+// row queued here and takes nothing.
+func TestAFlushWaitsForTheClaimInFlightOfItsInstance(t *testing.T) {
+	t.Parallel()
+	pool, sink := newHeldRowsDB(t)
+	ctx := context.Background()
+	now := time.Now()
+	heldRow(t, pool, sink)
+	openRow(t, pool, sink, "", 1, "todo.dead_lettered", false)
+
+	claim, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	flush, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	type flushed struct {
+		rows []store.OutboxRow
+		err  error
+	}
+	done := make(chan flushed, 1)
+	started := false
+	t.Cleanup(func() {
+		_ = claim.Rollback(ctx) // lets a flush still waiting go on
+		if started {
+			<-done
+		}
+		_ = flush.Rollback(ctx)
+	})
+
+	claimed, err := store.ClaimDue(ctx, claim, store.ClaimParams{Instance: "instance-a", Now: now.Add(time.Second), TTL: time.Minute, Limit: 10, PerSink: 5})
+	require.NoError(t, err)
+	require.Len(t, claimed, 1, "the claim takes the pending row")
+
+	pid := flush.Conn().PgConn().PID()
+	started = true
+	go func() {
+		rows, err := store.ClaimHeld(ctx, flush, sink, "instance-a", now, time.Minute, 7, time.Time{})
+		done <- flushed{rows, err}
+	}()
+	for waiting := false; !waiting; {
+		select {
+		case f := <-done:
+			started = false
+			t.Fatalf("the flush did not wait for the claim in flight: it took %d held rows (error: %v)", len(f.rows), f.err)
+		default:
+		}
+		require.NoError(t, pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
+			WHERE pid = $1 AND locktype = 'advisory' AND NOT granted)`, pid).Scan(&waiting))
+	}
+	require.NoError(t, claim.Commit(ctx))
+	f := <-done
+	started = false
+	require.NoError(t, f.err)
+	require.Empty(t, f.rows, "the row the claim took is queued here, and goes first")
+}

@@ -185,13 +185,26 @@ func ClaimDue(ctx context.Context, db BatchSender, p ClaimParams) ([]OutboxRow, 
 // instances 10-15 % of their throughput (docs/BENCHMARKS.md), and the
 // spec asks exactness of rows (SKIP LOCKED), not of sinks; budgets hold
 // either way (the reservation locks the sink).
+//
+// The claim holds its instance's LockFamilyClaim from just before its
+// statement to the end of its transaction (the batch's, or the caller's):
+// a flush of the same instance waits for it before it looks for rows
+// queued here (ClaimHeld).
 func queueClaimDue(b *pgx.Batch, p ClaimParams, rows *[]OutboxRow) {
+	b.Queue(claimLockSQL, LockFamilyClaim, p.Instance)
 	b.Queue(claimDueSQL, p.args()...).Query(func(rs pgx.Rows) error {
 		var err error
 		*rows, err = collectClaimedRows(rs)
 		return err
 	})
 }
+
+// claimLockSQL takes an instance's LockFamilyClaim alone for a claim;
+// flushLockSQL takes it shared for a flush (ClaimHeld).
+const (
+	claimLockSQL = `SELECT pg_advisory_xact_lock($1, hashtext($2))`
+	flushLockSQL = `SELECT pg_advisory_xact_lock_shared($1, hashtext($2))`
+)
 
 // claimDueSQL is ClaimDue's statement; its arguments are ClaimParams.args.
 //
@@ -888,7 +901,19 @@ func FinishHeldAtCap(ctx context.Context, tx DBTX, sinkID int64, limit int, now 
 // mailbox was empty, and the claimer claimed and queued a row before the
 // flush claimed the held ones). The actor attempts its queued rows next,
 // and the held ones are flushed when the sink is poked again.
+//
+// A claim of the same instance in flight is waited for first: its rows
+// are not in the statement's snapshot until it commits, and a flush that
+// ran meanwhile overtook them (the state machine again: a held retry sent
+// while the rows of the claim that had just begun were queued). The wait
+// is a statement of its own, so that the claim's snapshot comes after it;
+// it takes the instance's LockFamilyClaim shared, held to the end of tx,
+// which must be a transaction (the flush's): a claim that begins after it
+// waits in turn until the flush commits, and then sees its rows claimed.
 func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now time.Time, ttl time.Duration, maxAttempts int, fenceAt time.Time) ([]OutboxRow, error) {
+	if _, err := tx.Exec(ctx, flushLockSQL, LockFamilyClaim, instance); err != nil {
+		return nil, fmt.Errorf("error waiting for the claims of instance %s: %w", instance, err)
+	}
 	rows, err := collectOutboxRows(tx.Query(ctx, `
 		WITH held AS (
 		    SELECT id FROM switchboard.outbox

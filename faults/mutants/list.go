@@ -353,6 +353,22 @@ var List = []Mutant{
 			New: "ORDER BY g.sink_id, g.grp"}},
 		Package: "./store/", Run: "^TestFanOutAndClaimKeepEventOrderAtEveryDigitBoundary$",
 	},
+	{
+		ID:    "flush-waits-for-claims",
+		Guard: "a flush waits for a claim of its own instance in flight before it looks for rows queued here (ClaimHeld takes LockFamilyClaim shared in a statement of its own): a flush whose snapshot predated the claim's commit sent a held retry ahead of the rows the claim had just taken",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "\tif _, err := tx.Exec(ctx, flushLockSQL, LockFamilyClaim, instance); err != nil {",
+			New: "\tif _, err := tx.Exec(ctx, `SELECT 1`); err != nil {"}},
+		Package: "./store/", Run: "^TestAFlushWaitsForTheClaimInFlightOfItsInstance$", Fast: true,
+	},
+	{
+		ID:    "claim-holds-its-lock",
+		Guard: "a claim holds its instance's LockFamilyClaim from just before its statement to its commit, so that the instance's flushes wait for it",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "\tb.Queue(claimLockSQL, LockFamilyClaim, p.Instance)\n",
+			New: ""}},
+		Package: "./store/", Run: "^TestAFlushWaitsForTheClaimInFlightOfItsInstance$", Fast: true,
+	},
 
 	// Coalesced messages.
 	{
