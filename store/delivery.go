@@ -906,10 +906,11 @@ func FinishHeldAtCap(ctx context.Context, tx DBTX, sinkID int64, limit int, now 
 // are not in the statement's snapshot until it commits, and a flush that
 // ran meanwhile overtook them (the state machine again: a held retry sent
 // while the rows of the claim that had just begun were queued). The wait
-// is a statement of its own, so that the claim's snapshot comes after it;
-// it takes the instance's LockFamilyClaim shared, held to the end of tx,
-// which must be a transaction (the flush's): a claim that begins after it
-// waits in turn until the flush commits, and then sees its rows claimed.
+// is a statement of its own, so that the claiming statement's snapshot is
+// taken after the claim committed; it takes the instance's LockFamilyClaim
+// shared, held to the end of tx, which must be a transaction (the
+// flush's): a claim that begins after it waits in turn until the flush
+// commits, and then sees the flushed rows claimed.
 func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now time.Time, ttl time.Duration, maxAttempts int, fenceAt time.Time) ([]OutboxRow, error) {
 	if _, err := tx.Exec(ctx, flushLockSQL, LockFamilyClaim, instance); err != nil {
 		return nil, fmt.Errorf("error waiting for the claims of instance %s: %w", instance, err)
