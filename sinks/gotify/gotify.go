@@ -35,6 +35,10 @@ type Gotify struct {
 	cfg    *Config // a pointer, so printing the struct shows an address, not the secret
 	client *http.Client
 	now    func() time.Time
+	// endpoint is {base}/message, checked and joined once (sinks.Endpoint),
+	// or the reason the base URL cannot be used, returned by every Deliver.
+	endpoint    string
+	endpointErr error
 }
 
 var _ sinks.Adapter = (*Gotify)(nil)
@@ -42,7 +46,13 @@ var _ sinks.Adapter = (*Gotify)(nil)
 // New returns the adapter for cfg sending through client, which should be
 // the guarded client (sinks.NewClient).
 func New(cfg Config, client *http.Client) *Gotify {
-	return &Gotify{cfg: &cfg, client: client, now: time.Now}
+	g := &Gotify{cfg: &cfg, client: client, now: time.Now}
+	if u, err := sinks.Endpoint(cfg.BaseURL, "message"); err != nil {
+		g.endpointErr = err
+	} else {
+		g.endpoint = u.String()
+	}
+	return g
 }
 
 type payload struct {
@@ -106,15 +116,14 @@ func payloadOf(msg sinks.Message, priority int) payload {
 // text/markdown); extras client::notification.click.url is the board link.
 // Any 2xx is delivered.
 func (g *Gotify) Deliver(ctx context.Context, msg sinks.Message) sinks.Result {
-	endpoint, err := sinks.Endpoint(g.cfg.BaseURL, "message")
-	if err != nil {
-		return sinks.ErrorResult(kind, err)
+	if g.endpointErr != nil {
+		return sinks.ErrorResult(kind, g.endpointErr)
 	}
 	body, err := json.Marshal(payloadOf(msg, g.cfg.Options.Priority(msg.Severity)))
 	if err != nil {
 		return sinks.ErrorResult(kind, fmt.Errorf("error encoding message: %w", err))
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint.String(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return sinks.ErrorResult(kind, sinks.ErrInvalidURL)
 	}

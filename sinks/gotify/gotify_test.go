@@ -136,6 +136,29 @@ func TestBaseURLWithPathPrefix(t *testing.T) {
 	}
 }
 
+// A base URL that cannot be used (checked once, when the adapter is
+// built) fails every attempt with the reason, sending nothing, and the
+// reason never repeats the URL.
+func TestAnUnusableBaseURLFailsEveryAttempt(t *testing.T) {
+	t.Parallel()
+
+	for base, want := range map[string]error{
+		"ftp://push.example.net":             sinks.ErrInsecureScheme,
+		"https://user:pw@push.example.net":   sinks.ErrInvalidURL,
+		"https://push.example.net/?token=pw": sinks.ErrInvalidURL,
+		"push.example.net":                   sinks.ErrInvalidURL,
+	} {
+		transport := httpmock.NewMockTransport()
+		g := gotify.New(gotify.Config{BaseURL: base, Token: notifytype.NewSecret("t")}, &http.Client{Transport: transport})
+		for range 2 {
+			r := g.Deliver(t.Context(), sinks.RenderTest())
+			require.ErrorIs(t, r.Err, want, base)
+			require.NotContains(t, r.Err.Error(), "pw", base)
+		}
+		require.Zero(t, transport.GetTotalCallCount(), base)
+	}
+}
+
 func TestStringHidesToken(t *testing.T) {
 	t.Parallel()
 
