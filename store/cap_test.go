@@ -120,12 +120,14 @@ func TestAFlushWaitsForTheClaimInFlightOfItsInstance(t *testing.T) {
 		rows []store.OutboxRow
 		err  error
 	}
-	done := make(chan flushed, 1)
-	started := false
+	var (
+		done     = make(chan flushed, 1)
+		finished chan struct{} // closed when the flush's goroutine has returned
+	)
 	t.Cleanup(func() {
 		_ = claim.Rollback(ctx) // lets a flush still waiting go on
-		if started {
-			<-done
+		if finished != nil {
+			<-finished
 		}
 		_ = flush.Rollback(ctx)
 	})
@@ -135,15 +137,15 @@ func TestAFlushWaitsForTheClaimInFlightOfItsInstance(t *testing.T) {
 	require.Len(t, claimed, 1, "the claim takes the pending row")
 
 	pid := flush.Conn().PgConn().PID()
-	started = true
+	finished = make(chan struct{})
 	go func() {
+		defer close(finished)
 		rows, err := store.ClaimHeld(ctx, flush, sink, "instance-a", now, time.Minute, 7, time.Time{})
 		done <- flushed{rows, err}
 	}()
 	for waiting := false; !waiting; {
 		select {
 		case f := <-done:
-			started = false
 			t.Fatalf("the flush did not wait for the claim in flight: it took %d held rows (error: %v)", len(f.rows), f.err)
 		default:
 		}
@@ -152,7 +154,6 @@ func TestAFlushWaitsForTheClaimInFlightOfItsInstance(t *testing.T) {
 	}
 	require.NoError(t, claim.Commit(ctx))
 	f := <-done
-	started = false
 	require.NoError(t, f.err)
 	require.Empty(t, f.rows, "the row the claim took is queued here, and goes first")
 }
