@@ -41,6 +41,7 @@ type Engine struct {
 	reserver *reserver
 	recorder *recorder
 	handed   *handedRows
+	renders  *renderCache // the wordings of the rows last rendered
 	beats    *beats
 	// actorsGone is closed once the sink actors have stopped after the
 	// engine's stop: the reserver and the recorder serve until then.
@@ -125,6 +126,7 @@ func New(cfg Config) (*Engine, error) {
 	e.reserver = newReserver(e)
 	e.recorder = newRecorder(e)
 	e.handed = newHandedRows()
+	e.renders = newRenderCache(renderCacheSlots)
 	e.beats = newBeats()
 	return e, nil
 }

@@ -81,7 +81,10 @@ type EventKind struct {
 	// the title's item position or on a labelled line of its own, never
 	// inside a sentence (REQ-9). Required.
 	// It must not block: it runs on the sink actor's goroutine. A Message
-	// that panics gets the engine's plain wording instead.
+	// that panics gets the engine's plain wording instead. It must depend
+	// on its argument alone: the engine words the rows of one event (one
+	// a sink, of the same content, type, severity and count) with one
+	// call, and keeps the wording for the next such row.
 	Message func(EventMessage) sinks.Draft
 }
 

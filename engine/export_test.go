@@ -86,6 +86,19 @@ func (e *Engine) RenderPayloadForTest(t notifytype.EventType, sev notifytype.Sev
 	return e.render(store.OutboxRow{EventType: string(t), Severity: string(sev), Count: count, IncludeExcerpt: excerpt, Payload: payload})
 }
 
+// RenderUncachedForTest words the row RenderPayloadForTest words, afresh:
+// without the engine's kept wordings (renderCache), neither reading nor
+// filling them.
+func (e *Engine) RenderUncachedForTest(t notifytype.EventType, sev notifytype.Severity, count int, excerpt bool, payload []byte) sinks.Message {
+	msg, _ := e.renderRow(store.OutboxRow{EventType: string(t), Severity: string(sev), Count: count, IncludeExcerpt: excerpt, Payload: payload})
+	return msg
+}
+
+// SetRenderSlotsForTest replaces the engine's kept wordings with n empty
+// slots (a power of two): with one, every row's key meets every other's.
+// Not while the engine delivers.
+func (e *Engine) SetRenderSlotsForTest(n int) { e.renders = newRenderCache(n) }
+
 // RenderOwnForTest words a row of one of the engine's own kinds
 // (agent.notify, digest) as delivery does, without an engine: the kind's
 // wording of the cleaned content, linked in linkText (Config.Links.Text),

@@ -21,11 +21,33 @@ import (
 // finished by the engine's rules (sinks.Finish). A row of a type no longer
 // declared, or whose Message panics, gets the engine's plain wording: its
 // type in brackets, place, title, summary and link.
+//
+// A wording is kept (renderCache) and used again for the next row of the
+// same content, type, severity, count and excerpt opt-in: the rows of one
+// event, one a sink, are worded once. A row whose content cannot be read,
+// or whose Message panicked, is worded afresh each time, and logged each
+// time.
 func (e *Engine) render(r store.OutboxRow) sinks.Message {
+	k := keyOf(r)
+	if msg, ok := e.renders.get(k); ok {
+		return msg
+	}
+	msg, keep := e.renderRow(r)
+	if keep {
+		e.renders.put(k, msg)
+	}
+	return msg
+}
+
+// renderRow is render without the cache; keep says whether the wording
+// may be used for another row of the same key (its content was read and
+// its Message returned).
+func (e *Engine) renderRow(r store.OutboxRow) (msg sinks.Message, keep bool) {
 	content, err := decodeContent(r.Payload)
 	if err != nil {
 		e.log.Error("error reading outbox row content", "sink_id", r.SinkID, "row_id", r.ID, "error", err)
 	}
+	panicked := false
 	t, sev := notifytype.EventType(r.EventType), notifytype.Severity(r.Severity)
 	m := sinks.Meta{EventType: t, Severity: sev, Count: r.Count, IncludeExcerpt: r.IncludeExcerpt, BaseURL: e.cfg.BaseURL}
 	kind, ok := e.kinds.byType[t]
@@ -35,6 +57,7 @@ func (e *Engine) render(r store.OutboxRow) sinks.Message {
 	var d sinks.Draft
 	if ok {
 		d, ok = e.draft(kind, EventMessage{Type: t, Severity: m.Severity, Count: r.Count, Content: cleanContent(content)})
+		panicked = !ok
 	}
 	if ok && (t == agentNotifyKind.Type || t == digestKind.Type) {
 		// The engine's own kinds link in the embedder's words.
@@ -43,7 +66,7 @@ func (e *Engine) render(r store.OutboxRow) sinks.Message {
 	if !ok {
 		d = plainDraft(content, t)
 	}
-	return sinks.Finish(d, m, content.Body)
+	return sinks.Finish(d, m, content.Body), err == nil && !panicked
 }
 
 // draft calls the kind's Message, reporting false when it panicked.

@@ -668,4 +668,49 @@ var List = []Mutant{
 			New: ");"}},
 		Package: "./store/", Run: "^TestTheOwnerScopeCheckAcceptsWhatTheParserAccepts$", Fast: true,
 	},
+
+	// Kept wordings (engine/render_cache.go): a row gets the wording of
+	// another row only when everything its wording depends on is the same,
+	// so that a sink never receives a message worded for another
+	// subscription (the excerpt opt-in is REQ-9's only place for a body).
+	{
+		ID:    "render-key-excerpt",
+		Guard: "the excerpt opt-in in a kept wording's key (renderKey): a sink that did not opt in would receive the body's excerpt worded for one that did",
+		Edits: []Edit{{File: "engine/render_cache.go",
+			Old: "excerpt: r.IncludeExcerpt}",
+			New: "excerpt: false}"}},
+		Package: "./engine/", Run: "^(TestRowsOfOneEventAreWordedOnce|TestAKeptWordingIsTheRowsOwn)$", Fast: true,
+	},
+	{
+		ID:    "render-key-count",
+		Guard: "the row's count in a kept wording's key: a row standing for several events would say nothing of the others",
+		Edits: []Edit{{File: "engine/render_cache.go",
+			Old: "count: r.Count,",
+			New: "count: 1,"}},
+		Package: "./engine/", Run: "^(TestRowsOfOneEventAreWordedOnce|TestAKeptWordingIsTheRowsOwn)$",
+	},
+	{
+		ID:    "render-key-whole",
+		Guard: "a kept wording is used only when its whole key is the row's, not whenever the row's slot holds one",
+		Edits: []Edit{{File: "engine/render_cache.go",
+			Old: "if s.used && s.key.equal(k) {",
+			New: "if s.used {"}},
+		Package: "./engine/", Run: "^TestAKeptWordingIsTheRowsOwn$",
+	},
+	{
+		ID:    "render-key-own-bytes",
+		Guard: "a kept wording's key holds its own copy of the row's content: a buffer reused for another row would change the key under it",
+		Edits: []Edit{{File: "engine/render_cache.go",
+			Old: "\tk.payload = bytes.Clone(k.payload)\n",
+			New: ""}},
+		Package: "./engine/", Run: "^TestAKeptWordingIsTheRowsOwn$",
+	},
+	{
+		ID:    "render-keep-only-read",
+		Guard: "a wording is kept only when its row's content was read and its Message returned: an unreadable row, or a Message that panicked, would be logged for the first of its rows only",
+		Edits: []Edit{{File: "engine/render.go",
+			Old: "return sinks.Finish(d, m, content.Body), err == nil && !panicked",
+			New: "return sinks.Finish(d, m, content.Body), true || (err == nil && !panicked)"}},
+		Package: "./engine/", Run: "^TestAWordingIsKeptOnlyWhenItsRowWasRead$",
+	},
 }
