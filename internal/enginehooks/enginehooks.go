@@ -10,6 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/switchboard/notify/sinks"
+	"github.com/switchboard/notify/store"
 )
 
 var (
@@ -25,6 +26,10 @@ var (
 	// whose claim expired, and whether the claimer would then wait for
 	// room rather than for its next due time or poll.
 	ClaimOnce func(ctx context.Context, eng any) (rows []int64, searchedExpired, waitsForRoom bool, err error)
+
+	// Render words an outbox row as delivery does; kept false words it
+	// afresh, neither reading nor filling the engine's kept wordings.
+	Render func(eng any, row store.OutboxRow, kept bool) sinks.Message
 )
 
 // TestClock is a Config.Clock that also stands in for the database's clock:

@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/internal/enginehooks"
 	"github.com/switchboard/notify/sinks"
+	"github.com/switchboard/notify/store"
 )
 
 // WrapAdapters makes every adapter eng builds pass through wrap, so a test
@@ -71,6 +72,13 @@ type ClaimPass struct {
 func ClaimOnce(ctx context.Context, eng *engine.Engine) (ClaimPass, error) {
 	rows, searched, waits, err := enginehooks.ClaimOnce(ctx, eng)
 	return ClaimPass{Rows: rows, SearchedExpired: searched, WaitsForRoom: waits}, err
+}
+
+// Render words row as eng's delivery does, with the wordings eng keeps
+// (kept) or afresh, neither reading nor filling them: for the benchmark
+// that compares the two.
+func Render(eng *engine.Engine, row store.OutboxRow, kept bool) sinks.Message {
+	return enginehooks.Render(eng, row, kept)
 }
 
 // WithDatabaseClock is cfg with SetDatabaseClock(c) applied.
