@@ -2,8 +2,11 @@ package store_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
@@ -68,4 +71,45 @@ func TestTheOwnerScopeCheckAcceptsWhatTheParserAccepts(t *testing.T) {
 		}
 		require.NoError(t, rows.Err())
 	})
+}
+
+// Every owner column of the engine's tables is an owner scope: the check
+// holds where each row is written, and a statement that copies an owner
+// from one table to another copies a checked value without checking it
+// again (migration 0032 made outbox_events.owner, the last text one, the
+// domain).
+func TestEveryOwnerColumnIsAnOwnerScope(t *testing.T) {
+	t.Parallel()
+	pool := storetest.New(t)
+	rows, err := pool.Query(context.Background(), `
+		SELECT c.relname || '.' || a.attname
+		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'switchboard' AND c.relkind = 'r' AND a.attname = 'owner' AND NOT a.attisdropped
+		  AND a.atttypid <> 'switchboard.owner_scope'::regtype
+		ORDER BY 1`)
+	require.NoError(t, err)
+	text, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Empty(t, text, "owner columns that are not switchboard.owner_scope")
+}
+
+// An event whose owner is no owner scope is refused where it is written,
+// in the emitting transaction, and nothing is written; it never reaches a
+// fan-out, whose batch it would fail.
+func TestAnEventOwnedByNoScopeIsRefusedWhereItIsWritten(t *testing.T) {
+	t.Parallel()
+	pool := storetest.New(t)
+	ctx := context.Background()
+	for _, owner := range []string{"nobody", "human:", "team:a b", "human:" + strings.Repeat("x", 129)} {
+		_, err := pool.Exec(ctx, `
+			INSERT INTO switchboard.outbox_events (owner, event_type, match_types, severity, severity_rank, queue_id, endpoint_id,
+			                                       webhook_id, windowed, payload, due_at, sink_ids)
+			VALUES ($1, 'agent.notify', '{agent.notify}', 'normal', 1, 0, 0, 0, false, '{}', now(), '{1}')`, owner)
+		var pgErr *pgconn.PgError
+		require.ErrorAs(t, err, &pgErr, "%q", owner)
+		require.Equal(t, "23514", pgErr.Code, "%q: check_violation", owner)
+	}
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM switchboard.outbox_events`).Scan(&n))
+	require.Zero(t, n)
 }

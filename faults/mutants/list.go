@@ -668,6 +668,14 @@ var List = []Mutant{
 			New: ");"}},
 		Package: "./store/", Run: "^TestTheOwnerScopeCheckAcceptsWhatTheParserAccepts$", Fast: true,
 	},
+	{
+		ID:    "event-owner-domain",
+		Guard: "an event's owner is an owner scope where the event is written (0032): without it an event no scope owns would be written, and fail the fan-out batch that casts it",
+		Edits: []Edit{{File: "store/schema/engine/0032_event_owner_scope.up.sql",
+			Old: "ALTER TABLE switchboard.outbox_events ALTER COLUMN owner TYPE switchboard.owner_scope;",
+			New: "SELECT 1;"}},
+		Package: "./store/", Run: "^(TestEveryOwnerColumnIsAnOwnerScope|TestAnEventOwnedByNoScopeIsRefusedWhereItIsWritten)$", Fast: true,
+	},
 
 	// Kept wordings (engine/render_cache.go): a row gets the wording of
 	// another row only when everything its wording depends on is the same,
