@@ -106,3 +106,37 @@ func TestTheClaimLocksItsPicksByID(t *testing.T) {
 	require.NotContains(t, chosen, "Seq Scan", text)
 	require.Contains(t, text, "Index Cond: (due_at <= $2)", "the generic plan:\n%s", text)
 }
+
+// A claim that takes over no row reads no delivery record: the records of
+// attempts abandoned under an old claim are looked for only when the claim
+// took a row over from one. On the engine's generic plan, with statistics
+// from when the table was small, the look-up was a scan of every record at
+// every claim (15,000 of them a claim, late in a drain of 20,000 rows,
+// docs/BENCHMARKS.md, session 24). Counted by the claim's own transaction
+// (pg_stat_xact_user_tables), with records to find and none to take.
+func TestAClaimThatTakesNothingOverReadsNoRecord(t *testing.T) {
+	t.Parallel()
+	pool, sink := newHeldRowsDB(t)
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, `
+		INSERT INTO switchboard.delivery_records (sink_id, owner, event_type, attempt, status, sent_at, finished_at)
+		SELECT $1, 'human:1', 'dead_letter', 1, s, now(), CASE WHEN s <> 'sending' THEN now() END
+		FROM generate_series(1, 200) g, unnest(ARRAY['sending', 'delivered']) s`, sink)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `
+		INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, payload, due_at)
+		SELECT $1, 'human:1', 'dead_letter', 'normal', '{"title": "t"}', now() - interval '1 hour' + g * interval '1 ms'
+		FROM generate_series(1, 50) g`, sink)
+	require.NoError(t, err)
+
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	rows, err := store.ClaimDue(ctx, tx, store.ClaimParams{Instance: "instance-a", Now: time.Now(), TTL: time.Minute, Limit: 256, PerSink: 256})
+	require.NoError(t, err)
+	require.Len(t, rows, 50, "every due row claimed")
+	var seq, idx int64
+	require.NoError(t, tx.QueryRow(ctx, `SELECT coalesce(seq_scan, 0), coalesce(idx_scan, 0) FROM pg_stat_xact_user_tables
+		WHERE schemaname = 'switchboard' AND relname = 'delivery_records'`).Scan(&seq, &idx))
+	require.Zero(t, seq+idx, "the claim scanned delivery_records %d times and looked it up by index %d times", seq, idx)
+}

@@ -267,7 +267,12 @@ const (
 // counted against the budget, D25), and the attempt is counted on the row
 // (takenOverCount), in the statement that takes the row, before anything
 // reads its attempts: the row comes back with OutboxRow.Abandoned set. An
-// attempt is open only while the claim that began it holds its row.
+// attempt is open only while the claim that began it holds its row. The
+// records are looked for only when the claim took a row over ("EXISTS
+// ... over", a condition the plan checks once, before it reads the
+// table): on the engine's generic plan, with statistics from when the
+// table was small, the look-up scanned every record at every claim
+// (TestAClaimThatTakesNothingOverReadsNoRecord).
 var claimDueSQL = `
 		WITH dead AS MATERIALIZED (
 		    SELECT name FROM switchboard.outbox_instances WHERE alive_until <= $2 AND name <> $1
@@ -336,7 +341,7 @@ var claimDueSQL = `
 		        LIMIT 1) n
 		), abandoned AS (
 		    UPDATE switchboard.delivery_records SET status = 'failed', class = 'abandoned', finished_at = $2
-		    WHERE status = 'sending'
+		    WHERE EXISTS (SELECT 1 FROM chosen WHERE over) AND status = 'sending'
 		      AND (outbox_id = ANY (ARRAY(SELECT id FROM chosen WHERE over))
 		       OR id = ANY (ARRAY(SELECT linked FROM chosen WHERE over AND linked IS NOT NULL)))
 		    RETURNING id, outbox_id

@@ -556,7 +556,7 @@ var List = []Mutant{
 		ID:    "takeover-closes-abandoned",
 		Guard: "the claim that takes a row over closes the attempt begun under the claim it took it from as abandoned (claimDueSQL's abandoned): else its record says \"sending\" for ever",
 		Edits: []Edit{{File: "store/delivery.go",
-			Old: "\t\t    WHERE status = 'sending'\n\t\t      AND (outbox_id = ANY (ARRAY(SELECT id FROM chosen WHERE over))",
+			Old: "\t\t    WHERE EXISTS (SELECT 1 FROM chosen WHERE over) AND status = 'sending'\n\t\t      AND (outbox_id = ANY (ARRAY(SELECT id FROM chosen WHERE over))",
 			New: "\t\t    WHERE false\n\t\t      AND (outbox_id = ANY (ARRAY(SELECT id FROM chosen WHERE over))"}},
 		Package: "./store/", Run: "^TestAnAbandonedAttemptIsCountedBeforeTheNextStarts$",
 	},
@@ -675,6 +675,14 @@ var List = []Mutant{
 			Old: "ALTER TABLE switchboard.outbox_events ALTER COLUMN owner TYPE switchboard.owner_scope;",
 			New: "SELECT 1;"}},
 		Package: "./store/", Run: "^(TestEveryOwnerColumnIsAnOwnerScope|TestAnEventOwnedByNoScopeIsRefusedWhereItIsWritten)$", Fast: true,
+	},
+	{
+		ID:    "claim-records-only-when-over",
+		Guard: "a claim looks for the records of abandoned attempts only when it took a row over: on a generic plan the look-up scanned every delivery record at every claim",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "WHERE EXISTS (SELECT 1 FROM chosen WHERE over) AND status = 'sending'",
+			New: "WHERE status = 'sending'"}},
+		Package: "./store/", Run: "^TestAClaimThatTakesNothingOverReadsNoRecord$", Fast: true,
 	},
 
 	// Kept wordings (engine/render_cache.go): a row gets the wording of
