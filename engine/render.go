@@ -29,12 +29,13 @@ import (
 // time.
 func (e *Engine) render(r store.OutboxRow) sinks.Message {
 	k := keyOf(r)
-	if msg, ok := e.renders.get(k); ok {
+	s, msg, ok := e.renders.get(k)
+	if ok {
 		return msg
 	}
 	msg, keep := e.renderRow(r)
 	if keep {
-		e.renders.put(k, msg)
+		e.renders.put(s, k, msg)
 	}
 	return msg
 }

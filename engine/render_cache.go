@@ -84,25 +84,26 @@ func (c *renderCache) slot(k renderKey) *renderSlot {
 	return &c.slots[h.Sum64()&uint64(len(c.slots)-1)]
 }
 
-// get returns the wording kept for k, if any.
-func (c *renderCache) get(k renderKey) (sinks.Message, bool) {
+// get returns k's slot, and the wording it keeps for k, if any: a row
+// worded afresh is kept in that slot (put) without hashing its key again.
+func (c *renderCache) get(k renderKey) (*renderSlot, sinks.Message, bool) {
 	s := c.slot(k)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s.used && s.key.equal(k) {
-		return s.msg, true
+		return s, s.msg, true
 	}
-	return sinks.Message{}, false
+	return s, sinks.Message{}, false
 }
 
-// put keeps msg as k's wording, in place of what k's slot held. The key's
-// content is copied: a row's payload is the row's to reuse.
-func (c *renderCache) put(k renderKey, msg sinks.Message) {
+// put keeps msg as k's wording in s, k's slot (get), in place of what it
+// held. The key's content is copied: a row's payload is the row's to
+// reuse.
+func (c *renderCache) put(s *renderSlot, k renderKey, msg sinks.Message) {
 	if len(k.payload) > renderCacheMaxBytes || len(msg.Title)+len(msg.Body)+len(msg.Markdown)+len(msg.Link) > renderCacheMaxBytes {
 		return
 	}
 	k.payload = bytes.Clone(k.payload)
-	s := c.slot(k)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	*s = renderSlot{used: true, key: k, msg: msg}
