@@ -59,6 +59,9 @@ type claimer struct {
 	expiredAt time.Time
 	// expiredSearches counts the claims that looked for them (tests).
 	expiredSearches atomic.Int64
+	// armed is the sweep Serve waits for: sweepNone, sweepFirst or
+	// sweepLate (tests).
+	armed atomic.Int32
 	// events says that committed events may be waiting to be fanned out:
 	// set at the start, by a notification (pokeEvents), by the poll and
 	// by the sweep after a burst of notifications. A pass fans out events
@@ -68,6 +71,21 @@ type claimer struct {
 	// finds nothing (docs/BENCHMARKS.md, session 19).
 	events atomic.Bool
 }
+
+// lateSweep is how many debounce windows after the first sweep the
+// claimer looks again for events whose emits skipped their notification:
+// an emit decides inside the window, but its caller's transaction commits
+// when the caller commits, which can be after the first sweep (a busy
+// machine, a caller with more to do). Past the late sweep, the poll finds
+// them.
+const lateSweep = 4
+
+// The sweeps Serve can wait for (claimer.armed).
+const (
+	sweepNone int32 = iota
+	sweepFirst
+	sweepLate
+)
 
 // expiredEvery is how often the claimer looks for rows whose claim expired
 // (their instance died): far below any claim's lifetime (15 s at least).
@@ -103,7 +121,12 @@ func (c *claimer) pokeEvents() {
 func (c *claimer) Serve(ctx context.Context) error {
 	poll := time.NewTicker(c.e.cfg.PollInterval)
 	defer poll.Stop()
-	var sweep <-chan time.Time
+	var (
+		sweep <-chan time.Time
+		// late: the sweep armed is the first after a notification, and a
+		// late one follows it (lateSweeps).
+		late bool
+	)
 	for {
 		c.passing.Lock()
 		next, full, err := c.cycle(ctx, nil)
@@ -131,11 +154,21 @@ func (c *claimer) Serve(ctx context.Context) error {
 			if d := c.e.cfg.NotifyDebounce; d > 0 && c.events.Load() {
 				// A notification: look again once the emits it did not
 				// hear of (debounced) have had their window.
-				sweep = time.After(d + 5*time.Millisecond)
+				sweep, late = time.After(d+5*time.Millisecond), true
+				c.armed.Store(sweepFirst)
 			}
 		case <-sweep:
 			sweep = nil
 			c.events.Store(true)
+			c.armed.Store(sweepNone)
+			if late {
+				// An emit that skipped its notification inside the window
+				// may commit after the sweep looked (its transaction is
+				// the caller's): look once more, later, before leaving it
+				// to the poll.
+				sweep, late = time.After(lateSweep*(c.e.cfg.NotifyDebounce+5*time.Millisecond)), false
+				c.armed.Store(sweepLate)
+			}
 		case <-poll.C:
 			c.events.Store(true)
 		case <-due:

@@ -139,8 +139,10 @@ type Config struct {
 	// NotifyDebounce is the least wall time between two NOTIFYs that Emit
 	// sends to wake claimers: PostgreSQL serialises the commits of
 	// notifying transactions, so a storm notifies once per window; a
-	// claimer woken looks again one window (plus 5 ms) later, which finds
-	// what the emits it did not hear of wrote. Defaults to
+	// claimer woken looks again one window (plus 5 ms) later, and once
+	// more four such spans after that, which finds what the emits it did
+	// not hear of wrote once they committed; the poll finds the ones whose
+	// transactions committed later still. Defaults to
 	// NotifyDebounceDefault (5 ms: at most 200 NOTIFYs a second, an event
 	// at most about 10 ms late); negative notifies on every emit that adds
 	// a due row.

@@ -31,6 +31,14 @@ func (e *Engine) SetRecordTryTimeoutForTest(d time.Duration) { e.recorder.tryTim
 // claim expired, counted once each has returned.
 func (e *Engine) ExpiredSearchesForTest() int64 { return e.claimer.expiredSearches.Load() }
 
+// FirstSweepPendingForTest reports whether the claimer waits for the
+// first sweep after a notification.
+func (e *Engine) FirstSweepPendingForTest() bool { return e.claimer.armed.Load() == sweepFirst }
+
+// NotifiedNowForTest makes the engine's emits act as if one had just sent
+// a NOTIFY: those inside the debounce window that follows skip theirs.
+func (e *Engine) NotifiedNowForTest() { e.lastNotify.Store(time.Now().UnixNano()) }
+
 // RecordForTest has the recorder write fs as one group, as it writes the
 // outcomes of attempts finished together.
 func (e *Engine) RecordForTest(fs []store.Finished) {

@@ -118,6 +118,50 @@ func TestAnEventEmittedWithoutANotificationIsFannedOutByTheSweep(t *testing.T) {
 	})
 }
 
+// An emit that skipped its notification inside the window may commit after
+// the sweep the window's notification scheduled has looked: its
+// transaction is its caller's, and a busy machine or a caller with more
+// to do commits it late. The claimer looks once more, four windows on,
+// before leaving it to the poll (an hour here). A CI run with a CPU-bound
+// loop beside it once lost the second event of
+// TestAnEventEmittedWithoutANotificationIsFannedOutByTheSweep this way.
+func TestAnEventWhoseEmitCommitsAfterTheSweepIsFannedOutByTheLateSweep(t *testing.T) {
+	t.Parallel()
+	w := hosttest.NewWorld(t)
+	setup := w.Engine()
+	g := newGate(http.StatusOK)
+	g.release()
+	base := newServer(t, g.ServeHTTP)
+	_, p, scope := w.Human()
+	w.Sink(setup, p, scope, enginetest.SinkOpts{BaseURL: base, Secret: "gtfya.late",
+		Events: []notifytype.EventType{host.EventRuleNotify}})
+	eng := w.Serve(func(c *engine.Config) {
+		c.NotifyDebounce = time.Second
+		c.PollInterval = time.Hour
+	})
+	waitFor(t, w, "the engine listens", `
+		SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+		               WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %')`)
+
+	first, err := w.Pool.Begin(w.Ctx)
+	require.NoError(t, err)
+	defer first.Rollback(context.WithoutCancel(w.Ctx)) //nolint:errcheck // committed below
+	require.NoError(t, eng.Emit(w.Ctx, first, ruleNotify(scope, 1, "forge#1")))
+	late, err := w.Pool.Begin(w.Ctx)
+	require.NoError(t, err)
+	defer late.Rollback(context.WithoutCancel(w.Ctx)) //nolint:errcheck // committed below
+	// The second emit is inside the window: it sends no NOTIFY.
+	eng.NotifiedNowForTest()
+	require.NoError(t, eng.Emit(w.Ctx, late, ruleNotify(scope, 1, "forge#2")))
+
+	require.NoError(t, first.Commit(w.Ctx))
+	require.Equal(t, "delivered", w.Wait().State, "forge#1")
+	require.Eventually(t, func() bool { return !eng.FirstSweepPendingForTest() }, enginetest.WaitTimeout, time.Millisecond,
+		"the sweep after the first event's notification never fired")
+	require.NoError(t, late.Commit(w.Ctx))
+	require.Equal(t, "delivered", w.Wait().State, "forge#2, committed after the sweep")
+}
+
 // An emit's notification tells the claimer that events wait: with no poll
 // and no sweep to find them, each event is fanned out and delivered on
 // its notification alone. The first event may be found by the pass the
