@@ -97,6 +97,43 @@ func TestAFlushWaitsForTheRowsItsInstanceQueued(t *testing.T) {
 	require.Equal(t, 1, flush("instance-a"), "the queued row's attempt began")
 }
 
+// A row taken over from a dead instance, its abandoned attempt closed by
+// the claim that took it, is queued here until its own attempt begins:
+// the abandoned attempt's record is not its start, even when it was sent
+// at the very instant the row was taken over, so that its sent_at plus
+// the claim's time equals the new claim's end (a frozen test clock gives
+// that instant; the state machine saw a flush send held rows ahead of
+// such a row of the same sink, due before them).
+func TestAFlushWaitsForARowTakenOverAtTheInstantItsAbandonedAttemptBegan(t *testing.T) {
+	t.Parallel()
+	pool, sink := newHeldRowsDB(t)
+	ctx := context.Background()
+	now := time.Now()
+	heldRow(t, pool, sink)
+	require.NoError(t, store.Beat(ctx, pool, "instance-b", now, time.Hour, time.Minute))
+	taken := claimedRow(t, pool, sink, "instance-b", 52, "", false)
+	_, err := pool.Exec(ctx, `UPDATE switchboard.outbox SET claim_expires_at = $2::timestamptz + interval '1 minute', attempts = 2 WHERE id = $1`,
+		taken.ID, now)
+	require.NoError(t, err)
+	// The dead instance's attempt, closed as abandoned by the takeover.
+	_, err = pool.Exec(ctx, `INSERT INTO switchboard.delivery_records (sink_id, owner, outbox_id, event_type, attempt, status, class, sent_at, finished_at)
+		VALUES ($1, 'human:1', $2, 'todo.dead_lettered', 2, 'failed', 'abandoned', $3, $3)`, sink, taken.ID, now)
+	require.NoError(t, err)
+
+	rows, err := store.ClaimHeld(ctx, pool, sink, "instance-b", now, time.Minute, 7, time.Time{})
+	require.NoError(t, err)
+	require.Empty(t, rows, "the row taken over goes first")
+
+	var started []store.StartedRow
+	b := &pgx.Batch{}
+	store.QueueStartAttempts(b, []store.Start{{Row: taken, TAT: now}}, "instance-b", now, time.Minute, 7, &started, time.Time{})
+	require.NoError(t, pool.SendBatch(ctx, b).Close())
+	require.Len(t, started, 1, "the attempt starts")
+	rows, err = store.ClaimHeld(ctx, pool, sink, "instance-b", now, time.Minute, 7, time.Time{})
+	require.NoError(t, err)
+	require.Len(t, rows, 1, "the row taken over has begun its own attempt")
+}
+
 // A flush waits for a claim of its own instance in flight: the claim's
 // rows are not in a snapshot taken before it commits, and a flush that
 // looked meanwhile sent a held row ahead of rows the claim had just taken

@@ -943,13 +943,18 @@ func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now 
 // queuedHere selects the rows of sink $1 that instance $2 holds at $3
 // under a claim whose attempt has not begun: an attempt's start writes its
 // record (the row's own, startAttemptsSQL, or a coalesced message's,
-// linked from the row), sent at or after the claim began, and any
-// extension of the claim it makes is to its sent_at + the claim's time
-// ($4); a claim alone leaves the row's records older than that, or none.
+// linked from the row), sending until the outcome that also ends the
+// row's claim, sent at or after the claim began, and any extension of the
+// claim it makes is to its sent_at + the claim's time ($4); a claim alone
+// leaves the row's records older than that, or none. A record an earlier
+// claim's attempt left open is closed by the claim that took the row over
+// (claimDueSQL's "abandoned"): sent at the instant of that claim, it would
+// otherwise pass for the new claim's start
+// (TestAFlushWaitsForARowTakenOverAtTheInstantItsAbandonedAttemptBegan).
 const queuedHere = `SELECT 1 FROM switchboard.outbox q
 		      WHERE q.sink_id = $1 AND q.state = 'claimed' AND q.claimed_by = $2 AND q.claim_expires_at > $3
 		        AND NOT EXISTS (SELECT 1 FROM switchboard.delivery_records d
-		                        WHERE (d.outbox_id = q.id OR d.id = q.attempt_record_id)
+		                        WHERE (d.outbox_id = q.id OR d.id = q.attempt_record_id) AND d.status = 'sending'
 		                          AND d.sent_at + $4::interval >= q.claim_expires_at)`
 
 // DeliveryRecord is one attempt (or test message) as recorded. It never

@@ -31,12 +31,16 @@ func TestAnInstanceWhoseHeartbeatLapsedStartsNoAttempt(t *testing.T) {
 		VALUES ($1, 'human:1', 'todo.dead_lettered', 'normal', '{}', now() - interval '1 minute', 'held')`, sink) // due before now: ClaimHeld takes only due rows
 	require.NoError(t, err)
 
+	// The single-row start writes no record (its caller does), and closes
+	// the one an earlier start left open: it goes first, so that the
+	// group start's record is the attempt that began, the row no longer
+	// queued, when the flush looks (queuedHere).
 	starts := func() (group int, single error, held int) {
+		_, _, single = store.StartAttempt(ctx, pool, row, lapsed, now, time.Minute, 7)
 		var started []store.StartedRow
 		b := &pgx.Batch{}
 		store.QueueStartAttempts(b, []store.Start{{Row: row, TAT: now}}, lapsed, now, time.Minute, 7, &started, time.Time{})
 		require.NoError(t, pool.SendBatch(ctx, b).Close())
-		_, _, single = store.StartAttempt(ctx, pool, row, lapsed, now, time.Minute, 7)
 		rows, err := store.ClaimHeld(ctx, pool, sink, lapsed, now, time.Minute, 7, time.Time{})
 		require.NoError(t, err)
 		return len(started), single, len(rows)

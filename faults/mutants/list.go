@@ -80,6 +80,14 @@ var List = []Mutant{
 		Package: "./store/", Run: "^TestAFlushWaitsForTheRowsItsInstanceQueued$", Fast: true,
 	},
 	{
+		ID:    "queued-ignores-closed-records",
+		Guard: "a row taken over is queued until its own attempt begins (queuedHere counts only records still sending): the abandoned attempt's record, closed by the takeover, passed for its start when sent at the takeover's instant, and a flush overtook the row",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "WHERE (d.outbox_id = q.id OR d.id = q.attempt_record_id) AND d.status = 'sending'\n",
+			New: "WHERE (d.outbox_id = q.id OR d.id = q.attempt_record_id)\n"}},
+		Package: "./store/", Run: "^TestAFlushWaitsForARowTakenOverAtTheInstantItsAbandonedAttemptBegan$", Fast: true,
+	},
+	{
 		ID:    "token-close-abandoned",
 		Guard: "claim token in the statement that closes abandoned attempts (closeAbandonedSQL): an old claim would close the new claim's attempt in flight",
 		Edits: []Edit{{File: "store/delivery.go",
