@@ -101,18 +101,23 @@ func TestAPassAfterRowsDoesNotFanOut(t *testing.T) {
 
 // An event whose emit sent no notification (debounced: within
 // NotifyDebounce of the one before) is fanned out by the claimer's poll.
-// Here the window is an hour, so only the poll can find the second event.
+// Here the window is an hour, so only the poll can find the second event
+// (emitted once the engine listens, as in the sweep's test below).
 func TestAnEventEmittedWithoutANotificationIsFannedOutAtThePoll(t *testing.T) {
 	t.Parallel()
-	deliverTwoEvents(t, false, func(c *engine.Config) { c.NotifyDebounce = time.Hour })
+	deliverTwoEvents(t, func(c *engine.Config) { c.NotifyDebounce = time.Hour })
 }
 
 // An event whose emit sent no notification is fanned out by the sweep a
 // notification schedules one window later, well before the poll: here the
-// poll is an hour away and the window two seconds long.
+// poll is an hour away and the window two seconds long. The events are
+// emitted once the engine listens: a listener that began after the second
+// emit committed would find it itself (the pass it asks for when it
+// begins), and the test would pass without a sweep (mutant
+// sweep-looks-for-events survived so once, under load).
 func TestAnEventEmittedWithoutANotificationIsFannedOutByTheSweep(t *testing.T) {
 	t.Parallel()
-	deliverTwoEvents(t, false, func(c *engine.Config) {
+	deliverTwoEvents(t, func(c *engine.Config) {
 		c.NotifyDebounce = 2 * time.Second
 		c.PollInterval = time.Hour
 	})
@@ -169,17 +174,19 @@ func TestAnEventWhoseEmitCommitsAfterTheSweepIsFannedOutByTheLateSweep(t *testin
 // was delivered, only by its notification.
 func TestAnEventIsFannedOutOnItsNotification(t *testing.T) {
 	t.Parallel()
-	deliverTwoEvents(t, true, func(c *engine.Config) {
+	deliverTwoEvents(t, func(c *engine.Config) {
 		c.NotifyDebounce = -1 // every emit notifies; no sweep
 		c.PollInterval = time.Hour
 	})
 }
 
-// deliverTwoEvents serves an engine configured by configure, once it
-// listens when listening is set, and emits two events, the second once the
-// first was delivered (so that, with a debounce window, the second sends
-// no notification): both must be delivered.
-func deliverTwoEvents(t *testing.T, listening bool, configure func(*engine.Config)) {
+// deliverTwoEvents serves an engine configured by configure and, once it
+// listens (so that only a notification, the sweep or the poll can find an
+// event, not the pass a listener asks for when it begins), emits two
+// events, the second once the first was delivered (so that, with a
+// debounce window, the second sends no notification): both must be
+// delivered.
+func deliverTwoEvents(t *testing.T, configure func(*engine.Config)) {
 	t.Helper()
 	w := hosttest.NewWorld(t)
 	setup := w.Engine()
@@ -190,11 +197,9 @@ func deliverTwoEvents(t *testing.T, listening bool, configure func(*engine.Confi
 	w.Sink(setup, p, scope, enginetest.SinkOpts{BaseURL: base, Secret: "gtfya.two",
 		Events: []notifytype.EventType{host.EventRuleNotify}})
 	eng := w.Serve(configure)
-	if listening {
-		waitFor(t, w, "the engine listens", `
-			SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-			               WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %')`)
-	}
+	waitFor(t, w, "the engine listens", `
+		SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+		               WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %')`)
 	for _, subject := range []string{"forge#1", "forge#2"} {
 		require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
 			return eng.Emit(w.Ctx, tx, ruleNotify(scope, 1, subject))

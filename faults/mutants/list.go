@@ -641,6 +641,14 @@ var List = []Mutant{
 		Package: "./engine/", Run: "^TestAnEventEmittedWithoutANotificationIsFannedOutByTheSweep$",
 	},
 	{
+		ID:    "late-sweep-looks-again",
+		Guard: "the first sweep after a notification is followed by a late one: an emit that skipped its notification inside the window and committed after the first sweep looked is found before the poll",
+		Edits: []Edit{{File: "engine/claimer.go",
+			Old: "sweep, late = time.After(d+5*time.Millisecond), true",
+			New: "sweep, late = time.After(d+5*time.Millisecond), false"}},
+		Package: "./engine/", Run: "^TestAnEventWhoseEmitCommitsAfterTheSweepIsFannedOutByTheLateSweep$",
+	},
+	{
 		ID:    "notification-looks-for-events",
 		Guard: "a notification tells the claimer that events wait (pokeEvents), not only to claim",
 		Edits: []Edit{{File: "engine/claimer.go",
