@@ -132,21 +132,10 @@ func TestAnEventEmittedWithoutANotificationIsFannedOutByTheSweep(t *testing.T) {
 // TestAnEventEmittedWithoutANotificationIsFannedOutByTheSweep this way.
 func TestAnEventWhoseEmitCommitsAfterTheSweepIsFannedOutByTheLateSweep(t *testing.T) {
 	t.Parallel()
-	w := hosttest.NewWorld(t)
-	setup := w.Engine()
-	g := newGate(http.StatusOK)
-	g.release()
-	base := newServer(t, g.ServeHTTP)
-	_, p, scope := w.Human()
-	w.Sink(setup, p, scope, enginetest.SinkOpts{BaseURL: base, Secret: "gtfya.late",
-		Events: []notifytype.EventType{host.EventRuleNotify}})
-	eng := w.Serve(func(c *engine.Config) {
+	w, eng, scope := listeningRuleSink(t, func(c *engine.Config) {
 		c.NotifyDebounce = time.Second
 		c.PollInterval = time.Hour
 	})
-	waitFor(t, w, "the engine listens", `
-		SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-		               WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %')`)
 
 	first, err := w.Pool.Begin(w.Ctx)
 	require.NoError(t, err)
@@ -188,6 +177,20 @@ func TestAnEventIsFannedOutOnItsNotification(t *testing.T) {
 // delivered.
 func deliverTwoEvents(t *testing.T, configure func(*engine.Config)) {
 	t.Helper()
+	w, eng, scope := listeningRuleSink(t, configure)
+	for _, subject := range []string{"forge#1", "forge#2"} {
+		require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
+			return eng.Emit(w.Ctx, tx, ruleNotify(scope, 1, subject))
+		}))
+		require.Equal(t, "delivered", w.Wait().State, subject)
+	}
+}
+
+// listeningRuleSink is a world whose owner scope has one sink subscribed to
+// rule.notify, its endpoint answering 200, and an engine configured by
+// configure serving it, returned once the engine listens.
+func listeningRuleSink(t *testing.T, configure func(*engine.Config)) (*hosttest.World, *engine.Engine, notifytype.OwnerScope) {
+	t.Helper()
 	w := hosttest.NewWorld(t)
 	setup := w.Engine()
 	g := newGate(http.StatusOK)
@@ -200,12 +203,7 @@ func deliverTwoEvents(t *testing.T, configure func(*engine.Config)) {
 	waitFor(t, w, "the engine listens", `
 		SELECT EXISTS (SELECT 1 FROM pg_stat_activity
 		               WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %')`)
-	for _, subject := range []string{"forge#1", "forge#2"} {
-		require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
-			return eng.Emit(w.Ctx, tx, ruleNotify(scope, 1, subject))
-		}))
-		require.Equal(t, "delivered", w.Wait().State, subject)
-	}
+	return w, eng, scope
 }
 
 // engineWithRuleSink is a world and an engine, not serving, whose owner

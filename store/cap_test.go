@@ -124,11 +124,7 @@ func TestAFlushWaitsForARowTakenOverAtTheInstantItsAbandonedAttemptBegan(t *test
 	require.NoError(t, err)
 	require.Empty(t, rows, "the row taken over goes first")
 
-	var started []store.StartedRow
-	b := &pgx.Batch{}
-	store.QueueStartAttempts(b, []store.Start{{Row: taken, TAT: now}}, "instance-b", now, time.Minute, 7, &started, time.Time{})
-	require.NoError(t, pool.SendBatch(ctx, b).Close())
-	require.Len(t, started, 1, "the attempt starts")
+	startAttemptAs(t, pool, taken, "instance-b", now)
 	rows, err = store.ClaimHeld(ctx, pool, sink, "instance-b", now, time.Minute, 7, time.Time{})
 	require.NoError(t, err)
 	require.Len(t, rows, 1, "the row taken over has begun its own attempt")

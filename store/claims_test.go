@@ -199,9 +199,15 @@ func TestAnOldClaimsStatementsChangeNothing(t *testing.T) {
 // returns it.
 func startAttempt(t *testing.T, pool *pgxpool.Pool, r store.Claimed) store.StartedRow {
 	t.Helper()
+	return startAttemptAs(t, pool, r, "instance-a", time.Now())
+}
+
+// startAttemptAs begins the attempt of r, claimed by instance, at now.
+func startAttemptAs(t *testing.T, pool *pgxpool.Pool, r store.Claimed, instance string, now time.Time) store.StartedRow {
+	t.Helper()
 	var started []store.StartedRow
 	b := &pgx.Batch{}
-	store.QueueStartAttempts(b, []store.Start{{Row: r, TAT: time.Now().Add(time.Minute)}}, "instance-a", time.Now(), time.Minute, 7, &started, time.Time{})
+	store.QueueStartAttempts(b, []store.Start{{Row: r, TAT: now.Add(time.Minute)}}, instance, now, time.Minute, 7, &started, time.Time{})
 	require.NoError(t, pool.SendBatch(context.Background(), b).Close())
 	require.Len(t, started, 1, "the attempt starts")
 	return started[0]
