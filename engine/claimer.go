@@ -62,6 +62,8 @@ type claimer struct {
 	// armed is the sweep Serve waits for: sweepNone, sweepFirst or
 	// sweepLate (tests).
 	armed atomic.Int32
+	// notified counts the notifications the listener passed on (tests).
+	notified atomic.Int64
 	// events says that committed events may be waiting to be fanned out:
 	// set at the start, by a notification (pokeEvents), by the poll and
 	// by the sweep after a burst of notifications. A pass fans out events
@@ -421,6 +423,7 @@ func (l *listener) Serve(ctx context.Context) error {
 			}
 			return fmt.Errorf("error waiting for notifications: %w", err)
 		}
+		l.e.claimer.notified.Add(1)
 		l.e.claimer.pokeEvents()
 	}
 }

@@ -35,6 +35,23 @@ func (e *Engine) ExpiredSearchesForTest() int64 { return e.claimer.expiredSearch
 // first sweep after a notification.
 func (e *Engine) FirstSweepPendingForTest() bool { return e.claimer.armed.Load() == sweepFirst }
 
+// OnlyASweepLooksForTest reports whether, after at least one
+// notification was passed on, the claimer waits for a sweep with nothing
+// else that could fan out events: no pass running or asked for, no
+// notification's events pending. An event committed then, notifying
+// nobody, is found by a sweep or not at all (the poll aside).
+func (e *Engine) OnlyASweepLooksForTest() bool {
+	c := e.claimer
+	if c.notified.Load() == 0 || c.armed.Load() == sweepNone {
+		return false
+	}
+	if !c.passing.TryLock() {
+		return false
+	}
+	defer c.passing.Unlock()
+	return !c.events.Load() && len(c.wake) == 0 && c.armed.Load() != sweepNone
+}
+
 // NotifiedNowForTest makes the engine's emits act as if one had just sent
 // a NOTIFY: those inside the debounce window that follows skip theirs.
 func (e *Engine) NotifiedNowForTest() { e.lastNotify.Store(time.Now().UnixNano()) }

@@ -110,17 +110,33 @@ func TestAnEventEmittedWithoutANotificationIsFannedOutAtThePoll(t *testing.T) {
 
 // An event whose emit sent no notification is fanned out by the sweep a
 // notification schedules one window later, well before the poll: here the
-// poll is an hour away and the window two seconds long. The events are
-// emitted once the engine listens: a listener that began after the second
-// emit committed would find it itself (the pass it asks for when it
-// begins), and the test would pass without a sweep (mutant
-// sweep-looks-for-events survived so once, under load).
+// poll is an hour away and the window two seconds long. The second event
+// is emitted only when a sweep is all that could find it: any pass with
+// events after it committed (the listener's first, or one a late
+// notification of the first event asks for) would find it as well, and
+// mutant sweep-looks-for-events survived so, under load, while this test
+// only waited for the engine to listen.
 func TestAnEventEmittedWithoutANotificationIsFannedOutByTheSweep(t *testing.T) {
 	t.Parallel()
-	deliverTwoEvents(t, func(c *engine.Config) {
+	w, eng, scope := listeningRuleSink(t, func(c *engine.Config) {
 		c.NotifyDebounce = 2 * time.Second
 		c.PollInterval = time.Hour
 	})
+	require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
+		return eng.Emit(w.Ctx, tx, ruleNotify(scope, 1, "forge#1"))
+	}))
+	require.Equal(t, "delivered", w.Wait().State, "forge#1")
+	// The second event commits once nothing but a sweep can find it: the
+	// first event's notification was passed on and its pass is over, so no
+	// stray pass with events (a late notification, the listener's first
+	// pass) finds it instead. It sends no notification of its own.
+	require.Eventually(t, eng.OnlyASweepLooksForTest, enginetest.WaitTimeout, time.Millisecond,
+		"the claimer never waited for a sweep alone after the first event's notification")
+	eng.NotifiedNowForTest()
+	require.NoError(t, pgx.BeginFunc(w.Ctx, w.Pool, func(tx pgx.Tx) error {
+		return eng.Emit(w.Ctx, tx, ruleNotify(scope, 1, "forge#2"))
+	}))
+	require.Equal(t, "delivered", w.Wait().State, "forge#2, found by a sweep")
 }
 
 // An emit that skipped its notification inside the window may commit after
