@@ -1,0 +1,102 @@
+package bench_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/switchboard/notify/bench/internal/rig"
+	"github.com/switchboard/notify/engine"
+	"github.com/switchboard/notify/store"
+)
+
+// claimBacklog is the backlog BenchmarkClaim claims from: the drain's
+// (cmd/drainratio), 10 sinks of one owner scope. It writes a fresh one
+// when claimLow rows are left, before a sink runs out of due rows and a
+// claim takes fewer than it asks for.
+const (
+	claimBacklog = 20000
+	claimLow     = 2000
+)
+
+// BenchmarkClaim measures one claim statement (store.ClaimDue, as the
+// claimer sends it) against the rows it takes, one claim after another on
+// one connection, from a fanned-out backlog: what a claim costs the
+// database however few rows it takes, and what each row adds. rows=0
+// claims with nothing due. A split instance pays the first figure over
+// fewer rows (docs/BENCHMARKS.md, session 26). Writing a fresh backlog
+// when the last runs low is left out of the timer and the meter. Reported
+// per claim: wall time (ns/op), the database's backends' CPU, and the rows
+// taken.
+func BenchmarkClaim(b *testing.B) {
+	ctx := context.Background()
+	r, err := rig.Open(ctx, 4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = r.Close(false) })
+	f, err := r.Fleet(ctx, 1, 10, rig.LiftedPerHour, rig.LiftedBurst, "claim")
+	if err != nil {
+		b.Fatal(err)
+	}
+	eng, err := engine.New(r.Config(r.Pool, true))
+	if err != nil {
+		b.Fatal(err)
+	}
+	refill := func() {
+		if err := r.Truncate(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Backlog(ctx, eng, f, claimBacklog); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.FanOutBacklog(ctx, eng); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, k := range []int{0, 1, 32, 256} {
+		b.Run(fmt.Sprintf("rows=%d", k), func(b *testing.B) {
+			b.StopTimer()
+			refill()
+			var (
+				claims, rows int
+				dbCPU        time.Duration
+				left         = claimBacklog
+			)
+			meter := r.StartCPU(ctx)
+			b.StartTimer()
+			for range b.N {
+				if k > 0 && left-k < claimLow {
+					b.StopTimer()
+					_, db := meter.Stop(ctx)
+					dbCPU += db
+					refill()
+					left = claimBacklog
+					meter = r.StartCPU(ctx)
+					b.StartTimer()
+				}
+				p := store.ClaimParams{Instance: "bench", Now: time.Now(), TTL: time.Hour,
+					Limit: max(k, 1), PerSink: 32, SkipExpired: true}
+				if k == 0 {
+					p.Now = p.Now.Add(-time.Hour) // before the backlog: nothing due
+				}
+				got, err := store.ClaimDue(ctx, r.Pool, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(got) != k {
+					b.Fatalf("claimed %d rows, want %d", len(got), k)
+				}
+				claims++
+				rows += len(got)
+				left -= len(got)
+			}
+			b.StopTimer()
+			_, db := meter.Stop(ctx)
+			dbCPU += db
+			b.ReportMetric(float64(dbCPU.Microseconds())/float64(claims), "db-µs/claim")
+			b.ReportMetric(float64(rows)/float64(claims), "rows/claim")
+		})
+	}
+}
