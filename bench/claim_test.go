@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard/notify/bench/internal/rig"
-	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/store"
 )
 
@@ -31,19 +29,7 @@ const (
 // taken.
 func BenchmarkClaim(b *testing.B) {
 	ctx := context.Background()
-	r, err := rig.Open(ctx, 4)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = r.Close(false) })
-	f, err := r.Fleet(ctx, 1, 10, rig.LiftedPerHour, rig.LiftedBurst, "claim")
-	if err != nil {
-		b.Fatal(err)
-	}
-	eng, err := engine.New(r.Config(r.Pool, true))
-	if err != nil {
-		b.Fatal(err)
-	}
+	r, f, eng := fleetEngine(b, 1, "claim")
 	refill := func() {
 		if err := r.Truncate(ctx); err != nil {
 			b.Fatal(err)

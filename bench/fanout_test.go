@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard/notify/bench/internal/fleet"
 	"github.com/switchboard/notify/bench/internal/rig"
 	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/internal/testhooks"
@@ -25,19 +26,7 @@ const fanOutRows = 5000
 // per row: wall time and the CPU of the database's backends.
 func BenchmarkFanOut(b *testing.B) {
 	ctx := context.Background()
-	r, err := rig.Open(ctx, 4)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = r.Close(false) })
-	f, err := r.Fleet(ctx, 50, 10, rig.LiftedPerHour, rig.LiftedBurst, "fanout")
-	if err != nil {
-		b.Fatal(err)
-	}
-	eng, err := engine.New(r.Config(r.Pool, true))
-	if err != nil {
-		b.Fatal(err)
-	}
+	r, f, eng := fleetEngine(b, 50, "fanout")
 	var (
 		rows        int
 		wall, dbCPU time.Duration
@@ -70,4 +59,27 @@ func BenchmarkFanOut(b *testing.B) {
 	}
 	b.ReportMetric(float64(wall.Microseconds())/float64(rows), "µs/row")
 	b.ReportMetric(float64(dbCPU.Microseconds())/float64(rows), "db-µs/row")
+}
+
+// fleetEngine opens a rig (a database of its own, closed when b ends) with
+// a fleet of scopes owner scopes of 10 sinks each, their budgets lifted,
+// and an engine on the rig's pool that does not serve: the drain's set-up
+// (cmd/drainratio) for a benchmark of one of its statements.
+func fleetEngine(b *testing.B, scopes int, tag string) (*rig.Rig, *fleet.Fleet, *engine.Engine) {
+	b.Helper()
+	ctx := context.Background()
+	r, err := rig.Open(ctx, 4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = r.Close(false) })
+	f, err := r.Fleet(ctx, scopes, 10, rig.LiftedPerHour, rig.LiftedBurst, tag)
+	if err != nil {
+		b.Fatal(err)
+	}
+	eng, err := engine.New(r.Config(r.Pool, true))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r, f, eng
 }
