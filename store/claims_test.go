@@ -9,7 +9,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard/notify/notifytype"
 	"github.com/switchboard/notify/store"
+	"github.com/switchboard/notify/store/storetest"
 )
 
 // claimedRow inserts a row claimed by instance with token, and returns it.
@@ -293,10 +295,10 @@ func TestAnAttemptPastTheCapDoesNotStart(t *testing.T) {
 
 // One instance at a time delivers to a sink, best effort, and this is the
 // bound: two claims running at the same moment do not see each other's
-// rows and may both take rows of one sink, only among the sink's first
-// PerSink due rows (a claim that found its first rows locked takes none
-// of the later ones); every claim after them, of these instances or
-// another, leaves the sink alone while those rows are claimed.
+// rows, and a claim takes a sink's rows only up to the first it could not
+// lock. So a claim that meets the sink's first rows locked by another
+// leaves the sink to it, and every claim after them, of these instances
+// or another, leaves the sink alone while those rows are claimed.
 func TestOneInstancePerSinkIsBestEffortWithinOneClaim(t *testing.T) {
 	t.Parallel()
 	pool, sink := newHeldRowsDB(t)
@@ -312,8 +314,8 @@ func TestOneInstancePerSinkIsBestEffortWithinOneClaim(t *testing.T) {
 		return count(t, pool, `SELECT count(*) FROM switchboard.outbox WHERE state = 'claimed' AND claimed_by = $1`, instance)
 	}
 	// Instance a's claim (room for one row) has taken the sink's first row
-	// and not committed when b's runs: b neither waits nor sees it, skips
-	// the locked row and takes the next one of the sink's first PerSink.
+	// and not committed when b's runs: b neither waits nor sees it, and
+	// takes none of the sink's rows, since its first is locked.
 	a, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = a.Rollback(ctx) }()
@@ -324,18 +326,72 @@ func TestOneInstancePerSinkIsBestEffortWithinOneClaim(t *testing.T) {
 	require.Len(t, rowsA, 1)
 	rowsB, err := store.ClaimDue(ctx, pool, params("instance-b"))
 	require.NoError(t, err)
-	require.Len(t, rowsB, 1, "the claims overlapped: b took a row of the sink too, within its first PerSink")
+	require.Empty(t, rowsB, "b took rows of the sink past the one a had locked")
 	require.NoError(t, a.Commit(ctx))
 	require.Equal(t, 1, claimedBy("instance-a"))
-	require.Equal(t, 1, claimedBy("instance-b"))
 
-	// Every later claim leaves the sink to them while they hold its rows.
-	for _, instance := range []string{"instance-c", "instance-a", "instance-b"} {
+	// Every later claim leaves the sink to a while it holds its row.
+	for _, instance := range []string{"instance-c", "instance-b"} {
 		rows, err := store.ClaimDue(ctx, pool, params(instance))
 		require.NoError(t, err)
-		require.Empty(t, rows, "%s leaves the sink while two instances hold it", instance)
+		require.Empty(t, rows, "%s leaves the sink while instance a holds it", instance)
 	}
+	require.Zero(t, claimedBy("instance-b"))
 	require.Zero(t, claimedBy("instance-c"))
+}
+
+// A claim takes a sink's rows only up to the first it could not lock: a
+// claim that meets a row another claim has locked leaves the sink's later
+// rows, for that claim may yet roll back (its instance crashed, or its
+// statement timed out), and the later rows would then go out while the
+// earlier one waited. The sinks whose rows it could lock it takes as
+// before, and once the lock has gone the next claim takes the sink's rows
+// from its first, in due order. (The delivery state machine met this
+// after a crash: properties/, "sent while rows ... waited pending".)
+func TestAClaimTakesASinksRowsOnlyUpToOneItCouldNotLock(t *testing.T) {
+	t.Parallel()
+	pool, sink := newHeldRowsDB(t)
+	ctx := context.Background()
+	f := storetest.NewFactory(t, pool)
+	other := f.Sink(storetest.SinkOpts{Owner: notifytype.Human("1")})
+	var first []int64
+	for range 3 {
+		first = append(first, openRow(t, pool, sink, "", 1, "todo.dead_lettered", false))
+	}
+	otherRow := openRow(t, pool, other, "", 1, "todo.dead_lettered", false)
+	now := time.Now().Add(time.Second)
+	params := func(instance string) store.ClaimParams {
+		return store.ClaimParams{Instance: instance, Now: now, TTL: time.Minute, Limit: 10, PerSink: 5}
+	}
+
+	// A claim of instance a locks the sink's first row, and rolls back.
+	a, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = a.Rollback(ctx) }()
+	pa := params("instance-a")
+	pa.Limit = 1
+	rowsA, err := store.ClaimDue(ctx, a, pa)
+	require.NoError(t, err)
+	require.Equal(t, []int64{first[0]}, ids(rowsA))
+
+	rowsB, err := store.ClaimDue(ctx, pool, params("instance-b"))
+	require.NoError(t, err)
+	require.Equal(t, []int64{otherRow}, ids(rowsB), "b takes the other sink's row, and none of the sink whose first row was locked")
+	require.NoError(t, a.Rollback(ctx))
+
+	rowsB, err = store.ClaimDue(ctx, pool, params("instance-b"))
+	require.NoError(t, err)
+	require.Equal(t, first, ids(rowsB), "once the lock has gone, the sink's rows from its first, in due order")
+	require.Zero(t, count(t, pool, `SELECT count(*) FROM switchboard.outbox WHERE state = 'pending'`))
+}
+
+// ids returns the rows' ids, in their order.
+func ids(rows []store.OutboxRow) []int64 {
+	out := make([]int64, len(rows))
+	for i, r := range rows {
+		out[i] = r.ID
+	}
+	return out
 }
 
 // An instance that stopped beating (it died) holds its rows no longer: a

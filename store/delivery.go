@@ -178,9 +178,12 @@ func ClaimDue(ctx context.Context, db BatchSender, p ClaimParams) ([]OutboxRow, 
 // leaves a sink whose rows another live instance holds ("elsewhere"), as
 // its snapshot shows them: one instance at a time delivers to a sink, best
 // effort. Two claims that run at the same moment do not see each other's
-// rows, and may both take rows of one sink, at most PerSink each; the
-// claims after them leave the sink to them until those rows are finished
-// (TestOneInstancePerSinkIsBestEffortWithinOneClaim). Claims do not take
+// rows, but a claim takes a sink's rows only up to the first it could not
+// lock ("run"), so the second meets the rows the first locked and leaves
+// the sink to it; only a row that became pending between the two, due
+// before the first one's rows, goes to the second while the first holds
+// the sink. The claims after them leave the sink to them until those rows
+// are finished (TestOneInstancePerSinkIsBestEffortWithinOneClaim). Claims do not take
 // turns under a lock: that made them exact, but cost two or three
 // instances 10-15 % of their throughput (docs/BENCHMARKS.md), and the
 // spec asks exactness of rows (SKIP LOCKED), not of sinks; budgets hold
@@ -257,6 +260,15 @@ const (
 // the picks against the outbox was planned, with a backlog's statistics,
 // as a hash join over a scan of the whole outbox (TestTheClaimLocksItsPicksByID).
 //
+// "kept" is what the claim takes of "chosen": each sink's picks up to the
+// first it could not lock ("run"). A pick is skipped when another claim
+// holds its lock, and that claim may yet roll back (its instance crashed,
+// or its statement timed out): had this one taken the sink's later picks,
+// they would go out while the earlier row waited pending
+// (TestAClaimTakesASinksRowsOnlyUpToOneItCouldNotLock). Everything after
+// "chosen" reads "kept": the rows it leaves stay pending under the notes
+// that cover them.
+//
 // Each row comes back with the token it was taken from (chosen reads it
 // on the version it locks; 0 for a pending row): OutboxRow.TakenFrom.
 //
@@ -313,10 +325,10 @@ var claimDueSQL = `
 		), candidates AS (
 		    SELECT * FROM due WHERE id IS NOT NULL UNION ALL SELECT * FROM expired
 		), ranked AS (
-		    SELECT id, row_number() OVER (PARTITION BY sink_id ORDER BY due_at, id) AS n, due_at
+		    SELECT id, sink_id, row_number() OVER (PARTITION BY sink_id ORDER BY due_at, id) AS n, due_at
 		    FROM candidates
 		), picked AS (
-		    SELECT id FROM ranked WHERE n <= $5 ORDER BY due_at, id LIMIT $4
+		    SELECT id, sink_id, due_at FROM ranked WHERE n <= $5 ORDER BY due_at, id LIMIT $4
 		), chosen AS (
 		    SELECT o.id, o.sink_id, coalesce(o.claim_token, 0) AS taken_from, o.state = 'claimed' AS over, o.attempt_record_id AS linked
 		    FROM switchboard.outbox o
@@ -324,8 +336,13 @@ var claimDueSQL = `
 		      AND ((o.state = 'pending' AND o.due_at <= $2)
 		       OR (o.state = 'claimed' AND (o.claim_expires_at <= $2 OR o.claimed_by IN (SELECT name FROM dead))))
 		    FOR UPDATE OF o SKIP LOCKED
+		), run AS (
+		    SELECT p.id, bool_and(c.id IS NOT NULL) OVER (PARTITION BY p.sink_id ORDER BY p.due_at, p.id) AS unbroken
+		    FROM picked p LEFT JOIN chosen c ON c.id = p.id
+		), kept AS (
+		    SELECT chosen.* FROM chosen JOIN run USING (id) WHERE run.unbroken
 		), rewritten AS (
-		    SELECT sink_id FROM chosen WHERE NOT over
+		    SELECT sink_id FROM kept WHERE NOT over
 		    UNION
 		    SELECT sink_id FROM due WHERE id IS NULL
 		), noted AS (
@@ -336,25 +353,25 @@ var claimDueSQL = `
 		    INSERT INTO switchboard.due_sinks (sink_id, due_at)
 		    SELECT w.sink_id, n.due_at FROM rewritten w CROSS JOIN LATERAL (
 		        SELECT due_at FROM switchboard.outbox
-		        WHERE sink_id = w.sink_id AND state = 'pending' AND id <> ALL (ARRAY(SELECT id FROM chosen))
+		        WHERE sink_id = w.sink_id AND state = 'pending' AND id <> ALL (ARRAY(SELECT id FROM kept))
 		        ORDER BY due_at, id
 		        LIMIT 1) n
 		), abandoned AS (
 		    UPDATE switchboard.delivery_records SET status = 'failed', class = 'abandoned', finished_at = $2
-		    WHERE EXISTS (SELECT 1 FROM chosen WHERE over) AND status = 'sending'
-		      AND (outbox_id = ANY (ARRAY(SELECT id FROM chosen WHERE over))
-		       OR id = ANY (ARRAY(SELECT linked FROM chosen WHERE over AND linked IS NOT NULL)))
+		    WHERE EXISTS (SELECT 1 FROM kept WHERE over) AND status = 'sending'
+		      AND (outbox_id = ANY (ARRAY(SELECT id FROM kept WHERE over))
+		       OR id = ANY (ARRAY(SELECT linked FROM kept WHERE over AND linked IS NOT NULL)))
 		    RETURNING id, outbox_id
 		), claimed AS (
 		    UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $1, claim_expires_at = $2 + $3::interval,
 		           claim_token = (SELECT nextval('switchboard.outbox_claim_token')),
 		           ` + takenOverCount + `
-		    WHERE o.id = ANY (ARRAY(SELECT id FROM chosen))
+		    WHERE o.id = ANY (ARRAY(SELECT id FROM kept))
 		    RETURNING ` + claimedRowColumns + `, o.attempt_record_id
 		)
-		SELECT ` + claimedColumns + `, chosen.taken_from,
+		SELECT ` + claimedColumns + `, kept.taken_from,
 		       EXISTS (SELECT 1 FROM abandoned a WHERE a.outbox_id = claimed.id OR a.id = claimed.attempt_record_id)
-		FROM claimed JOIN chosen USING (id) ORDER BY due_at, id`
+		FROM claimed JOIN kept USING (id) ORDER BY due_at, id`
 
 // takenOverCount counts, on a row a claim takes over from another claim,
 // the attempts begun under that claim: an attempt is counted on its row
