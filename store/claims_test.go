@@ -404,8 +404,11 @@ func TestADeadInstancesRowsAreClaimedAtOnce(t *testing.T) {
 	now := time.Now()
 	require.NoError(t, store.Beat(ctx, pool, "instance-dead", now.Add(-time.Minute), 20*time.Second, 0))
 	require.NoError(t, store.Beat(ctx, pool, "instance-alive", now, 20*time.Second, 0))
+	// The live instance's row is of another sink: a row of a sink a live
+	// instance holds is left to it (TestARowTakenOverIsLeftToTheInstanceHoldingItsSink).
+	other := storetest.NewFactory(t, pool).Sink(storetest.SinkOpts{Owner: notifytype.Human("1")})
 	dead := claimedRow(t, pool, sink, "instance-dead", 1001, "", false)
-	alive := claimedRow(t, pool, sink, "instance-alive", 1002, "", false)
+	alive := claimedRow(t, pool, other, "instance-alive", 1002, "", false)
 
 	rows, err := store.ClaimDue(ctx, pool, store.ClaimParams{Instance: "instance-b", Now: now, TTL: time.Minute, Limit: 10, PerSink: 5})
 	require.NoError(t, err)
@@ -423,6 +426,46 @@ func TestADeadInstancesRowsAreClaimedAtOnce(t *testing.T) {
 
 	require.NoError(t, store.Unbeat(ctx, pool, "instance-alive"))
 	require.Zero(t, count(t, pool, `SELECT count(*) FROM switchboard.outbox_instances WHERE name = 'instance-alive'`))
+}
+
+// A row whose claim a claim may take over (its instance died, or its
+// claim expired) is left to the live instance that holds other rows of its
+// sink, as a due row of that sink is: that instance takes it over in its
+// turn, behind the rows it holds. Taken by another, it went out beside
+// them, and ahead of the sink's earlier rows when the holder then gave
+// those back (the delivery state machine: a row taken over from a dead
+// instance sent while an earlier row, given back, waited pending). Once
+// the holder's rows are finished, any instance takes it.
+func TestARowTakenOverIsLeftToTheInstanceHoldingItsSink(t *testing.T) {
+	t.Parallel()
+	pool, sink := newHeldRowsDB(t)
+	ctx := context.Background()
+	now := time.Now()
+	require.NoError(t, store.Beat(ctx, pool, "instance-dead", now.Add(-time.Minute), 20*time.Second, 0))
+	require.NoError(t, store.Beat(ctx, pool, "instance-alive", now, 20*time.Second, 0))
+	dead := claimedRow(t, pool, sink, "instance-dead", 1001, "", false)
+	held := claimedRow(t, pool, sink, "instance-alive", 1002, "", false)
+	params := func(instance string) store.ClaimParams {
+		return store.ClaimParams{Instance: instance, Now: now, TTL: time.Minute, Limit: 10, PerSink: 5}
+	}
+
+	rows, err := store.ClaimDue(ctx, pool, params("instance-b"))
+	require.NoError(t, err)
+	require.Empty(t, rows, "the dead instance's row of a sink instance-alive holds is instance-alive's to take")
+
+	rows, err = store.ClaimDue(ctx, pool, params("instance-alive"))
+	require.NoError(t, err)
+	require.Equal(t, []int64{dead.ID}, ids(rows), "the instance holding the sink takes it over")
+
+	// Given back (as an instance that stopped would), both rows are any
+	// instance's again.
+	_, err = store.ReleaseRows(ctx, pool, []store.Claimed{held, rows[0].Claim()}, "instance-alive", store.Replacements{})
+	require.NoError(t, err)
+	later := params("instance-b")
+	later.Now = time.Now().Add(time.Second)
+	rows, err = store.ClaimDue(ctx, pool, later)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []int64{dead.ID, held.ID}, ids(rows))
 }
 
 func rowJSON(t *testing.T, pool *pgxpool.Pool, id int64) string {

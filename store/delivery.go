@@ -150,7 +150,12 @@ type ClaimParams struct {
 // the claim takes fewer rows, never a row twice.
 //
 // A due row whose sink has rows claimed by another instance (its claims
-// not expired) is left to that instance: one instance at a time delivers
+// not expired) is left to that instance, and so is a row of that sink
+// whose own claim expired or whose instance died: the instance holding
+// the sink takes it over in its turn, behind the rows it holds, where
+// another taking it would send it beside them, ahead of the sink's
+// earlier rows that instance may yet give back
+// (TestARowTakenOverIsLeftToTheInstanceHoldingItsSink). One instance at a time delivers
 // to a sink, in the order its rows fell due, and instances reserving
 // budgets never wait for each other's sink locks. A sink is free again
 // for every instance once its claimed rows are finished, their claims
@@ -267,7 +272,12 @@ const (
 // they would go out while the earlier row waited pending
 // (TestAClaimTakesASinksRowsOnlyUpToOneItCouldNotLock). Everything after
 // "chosen" reads "kept": the rows it leaves stay pending under the notes
-// that cover them.
+// that cover them, and the claimer looks again when its actors take a
+// row, a notification comes or its poll fires. A writer's lock holds
+// the sink the same way: a repeat of a key counted on its open row
+// (enqueueForSinkSQL's ON CONFLICT, in the caller's transaction) keeps the
+// sink's later rows until that transaction ends, rather than letting them
+// overtake the row it is adding to.
 //
 // Each row comes back with the token it was taken from (chosen reads it
 // on the version it locks; 0 for a pending row): OutboxRow.TakenFrom.
@@ -320,6 +330,7 @@ var claimDueSQL = `
 		    WHERE $7 AND state = 'claimed' AND sink_id <> ALL ($6::bigint[])
 		      AND (claim_expires_at <= $2 OR claimed_by IN (SELECT name FROM dead))
 		      AND NOT (claimed_by = $1 AND id = ANY ($8::bigint[]))
+		      AND sink_id NOT IN (SELECT sink_id FROM elsewhere)
 		    ORDER BY claim_expires_at
 		    LIMIT $4
 		), candidates AS (

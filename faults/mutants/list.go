@@ -216,6 +216,14 @@ var List = []Mutant{
 		Package: "./store/", Run: "^TestAClaimTakesASinksRowsOnlyUpToOneItCouldNotLock$", Fast: true,
 	},
 	{
+		ID:    "takeover-leaves-a-held-sink",
+		Guard: "a claim leaves a row it could take over (dead instance, expired claim) to the live instance holding other rows of its sink (claimDueSQL's expired reads elsewhere): taken by another, it went out beside them, and ahead of the sink's earlier rows that instance then gave back",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "\t\t      AND sink_id NOT IN (SELECT sink_id FROM elsewhere)\n\t\t    ORDER BY claim_expires_at\n",
+			New: "\t\t    ORDER BY claim_expires_at\n"}},
+		Package: "./store/", Run: "^TestARowTakenOverIsLeftToTheInstanceHoldingItsSink$", Fast: true,
+	},
+	{
 		ID:    "takeover-before-lapse",
 		Guard: "takeover condition of heartbeats: an instance is dead only once its heartbeat lapsed (a live one's rows would be taken, and sent twice)",
 		Edits: []Edit{{File: "store/delivery.go",
