@@ -31,7 +31,8 @@ type Worker interface {
 	// a token is available.
 	Flush(ctx context.Context, sinkID int64) Outcome
 	// Release gives back claimed rows the actors will not attempt (the
-	// supervisor is stopping), so that any instance may take them at once
+	// supervisor is stopping, or a step gave back rows queued before
+	// them: Outcome.GaveBack), so that any instance may take them at once
 	// rather than after their claim expires. ctx is not cancelled.
 	Release(ctx context.Context, rows []store.OutboxRow)
 }
@@ -50,6 +51,13 @@ type Outcome struct {
 	// when the step read no budget).
 	Budget Budget
 	TAT    time.Time
+	// GaveBack is set when the step gave back rows it had reserved and
+	// not sent (their claim time ran out before their turn): the actor
+	// then releases the rows queued behind them too, so that the next
+	// claim takes the sink's rows again in the order they fell due, the
+	// rows given back first. Sent after them, a row claimed later went
+	// out while the earlier ones waited pending.
+	GaveBack bool
 }
 
 // Budget is the bucket's shape, for the mirror.
@@ -123,6 +131,19 @@ func (a *SinkActor) Status() Status {
 	return s
 }
 
+// releaseQueued gives back the rows queued in the mailbox (Outcome.GaveBack),
+// within ReleaseTimeout; a stop does not cut it short.
+func (a *SinkActor) releaseQueued(ctx context.Context) {
+	queued := a.mailbox.take()
+	if len(queued) == 0 {
+		return
+	}
+	a.sup.signalRoom()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+	defer cancel()
+	a.sup.worker.Release(rctx, queued)
+}
+
 // Serve runs the actor until its context ends or it has been idle for the
 // supervisor's idle period, when it returns suture.ErrDoNotRestart.
 func (a *SinkActor) Serve(ctx context.Context) error {
@@ -168,7 +189,11 @@ func (a *SinkActor) Serve(ctx context.Context) error {
 	deliver := func(rows []store.OutboxRow) {
 		a.sup.signalRoom()
 		a.publish(StateDelivering, len(rows))
-		arm(a.sup.runners.step(func() Outcome { return a.sup.worker.Deliver(ctx, rows) }), len(rows))
+		o := a.sup.runners.step(func() Outcome { return a.sup.worker.Deliver(ctx, rows) })
+		if o.GaveBack {
+			a.releaseQueued(ctx)
+		}
+		arm(o, len(rows))
 	}
 	defer func() {
 		disarm()

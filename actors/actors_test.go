@@ -279,6 +279,40 @@ func TestStopReleasesQueuedRowsUnattempted(t *testing.T) {
 	}
 }
 
+// A step that gave back rows it had reserved and not sent (their claim
+// time ran out before their turn) has the actor release the rows queued
+// behind them, unattempted: claimed later, they would have gone out while
+// the rows given back waited pending, due before them. The next claim
+// takes the sink's rows again in due order; the actor goes on with what is
+// dispatched after.
+func TestAStepThatGaveRowsBackReleasesTheRowsQueuedBehindThem(t *testing.T) {
+	t.Parallel()
+	b := setup(t, actors.Config{})
+	b.serve()
+	require.True(t, b.sup.Dispatch(row(1, 7)))
+	require.Equal(t, []int64{1}, b.worker.next(t).ids())
+	require.True(t, b.sup.Dispatch(row(2, 7)))
+	require.True(t, b.sup.Dispatch(row(3, 7)))
+	b.worker.finish(t, actors.Outcome{GaveBack: true})
+
+	released := func() []int64 {
+		b.worker.mu.Lock()
+		defer b.worker.mu.Unlock()
+		ids := make([]int64, 0, len(b.worker.released))
+		for _, r := range b.worker.released {
+			ids = append(ids, r.ID)
+		}
+		return ids
+	}
+	eventually(t, func() bool { return len(released()) == 2 }, "the rows queued behind the step released")
+	require.Equal(t, []int64{2, 3}, released())
+	require.Zero(t, statusOf(t, b.sup, 7).Queued)
+
+	require.True(t, b.sup.Dispatch(row(4, 7)))
+	require.Equal(t, []int64{4}, b.worker.next(t).ids(), "the rows released were not attempted; a row dispatched after is")
+	b.worker.finish(t, actors.Outcome{})
+}
+
 // A panic that escapes the worker restarts that actor only: it delivers
 // its next row, counts the restart, and the other sinks' actors go on.
 func TestPanicRestartsOnlyThatActor(t *testing.T) {

@@ -170,8 +170,10 @@ func (w worker) deliverGroup(ctx context.Context, rows []store.OutboxRow) actors
 		w.Release(rctx, release)
 		cancel()
 	}
-	if len(unsent) > 0 {
-		w.giveBack(ctx, unsent)
+	if len(unsent) > 0 && w.giveBack(ctx, unsent) > 0 {
+		// The rows queued behind them were claimed later, and would go
+		// out ahead of them: the actor gives those back too.
+		out.GaveBack = true
 	}
 	return out
 }
@@ -199,11 +201,12 @@ func (e *Engine) mayWait(ctx context.Context, reservedAt time.Time) bool {
 	return ctx.Err() == nil && time.Since(reservedAt)+sinks.DefaultTimeout <= e.cfg.ClaimTTL/2
 }
 
-// giveBack gives back rows reserved and not sent (store.GiveBackUnsent).
-// A row it cannot give back keeps its "sending" record and its claim: it
-// is taken again when the claim expires, its attempt closed as abandoned
-// (D25), counted but never sent twice.
-func (w worker) giveBack(ctx context.Context, unsent []store.Unsent) {
+// giveBack gives back rows reserved and not sent (store.GiveBackUnsent),
+// and returns how many it gave back. A row it cannot give back keeps its
+// "sending" record and its claim: it is taken again when the claim
+// expires, its attempt closed as abandoned (D25), counted but never sent
+// twice.
+func (w worker) giveBack(ctx context.Context, unsent []store.Unsent) int {
 	e := w.e
 	claims := make([]store.Claimed, len(unsent))
 	for i, u := range unsent {
@@ -227,9 +230,10 @@ func (w worker) giveBack(ctx context.Context, unsent []store.Unsent) {
 		}
 		e.log.Error("error giving back reserved rows not sent; they are attempted again when their claims expire",
 			"rows", len(unsent), "error", err)
-		return
+		return 0
 	}
 	e.log.Info("gave back reserved rows not sent", "rows", n)
+	return n
 }
 
 // deliverOne ends one row's step given its reservation g: it sends a row
@@ -415,11 +419,11 @@ func (w worker) Release(ctx context.Context, rows []store.OutboxRow) {
 	n, err := store.ReleaseRows(ctx, w.e.cfg.Pool, store.Claims(rows), w.e.instance, w.e.kinds.replaces)
 	if err != nil {
 		w.e.releaseFailed.Add(int64(len(rows))) // the stop reports them
-		w.e.log.Error("error releasing queued rows on stop; they wait for their claim to expire",
+		w.e.log.Error("error releasing queued rows; they wait for their claim to expire",
 			"rows", len(rows), "error", err)
 		return
 	}
-	w.e.log.Info("released queued rows on stop", "rows", n)
+	w.e.log.Info("released queued rows", "rows", n)
 }
 
 func rowIDs(rows []store.OutboxRow) []int64 {

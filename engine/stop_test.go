@@ -3,9 +3,11 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -344,6 +346,58 @@ func TestARowReservedWithOthersIsSentOnlyWhileItsClaimOutlastsTheSend(t *testing
 	stopped, cancel := context.WithCancel(ctx)
 	cancel()
 	require.False(t, eng.MayWaitForTest(stopped, now), "the engine stops")
+}
+
+// A row given back because its claim could run out before its send (a
+// slow send ahead of it) is not overtaken by the rows queued behind it,
+// claimed later: the actor gives those back too, and the next claim takes
+// the sink's rows again in due order. Sent from the mailbox, the row
+// queued behind went out first while the one given back waited pending
+// (the delivery state machine, on a loaded machine).
+func TestARowGivenBackUnsentIsNotOvertakenByTheRowsQueuedBehindIt(t *testing.T) {
+	t.Parallel()
+	w := hosttest.NewWorld(t)
+	g := newGotify(t)
+	_, p, scope := w.Human()
+	// Half a claim is 10.5 s: a row reserved behind a send may wait 0.5 s
+	// of one attempt's 10 s timeout (mayWait).
+	eng, err := engine.New(w.Config(w.Pool, func(c *engine.Config) { c.ClaimTTL = 21 * time.Second }))
+	require.NoError(t, err)
+	waitSend, release := gateSends(t, eng, 2)
+	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.given-back", PerHour: 120, Burst: 10})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- eng.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); close(release); <-done })
+
+	// Row 1's send is held; rows 2 and 3 queue behind it and go in the
+	// next step together: row 2 is sent (held), row 3 reserved behind it.
+	w.Emit(eng, deadLetterOf(scope, 1))
+	waitSend(1)
+	w.Emit(eng, deadLetterOf(scope, 2))
+	w.Emit(eng, deadLetterOf(scope, 3))
+	waitQueued(t, eng, sink, 2)
+	release <- struct{}{}
+	waitSend(2)
+	reservedBy := time.Now() // step 2 reserved its rows before its send began
+	// Row 4 is claimed and queued behind the step in flight.
+	w.Emit(eng, deadLetterOf(scope, 4))
+	waitQueued(t, eng, sink, 1)
+	require.Eventually(t, func() bool { return !eng.MayWaitForTest(ctx, reservedBy) }, enginetest.WaitTimeout, time.Millisecond,
+		"row 3 may no longer be sent after row 2")
+	release <- struct{}{}
+
+	require.Eventually(t, func() bool {
+		return w.F.Count(`SELECT count(*) FROM switchboard.outbox WHERE sink_id = $1 AND state = 'delivered'`, sink) == 4
+	}, enginetest.WaitTimeout, time.Millisecond, "every row is delivered")
+	rows, err := w.Pool.Query(ctx, `
+		SELECT o.id FROM switchboard.delivery_records d JOIN switchboard.outbox o ON o.id = d.outbox_id
+		WHERE d.sink_id = $1 AND d.status = 'delivered' ORDER BY d.id`, sink)
+	require.NoError(t, err)
+	sent, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	require.True(t, slices.IsSorted(sent), "rows sent in the order they were emitted: %v", sent)
+	require.Contains(t, w.Logs.String(), "gave back reserved rows not sent", "row 3 was given back")
 }
 
 // waitQueued waits until n rows are queued in sink's actor's mailbox.

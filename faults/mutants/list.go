@@ -224,6 +224,22 @@ var List = []Mutant{
 		Package: "./store/", Run: "^TestARowTakenOverIsLeftToTheInstanceHoldingItsSink$", Fast: true,
 	},
 	{
+		ID:    "actor-releases-behind-given-back",
+		Guard: "an actor whose step gave rows back unsent releases the rows queued behind them (Outcome.GaveBack): sent from the mailbox, a row claimed later went out while the rows given back, due before it, waited pending",
+		Edits: []Edit{{File: "actors/actor.go",
+			Old: "\t\tif o.GaveBack {\n",
+			New: "\t\tif false {\n"}},
+		Package: "./actors/", Run: "^TestAStepThatGaveRowsBackReleasesTheRowsQueuedBehindThem$", Fast: true,
+	},
+	{
+		ID:    "step-reports-given-back",
+		Guard: "a step that gave rows back unsent says so to its actor (deliverGroup sets Outcome.GaveBack), which releases the rows queued behind them",
+		Edits: []Edit{{File: "engine/delivery.go",
+			Old: "\t\tout.GaveBack = true\n",
+			New: "\t\tout.GaveBack = false\n"}},
+		Package: "./engine/", Run: "^TestARowGivenBackUnsentIsNotOvertakenByTheRowsQueuedBehindIt$",
+	},
+	{
 		ID:    "takeover-before-lapse",
 		Guard: "takeover condition of heartbeats: an instance is dead only once its heartbeat lapsed (a live one's rows would be taken, and sent twice)",
 		Edits: []Edit{{File: "store/delivery.go",
