@@ -362,15 +362,20 @@ func (rc *smReceiver) coalescedRows(ctx context.Context, sender string) (rows []
 
 // smDescribe lists a sink's rows, for failure messages.
 func smDescribe(ctx context.Context, w *hosttest.World, sink int64) string {
-	var out string
+	var rows, records, instances string
 	err := w.Pool.QueryRow(ctx, `
-		SELECT string_agg(format(E'\n  row %s %s attempts %s due %s claimed by %s until %s token %s key %s count %s',
+		SELECT coalesce((SELECT string_agg(format(E'\n  row %s %s attempts %s due %s claimed by %s until %s token %s key %s count %s',
 		       id, state, attempts, due_at - $2, claimed_by, claim_expires_at - $2, claim_token, dedup_key, count), '' ORDER BY id)
-		FROM switchboard.outbox WHERE sink_id = $1`, sink, enginetest.Start).Scan(&out)
+		       FROM switchboard.outbox WHERE sink_id = $1), ''),
+		       coalesce((SELECT string_agg(format(E'\n  record %s of row %s attempt %s %s %s sent %s finished %s',
+		       id, outbox_id, attempt, status, class, sent_at - $2, finished_at - $2), '' ORDER BY id)
+		       FROM switchboard.delivery_records WHERE sink_id = $1), ''),
+		       coalesce((SELECT string_agg(format(E'\n  instance %s alive until %s', name, alive_until - $2), '' ORDER BY name)
+		       FROM switchboard.outbox_instances), '')`, sink, enginetest.Start).Scan(&rows, &records, &instances)
 	if err != nil {
 		return err.Error()
 	}
-	return out
+	return rows + records + instances
 }
 
 func smLink(serial int) string { return fmt.Sprintf("/board/events/%d", serial) }
