@@ -468,6 +468,35 @@ func TestARowTakenOverIsLeftToTheInstanceHoldingItsSink(t *testing.T) {
 	require.ElementsMatch(t, []int64{dead.ID, held.ID}, ids(rows))
 }
 
+// A claim that does not search for rows to take over (SkipExpired) leaves
+// a sink whose earlier row a dead instance holds: the sink's later rows
+// wait for the claim that takes that row over, and go after it. Taken at
+// once, they went out ahead of it, and ahead of it for good when the
+// instance, judged dead while it still lived, gave the row back (the
+// delivery state machine). Other sinks are claimed as ever.
+func TestAClaimThatTakesNothingOverLeavesTheSinksOfRowsItCouldTakeOver(t *testing.T) {
+	t.Parallel()
+	pool, sink := newHeldRowsDB(t)
+	ctx := context.Background()
+	other := storetest.NewFactory(t, pool).Sink(storetest.SinkOpts{Owner: notifytype.Human("1")})
+	now := time.Now()
+	require.NoError(t, store.Beat(ctx, pool, "instance-dead", now.Add(-time.Minute), 20*time.Second, 0))
+	dead := claimedRow(t, pool, sink, "instance-dead", 1001, "", false)
+	later := openRow(t, pool, sink, "", 1, "todo.dead_lettered", false)
+	otherRow := openRow(t, pool, other, "", 1, "todo.dead_lettered", false)
+	p := store.ClaimParams{Instance: "instance-b", Now: time.Now().Add(time.Second), TTL: time.Minute, Limit: 10, PerSink: 5,
+		SkipExpired: true}
+
+	rows, err := store.ClaimDue(ctx, pool, p)
+	require.NoError(t, err)
+	require.Equal(t, []int64{otherRow}, ids(rows), "the sink whose earlier row the dead instance holds is left")
+
+	p.SkipExpired = false
+	rows, err = store.ClaimDue(ctx, pool, p)
+	require.NoError(t, err)
+	require.Equal(t, []int64{dead.ID, later}, ids(rows), "the search takes the row over, and the sink's later row after it")
+}
+
 func rowJSON(t *testing.T, pool *pgxpool.Pool, id int64) string {
 	t.Helper()
 	var s string

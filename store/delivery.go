@@ -149,6 +149,13 @@ type ClaimParams struct {
 // lock only on the rows it takes. A row another claimer holds is skipped:
 // the claim takes fewer rows, never a row twice.
 //
+// A claim that does not look for rows to take over (SkipExpired, most
+// claims: the search runs once a second) leaves every sink another
+// instance has rows of claimed, expired or dead ones included: taking the
+// sink's later rows, it sent them ahead of the rows it would take over a
+// second later, or that their instance, judged dead while it lived, then
+// gave back (TestAClaimThatTakesNothingOverLeavesTheSinksOfRowsItCouldTakeOver).
+//
 // A due row whose sink has rows claimed by another instance (its claims
 // not expired) is left to that instance, and so is a row of that sink
 // whose own claim expired or whose instance died: the instance holding
@@ -305,12 +312,12 @@ var claimDueSQL = `
 		    FOR SHARE SKIP LOCKED
 		), elsewhere AS MATERIALIZED (
 		    SELECT sink_id FROM switchboard.outbox
-		    WHERE state = 'claimed' AND claimed_by < $1 AND claim_expires_at > $2
-		      AND claimed_by NOT IN (SELECT name FROM dead)
+		    WHERE state = 'claimed' AND claimed_by < $1
+		      AND (NOT $7 OR (claim_expires_at > $2 AND claimed_by NOT IN (SELECT name FROM dead)))
 		    UNION
 		    SELECT sink_id FROM switchboard.outbox
-		    WHERE state = 'claimed' AND claimed_by > $1 AND claim_expires_at > $2
-		      AND claimed_by NOT IN (SELECT name FROM dead)
+		    WHERE state = 'claimed' AND claimed_by > $1
+		      AND (NOT $7 OR (claim_expires_at > $2 AND claimed_by NOT IN (SELECT name FROM dead)))
 		), first_due AS (
 		    SELECT sink_id, min(due_at) AS due_at FROM (
 		        SELECT sink_id, due_at FROM switchboard.due_sinks

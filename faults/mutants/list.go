@@ -240,6 +240,19 @@ var List = []Mutant{
 		Package: "./engine/", Run: "^TestARowGivenBackUnsentIsNotOvertakenByTheRowsQueuedBehindIt$",
 	},
 	{
+		ID:    "claim-leaves-sinks-to-take-over",
+		Guard: "a claim that does not search for rows to take over leaves the sinks of other instances' claimed rows, expired or dead ones included (elsewhere): it sent a sink's later rows ahead of the row it would take over a second later",
+		Edits: []Edit{
+			{File: "store/delivery.go",
+				Old: "claimed_by < $1\n\t\t      AND (NOT $7 OR (claim_expires_at > $2 AND claimed_by NOT IN (SELECT name FROM dead)))",
+				New: "claimed_by < $1\n\t\t      AND (claim_expires_at > $2 AND claimed_by NOT IN (SELECT name FROM dead))"},
+			{File: "store/delivery.go",
+				Old: "claimed_by > $1\n\t\t      AND (NOT $7 OR (claim_expires_at > $2 AND claimed_by NOT IN (SELECT name FROM dead)))",
+				New: "claimed_by > $1\n\t\t      AND (claim_expires_at > $2 AND claimed_by NOT IN (SELECT name FROM dead))"},
+		},
+		Package: "./store/", Run: "^TestAClaimThatTakesNothingOverLeavesTheSinksOfRowsItCouldTakeOver$", Fast: true,
+	},
+	{
 		ID:    "takeover-before-lapse",
 		Guard: "takeover condition of heartbeats: an instance is dead only once its heartbeat lapsed (a live one's rows would be taken, and sent twice)",
 		Edits: []Edit{{File: "store/delivery.go",
