@@ -158,23 +158,24 @@ type ClaimParams struct {
 //
 // A due row whose sink has rows claimed by another instance (its claims
 // not expired) is left to that instance, and so is a row of that sink
-// whose own claim expired or whose instance died: the instance holding
-// the sink takes it over in its turn, behind the rows it holds, where
-// another taking it would send it beside them, ahead of the sink's
-// earlier rows that instance may yet give back
-// (TestARowTakenOverIsLeftToTheInstanceHoldingItsSink). One instance at a time delivers
-// to a sink, in the order its rows fell due, and instances reserving
-// budgets never wait for each other's sink locks. A sink is free again
-// for every instance once its claimed rows are finished, their claims
-// expire, or the instance stops beating (it died). The sinks other instances hold are listed
-// once per claim, from the claimed rows (a few per sink being delivered),
-// rather than looked up for each candidate row: with three instances the
-// candidates are mostly rows of sinks the others hold. They are read as
-// two ranges of outbox_claimed_by, the instances before this one and those
-// after it ("<> me" in a deterministic collation, where only equal bytes
-// compare equal), so that an instance alone reads nothing: neither its own
-// claimed rows nor the index entries of rows finished since the last
-// vacuum, which a drain piles up by the thousand.
+// whose own claim expired or whose instance died: the instance holding the
+// sink takes it over in its turn, behind the rows it holds, where another
+// taking it would send it beside them, ahead of the sink's earlier rows
+// that instance may yet give back
+// (TestARowTakenOverIsLeftToTheInstanceHoldingItsSink). One instance at a
+// time delivers to a sink, in the order its rows fell due, and instances
+// reserving budgets never wait for each other's sink locks. A sink is free
+// again for every instance once its claimed rows are finished, their
+// claims expire, or the instance stops beating (it died). The sinks other
+// instances hold are listed once per claim, from the claimed rows (a few
+// per sink being delivered), rather than looked up for each candidate row:
+// with three instances the candidates are mostly rows of sinks the others
+// hold. They are read as two ranges of outbox_claimed_by, the instances
+// before this one and those after it ("<> me" in a deterministic
+// collation, where only equal bytes compare equal), so that an instance
+// alone reads nothing: neither its own claimed rows nor the index entries
+// of rows finished since the last vacuum, which a drain piles up by the
+// thousand.
 func ClaimDue(ctx context.Context, db BatchSender, p ClaimParams) ([]OutboxRow, error) {
 	var rows []OutboxRow
 	b := &pgx.Batch{}
@@ -195,11 +196,11 @@ func ClaimDue(ctx context.Context, db BatchSender, p ClaimParams) ([]OutboxRow, 
 // the sink to it; only a row that became pending between the two, due
 // before the first one's rows, goes to the second while the first holds
 // the sink. The claims after them leave the sink to them until those rows
-// are finished (TestOneInstancePerSinkIsBestEffortWithinOneClaim). Claims do not take
-// turns under a lock: that made them exact, but cost two or three
-// instances 10-15 % of their throughput (docs/BENCHMARKS.md), and the
-// spec asks exactness of rows (SKIP LOCKED), not of sinks; budgets hold
-// either way (the reservation locks the sink).
+// are finished (TestOneInstancePerSinkIsBestEffortWithinOneClaim). Claims
+// do not take turns under a lock: that made them exact, but cost two or
+// three instances 10-15 % of their throughput (docs/BENCHMARKS.md), and
+// the spec asks exactness of rows (SKIP LOCKED), not of sinks; budgets
+// hold either way (the reservation locks the sink).
 //
 // The claim holds its instance's LockFamilyClaim from just before its
 // statement to the end of its transaction (the batch's, or the caller's):
@@ -275,17 +276,17 @@ const (
 // "kept" is what the claim takes of "chosen": each sink's picks up to the
 // first it could not lock. When it locked every pick, as nearly every
 // claim does, "kept" is "chosen" at the cost of two counts (the rows
-// before a skipped pick are looked for only when a pick was skipped:
-// a window over the picks cost every claim 5-8 % more, BenchmarkClaim).
-// A pick is skipped when another claim
-// holds its lock, and that claim may yet roll back (its instance crashed,
-// or its statement timed out): had this one taken the sink's later picks,
-// they would go out while the earlier row waited pending
+// before a skipped pick are looked for only when a pick was skipped: a
+// window over the picks cost every claim 5-8 % more, BenchmarkClaim). A
+// pick is skipped when another claim holds its lock, and that claim may
+// yet roll back (its instance crashed, or its statement timed out): had
+// this one taken the sink's later picks, they would go out while the
+// earlier row waited pending
 // (TestAClaimTakesASinksRowsOnlyUpToOneItCouldNotLock). Everything after
 // "chosen" reads "kept": the rows it leaves stay pending under the notes
-// that cover them, and the claimer looks again when its actors take a
-// row, a notification comes or its poll fires. A writer's lock holds
-// the sink the same way: a repeat of a key counted on its open row
+// that cover them, and the claimer looks again when its actors take a row,
+// a notification comes or its poll fires. A writer's lock holds the sink
+// the same way: a repeat of a key counted on its open row
 // (enqueueForSinkSQL's ON CONFLICT, in the caller's transaction) keeps the
 // sink's later rows until that transaction ends, rather than letting them
 // overtake the row it is adding to.
