@@ -56,7 +56,47 @@ const (
 )
 
 // signInSends counts the sends running, so tests can wait for them.
-var signInSends sync.WaitGroup
+var signInSends = newRunning()
+
+// running counts goroutines running and waits until none is. Unlike a
+// sync.WaitGroup it may be waited on while another goroutine adds to it
+// from zero: the package's tests run in parallel, and one test's wait met
+// another test's send (a WaitGroup panics then: "reused before previous
+// Wait has returned").
+type running struct {
+	mu   sync.Mutex
+	idle *sync.Cond
+	n    int
+}
+
+func newRunning() *running {
+	r := &running{}
+	r.idle = sync.NewCond(&r.mu)
+	return r
+}
+
+func (r *running) add() {
+	r.mu.Lock()
+	r.n++
+	r.mu.Unlock()
+}
+
+func (r *running) done() {
+	r.mu.Lock()
+	if r.n--; r.n == 0 {
+		r.idle.Broadcast()
+	}
+	r.mu.Unlock()
+}
+
+// wait returns once no goroutine counted is running.
+func (r *running) wait() {
+	r.mu.Lock()
+	for r.n > 0 {
+		r.idle.Wait()
+	}
+	r.mu.Unlock()
+}
 
 // signIn is the state of "send me a sign-in link" in one web UI.
 type signIn struct {
@@ -193,10 +233,10 @@ func (s *server) requestSignInLink(w http.ResponseWriter, r *http.Request) {
 	if s.signIn.perEmail.allow(strings.ToLower(email), now) {
 		select {
 		case s.signIn.slots <- struct{}{}:
-			signInSends.Add(1)
+			signInSends.add()
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), signInTimeout)
 			go func() {
-				defer signInSends.Done()
+				defer signInSends.done()
 				defer func() { <-s.signIn.slots }()
 				defer cancel()
 				s.sendSignInLink(ctx, email, next)
