@@ -356,19 +356,10 @@ func TestARowReservedWithOthersIsSentOnlyWhileItsClaimOutlastsTheSend(t *testing
 // (the delivery state machine, on a loaded machine).
 func TestARowGivenBackUnsentIsNotOvertakenByTheRowsQueuedBehindIt(t *testing.T) {
 	t.Parallel()
-	w := hosttest.NewWorld(t)
-	g := newGotify(t)
-	_, p, scope := w.Human()
 	// Half a claim is 10.5 s: a row reserved behind a send may wait 0.5 s
 	// of one attempt's 10 s timeout (mayWait).
-	eng, err := engine.New(w.Config(w.Pool, func(c *engine.Config) { c.ClaimTTL = 21 * time.Second }))
-	require.NoError(t, err)
-	waitSend, release := gateSends(t, eng, 2)
-	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.given-back", PerHour: 120, Burst: 10})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- eng.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); close(release); <-done })
+	w, eng, scope, sink, waitSend, release := serveGated(t, 21*time.Second, 2, "gtfya.given-back")
+	ctx := context.Background()
 
 	// Row 1's send is held; rows 2 and 3 queue behind it and go in the
 	// next step together: row 2 is sent (held), row 3 reserved behind it.
@@ -417,17 +408,7 @@ func waitQueued(t *testing.T, eng *engine.Engine, sink int64, n int) {
 // stop reported the rows: faults row 2).
 func TestAShortClaimReservesAStepsRowsOneAtATime(t *testing.T) {
 	t.Parallel()
-	w := hosttest.NewWorld(t)
-	g := newGotify(t)
-	_, p, scope := w.Human()
-	eng, err := engine.New(w.Config(w.Pool, func(c *engine.Config) { c.ClaimTTL = 3 * time.Second }))
-	require.NoError(t, err)
-	waitSend, release := gateSends(t, eng, 4)
-	sink := w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: "gtfya.short-claim", PerHour: 120, Burst: 10})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- eng.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); close(release); <-done })
+	w, eng, scope, sink, waitSend, release := serveGated(t, 3*time.Second, 4, "gtfya.short-claim")
 	begun := func() int { // a record a row whose attempt began, whatever became of it
 		return w.F.Count(`SELECT count(*) FROM switchboard.delivery_records WHERE sink_id = $1`, sink)
 	}
@@ -447,6 +428,26 @@ func TestAShortClaimReservesAStepsRowsOneAtATime(t *testing.T) {
 	require.Equal(t, 4, w.F.Count(`SELECT count(*) FROM switchboard.delivery_records WHERE sink_id = $1`, sink),
 		"one record a send: nothing was begun and given back")
 	require.Equal(t, 4, w.F.Count(`SELECT sum(attempts) FROM switchboard.outbox WHERE sink_id = $1`, sink))
+}
+
+// serveGated serves an engine whose claims last claimTTL, with one Gotify
+// sink (secret its token) whose first gated sends gateSends holds; its
+// cleanup stops the engine, the held sends released.
+func serveGated(t *testing.T, claimTTL time.Duration, gated int, secret string) (w *hosttest.World, eng *engine.Engine,
+	scope notifytype.OwnerScope, sink int64, waitSend func(int), release chan struct{}) {
+	t.Helper()
+	w = hosttest.NewWorld(t)
+	g := newGotify(t)
+	_, p, scope := w.Human()
+	eng, err := engine.New(w.Config(w.Pool, func(c *engine.Config) { c.ClaimTTL = claimTTL }))
+	require.NoError(t, err)
+	waitSend, release = gateSends(t, eng, gated)
+	sink = w.Sink(eng, p, scope, enginetest.SinkOpts{BaseURL: g.URL, Secret: secret, PerHour: 120, Burst: 10})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- eng.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); close(release); <-done })
+	return w, eng, scope, sink, waitSend, release
 }
 
 // gateSends holds each of eng's first n sends (one actor sends one at a

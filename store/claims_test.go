@@ -316,13 +316,9 @@ func TestOneInstancePerSinkIsBestEffortWithinOneClaim(t *testing.T) {
 	// Instance a's claim (room for one row) has taken the sink's first row
 	// and not committed when b's runs: b neither waits nor sees it, and
 	// takes none of the sink's rows, since its first is locked.
-	a, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = a.Rollback(ctx) }()
 	pa := params("instance-a")
 	pa.Limit = 1
-	rowsA, err := store.ClaimDue(ctx, a, pa)
-	require.NoError(t, err)
+	a, rowsA := claimInFlight(t, pool, pa)
 	require.Len(t, rowsA, 1)
 	rowsB, err := store.ClaimDue(ctx, pool, params("instance-b"))
 	require.NoError(t, err)
@@ -365,13 +361,9 @@ func TestAClaimTakesASinksRowsOnlyUpToOneItCouldNotLock(t *testing.T) {
 	}
 
 	// A claim of instance a locks the sink's first row, and rolls back.
-	a, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = a.Rollback(ctx) }()
 	pa := params("instance-a")
 	pa.Limit = 1
-	rowsA, err := store.ClaimDue(ctx, a, pa)
-	require.NoError(t, err)
+	a, rowsA := claimInFlight(t, pool, pa)
 	require.Equal(t, []int64{first[0]}, ids(rowsA))
 
 	rowsB, err := store.ClaimDue(ctx, pool, params("instance-b"))
@@ -383,6 +375,20 @@ func TestAClaimTakesASinksRowsOnlyUpToOneItCouldNotLock(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, first, ids(rowsB), "once the lock has gone, the sink's rows from its first, in due order")
 	require.Zero(t, count(t, pool, `SELECT count(*) FROM switchboard.outbox WHERE state = 'pending'`))
+}
+
+// claimInFlight runs p's claim in a transaction it leaves open: a claim
+// in flight, its rows locked and not committed. The test commits or rolls
+// it back; its cleanup rolls back one left open.
+func claimInFlight(t *testing.T, pool *pgxpool.Pool, p store.ClaimParams) (pgx.Tx, []store.OutboxRow) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	rows, err := store.ClaimDue(ctx, tx, p)
+	require.NoError(t, err)
+	return tx, rows
 }
 
 // ids returns the rows' ids, in their order.
