@@ -252,8 +252,9 @@ func (rc *smReceiver) serve(rw http.ResponseWriter, r *http.Request) {
 // attempted, waits pending, while no other instance holds rows of the
 // sink. (A row attempted before may be due before it and still be right
 // behind it: a retry whose slot was already past when its outcome was
-// written. And a held row goes out when a token returns (D9), even while
-// the sink's pending rows wait for another instance's claims.)
+// written.) A held row, flushed when its token returns (D9), is held to
+// the same: the flush waits while a pending row of the sink fell due
+// before it (store.ClaimHeld), whoever is to claim that row.
 func (rc *smReceiver) checkOrder(ctx context.Context, serial int, sender string) int64 {
 	rc.mu.Lock()
 	sink, live := rc.sink, rc.live()

@@ -190,3 +190,57 @@ func TestAFlushWaitsForTheClaimInFlightOfItsInstance(t *testing.T) {
 	require.NoError(t, f.err)
 	require.Empty(t, f.rows, "the row the claim took is queued here, and goes first")
 }
+
+// A flush takes no held row while a pending row of the sink fell due
+// before it: that row goes first, in its turn, claimed as the claimer
+// reaches it (and held with the others, to be coalesced, if no token is
+// left for it). A flush that did not wait sent the held row ahead of it
+// whenever the claimer was slower than the token's return: its sink left
+// to the once-a-second search for rows to take over, or a pick locked by
+// another claim (the state machine: a held row sent at its token's time
+// while two rows of the sink, due 50 s before it and never attempted,
+// waited pending). Held rows due before the first pending row go, and
+// the rest wait with it; a pending row due after them all holds up none.
+func TestAFlushWaitsForThePendingRowsDueBeforeIt(t *testing.T) {
+	t.Parallel()
+	pool, sink := newHeldRowsDB(t)
+	ctx := context.Background()
+	now := time.Now()
+	require.NoError(t, store.Beat(ctx, pool, "instance-a", now, time.Hour, time.Minute))
+	row := func(state string, due time.Duration) int64 {
+		var id int64
+		require.NoError(t, pool.QueryRow(ctx, `
+			INSERT INTO switchboard.outbox (sink_id, owner, event_type, severity, payload, due_at, state, attempts, first_attempt_at)
+			VALUES ($1, 'human:1', 'todo.dead_lettered', 'normal', '{"title": "t"}', $2::timestamptz + $3::interval, $4,
+			        CASE WHEN $4 = 'held' THEN 1 ELSE 0 END, CASE WHEN $4 = 'held' THEN $2::timestamptz - interval '1 hour' END)
+			RETURNING id`, sink, now, due, state).Scan(&id))
+		return id
+	}
+	flush := func() []int64 {
+		tx, err := pool.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(ctx) }() // each flush is tried on the same rows
+		rows, err := store.ClaimHeld(ctx, tx, sink, "instance-a", now, time.Minute, 7, time.Time{})
+		require.NoError(t, err)
+		ids := make([]int64, len(rows))
+		for i, r := range rows {
+			ids[i] = r.ID
+		}
+		return ids
+	}
+
+	first := row("held", -3*time.Minute)
+	later := row("pending", -time.Minute) // due after the held row: holds up nothing
+	require.Equal(t, []int64{first}, flush(), "the held row fell due first")
+
+	second := row("held", -30*time.Second)
+	require.Equal(t, []int64{first}, flush(), "the held row due after the pending one waits for it")
+
+	earlier := row("pending", -4*time.Minute)
+	require.Empty(t, flush(), "a pending row fell due before every held row")
+
+	_, err := pool.Exec(ctx, `UPDATE switchboard.outbox SET state = 'delivered', finished_at = $3 WHERE id = ANY ($1) AND sink_id = $2`,
+		[]int64{earlier, later}, sink, now)
+	require.NoError(t, err)
+	require.Equal(t, []int64{first, second}, flush(), "the pending rows went: every held row goes")
+}

@@ -936,6 +936,18 @@ func FinishHeldAtCap(ctx context.Context, tx DBTX, sinkID int64, limit int, now 
 // two is left held (the next flush ends it), never attempted an eighth
 // time (and migration 0022's outbox_attempts_cap refuses that anyway).
 // A held row whose own retry is not due yet waits for a later message.
+//
+// A held row waits, too, while a pending row of the sink fell due before
+// it (pendingBefore): that row goes first, claimed when the claimer
+// reaches it, and is held with the rest if no token is left for it. The
+// claimer can be slower than a token's return: a sink whose earlier row
+// another instance's claim holds is left to the once-a-second search for
+// rows to take over, and a claim stops at a row another claim has locked
+// (the state machine: a held row sent at its token's time while two rows
+// of the sink, due 50 s before it and never attempted, waited pending;
+// TestAFlushWaitsForThePendingRowsDueBeforeIt). The held rows due before
+// the sink's first pending row go; the claimer's cycle pokes the sink
+// again for the others (HeldDueSinks).
 // Like every statement that starts an attempt, it takes none unless
 // instance's heartbeat lets it dispatch (DispatchFence) at the database's
 // clock, or at fenceAt when not zero (a test's fake clock).
@@ -964,9 +976,10 @@ func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now 
 	}
 	rows, err := collectOutboxRows(tx.Query(ctx, `
 		WITH held AS (
-		    SELECT id FROM switchboard.outbox
+		    SELECT id FROM switchboard.outbox h
 		    WHERE sink_id = $1 AND state = 'held' AND due_at <= $3 AND attempts < $5 AND `+DispatchFence("$2", "$6")+`
 		      AND NOT EXISTS (`+queuedHere+`)
+		      AND NOT EXISTS (`+pendingBefore+`)
 		    ORDER BY id FOR UPDATE SKIP LOCKED
 		), claimed AS (
 		    UPDATE switchboard.outbox o SET state = 'claimed', claimed_by = $2, claim_expires_at = $3::timestamptz + $4::interval,
@@ -981,6 +994,12 @@ func ClaimHeld(ctx context.Context, tx DBTX, sinkID int64, instance string, now 
 	}
 	return rows, nil
 }
+
+// pendingBefore selects the pending rows of sink $1 due before the held
+// row h (by due time, then id): a flush leaves h held while one is there
+// (ClaimHeld).
+const pendingBefore = `SELECT 1 FROM switchboard.outbox p
+		      WHERE p.sink_id = $1 AND p.state = 'pending' AND (p.due_at, p.id) < (h.due_at, h.id)`
 
 // queuedHere selects the rows of sink $1 that instance $2 holds at $3
 // under a claim whose attempt has not begun: an attempt's start writes its

@@ -80,6 +80,14 @@ var List = []Mutant{
 		Package: "./store/", Run: "^TestAFlushWaitsForTheRowsItsInstanceQueued$", Fast: true,
 	},
 	{
+		ID:    "flush-waits-for-earlier-pending",
+		Guard: "a flush claims no held row while a pending row of the sink fell due before it (pendingBefore in ClaimHeld): a claimer slower than the token's return saw the held row go out ahead of rows due before it",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "\t\t      AND NOT EXISTS (`+pendingBefore+`)\n",
+			New: ""}},
+		Package: "./store/", Run: "^TestAFlushWaitsForThePendingRowsDueBeforeIt$", Fast: true,
+	},
+	{
 		ID:    "queued-ignores-closed-records",
 		Guard: "a row taken over is queued until its own attempt begins (queuedHere counts only records still sending): the abandoned attempt's record, closed by the takeover, passed for its start when sent at the takeover's instant, and a flush overtook the row",
 		Edits: []Edit{{File: "store/delivery.go",
