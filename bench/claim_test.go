@@ -86,3 +86,79 @@ func BenchmarkClaim(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkClaimBesideAnotherInstance measures a claim of 32 rows while
+// another instance holds sinks of the same backlog: held=N is that
+// instance's claimed rows, over N/64 of the 10 sinks (a full mailbox a
+// sink), whose sinks every claim here must leave alone (claimDueSQL's
+// "elsewhere"). What it costs beyond held=0 is what a split pays each
+// claim for the rows the other instance holds. The other instance claims
+// again with each fresh backlog.
+func BenchmarkClaimBesideAnotherInstance(b *testing.B) {
+	ctx := context.Background()
+	r, f, eng := fleetEngine(b, 1, "claimbeside")
+	const k = 32
+	for _, held := range []int{0, 64, 320} {
+		refill := func() {
+			if err := r.Truncate(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := r.Backlog(ctx, eng, f, claimBacklog); err != nil {
+				b.Fatal(err)
+			}
+			if err := r.FanOutBacklog(ctx, eng); err != nil {
+				b.Fatal(err)
+			}
+			if held == 0 {
+				return
+			}
+			sinks := f.Owners[0].Sinks
+			got, err := store.ClaimDue(ctx, r.Pool, store.ClaimParams{Instance: "other", Now: time.Now(), TTL: time.Hour,
+				Limit: held, PerSink: 64, SkipExpired: true, SkipSinks: sinks[held/64:]})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(got) != held {
+				b.Fatalf("the other instance claimed %d rows, want %d", len(got), held)
+			}
+		}
+		b.Run(fmt.Sprintf("held=%d", held), func(b *testing.B) {
+			b.StopTimer()
+			refill()
+			var (
+				claims, rows int
+				dbCPU        time.Duration
+				free         = claimBacklog / 10 * (10 - held/64) // the rows of the sinks left to this claim
+				left         = free
+			)
+			meter := r.StartCPU(ctx)
+			b.StartTimer()
+			for range b.N {
+				if left-k < claimLow {
+					b.StopTimer()
+					_, db := meter.Stop(ctx)
+					dbCPU += db
+					refill()
+					left = free
+					meter = r.StartCPU(ctx)
+					b.StartTimer()
+				}
+				got, err := store.ClaimDue(ctx, r.Pool, store.ClaimParams{Instance: "bench", Now: time.Now(), TTL: time.Hour,
+					Limit: k, PerSink: 32, SkipExpired: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(got) != k {
+					b.Fatalf("claimed %d rows, want %d", len(got), k)
+				}
+				claims++
+				rows += len(got)
+				left -= len(got)
+			}
+			b.StopTimer()
+			_, db := meter.Stop(ctx)
+			dbCPU += db
+			b.ReportMetric(float64(dbCPU.Microseconds())/float64(claims), "db-µs/claim")
+		})
+	}
+}
