@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard/notify/bench/internal/fleet"
+	"github.com/switchboard/notify/bench/internal/rig"
+	"github.com/switchboard/notify/engine"
 	"github.com/switchboard/notify/store"
 )
 
@@ -30,58 +33,17 @@ const (
 func BenchmarkClaim(b *testing.B) {
 	ctx := context.Background()
 	r, f, eng := fleetEngine(b, 1, "claim")
-	refill := func() {
-		if err := r.Truncate(ctx); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := r.Backlog(ctx, eng, f, claimBacklog); err != nil {
-			b.Fatal(err)
-		}
-		if err := r.FanOutBacklog(ctx, eng); err != nil {
-			b.Fatal(err)
-		}
-	}
 	for _, k := range []int{0, 1, 32, 256} {
 		b.Run(fmt.Sprintf("rows=%d", k), func(b *testing.B) {
-			b.StopTimer()
-			refill()
-			var (
-				claims, rows int
-				dbCPU        time.Duration
-				left         = claimBacklog
-			)
-			meter := r.StartCPU(ctx)
-			b.StartTimer()
-			for range b.N {
-				if k > 0 && left-k < claimLow {
-					b.StopTimer()
-					_, db := meter.Stop(ctx)
-					dbCPU += db
-					refill()
-					left = claimBacklog
-					meter = r.StartCPU(ctx)
-					b.StartTimer()
-				}
-				p := store.ClaimParams{Instance: "bench", Now: time.Now(), TTL: time.Hour,
-					Limit: max(k, 1), PerSink: 32, SkipExpired: true}
-				if k == 0 {
-					p.Now = p.Now.Add(-time.Hour) // before the backlog: nothing due
-				}
-				got, err := store.ClaimDue(ctx, r.Pool, p)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(got) != k {
-					b.Fatalf("claimed %d rows, want %d", len(got), k)
-				}
-				claims++
-				rows += len(got)
-				left -= len(got)
-			}
-			b.StopTimer()
-			_, db := meter.Stop(ctx)
-			dbCPU += db
-			b.ReportMetric(float64(dbCPU.Microseconds())/float64(claims), "db-µs/claim")
+			claims, rows := meterClaims(b, r, k, claimBacklog, func() { freshBacklog(b, r, eng, f) },
+				func() ([]store.OutboxRow, error) {
+					p := store.ClaimParams{Instance: "bench", Now: time.Now(), TTL: time.Hour,
+						Limit: max(k, 1), PerSink: 32, SkipExpired: true}
+					if k == 0 {
+						p.Now = p.Now.Add(-time.Hour) // before the backlog: nothing due
+					}
+					return store.ClaimDue(ctx, r.Pool, p)
+				})
 			b.ReportMetric(float64(rows)/float64(claims), "rows/claim")
 		})
 	}
@@ -99,66 +61,85 @@ func BenchmarkClaimBesideAnotherInstance(b *testing.B) {
 	r, f, eng := fleetEngine(b, 1, "claimbeside")
 	const k = 32
 	for _, held := range []int{0, 64, 320} {
-		refill := func() {
-			if err := r.Truncate(ctx); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := r.Backlog(ctx, eng, f, claimBacklog); err != nil {
-				b.Fatal(err)
-			}
-			if err := r.FanOutBacklog(ctx, eng); err != nil {
-				b.Fatal(err)
-			}
-			if held == 0 {
-				return
-			}
-			sinks := f.Owners[0].Sinks
-			got, err := store.ClaimDue(ctx, r.Pool, store.ClaimParams{Instance: "other", Now: time.Now(), TTL: time.Hour,
-				Limit: held, PerSink: 64, SkipExpired: true, SkipSinks: sinks[held/64:]})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if len(got) != held {
-				b.Fatalf("the other instance claimed %d rows, want %d", len(got), held)
-			}
-		}
 		b.Run(fmt.Sprintf("held=%d", held), func(b *testing.B) {
-			b.StopTimer()
-			refill()
-			var (
-				claims, rows int
-				dbCPU        time.Duration
-				free         = claimBacklog / 10 * (10 - held/64) // the rows of the sinks left to this claim
-				left         = free
-			)
-			meter := r.StartCPU(ctx)
-			b.StartTimer()
-			for range b.N {
-				if left-k < claimLow {
-					b.StopTimer()
-					_, db := meter.Stop(ctx)
-					dbCPU += db
-					refill()
-					left = free
-					meter = r.StartCPU(ctx)
-					b.StartTimer()
+			refill := func() {
+				freshBacklog(b, r, eng, f)
+				if held == 0 {
+					return
 				}
-				got, err := store.ClaimDue(ctx, r.Pool, store.ClaimParams{Instance: "bench", Now: time.Now(), TTL: time.Hour,
-					Limit: k, PerSink: 32, SkipExpired: true})
+				got, err := store.ClaimDue(ctx, r.Pool, store.ClaimParams{Instance: "other", Now: time.Now(), TTL: time.Hour,
+					Limit: held, PerSink: 64, SkipExpired: true, SkipSinks: f.Owners[0].Sinks[held/64:]})
 				if err != nil {
 					b.Fatal(err)
 				}
-				if len(got) != k {
-					b.Fatalf("claimed %d rows, want %d", len(got), k)
+				if len(got) != held {
+					b.Fatalf("the other instance claimed %d rows, want %d", len(got), held)
 				}
-				claims++
-				rows += len(got)
-				left -= len(got)
 			}
+			free := claimBacklog / 10 * (10 - held/64) // the rows of the sinks left to this claim
+			meterClaims(b, r, k, free, refill, func() ([]store.OutboxRow, error) {
+				return store.ClaimDue(ctx, r.Pool, store.ClaimParams{Instance: "bench", Now: time.Now(), TTL: time.Hour,
+					Limit: k, PerSink: 32, SkipExpired: true})
+			})
+		})
+	}
+}
+
+// freshBacklog empties the rig's tables and writes a backlog of
+// claimBacklog rows over f's sinks, fanned out.
+func freshBacklog(b *testing.B, r *rig.Rig, eng *engine.Engine, f *fleet.Fleet) {
+	b.Helper()
+	ctx := context.Background()
+	if err := r.Truncate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := r.Backlog(ctx, eng, f, claimBacklog); err != nil {
+		b.Fatal(err)
+	}
+	if err := r.FanOutBacklog(ctx, eng); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// meterClaims runs b.N claims (claim), each of which must take want rows,
+// after refill, and again whenever fewer than claimLow of the free rows
+// the claims may take would be left (never when want is 0). Refills are
+// left out of the timer and of the meter of the database's CPU. It
+// reports db-µs/claim and returns the claims and the rows taken.
+func meterClaims(b *testing.B, r *rig.Rig, want, free int, refill func(), claim func() ([]store.OutboxRow, error)) (claims, rows int) {
+	ctx := context.Background()
+	b.StopTimer()
+	refill()
+	var (
+		dbCPU time.Duration
+		left  = free
+	)
+	meter := r.StartCPU(ctx)
+	b.StartTimer()
+	for range b.N {
+		if want > 0 && left-want < claimLow {
 			b.StopTimer()
 			_, db := meter.Stop(ctx)
 			dbCPU += db
-			b.ReportMetric(float64(dbCPU.Microseconds())/float64(claims), "db-µs/claim")
-		})
+			refill()
+			left = free
+			meter = r.StartCPU(ctx)
+			b.StartTimer()
+		}
+		got, err := claim()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(got) != want {
+			b.Fatalf("claimed %d rows, want %d", len(got), want)
+		}
+		claims++
+		rows += len(got)
+		left -= len(got)
 	}
+	b.StopTimer()
+	_, db := meter.Stop(ctx)
+	dbCPU += db
+	b.ReportMetric(float64(dbCPU.Microseconds())/float64(claims), "db-µs/claim")
+	return claims, rows
 }
