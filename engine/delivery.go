@@ -340,7 +340,7 @@ func (w worker) Flush(ctx context.Context, sinkID int64) actors.Outcome {
 		}
 		rows, err := store.ClaimHeld(ctx, tx, s.ID, e.instance, now, e.cfg.ClaimTTL, MaxAttempts, e.statementNow())
 		if err != nil || len(rows) == 0 {
-			return err // nothing held: spend no token
+			return err // nothing to flush now (none held, or all behind queued or pending rows): spend no token
 		}
 		if closed, err := store.CloseAbandoned(ctx, tx, store.Claims(rows), e.instance, now); err != nil {
 			return err

@@ -948,6 +948,7 @@ func FinishHeldAtCap(ctx context.Context, tx DBTX, sinkID int64, limit int, now 
 // TestAFlushWaitsForThePendingRowsDueBeforeIt). The held rows due before
 // the sink's first pending row go; the claimer's cycle pokes the sink
 // again for the others (HeldDueSinks).
+//
 // Like every statement that starts an attempt, it takes none unless
 // instance's heartbeat lets it dispatch (DispatchFence) at the database's
 // clock, or at fenceAt when not zero (a test's fake clock).
