@@ -14,11 +14,16 @@ import (
 // being sent (a slow sink ahead of it), and this instance's own claimer
 // may then take the row again. It must not hand over a second copy: the
 // two would be sent twice, and the first one's outcome could no longer be
-// written. So its claims leave the handed rows alone
-// (store.ClaimParams.Handed), and should one come back from its expired
-// claim all the same (store.OutboxRow.TakenFrom), the claimer gives the
-// row back the claim its copy carries (store.RestoreClaim) rather than
-// hand it over again.
+// written. So its claims leave the handed rows alone, whoever holds them
+// (store.ClaimParams.Handed): another instance that took such a row over
+// and let its claim expire in turn has it taken over by anyone but this
+// instance, until this copy's outcome is written. Should one come back
+// from an expired claim all the same (store.OutboxRow.TakenFrom: handed
+// after the claim read the list), the claimer gives the row back the
+// claim its copy carries (store.RestoreClaim) rather than hand it over
+// again. That is a safety net and no more: a copy ending while the token
+// is given back has its outcome refused under the new token, and leaves
+// the row claimed with no copy until the claim expires.
 //
 // A row is forgotten only once its outcome is committed (or it was given
 // back), so a claim can take it pending, due again, in between: a failed

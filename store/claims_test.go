@@ -434,6 +434,38 @@ func TestADeadInstancesRowsAreClaimedAtOnce(t *testing.T) {
 	require.Zero(t, count(t, pool, `SELECT count(*) FROM switchboard.outbox_instances WHERE name = 'instance-alive'`))
 }
 
+// A row this instance still has a copy of (queued, or being sent: Handed)
+// is not taken over by it, whoever holds the row now. Here instance-a's
+// copy is in flight while instance-c, which took the row over, has let its
+// own claim expire too. Taken by instance-a, the row had to be given its
+// copy's token back (RestoreClaim), and a copy that ended meanwhile left
+// it claimed with no copy until the claim expired (the delivery state
+// machine: a settle that waited for ever). Another instance takes it; so
+// does instance-a once its copy is done.
+func TestAClaimLeavesARowHandedHereWhoeverHoldsIt(t *testing.T) {
+	t.Parallel()
+	pool, sink := newHeldRowsDB(t)
+	ctx := context.Background()
+	now := time.Now()
+	require.NoError(t, store.Beat(ctx, pool, "instance-c", now, time.Hour, time.Minute))
+	row := claimedRow(t, pool, sink, "instance-c", 1001, "", false)
+	later := now.Add(time.Minute + time.Second) // past the claim
+	claim := func(instance string, handed []int64) []store.OutboxRow {
+		t.Helper()
+		tx, err := pool.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(ctx) }() // each claim looks at the same row
+		rows, err := store.ClaimDue(ctx, tx, store.ClaimParams{Instance: instance, Now: later, TTL: time.Minute,
+			Limit: 10, PerSink: 5, Handed: handed})
+		require.NoError(t, err)
+		return rows
+	}
+
+	require.Empty(t, claim("instance-a", []int64{row.ID}), "instance-a takes over a row it has a copy of")
+	require.Equal(t, []int64{row.ID}, ids(claim("instance-b", nil)), "another instance takes the expired claim over")
+	require.Equal(t, []int64{row.ID}, ids(claim("instance-a", nil)), "instance-a takes it once its copy is done")
+}
+
 // A row whose claim a claim may take over (its instance died, or its
 // claim expired) is left to the live instance that holds other rows of its
 // sink, as a due row of that sink is: that instance takes it over in its

@@ -131,7 +131,15 @@ type ClaimParams struct {
 	SkipExpired bool
 	// Handed are rows this instance still has queued or in flight: their
 	// claims may expire (a slow sink ahead of them), but this instance
-	// does not take them again; another instance may.
+	// does not take them over again, whoever holds them by then (itself,
+	// or another instance that took them and let its claim expire in
+	// turn); another instance may. Taken over while its copy here was
+	// still in flight, the row had to be given that copy's token back
+	// (RestoreClaim), and a copy that ended meanwhile, its outcome refused
+	// under the new token, left the row claimed with no copy to send it
+	// until the claim expired (the delivery state machine: a settle that
+	// waited for ever on such a row;
+	// TestAClaimLeavesARowHandedHereWhoeverHoldsIt).
 	Handed []int64
 	// Replaces is what the fan-out of FanOutAndClaim and
 	// FanOutClaimAndWake takes as FanOut's rep; the claim does not use it.
@@ -341,7 +349,7 @@ var claimDueSQL = `
 		    SELECT id, sink_id, due_at FROM switchboard.outbox
 		    WHERE $7 AND state = 'claimed' AND sink_id <> ALL ($6::bigint[])
 		      AND (claim_expires_at <= $2 OR claimed_by IN (SELECT name FROM dead))
-		      AND NOT (claimed_by = $1 AND id = ANY ($8::bigint[]))
+		      AND id <> ALL ($8::bigint[])
 		      AND sink_id NOT IN (SELECT sink_id FROM elsewhere)
 		    ORDER BY claim_expires_at
 		    LIMIT $4

@@ -272,8 +272,8 @@ var List = []Mutant{
 		ID:    "takeover-dead-rows",
 		Guard: "takeover of a dead instance's rows at once (not after their claims expire)",
 		Edits: []Edit{{File: "store/delivery.go",
-			Old: "AND (claim_expires_at <= $2 OR claimed_by IN (SELECT name FROM dead))\n\t\t      AND NOT",
-			New: "AND claim_expires_at <= $2\n\t\t      AND NOT"}},
+			Old: "AND (claim_expires_at <= $2 OR claimed_by IN (SELECT name FROM dead))\n\t\t      AND id <> ALL",
+			New: "AND claim_expires_at <= $2\n\t\t      AND id <> ALL"}},
 		Package: "./store/", Run: "^TestADeadInstancesRowsAreClaimedAtOnce$",
 	},
 
@@ -397,6 +397,14 @@ var List = []Mutant{
 			Old: "if r.TakenFrom != 0 {",
 			New: "if true {"}},
 		Package: "./engine/", Run: "^TestARowClaimedAgainBeforeItsEndedCopyIsForgottenGoesOutInItsTurn$", Fast: true,
+	},
+	{
+		ID:    "claim-leaves-rows-handed-here",
+		Guard: "a claim leaves the rows its instance still has a copy of (Handed), whoever holds them: taken over from another instance's expired claim, the row was given its copy's token back, and a copy that ended meanwhile left it claimed with no copy until the claim expired",
+		Edits: []Edit{{File: "store/delivery.go",
+			Old: "\t\t      AND id <> ALL ($8::bigint[])\n",
+			New: "\t\t      AND NOT (claimed_by = $1 AND id = ANY ($8::bigint[]))\n"}},
+		Package: "./store/", Run: "^TestAClaimLeavesARowHandedHereWhoeverHoldsIt$", Fast: true,
 	},
 	{
 		ID:    "actor-queued-rows-first",
