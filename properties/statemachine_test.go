@@ -976,27 +976,46 @@ func (m *smMachine) settleAll(rt *rapid.T) {
 		// a message of its own or a coalesced one), or undeliverable.
 		var (
 			deliveredEvents, otherEvents int
-			alone                        []int64
+			alone, gone                  []int64
 		)
 		require.NoError(rt, m.w.Pool.QueryRow(m.w.Ctx, `
 			SELECT coalesce(sum(delivered_count) FILTER (WHERE state = 'delivered'), 0),
 			       coalesce(sum(count) FILTER (WHERE state <> 'delivered'), 0),
 			       ARRAY(SELECT DISTINCT d.outbox_id FROM switchboard.delivery_records d
-			             WHERE d.sink_id = $1 AND d.status = 'delivered' AND d.outbox_id IS NOT NULL)
-			FROM switchboard.outbox WHERE sink_id = $1`, sink).Scan(&deliveredEvents, &otherEvents, &alone))
+			             WHERE d.sink_id = $1 AND d.status = 'delivered' AND d.outbox_id IS NOT NULL),
+			       ARRAY(SELECT DISTINCT d.outbox_id FROM switchboard.delivery_records d
+			             WHERE d.sink_id = $1 AND d.status = 'delivered' AND d.outbox_id IS NOT NULL
+			               AND NOT EXISTS (SELECT 1 FROM switchboard.outbox g WHERE g.id = d.outbox_id))
+			FROM switchboard.outbox WHERE sink_id = $1`, sink).Scan(&deliveredEvents, &otherEvents, &alone, &gone))
 		require.Equal(rt, m.emitted[sink], deliveredEvents+otherEvents, "events of sink %d", sink)
 		receipts, _ := m.rcs[i].snapshot()
-		got, okRows := 0, map[int64]bool{}
+		got, okRows, lateOK := 0, map[int64]bool{}, 0
 		for _, r := range receipts {
 			if r.ok {
 				got += r.events
 				okRows[r.row] = true
+				if r.row == 0 && r.rows == nil && r.serial != 0 {
+					lateOK++ // a late message of a claim lost: its row was gone when it arrived (checkOrder)
+				}
 			}
 		}
 		require.GreaterOrEqual(rt, got, deliveredEvents, "sink %d received fewer events than its rows delivered", sink)
+		// A row gone since (a repeat's row took it in while a lost claim's
+		// message was still under way: absorbRepeats) has no row for its
+		// message to be told by when it arrived late; such messages are
+		// counted instead, one at least for each.
+		unmatched := 0
 		for _, row := range alone {
-			require.True(rt, okRows[row], "row %d of sink %d is recorded delivered, but the sink never took it", row, sink)
+			switch {
+			case okRows[row]:
+			case slices.Contains(gone, row):
+				unmatched++
+			default:
+				require.Fail(rt, "a delivered record without its message", "row %d of sink %d is recorded delivered, but the sink never took it", row, sink)
+			}
 		}
+		require.LessOrEqual(rt, unmatched, lateOK,
+			"sink %d: %d rows gone since are recorded delivered, but only %d messages arrived late and were taken", sink, unmatched, lateOK)
 	}
 	// A recorder's outcome may meet outbox_open_key once and is written
 	// again on its own (store.absorbRepeats); a reservation, or an outcome
